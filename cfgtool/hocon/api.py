@@ -1,0 +1,192 @@
+"""The engine's public functions: parse, merge, resolve, and the `Resolved` result with provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_UNRESOLVED_REF, HoconError
+from cfgtool.hocon.lexer import parse_path_expression
+from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.origin import Origin
+from cfgtool.hocon.parser import Reader, parse_source, parse_text
+from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
+from cfgtool.hocon.values import Joined, Lst, Node, Obj, Scalar, Subst
+
+MAX_OUTPUT_NODES = 5_000_000  # values one resolved document may expand to (shared subtrees count each time)
+PathLike = str | Sequence[str]
+
+
+def parse(text: str, origin: str = "<string>", *, reader: Reader | None = None) -> Obj:
+    """Parse one HOCON document; its root is an object. Includes are read through `reader` (none: skipped)."""
+    try:
+        root = parse_text(text, origin, reader)
+    except RecursionError:
+        raise HoconError(E_LIMIT, "document nested too deeply", Origin(origin, 1, 1)) from None
+    assert isinstance(root, Obj)
+    return root
+
+
+def parse_value(text: str, origin: str = "<string>") -> Node:
+    """Parse a document whose root may also be an array (the value-level parse Lightbend tests use)."""
+    try:
+        return parse_text(text, origin, None, value_level=True)
+    except RecursionError:
+        raise HoconError(E_LIMIT, "document nested too deeply", Origin(origin, 1, 1)) from None
+
+
+def read_file(path: str) -> str | None:
+    """The default `Reader`: a file's text as UTF-8 (BOM and newlines kept), None when it does not exist."""
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HoconError(E_INCLUDE, f"cannot read {path}: {exc}", Origin(path, 1, 1)) from exc
+
+
+def parse_file(path: str | Path, *, reader: Reader | None = None) -> Obj:
+    """Parse a file by its extension (`.properties` as Java properties, else HOCON); includes are relative."""
+    name = str(path)
+    reader = reader or read_file
+    text = reader(name)
+    if text is None:
+        raise HoconError(E_INCLUDE, f"file not found: {name}", None)
+    try:
+        return parse_source(text, name, reader)
+    except RecursionError:
+        raise HoconError(E_LIMIT, "document nested too deeply", Origin(name, 1, 1)) from None
+
+
+def merge(documents: Sequence[Node]) -> Node:
+    """`withFallback` of all documents, the first highest priority; nothing is resolved."""
+    if not documents:
+        return Obj({}, Origin("<empty>", 1, 1))
+    result = documents[0]
+    for lower in documents[1:]:
+        result = merge_nodes(result, lower)
+    return result
+
+
+def from_plain(value: Any, origin: Origin) -> Node:
+    """Turn plain Python data (dict, list, str, int, float, bool, None) into nodes, all at `origin`."""
+    if isinstance(value, Mapping):
+        return Obj({str(k): from_plain(v, origin) for k, v in value.items()}, origin)
+    if isinstance(value, (list, tuple)):
+        return Lst([from_plain(v, origin) for v in value], origin)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return Scalar(value, origin, isinstance(value, str))
+    raise TypeError(f"cannot use {type(value).__name__} as a config value")
+
+
+def resolve(
+    documents: Sequence[Node],
+    extra: Mapping[str, Any] | Node | None = None,
+    *,
+    allow_unresolved: bool = False,
+) -> Resolved:
+    """Merge `documents` (first highest priority) and resolve every `${...}` once, afterwards.
+
+    `extra` holds values that substitutions see before the documents' own (for example intrinsic values
+    such as `cfgtool.key`); they are not part of the result. Nothing is read from the environment.
+    """
+    root = merge(documents)
+    extra_node = extra if isinstance(extra, Node) or extra is None else from_plain(extra, Origin("<extra>", 0, 0))
+    result, complete = resolve_tree(root, extra_node, allow_unresolved)
+    if result is UNDEFINED:
+        result = Obj({}, root.origin)
+    assert isinstance(result, Node)
+    return Resolved(result, complete)
+
+
+def loads(text: str, origin: str = "<string>") -> dict[str, Any]:
+    """Parse and resolve one HOCON document to plain Python data."""
+    return resolve([parse(text, origin)]).value
+
+
+def split_path(path: PathLike) -> tuple[str, ...]:
+    """`"a.\\"b.c\\".d"` -> `("a", "b.c", "d")`; a sequence of keys is returned as a tuple."""
+    if isinstance(path, str):
+        return parse_path_expression(path, Origin("<path>", 1, 1))
+    return tuple(path)
+
+
+class Resolved:
+    """A resolved document: plain `value`, and for any path the origin that won and what it was built from."""
+
+    __slots__ = ("_value", "is_resolved", "root")
+
+    def __init__(self, root: Node, is_resolved: bool) -> None:
+        self.root = root
+        self.is_resolved = is_resolved
+        self._value: dict[str, Any] | None = None
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The whole document as plain Python data (raises if substitutions were left unresolved)."""
+        if self._value is None:
+            plain = to_plain(self.root)
+            assert isinstance(plain, dict)
+            self._value = plain
+        return self._value
+
+    def node(self, path: PathLike) -> Node | None:
+        """The resolved node at `path`, or None when nothing is there."""
+        node: Node = self.root
+        for key in split_path(path):
+            if not isinstance(node, Obj):
+                return None
+            child = node.fields.get(key)
+            if child is None:
+                return None
+            node = child
+        return node
+
+    def get(self, path: PathLike) -> Any:
+        """The plain value at `path`; KeyError when absent."""
+        node = self.node(path)
+        if node is None:
+            raise KeyError(render_path(split_path(path)))
+        return to_plain(node)
+
+    def origin(self, path: PathLike) -> Origin | None:
+        """Where the value at `path` was set (for a substituted value: where the substitution was written)."""
+        node = self.node(path)
+        return None if node is None else node.origin
+
+    def sources(self, path: PathLike) -> tuple[Origin, ...]:
+        """The origins a substituted or concatenated value at `path` was built from (empty for plain values)."""
+        node = self.node(path)
+        return node.sources if isinstance(node, Joined) else ()
+
+    def leaves(self) -> Iterator[tuple[tuple[str, ...], Node]]:
+        """Every leaf (scalar or array) with its path, depth first in document order."""
+        stack: list[tuple[tuple[str, ...], Node]] = [((), self.root)]
+        while stack:
+            path, node = stack.pop()
+            if isinstance(node, Obj):
+                stack.extend((path + (k,), v) for k, v in reversed(node.fields.items()))
+            else:
+                yield path, node
+
+
+def to_plain(node: Node) -> Any:
+    """Resolved nodes to plain Python data; a guard stops documents that expand exponentially."""
+    budget = [MAX_OUTPUT_NODES]
+
+    def convert(n: Node) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise HoconError(E_LIMIT, f"the resolved document has more than {MAX_OUTPUT_NODES} values", n.origin)
+        if isinstance(n, Scalar):
+            return n.value
+        if isinstance(n, Obj):
+            return {k: convert(v) for k, v in n.fields.items()}
+        if isinstance(n, Lst):
+            return [convert(v) for v in n.items]
+        if isinstance(n, Subst):
+            raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
+        raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
+
+    return convert(node)

@@ -1,0 +1,37 @@
+"""`withFallback` on unresolved nodes: the one merge rule used for duplicate keys, includes and layers."""
+
+from __future__ import annotations
+
+from cfgtool.hocon.values import Concat, Lst, Merge, Node, Obj, Scalar, Subst
+
+
+def merge_nodes(high: Node, low: Node) -> Node:
+    """Merge `low` under `high` as HOCON does.
+
+    Objects merge key by key; a resolved non-object in `high` hides `low`; an object never merges with a
+    non-object below it. When `high` is unresolved (a substitution or concatenation, or an object over one),
+    the outcome depends on resolution, so both are kept as a delayed `Merge`, highest first.
+    """
+    if isinstance(high, Obj):
+        if isinstance(low, Obj):
+            fields = dict(low.fields)
+            for key, value in high.fields.items():
+                old = fields.get(key)
+                fields[key] = value if old is None else merge_nodes(value, old)
+            return Obj(fields, high.origin)
+        if isinstance(low, (Subst, Concat, Merge)):
+            return Merge([high, *_stack(low)], high.origin)
+        return high
+    if isinstance(high, (Subst, Concat)):
+        return Merge([high, *_stack(low)], high.origin)
+    if isinstance(high, Merge):
+        if isinstance(high.stack[-1], (Scalar, Lst)):
+            return high  # the stack already ends in a value that hides everything below
+        if isinstance(high.stack[-1], Obj) and not isinstance(low, (Obj, Subst, Concat, Merge)):
+            return high
+        return Merge([*high.stack, *_stack(low)], high.origin)
+    return high
+
+
+def _stack(node: Node) -> list[Node]:
+    return node.stack if isinstance(node, Merge) else [node]

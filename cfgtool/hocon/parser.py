@@ -1,0 +1,443 @@
+"""Recursive-descent HOCON parser: tokens in, an unresolved `Node` tree with origins out.
+
+Duplicate keys merge as HOCON says (objects merge, anything else replaces, unresolved values keep the lower
+definitions in a `Merge`), `+=` becomes `${?path} [value]`, and `include` pulls in relative files through a
+`Reader` the caller hands over, so this module never looks files up by itself.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+
+from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_SYNTAX, E_TYPE, E_UNSUPPORTED_INCLUDE, HoconError
+from cfgtool.hocon.lexer import (
+    COLON,
+    COMMA,
+    EOF,
+    EQUALS,
+    KIND_NAMES,
+    LBRACE,
+    LBRACK,
+    NL,
+    NUMBER,
+    PLUSEQ,
+    RBRACE,
+    RBRACK,
+    STRING,
+    SUBST,
+    UNQUOTED,
+    WS,
+    Token,
+    parse_path_expression,
+    tokenize,
+    unescape,
+)
+from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.origin import Origin
+from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
+
+Reader = Callable[[str], "str | None"]
+"""Reads an include target by path (posix, joined onto the including file's directory); None if missing."""
+
+MAX_DEPTH = 400  # nesting of objects and arrays
+MAX_INCLUDE_DEPTH = 50  # as Lightbend: include chains deeper than this are a cycle
+
+_KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+_VALUE_START = frozenset((STRING, NUMBER, UNQUOTED, SUBST, LBRACE, LBRACK))
+_INCLUDE_SPEC = re.compile(
+    r"""\A(?P<req>required\(\s*)?(?:(?P<kind>file|url|classpath)\(\s*)?"(?P<name>(?:[^"\\\n]|\\.)*)"\s*(?P<close>\)?)\s*(?P<close2>\)?)\Z"""
+)
+
+
+class _Parser:
+    __slots__ = ("depth", "file", "include_depth", "pos", "reader", "tokens")
+
+    def __init__(self, text: str, file: str, reader: Reader | None, include_depth: int) -> None:
+        self.tokens = tokenize(text, file)
+        self.pos = 0
+        self.file = file
+        self.reader = reader
+        self.include_depth = include_depth
+        self.depth = 0
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _origin(self, tok: Token) -> Origin:
+        return Origin(self.file, tok[3], tok[4])
+
+    def _error(self, tok: Token, message: str, notes: tuple[str, ...] = ()) -> HoconError:
+        return HoconError(E_SYNTAX, message, self._origin(tok), notes)
+
+    def _skip(self, newlines: bool) -> None:
+        tokens = self.tokens
+        pos = self.pos
+        while True:
+            kind = tokens[pos][0]
+            if kind == WS or (newlines and kind == NL):
+                pos += 1
+            else:
+                break
+        self.pos = pos
+
+    def _describe(self, tok: Token) -> str:
+        if tok[0] in (STRING, UNQUOTED, NUMBER):
+            return f"{KIND_NAMES[tok[0]]} {tok[2]!r}"
+        return KIND_NAMES[tok[0]]
+
+    # -- document ------------------------------------------------------------------------------------
+    def document(self, value_level: bool) -> Node:
+        self._skip(True)
+        tok = self.tokens[self.pos]
+        root: Node
+        if tok[0] == LBRACE:
+            root = self._object(True, ())
+        elif tok[0] == LBRACK:
+            if not value_level:
+                raise self._error(tok, "the root of a HOCON document must be an object, not an array")
+            root = self._array(())
+        else:
+            root = self._object(False, ())
+        self._skip(True)
+        tok = self.tokens[self.pos]
+        if tok[0] != EOF:
+            raise self._error(
+                tok, f"unexpected {self._describe(tok)} after the end of the document; "
+                "a document holds one root object"
+            )
+        return root
+
+    # -- objects -------------------------------------------------------------------------------------
+    def _object(self, braced: bool, path: tuple[str, ...]) -> Obj:
+        tokens = self.tokens
+        open_tok = tokens[self.pos]
+        if braced:
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise HoconError(E_LIMIT, f"objects and arrays nested deeper than {MAX_DEPTH}", self._origin(open_tok))
+            self.pos += 1
+        fields: dict[str, Node] = {}
+        while True:
+            self._skip(True)
+            tok = tokens[self.pos]
+            kind = tok[0]
+            if kind == RBRACE:
+                if not braced:
+                    raise self._error(tok, "unbalanced '}': no '{' is open here")
+                self.pos += 1
+                self.depth -= 1
+                return Obj(fields, self._origin(open_tok))
+            if kind == EOF:
+                if braced:
+                    raise self._error(
+                        tok, "unclosed object: add '}'", (f"note: the object opened at {self._origin(open_tok)}",)
+                    )
+                return Obj(fields, Origin(self.file, 1, 1))
+            if kind == UNQUOTED and tok[1] == "include":
+                self._include(fields, path)
+            else:
+                self._field(fields, path)
+            self._skip(False)
+            tok = tokens[self.pos]
+            kind = tok[0]
+            if kind == NL:
+                self._skip(True)
+                if tokens[self.pos][0] == COMMA:
+                    tok = tokens[self.pos]
+                    kind = COMMA
+            if kind == COMMA:
+                self.pos += 1
+                self._skip(True)
+                if tokens[self.pos][0] == COMMA:
+                    raise self._error(tokens[self.pos], "two commas in a row; remove one")
+            elif kind not in (NL, RBRACE, EOF):
+                raise self._error(
+                    tok, f"expected ',' or a newline after a field, found {self._describe(tok)}",
+                )
+
+    def _key(self) -> tuple[tuple[str, ...], Token]:
+        tokens = self.tokens
+        first = tokens[self.pos]
+        kind = first[0]
+        if kind not in (STRING, UNQUOTED, NUMBER):
+            if kind == COMMA:
+                raise self._error(first, "unexpected ','; a field (key and value) was expected")
+            raise self._error(first, f"expected a key, found {self._describe(first)}")
+        nxt = tokens[self.pos + 1][0]
+        if nxt not in (STRING, UNQUOTED, NUMBER, WS):
+            # single-token key: the common case, no need to go through the path parser
+            self.pos += 1
+            if kind == STRING:
+                return (first[1],), first
+            raw: str = first[2]
+            if "." not in raw:
+                return (raw,), first
+            return parse_path_expression(raw, self._origin(first)), first
+        start = self.pos
+        pos = start
+        while tokens[pos][0] in (STRING, UNQUOTED, NUMBER, WS):
+            pos += 1
+        end = pos
+        while tokens[end - 1][0] == WS:
+            end -= 1
+        self.pos = end
+        raw_key = "".join(t[2] for t in tokens[start:end])
+        return parse_path_expression(raw_key, self._origin(first)), first
+
+    def _field(self, fields: dict[str, Node], path: tuple[str, ...]) -> None:
+        keys, key_tok = self._key()
+        self._skip(True)
+        tok = self.tokens[self.pos]
+        kind = tok[0]
+        full = path + keys
+        value: Node
+        if kind == COLON or kind == EQUALS:
+            self.pos += 1
+            self._skip(True)
+            value = self._value(full, tok)
+        elif kind == LBRACE:
+            value = self._value(full, tok)
+        elif kind == PLUSEQ:
+            self.pos += 1
+            self._skip(True)
+            item = self._value(full, tok)
+            origin = self._origin(tok)
+            value = Concat([Subst(full, True, origin), Lst([item], item.origin)], origin)
+        else:
+            what = ".".join(keys)
+            raise self._error(tok, f"expected ':', '=', '+=' or '{{' after key {what!r}, found {self._describe(tok)}")
+        key_origin = self._origin(key_tok)
+        for key in reversed(keys[1:]):
+            value = Obj({key: value}, key_origin)
+        head = keys[0]
+        old = fields.get(head)
+        fields[head] = value if old is None else merge_nodes(value, old)
+
+    # -- values --------------------------------------------------------------------------------------
+    def _value(self, path: tuple[str, ...], after: Token) -> Node:
+        tokens = self.tokens
+        parts: list[Node] = []
+        simple: list[Token] = []  # run of literal tokens (and whitespace) not yet turned into a node
+        while True:
+            tok = tokens[self.pos]
+            kind = tok[0]
+            if kind == STRING or kind == NUMBER or kind == UNQUOTED:
+                simple.append(tok)
+                self.pos += 1
+            elif kind == WS:
+                if tokens[self.pos + 1][0] not in _VALUE_START:
+                    self.pos += 1
+                    break
+                simple.append(tok)
+                self.pos += 1
+            elif kind == SUBST:
+                if simple:
+                    parts.append(self._literal(simple))
+                    simple = []
+                (spath, optional) = tok[1]
+                parts.append(Subst(spath, optional, self._origin(tok)))
+                self.pos += 1
+            elif kind == LBRACE:
+                if simple:
+                    parts.append(self._literal(simple))
+                    simple = []
+                parts.append(self._object(True, path))
+            elif kind == LBRACK:
+                if simple:
+                    parts.append(self._literal(simple))
+                    simple = []
+                parts.append(self._array(path))
+            else:
+                break
+        if simple:
+            parts.append(self._literal(simple))
+        if not parts:
+            tok = tokens[self.pos]
+            raise self._error(tok, f"expected a value after {self._describe(after)}, found {self._describe(tok)}")
+        if len(parts) == 1:
+            return parts[0]
+        return self._concat(parts)
+
+    def _literal(self, toks: list[Token]) -> Node:
+        """Turn a run of adjacent literal tokens into one scalar (a string when there are several)."""
+        first = toks[0]
+        origin = self._origin(first)
+        if len(toks) == 1:
+            kind = first[0]
+            if kind == STRING:
+                return Scalar(first[1], origin, True)
+            if kind == NUMBER:
+                return Num(first[1], origin, first[2])
+            if kind == WS:
+                return Ws(first[1], origin)
+            text: str = first[1]
+            if text in _KEYWORDS:
+                return Scalar(_KEYWORDS[text], origin)
+            return Scalar(text, origin)
+        if all(t[0] == WS for t in toks):
+            return Ws("".join(t[1] for t in toks), origin)
+        return Scalar("".join(t[1] if t[0] == STRING else t[2] for t in toks), origin, True)
+
+    def _concat(self, parts: list[Node]) -> Node:
+        """A concatenation; literal type conflicts (`[1] x`, `{} []`) are reported now, others at resolve."""
+        has_obj = has_list = has_str = False
+        for part in parts:
+            if isinstance(part, Obj):
+                has_obj = True
+            elif isinstance(part, Lst):
+                has_list = True
+            elif type(part) is not Ws and isinstance(part, Scalar):
+                has_str = True
+        if (has_obj and has_list) or ((has_obj or has_list) and has_str):
+            raise HoconError(
+                E_TYPE,
+                "cannot concatenate objects or arrays with strings or each other here; "
+                "quote the text or put it on its own key",
+                parts[0].origin,
+            )
+        return Concat(parts, parts[0].origin)
+
+    def _array(self, path: tuple[str, ...]) -> Lst:
+        tokens = self.tokens
+        open_tok = tokens[self.pos]
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise HoconError(E_LIMIT, f"objects and arrays nested deeper than {MAX_DEPTH}", self._origin(open_tok))
+        self.pos += 1
+        items: list[Node] = []
+        while True:
+            self._skip(True)
+            tok = tokens[self.pos]
+            kind = tok[0]
+            if kind == RBRACK:
+                self.pos += 1
+                self.depth -= 1
+                return Lst(items, self._origin(open_tok))
+            if kind == EOF:
+                raise self._error(
+                    tok, "unclosed array: add ']'", (f"note: the array opened at {self._origin(open_tok)}",)
+                )
+            if kind not in _VALUE_START:
+                raise self._error(tok, f"expected an array element or ']', found {self._describe(tok)}")
+            items.append(self._value(path, tokens[self.pos - 1]))
+            self._skip(False)
+            tok = tokens[self.pos]
+            kind = tok[0]
+            if kind == NL:
+                self._skip(True)
+                if tokens[self.pos][0] == COMMA:
+                    tok = tokens[self.pos]
+                    kind = COMMA
+            if kind == COMMA:
+                self.pos += 1
+                self._skip(True)
+                if tokens[self.pos][0] == COMMA:
+                    raise self._error(tokens[self.pos], "two commas in a row; remove one")
+            elif kind not in (NL, RBRACK):
+                raise self._error(tok, f"expected ',' or ']' after an array element, found {self._describe(tok)}")
+
+    # -- include -------------------------------------------------------------------------------------
+    def _include(self, fields: dict[str, Node], path: tuple[str, ...]) -> None:
+        tokens = self.tokens
+        inc_tok = tokens[self.pos]
+        self.pos += 1
+        self._skip(True)
+        start = self.pos
+        while tokens[self.pos][0] in (STRING, UNQUOTED, WS):
+            self.pos += 1
+        spec = "".join(t[2] for t in tokens[start : self.pos]).strip()
+        m = _INCLUDE_SPEC.match(spec)
+        origin = self._origin(inc_tok)
+        wanted = (1 if m and m.group("req") else 0) + (1 if m and m.group("kind") else 0)
+        closes = (1 if m and m.group("close") else 0) + (1 if m and m.group("close2") else 0)
+        if m is None or wanted != closes:
+            raise HoconError(
+                E_SYNTAX,
+                f"bad include {spec!r}: write include \"file.conf\", include file(\"...\") "
+                "or include required(\"...\")",
+                origin,
+            )
+        kind = m.group("kind")
+        if kind in ("url", "classpath"):
+            raise HoconError(
+                E_UNSUPPORTED_INCLUDE,
+                f"include {kind}(...) is not supported: configs are hermetic; include a relative file instead",
+                origin,
+            )
+        target = unescape(m.group("name"), origin)
+        included = self._load_include(target, bool(m.group("req")), kind == "file", origin)
+        if included is None:
+            return
+        if path:
+            included = relativize(included, path)
+        for key, value in included.fields.items():
+            old = fields.get(key)
+            fields[key] = value if old is None else merge_nodes(value, old)
+
+    def _load_include(self, name: str, required: bool, from_cwd: bool, origin: Origin) -> Obj | None:
+        """Read an include target: relative to the including file, or for `file(...)`, as Lightbend does,
+        relative to the reader's working directory. A missing target is skipped unless `required(...)`."""
+        if self.include_depth >= MAX_INCLUDE_DEPTH:
+            raise HoconError(
+                E_INCLUDE, f"include statements nested more than {MAX_INCLUDE_DEPTH} times (an include cycle?)", origin
+            )
+        if not name:
+            raise HoconError(E_SYNTAX, "include needs a file name", origin)
+        reader = self.reader
+        base = "" if from_cwd else posixpath.dirname(self.file)
+        target = posixpath.normpath(posixpath.join(base, name))
+        found: list[Obj] = []
+        if reader is not None:
+            candidates = [target]
+            if posixpath.splitext(name)[1] == "":
+                candidates = [target + ".conf", target + ".json", target + ".properties"]
+            for candidate in candidates:
+                text = reader(candidate)
+                if text is not None:
+                    found.append(parse_source(text, candidate, reader, self.include_depth + 1))
+        if not found:
+            if required:
+                raise HoconError(E_INCLUDE, f"required include {name!r} not found (looked for {target!r})", origin)
+            return None
+        result: Node = found[0]
+        for lower in found[1:]:
+            result = merge_nodes(result, lower)
+        assert isinstance(result, Obj)
+        return result
+
+
+def relativize(node: Node, prefix: tuple[str, ...]) -> Obj:
+    """Rewrite `${p}` in an included document to `${prefix.p}` (falling back to `${p}` at lookup)."""
+    result = _relativize(node, prefix)
+    assert isinstance(result, Obj)
+    return result
+
+
+def _relativize(node: Node, prefix: tuple[str, ...]) -> Node:
+    if isinstance(node, Subst):
+        return Subst(prefix + node.path, node.optional, node.origin, node.prefix + len(prefix))
+    if isinstance(node, Obj):
+        return Obj({k: _relativize(v, prefix) for k, v in node.fields.items()}, node.origin)
+    if isinstance(node, Lst):
+        return Lst([_relativize(v, prefix) for v in node.items], node.origin)
+    if isinstance(node, Concat):
+        return Concat([_relativize(v, prefix) for v in node.parts], node.origin)
+    if isinstance(node, Merge):
+        return Merge([_relativize(v, prefix) for v in node.stack], node.origin)
+    return node
+
+
+def parse_source(text: str, file: str, reader: Reader | None, include_depth: int = 0) -> Obj:
+    """Parse one include target or file by its extension: `.properties` as Java properties, else HOCON."""
+    if file.endswith(".properties"):
+        from cfgtool.hocon.properties import parse_properties
+
+        return parse_properties(text, file)
+    root = _Parser(text, file, reader, include_depth).document(False)
+    assert isinstance(root, Obj)
+    return root
+
+
+def parse_text(text: str, file: str, reader: Reader | None = None, value_level: bool = False) -> Node:
+    """Parse HOCON `text` named `file`; the root is an object unless `value_level` allows an array."""
+    return _Parser(text, file, reader, 0).document(value_level)

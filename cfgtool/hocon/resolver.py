@@ -1,0 +1,400 @@
+"""Late resolution of `${...}`: one merged tree in, resolved nodes (origins kept) out. Never the environment.
+
+Semantics follow Lightbend config. A delayed `Merge` is resolved from its highest definition down; while a
+definition that is itself unresolved is being resolved, lookups that pass through the merge see only the
+definitions below it (the "remainder"), which is what makes `path = ${path}":/x"` and `+=` refer to the
+previous value. Resolution state (memo, in-progress set, trace, replacements) lives in `_Resolver`, not in
+the nodes. Cycles, missing references and type conflicts become `HoconError`s naming the path and origin.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from cfgtool.hocon.errors import E_LIMIT, E_REF_CYCLE, E_TYPE, E_UNRESOLVED_REF, HoconError
+from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.origin import Origin
+from cfgtool.hocon.values import Concat, Joined, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
+
+MAX_STRING: Final = 16 * 1024 * 1024  # characters in one concatenated string
+MAX_LIST: Final = 1_000_000  # items in one concatenated array
+MAX_STEPS: Final = 5_000_000  # resolution steps in one resolve() call
+_INDEX = re.compile(r"[+-]?[0-9]+\Z")
+
+
+class _Undefined:
+    """An optional substitution with no value: the field, array item or concatenation piece disappears."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+
+UNDEFINED: Final = _Undefined()
+Result = Node | _Undefined
+
+
+class _Cycle(Exception):
+    """Internal signal: a value was needed while it was being resolved. Never leaves this module."""
+
+
+def render_path(path: tuple[str, ...]) -> str:
+    """A path as a HOCON path expression, quoting keys that need it."""
+    return ".".join(k if k and all(c.isalnum() or c in "-_" for c in k) else '"' + k.replace('"', '\\"') + '"'
+                    for k in path)
+
+
+def merge_resolved(high: Node, low: Node) -> Node:
+    """`withFallback` on resolved nodes: objects merge key by key, anything else in `high` wins."""
+    if isinstance(high, Obj) and isinstance(low, Obj):
+        fields = dict(low.fields)
+        for key, value in high.fields.items():
+            old = fields.get(key)
+            fields[key] = value if old is None else merge_resolved(value, old)
+        return Obj(fields, high.origin)
+    return high
+
+
+class _Resolver:
+    def __init__(self, root: Node, extra: Node | None, allow_unresolved: bool) -> None:
+        self.root = root
+        self.extra = extra
+        self.allow_unresolved = allow_unresolved
+        self.unresolved = False
+        self.memo: dict[int, Result] = {}
+        self.active: set[int] = set()
+        self.trace: list[Subst] = []
+        self.replace: dict[int, Result] = {}
+        self.remainders: dict[tuple[int, int], Result] = {}
+        self.children: dict[tuple[int, str], Node | None] = {}
+        self.steps = 0
+
+    # -- entry -------------------------------------------------------------------------------------------
+    def value(self, node: Node) -> Result:
+        """Resolve `node` completely (memoized per replacement context)."""
+        cls = type(node)
+        if cls is Scalar or cls is Num or cls is Joined:
+            return node
+        key = id(node)
+        memo = self.memo
+        found = memo.get(key)
+        if found is not None:
+            return found
+        if key in self.active:
+            raise _Cycle()
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise HoconError(E_LIMIT, f"resolution took more than {MAX_STEPS} steps; simplify the substitutions",
+                             node.origin)
+        self.active.add(key)
+        try:
+            if cls is Obj:
+                result = self._obj(node)  # type: ignore[arg-type]
+            elif cls is Subst:
+                result = self._subst(node)  # type: ignore[arg-type]
+            elif cls is Concat:
+                result = self._concat(node)  # type: ignore[arg-type]
+            elif cls is Merge:
+                result = self._merge(node)  # type: ignore[arg-type]
+            elif cls is Lst:
+                result = self._lst(node)  # type: ignore[arg-type]
+            else:
+                result = node
+        finally:
+            self.active.discard(key)
+        memo[key] = result
+        return result
+
+    # -- containers --------------------------------------------------------------------------------------
+    def _obj(self, node: Obj) -> Result:
+        out: dict[str, Node] = {}
+        changed = False
+        value = self.value
+        for k, v in node.fields.items():
+            r = value(v)
+            if r is not v:
+                changed = True
+                if r is UNDEFINED:
+                    continue
+            out[k] = r  # type: ignore[assignment]
+        return Obj(out, node.origin) if changed else node
+
+    def _lst(self, node: Lst) -> Result:
+        out: list[Node] = []
+        changed = False
+        for v in node.items:
+            r = self.value(v)
+            if r is not v:
+                changed = True
+                if r is UNDEFINED:
+                    continue
+            out.append(r)  # type: ignore[arg-type]
+        return Lst(out, node.origin) if changed else node
+
+    # -- substitutions -----------------------------------------------------------------------------------
+    def _subst(self, node: Subst) -> Result:
+        self.trace.append(node)
+        try:
+            found = self._lookup(node.path)
+            if found is None and node.prefix:
+                found = self._lookup(node.path[node.prefix:])
+        except _Cycle:
+            if node.optional:
+                return UNDEFINED
+            raise self._cycle_error(node) from None
+        finally:
+            self.trace.pop()
+        if found is None:
+            if node.optional:
+                return UNDEFINED
+            if self.allow_unresolved:
+                self.unresolved = True
+                return node
+            raise HoconError(
+                E_UNRESOLVED_REF,
+                f"could not resolve substitution ${{{render_path(node.path)}}}: no value is defined at "
+                f"{render_path(node.path)!r}; define it, or write ${{?{render_path(node.path)}}} to make it optional",
+                node.origin,
+            )
+        if isinstance(found, Scalar):
+            sources = (found.origin, *found.sources) if isinstance(found, Joined) else (found.origin,)
+            return Joined(found.value, node.origin, sources)
+        return found
+
+    def _cycle_error(self, node: Subst) -> HoconError:
+        steps = [f"  ${{{render_path(s.path)}}} at {s.origin}" for s in self.trace]
+        steps.append(f"  ${{{render_path(node.path)}}} at {node.origin}")
+        return HoconError(
+            E_REF_CYCLE,
+            f"substitution ${{{render_path(node.path)}}} is part of a cycle; "
+            "break it by giving one of these paths a plain value",
+            node.origin,
+            ("cycle:", *steps),
+        )
+
+    def _lookup(self, path: tuple[str, ...]) -> Node | None:
+        if self.extra is not None:
+            found = self._find(self.extra, path)
+            if found is not None:
+                return found
+        return self._find(self.root, path)
+
+    def _find(self, node: Node, path: tuple[str, ...]) -> Node | None:
+        replace = self.replace
+        for key in path:
+            if replace:
+                repl = replace.get(id(node))
+                if repl is not None:
+                    if repl is UNDEFINED:
+                        return None
+                    node = repl  # type: ignore[assignment]
+            cls = type(node)
+            nxt: Node | None
+            if cls is Obj:
+                nxt = node.fields.get(key)  # type: ignore[attr-defined]
+            elif cls is Merge:
+                nxt = self._merge_child(node, key)  # type: ignore[arg-type]
+            elif cls is Subst or cls is Concat:
+                r = self.value(node)
+                if type(r) is not Obj:
+                    return None
+                nxt = r.fields.get(key)  # type: ignore[union-attr]
+            else:
+                return None
+            if nxt is None:
+                return None
+            node = nxt
+        if replace:
+            repl = replace.get(id(node))
+            if repl is not None:
+                if repl is UNDEFINED:
+                    return None
+                node = repl  # type: ignore[assignment]
+        r = self.value(node)
+        return None if r is UNDEFINED else r  # type: ignore[return-value]
+
+    # -- delayed merges ----------------------------------------------------------------------------------
+    def _remainder(self, node: Merge, start: int) -> Result:
+        key = (id(node), start)
+        rem = self.remainders.get(key)
+        if rem is None:
+            rest = node.stack[start:]
+            if not rest:
+                rem = UNDEFINED
+            elif len(rest) == 1:
+                rem = rest[0]
+            else:
+                rem = Merge(rest, rest[0].origin)
+            self.remainders[key] = rem
+        return rem
+
+    def _element(self, node: Merge, index: int) -> Result:
+        """Resolve one definition of a merge; an unresolved one sees only the definitions below it."""
+        element = node.stack[index]
+        if isinstance(element, (Obj, Lst, Scalar)):
+            return self.value(element)
+        key = id(node)
+        previous = self.replace.get(key)
+        saved_memo = self.memo
+        self.memo = {}
+        self.replace[key] = self._remainder(node, index + 1)
+        try:
+            return self.value(element)
+        finally:
+            self.memo = saved_memo
+            if previous is None:
+                del self.replace[key]
+            else:
+                self.replace[key] = previous
+
+    def _merge(self, node: Merge) -> Result:
+        merged: Node | None = None
+        for index in range(len(node.stack)):
+            r = self._element(node, index)
+            if r is UNDEFINED:
+                continue
+            assert isinstance(r, Node)
+            merged = r if merged is None else merge_resolved(merged, r)
+            if not isinstance(r, Obj):
+                break  # a non-object hides everything below it
+        return UNDEFINED if merged is None else merged
+
+    def _merge_child(self, node: Merge, key: str) -> Node | None:
+        """The definitions of `node.key` without resolving all of `node` (avoids false cycles)."""
+        cache_key = (id(node), key)
+        cacheable = not self.replace
+        if cacheable and cache_key in self.children:
+            return self.children[cache_key]
+        parts: list[Node] = []
+        for index, element in enumerate(node.stack):
+            if not isinstance(element, Obj):
+                if isinstance(element, (Scalar, Lst)):
+                    break
+                r = self._element(node, index)
+                if r is UNDEFINED:
+                    continue
+                if not isinstance(r, Obj):
+                    break
+                element = r
+            child = element.fields.get(key)
+            if child is not None:
+                parts.append(child)
+        result: Node | None = None
+        if parts:
+            result = parts[0]
+            for lower in parts[1:]:
+                result = merge_nodes(result, lower)
+        if cacheable:
+            self.children[cache_key] = result
+        return result
+
+    # -- concatenation -----------------------------------------------------------------------------------
+    def _concat(self, node: Concat) -> Result:
+        pieces: list[Node] = []
+        for part in node.parts:
+            if type(part) is Ws:
+                pieces.append(part)
+                continue
+            r = self.value(part)
+            if r is not UNDEFINED:
+                pieces.append(r)  # type: ignore[arg-type]
+        if not pieces:
+            return UNDEFINED
+        if any(type(p) is Subst for p in pieces):  # left unresolved (allow_unresolved)
+            return node
+        solid = [p for p in pieces if type(p) is not Ws]
+        if any(isinstance(p, (Obj, Lst)) for p in solid):
+            return self._concat_containers(node, solid)
+        text: list[str] = []
+        size = 0
+        for p in pieces:
+            s = _to_text(p)
+            size += len(s)
+            if size > MAX_STRING:
+                raise HoconError(E_LIMIT, f"concatenated string longer than {MAX_STRING} characters", node.origin)
+            text.append(s)
+        return Joined("".join(text), node.origin, tuple(p.origin for p in solid))
+
+    def _concat_containers(self, node: Concat, solid: list[Node]) -> Node:
+        """Join objects and arrays left to right; an object with integer keys joins an array as one."""
+        result = solid[0]
+        for right in solid[1:]:
+            left = result
+            if isinstance(left, Obj) and isinstance(right, Obj):
+                result = merge_resolved(right, left)
+                continue
+            if isinstance(left, Obj) and isinstance(right, Lst):
+                left = _numeric_object_to_list(left) or left
+            elif isinstance(left, Lst) and isinstance(right, Obj):
+                right = _numeric_object_to_list(right) or right
+            if not (isinstance(left, Lst) and isinstance(right, Lst)):
+                raise self._type_error(node, solid, "an array" if isinstance(solid[0], Lst) else "an object")
+            if len(left.items) + len(right.items) > MAX_LIST:
+                raise HoconError(E_LIMIT, f"concatenated array longer than {MAX_LIST} items", node.origin)
+            result = Lst([*left.items, *right.items], node.origin)
+        return result
+
+    def _type_error(self, node: Concat, solid: list[Node], what: str) -> HoconError:
+        kinds = ", ".join(f"{_kind_name(p)} ({p.origin})" for p in solid)
+        return HoconError(
+            E_TYPE,
+            f"cannot concatenate {what} with other kinds of value: {kinds}; "
+            "'+=' and '${x} [...]' need an array, '${x} {...}' needs an object",
+            node.origin,
+        )
+
+
+def _numeric_object_to_list(node: Obj) -> Lst | None:
+    """Lightbend's array view of an object with integer keys (`{"0": a, "1": b}`); None if it has none."""
+    indexed = []
+    for key, value in node.fields.items():
+        if _INDEX.match(key):
+            index = int(key)
+            if index >= 0:
+                indexed.append((index, value))
+    if not indexed:
+        return None
+    indexed.sort(key=lambda pair: pair[0])
+    return Lst([value for _, value in indexed], node.origin)
+
+
+def _kind_name(node: Node) -> str:
+    if isinstance(node, Obj):
+        return "object"
+    if isinstance(node, Lst):
+        return "array"
+    return "string" if isinstance(node, Scalar) and isinstance(node.value, str) else "value"
+
+
+def _to_text(node: Node) -> str:
+    if isinstance(node, Num):
+        return node.raw
+    if isinstance(node, (Scalar, Ws)):
+        value = node.value
+        if value is None:
+            return "null"
+        if value is True:
+            return "true"
+        if value is False:
+            return "false"
+        return value if isinstance(value, str) else repr(value)
+    raise AssertionError(f"not a scalar: {node!r}")
+
+
+def resolve_tree(root: Node, extra: Node | None = None, allow_unresolved: bool = False) -> tuple[Result, bool]:
+    """Resolve a merged tree; returns the resolved root and whether it is fully resolved."""
+    resolver = _Resolver(root, extra, allow_unresolved)
+    try:
+        result = resolver.value(root)
+    except _Cycle:  # a cycle reached the root without passing a substitution (cannot happen; be safe)
+        raise HoconError(E_REF_CYCLE, "cycle while resolving the document", root.origin) from None
+    except RecursionError:
+        raise HoconError(
+            E_LIMIT, "substitutions nested too deeply (a chain of hundreds of references?)", root.origin
+        ) from None
+    return result, not resolver.unresolved
+
+
+__all__ = ["UNDEFINED", "Origin", "merge_resolved", "render_path", "resolve_tree"]

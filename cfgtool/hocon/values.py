@@ -1,0 +1,135 @@
+"""The unresolved value model: immutable-by-convention nodes, each with an `Origin`.
+
+The parser builds these; the resolver turns a tree of them into plain Python values plus provenance.
+Nodes never point at their parents: context travels in the resolver's arguments (as in Lightbend config).
+
+- `Scalar`: a string, int, float, bool or None (`null`). `quoted` says whether a string was quoted.
+  `Num` keeps a number's source text; `Joined` is a resolved scalar built from other values.
+- `Obj`: fields in source order (`dict[str, Node]`).
+- `Lst`: items.
+- `Subst`: `${path}` / `${?path}`; `path` is a tuple of keys. `prefix` is how many leading keys were added
+  when the document was included inside an object (the lookup falls back to the path without them).
+- `Concat`: a value concatenation (`a ${b} c`, `${x} [1]`, `${o} {k: v}`); `Ws` parts are the unquoted
+  whitespace between pieces, which counts in string concatenation and is dropped otherwise.
+- `Merge`: a delayed merge of several definitions of one path, highest priority first; created when a
+  higher definition is not yet resolved (it contains a substitution), so lower ones must be kept.
+"""
+
+from __future__ import annotations
+
+from cfgtool.hocon.origin import Origin
+
+ScalarValue = str | int | float | bool | None
+
+
+class Node:
+    """Base class of every unresolved value."""
+
+    __slots__ = ("origin",)
+    origin: Origin
+
+
+class Scalar(Node):
+    __slots__ = ("quoted", "value")
+
+    def __init__(self, value: ScalarValue, origin: Origin, quoted: bool = False) -> None:
+        self.value = value
+        self.origin = origin
+        self.quoted = quoted
+
+    def __repr__(self) -> str:
+        return f"Scalar({self.value!r})"
+
+
+class Num(Scalar):
+    """A number as written: `raw` keeps its text (`1.50`), which string concatenation uses."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, value: int | float, origin: Origin, raw: str) -> None:
+        self.value = value
+        self.origin = origin
+        self.quoted = False
+        self.raw = raw
+
+
+class Joined(Scalar):
+    """A resolved value built by substitution or concatenation: `sources` are the origins it came from."""
+
+    __slots__ = ("sources",)
+
+    def __init__(self, value: ScalarValue, origin: Origin, sources: tuple[Origin, ...]) -> None:
+        self.value = value
+        self.origin = origin
+        self.quoted = True
+        self.sources = sources
+
+
+class Ws(Node):
+    """Unquoted whitespace between concatenated pieces."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str, origin: Origin) -> None:
+        self.value = value
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"Ws({self.value!r})"
+
+
+class Obj(Node):
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict[str, Node], origin: Origin) -> None:
+        self.fields = fields
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"Obj({self.fields!r})"
+
+
+class Lst(Node):
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Node], origin: Origin) -> None:
+        self.items = items
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"Lst({self.items!r})"
+
+
+class Subst(Node):
+    __slots__ = ("optional", "path", "prefix")
+
+    def __init__(self, path: tuple[str, ...], optional: bool, origin: Origin, prefix: int = 0) -> None:
+        self.path = path
+        self.optional = optional
+        self.origin = origin
+        self.prefix = prefix
+
+    def __repr__(self) -> str:
+        return f"Subst({'?' if self.optional else ''}{'.'.join(self.path)})"
+
+
+class Concat(Node):
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[Node], origin: Origin) -> None:
+        self.parts = parts
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"Concat({self.parts!r})"
+
+
+class Merge(Node):
+    __slots__ = ("stack",)
+
+    def __init__(self, stack: list[Node], origin: Origin) -> None:
+        self.stack = stack
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"Merge({self.stack!r})"
