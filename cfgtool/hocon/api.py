@@ -166,7 +166,7 @@ class Resolved:
         while stack:
             path, node = stack.pop()
             if isinstance(node, Obj):
-                stack.extend((path + (k,), v) for k, v in reversed(node.fields.items()))
+                stack.extend(((*path, k), v) for k, v in reversed(node.fields.items()))
             else:
                 yield path, node
 

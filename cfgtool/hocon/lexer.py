@@ -13,14 +13,15 @@ from typing import Any
 from cfgtool.hocon.errors import E_LIMIT, E_SYNTAX, HoconError
 from cfgtool.hocon.origin import Origin
 
-# Token kinds.
-WS, NL, LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, EQUALS, PLUSEQ = range(10)
-STRING, NUMBER, UNQUOTED, SUBST, EOF = range(10, 15)
+# Token kinds. Inline whitespace is not a token: each token carries the whitespace before it.
+NL, LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, EQUALS, PLUSEQ = range(9)
+STRING, NUMBER, UNQUOTED, SUBST, EOF = range(9, 14)
 
-Token = tuple[int, Any, str, int, int]
+Token = tuple[int, Any, str, int, int, str]
+"""(kind, value, raw source text, line, col, whitespace before it)"""
 
 KIND_NAMES = {
-    WS: "whitespace", NL: "newline", LBRACE: "'{'", RBRACE: "'}'", LBRACK: "'['", RBRACK: "']'",
+    NL: "newline", LBRACE: "'{'", RBRACE: "'}'", LBRACK: "'['", RBRACK: "']'",
     COMMA: "','", COLON: "':'", EQUALS: "'='", PLUSEQ: "'+='", STRING: "a quoted string",
     NUMBER: "a number", UNQUOTED: "unquoted text", SUBST: "a substitution", EOF: "end of file",
 }
@@ -29,18 +30,27 @@ MAX_TEXT = 64 * 1024 * 1024  # bytes of HOCON text one parse accepts
 
 # Characters that may not appear in unquoted text (Lightbend's `notInUnquotedText`), plus whitespace.
 _FORBIDDEN = "$\"{}[]:=,+#`^?!@*&\\"
-_WS_CLASS = r"[^\S\n]|\ufeff"
-_UNQUOTED = r"(?:[^\s\ufeff$\"{}\[\]:=,+#`^?!@*&\\/]|/(?!/))+"
-_MASTER = re.compile(
-    r"(?P<ws>(?:" + _WS_CLASS + r")+)"
-    r"|(?P<nl>\n)"
-    r"|(?P<comment>(?:\#|//)[^\n]*)"
-    r'|(?P<tq>"""(?P<tqbody>.*?)"""(?P<tqextra>"*))'
-    r'|(?P<q>"(?P<qbody>(?:[^"\\\n]|\\.)*)")'
-    r"|(?P<num>-?[0-9][0-9eE+\-.]*)"
-    r"|(?P<subst>\$\{(?P<opt>\??))"
-    r"|(?P<punct>[{}\[\]:,=]|\+=)"
-    r"|(?P<unq>" + _UNQUOTED + ")",
+# Whitespace other than newline: Unicode whitespace (as Lightbend) and the BOM, as one character class.
+_WS_CHARS = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n") + "\ufeff"
+_WS_CLASS = "[" + re.escape(_WS_CHARS) + "]"
+_NOT_UNQUOTED = r"\s\ufeff$\"{}\[\]:=,+#`^?!@*&\\"
+_UNQUOTED = r"[^" + _NOT_UNQUOTED + r"/]*(?:/(?!/)[^" + _NOT_UNQUOTED + r"/]*)*"  # '//' starts a comment
+_COMMENT = r"(?:\#|//)[^\n]*"
+# Unquoted text may not start like a number (a digit, or '-' before a digit): numbers are tried separately.
+_UNQUOTED_START = r"(?:[^" + _NOT_UNQUOTED + r"/0-9-]|-(?![0-9])|/(?!/))"
+# One match per token: (whitespace before it)(the token). `findall` runs it over a whole file in C.
+# Groups: 1 whitespace, then one of the alternatives below.
+_TOKENS = re.compile(
+    r"(" + _WS_CLASS + r"*)(?:"
+    r"(" + _UNQUOTED_START + _UNQUOTED + ")"  # 2 unquoted text
+    r"|([{}\[\]:,=]|\+=)"  # 3 punctuation
+    # 4 newlines, with the comments and blank lines that follow them, as one token
+    r"|((?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*)"
+    r'|("""(.*?)"""("*))'  # 5 triple-quoted string, 6 body, 7 extra closing quotes
+    r'|("([^"\\\n]*(?:\\.[^"\\\n]*)*)")'  # 8 quoted string, 9 its body
+    r"|(-?[0-9][0-9eE+\-.]*)"  # 10 number (or unquoted text that starts like one)
+    r"|(\$\{\??)([^}\n]*)\}"  # 11 "${" or "${?", 12 the path expression
+    r"|(" + _COMMENT + r")?\Z)",  # 13 a comment at the very end
     re.DOTALL,
 )
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}
@@ -48,7 +58,6 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 _ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
 _INT_RE = re.compile(r"-?[0-9]+\Z")  # leading zeros are allowed, as in Lightbend (`023` is 23)
 _FLOAT_RE = re.compile(r"-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?\Z")
-_SUBST_BODY = re.compile(r"[^}\n]*")
 
 
 def unescape(body: str, origin: Origin) -> str:
@@ -79,98 +88,114 @@ def _number(raw: str) -> int | float | None:
 
 
 def tokenize(text: str, file: str) -> list[Token]:
-    """Split HOCON `text` into tokens; comments are dropped, whitespace and newlines kept."""
+    """Split HOCON `text` into tokens, ending with EOF; comments are dropped."""
     if len(text) > MAX_TEXT:
         raise HoconError(E_LIMIT, f"input is larger than {MAX_TEXT} characters", Origin(file, 1, 1))
     tokens: list[Token] = []
     append = tokens.append
-    match = _MASTER.match
     pos = 0
     line = 1
     line_start = 0
-    end = len(text)
-    while pos < end:
-        m = match(text, pos)
-        if m is None:
-            col = pos - line_start + 1
-            ch = text[pos]
-            origin = Origin(file, line, col)
-            if ch == '"':
-                if text.startswith('"""', pos):
-                    raise HoconError(E_SYNTAX, "unclosed triple-quoted string: add the closing '\"\"\"'", origin)
-                raise HoconError(
-                    E_SYNTAX,
-                    "unclosed quoted string: add the closing '\"' before the end of the line "
-                    "(use a triple-quoted string for text with newlines)",
-                    origin,
-                )
-            if ch == "+":
-                raise HoconError(E_SYNTAX, "'+' is only allowed as '+=' outside quotes; quote the value", origin)
+    for ws, unq, punct, nl, tq, tqbody, tqextra, q, qbody, num, subst, sbody, tail in _TOKENS.findall(text):
+        start = pos + len(ws)
+        col = start - line_start + 1
+        if unq:
+            append((UNQUOTED, unq, unq, line, col, ws))
+            pos = start + len(unq)
+        elif punct:
+            append((_PUNCT[punct], punct, punct, line, col, ws))
+            pos = start + len(punct)
+        elif nl:
+            append((NL, nl, nl, line, col, ws))
+            pos = start + len(nl)
+            line += nl.count("\n")
+            line_start = pos
+        elif q:
+            value = unescape(qbody, Origin(file, line, col)) if "\\" in qbody else qbody
+            append((STRING, value, q, line, col, ws))
+            pos = start + len(q)
+        elif num:
+            append(_number_token(num, file, line, col, ws))
+            pos = start + len(num)
+        elif subst:
+            path = parse_path_expression(sbody, Origin(file, line, col + len(subst)))
+            raw = subst + sbody + "}"
+            append((SUBST, (path, len(subst) == 3), raw, line, col, ws))
+            pos = start + len(raw)
+        elif tq:
+            append((STRING, tqbody + tqextra, tq, line, col, ws))
+            pos = start + len(tq)
+            if "\n" in tq:
+                line += tq.count("\n")
+                line_start = start + tq.rindex("\n") + 1
+        else:  # the end
+            pos = start + len(tail)
+            if pos != len(text):
+                break
+            append((EOF, None, "", line, col, ws))
+            return tokens
+    _locate_error(text, file)
+    raise AssertionError("unreachable: _locate_error raises")
+
+
+def _number_token(raw: str, file: str, line: int, col: int, ws: str) -> Token:
+    """A number token, or unquoted text for number-like text such as `1.2.3` (as Lightbend does)."""
+    number = _number(raw)
+    if number is not None:
+        return (NUMBER, number, raw, line, col, ws)
+    bad = next((c for c in raw if c in _FORBIDDEN), None)
+    if bad is not None:
+        raise HoconError(
+            E_SYNTAX,
+            f"reserved character {bad!r} is not allowed outside quotes; quote the value",
+            Origin(file, line, col + raw.index(bad)),
+        )
+    return (UNQUOTED, raw, raw, line, col, ws)
+
+
+def _locate_error(text: str, file: str) -> None:
+    """Find the first place no token starts and raise a precise error for it (the slow path)."""
+    pos = 0
+    line = 1
+    line_start = 0
+    while True:
+        m = _TOKENS.match(text, pos)
+        if m is None or (m.end() == pos and pos != len(text)):
+            break
+        if m.group(8) == '""' and text.startswith('"', m.end()):
             raise HoconError(
-                E_SYNTAX, f"reserved character {ch!r} is not allowed outside quotes; quote the value", origin
+                E_SYNTAX, "unclosed triple-quoted string: add the closing '\"\"\"'",
+                Origin(file, line, m.start(8) - line_start + 1),
             )
-        kind = m.lastgroup
-        col = pos - line_start + 1
-        raw = m.group()
-        if kind == "ws":
-            append((WS, raw, raw, line, col))
-        elif kind == "nl":
-            append((NL, raw, raw, line, col))
-            line += 1
-            line_start = m.end()
-        elif kind == "unq":
-            append((UNQUOTED, raw, raw, line, col))
-        elif kind == "q":
-            append((STRING, unescape(m.group("qbody"), Origin(file, line, col)), raw, line, col))
-        elif kind == "punct":
-            append((_PUNCT[raw], raw, raw, line, col))
-        elif kind == "num":
-            value = _number(raw)
-            if value is None:
-                bad = next((c for c in raw if c in _FORBIDDEN), None)
-                if bad is not None:
-                    raise HoconError(
-                        E_SYNTAX,
-                        f"reserved character {bad!r} is not allowed outside quotes; quote the value",
-                        Origin(file, line, col + raw.index(bad)),
-                    )
-                append((UNQUOTED, raw, raw, line, col))
-            else:
-                append((NUMBER, value, raw, line, col))
-        elif kind == "subst":
-            pos = _substitution(text, m, file, line, col, append)
-            continue
-        elif kind == "tq":
-            append((STRING, m.group("tqbody") + m.group("tqextra"), raw, line, col))
-            newlines = raw.count("\n")
-            if newlines:
-                line += newlines
-                line_start = m.start() + raw.rindex("\n") + 1
-        # comments produce no token
+        token = m.group()
+        if "\n" in token:
+            line += token.count("\n")
+            line_start = pos + token.rindex("\n") + 1
         pos = m.end()
-    append((EOF, None, "", line, pos - line_start + 1))
-    return tokens
-
-
-def _substitution(text: str, m: re.Match[str], file: str, line: int, col: int, append: Any) -> int:
-    """Read `${path}` / `${?path}` starting at match `m`; append one SUBST token; return the next position."""
-    start = m.end()
-    body_match = _SUBST_BODY.match(text, start)
-    assert body_match is not None  # the pattern matches the empty string
-    close = body_match.end()
-    origin = Origin(file, line, col)
-    if close >= len(text) or text[close] != "}":
+    pos += len(_LEADING_WS.match(text, pos).group())  # type: ignore[union-attr]
+    origin = Origin(file, line, pos - line_start + 1)
+    if text.startswith("${", pos):
         raise HoconError(E_SYNTAX, "unclosed substitution: add '}' to end '${' on the same line", origin)
-    body = text[start:close]
-    optional = m.group("opt") == "?"
-    path = parse_path_expression(body, Origin(file, line, col + (start - m.start())))
-    raw = text[m.start() : close + 1]
-    append((SUBST, (path, optional), raw, line, col))
-    return close + 1
+    ch = text[pos]
+    if ch == '"':
+        if text.startswith('"""', pos):
+            raise HoconError(E_SYNTAX, "unclosed triple-quoted string: add the closing '\"\"\"'", origin)
+        raise HoconError(
+            E_SYNTAX,
+            "unclosed quoted string: add the closing '\"' before the end of the line "
+            "(use a triple-quoted string for text with newlines)",
+            origin,
+        )
+    if ch == "+":
+        raise HoconError(E_SYNTAX, "'+' is only allowed as '+=' outside quotes; quote the value", origin)
+    raise HoconError(E_SYNTAX, f"reserved character {ch!r} is not allowed outside quotes; quote the value", origin)
+
+
+_LEADING_WS = re.compile(r"(?:" + _WS_CLASS + r")*")
 
 
 _PATH_TOKEN = re.compile(
-    r"(?P<ws>(?:" + _WS_CLASS + r")+)" r'|(?P<q>"(?P<qbody>(?:[^"\\\n]|\\.)*)")' r"|(?P<unq>" + _UNQUOTED + ")"
+    r"(?P<ws>(?:" + _WS_CLASS + r")+)" r'|(?P<q>"(?P<qbody>(?:[^"\\\n]|\\.)*)")' r"|(?P<unq>(?:[^" + _NOT_UNQUOTED + r"/]|/(?!/))" + _UNQUOTED + ")"
 )
 
 

@@ -28,7 +28,6 @@ from cfgtool.hocon.lexer import (
     STRING,
     SUBST,
     UNQUOTED,
-    WS,
     Token,
     parse_path_expression,
     tokenize,
@@ -69,16 +68,9 @@ class _Parser:
     def _error(self, tok: Token, message: str, notes: tuple[str, ...] = ()) -> HoconError:
         return HoconError(E_SYNTAX, message, self._origin(tok), notes)
 
-    def _skip(self, newlines: bool) -> None:
-        tokens = self.tokens
-        pos = self.pos
-        while True:
-            kind = tokens[pos][0]
-            if kind == WS or (newlines and kind == NL):
-                pos += 1
-            else:
-                break
-        self.pos = pos
+    def _skip_newlines(self) -> None:
+        if self.tokens[self.pos][0] == NL:  # consecutive newlines are one token
+            self.pos += 1
 
     def _describe(self, tok: Token) -> str:
         if tok[0] in (STRING, UNQUOTED, NUMBER):
@@ -87,7 +79,7 @@ class _Parser:
 
     # -- document ------------------------------------------------------------------------------------
     def document(self, value_level: bool) -> Node:
-        self._skip(True)
+        self._skip_newlines()
         tok = self.tokens[self.pos]
         root: Node
         if tok[0] == LBRACE:
@@ -98,7 +90,7 @@ class _Parser:
             root = self._array(())
         else:
             root = self._object(False, ())
-        self._skip(True)
+        self._skip_newlines()
         tok = self.tokens[self.pos]
         if tok[0] != EOF:
             raise self._error(
@@ -118,7 +110,7 @@ class _Parser:
             self.pos += 1
         fields: dict[str, Node] = {}
         while True:
-            self._skip(True)
+            self._skip_newlines()
             tok = tokens[self.pos]
             kind = tok[0]
             if kind == RBRACE:
@@ -137,17 +129,16 @@ class _Parser:
                 self._include(fields, path)
             else:
                 self._field(fields, path)
-            self._skip(False)
             tok = tokens[self.pos]
             kind = tok[0]
             if kind == NL:
-                self._skip(True)
+                self._skip_newlines()
                 if tokens[self.pos][0] == COMMA:
                     tok = tokens[self.pos]
                     kind = COMMA
             if kind == COMMA:
                 self.pos += 1
-                self._skip(True)
+                self._skip_newlines()
                 if tokens[self.pos][0] == COMMA:
                     raise self._error(tokens[self.pos], "two commas in a row; remove one")
             elif kind not in (NL, RBRACE, EOF):
@@ -164,7 +155,7 @@ class _Parser:
                 raise self._error(first, "unexpected ','; a field (key and value) was expected")
             raise self._error(first, f"expected a key, found {self._describe(first)}")
         nxt = tokens[self.pos + 1][0]
-        if nxt not in (STRING, UNQUOTED, NUMBER, WS):
+        if nxt != STRING and nxt != UNQUOTED and nxt != NUMBER:
             # single-token key: the common case, no need to go through the path parser
             self.pos += 1
             if kind == STRING:
@@ -173,33 +164,31 @@ class _Parser:
             if "." not in raw:
                 return (raw,), first
             return parse_path_expression(raw, self._origin(first)), first
-        start = self.pos
-        pos = start
-        while tokens[pos][0] in (STRING, UNQUOTED, NUMBER, WS):
+        pieces = [first[2]]
+        pos = self.pos + 1
+        while tokens[pos][0] in (STRING, UNQUOTED, NUMBER):
+            pieces.append(tokens[pos][5])
+            pieces.append(tokens[pos][2])
             pos += 1
-        end = pos
-        while tokens[end - 1][0] == WS:
-            end -= 1
-        self.pos = end
-        raw_key = "".join(t[2] for t in tokens[start:end])
-        return parse_path_expression(raw_key, self._origin(first)), first
+        self.pos = pos
+        return parse_path_expression("".join(pieces), self._origin(first)), first
 
     def _field(self, fields: dict[str, Node], path: tuple[str, ...]) -> None:
         keys, key_tok = self._key()
-        self._skip(True)
+        self._skip_newlines()
         tok = self.tokens[self.pos]
         kind = tok[0]
         full = path + keys
         value: Node
-        if kind == COLON or kind == EQUALS:
+        if kind in (COLON, EQUALS):
             self.pos += 1
-            self._skip(True)
+            self._skip_newlines()
             value = self._value(full, tok)
         elif kind == LBRACE:
             value = self._value(full, tok)
         elif kind == PLUSEQ:
             self.pos += 1
-            self._skip(True)
+            self._skip_newlines()
             item = self._value(full, tok)
             origin = self._origin(tok)
             value = Concat([Subst(full, True, origin), Lst([item], item.origin)], origin)
@@ -215,42 +204,50 @@ class _Parser:
 
     # -- values --------------------------------------------------------------------------------------
     def _value(self, path: tuple[str, ...], after: Token) -> Node:
+        """A value: one piece, or a concatenation of pieces on one line (whitespace between them kept)."""
         tokens = self.tokens
+        tok = tokens[self.pos]
+        kind = tok[0]
+        if (kind in (STRING, NUMBER, UNQUOTED)) and tokens[self.pos + 1][0] not in _VALUE_START:
+            self.pos += 1  # the common case: one literal on its own
+            return self._literal(tok)
         parts: list[Node] = []
-        simple: list[Token] = []  # run of literal tokens (and whitespace) not yet turned into a node
+        run: list[str] = []  # text of adjacent literals (and the whitespace between them) not yet a node
+        run_start: Token | None = None
+        first = True
         while True:
             tok = tokens[self.pos]
             kind = tok[0]
-            if kind == STRING or kind == NUMBER or kind == UNQUOTED:
-                simple.append(tok)
+            if kind not in _VALUE_START:
+                break
+            ws = "" if first else tok[5]
+            first = False
+            if kind in (STRING, NUMBER, UNQUOTED):
+                if run_start is None:
+                    run_start = tok
+                    if ws:
+                        parts.append(Ws(ws, self._origin(tok)))
+                else:
+                    run.append(ws)
+                run.append(tok[1] if kind == STRING else tok[2])
                 self.pos += 1
-            elif kind == WS:
-                if tokens[self.pos + 1][0] not in _VALUE_START:
-                    self.pos += 1
-                    break
-                simple.append(tok)
-                self.pos += 1
-            elif kind == SUBST:
-                if simple:
-                    parts.append(self._literal(simple))
-                    simple = []
+                continue
+            if run_start is not None:
+                parts.append(self._run(run, run_start))
+                run = []
+                run_start = None
+            if ws:
+                parts.append(Ws(ws, self._origin(tok)))
+            if kind == SUBST:
                 (spath, optional) = tok[1]
                 parts.append(Subst(spath, optional, self._origin(tok)))
                 self.pos += 1
             elif kind == LBRACE:
-                if simple:
-                    parts.append(self._literal(simple))
-                    simple = []
                 parts.append(self._object(True, path))
-            elif kind == LBRACK:
-                if simple:
-                    parts.append(self._literal(simple))
-                    simple = []
-                parts.append(self._array(path))
             else:
-                break
-        if simple:
-            parts.append(self._literal(simple))
+                parts.append(self._array(path))
+        if run_start is not None:
+            parts.append(self._run(run, run_start))
         if not parts:
             tok = tokens[self.pos]
             raise self._error(tok, f"expected a value after {self._describe(after)}, found {self._describe(tok)}")
@@ -258,25 +255,23 @@ class _Parser:
             return parts[0]
         return self._concat(parts)
 
-    def _literal(self, toks: list[Token]) -> Node:
-        """Turn a run of adjacent literal tokens into one scalar (a string when there are several)."""
-        first = toks[0]
-        origin = self._origin(first)
-        if len(toks) == 1:
-            kind = first[0]
-            if kind == STRING:
-                return Scalar(first[1], origin, True)
-            if kind == NUMBER:
-                return Num(first[1], origin, first[2])
-            if kind == WS:
-                return Ws(first[1], origin)
-            text: str = first[1]
-            if text in _KEYWORDS:
-                return Scalar(_KEYWORDS[text], origin)
-            return Scalar(text, origin)
-        if all(t[0] == WS for t in toks):
-            return Ws("".join(t[1] for t in toks), origin)
-        return Scalar("".join(t[1] if t[0] == STRING else t[2] for t in toks), origin, True)
+    def _literal(self, tok: Token) -> Node:
+        origin = Origin(self.file, tok[3], tok[4])
+        kind = tok[0]
+        if kind == STRING:
+            return Scalar(tok[1], origin, True)
+        if kind == NUMBER:
+            return Num(tok[1], origin, tok[2])
+        text: str = tok[1]
+        if text in _KEYWORDS:
+            return Scalar(_KEYWORDS[text], origin)
+        return Scalar(text, origin)
+
+    def _run(self, run: list[str], start: Token) -> Node:
+        """Adjacent literals: one typed scalar alone, else the string of their text."""
+        if len(run) == 1:
+            return self._literal(start)
+        return Scalar("".join(run), self._origin(start), True)
 
     def _concat(self, parts: list[Node]) -> Node:
         """A concatenation; literal type conflicts (`[1] x`, `{} []`) are reported now, others at resolve."""
@@ -306,7 +301,7 @@ class _Parser:
         self.pos += 1
         items: list[Node] = []
         while True:
-            self._skip(True)
+            self._skip_newlines()
             tok = tokens[self.pos]
             kind = tok[0]
             if kind == RBRACK:
@@ -320,17 +315,16 @@ class _Parser:
             if kind not in _VALUE_START:
                 raise self._error(tok, f"expected an array element or ']', found {self._describe(tok)}")
             items.append(self._value(path, tokens[self.pos - 1]))
-            self._skip(False)
             tok = tokens[self.pos]
             kind = tok[0]
             if kind == NL:
-                self._skip(True)
+                self._skip_newlines()
                 if tokens[self.pos][0] == COMMA:
                     tok = tokens[self.pos]
                     kind = COMMA
             if kind == COMMA:
                 self.pos += 1
-                self._skip(True)
+                self._skip_newlines()
                 if tokens[self.pos][0] == COMMA:
                     raise self._error(tokens[self.pos], "two commas in a row; remove one")
             elif kind not in (NL, RBRACK):
@@ -341,11 +335,12 @@ class _Parser:
         tokens = self.tokens
         inc_tok = tokens[self.pos]
         self.pos += 1
-        self._skip(True)
-        start = self.pos
-        while tokens[self.pos][0] in (STRING, UNQUOTED, WS):
+        self._skip_newlines()
+        pieces = []
+        while tokens[self.pos][0] in (STRING, UNQUOTED):
+            pieces.append(tokens[self.pos][5] + tokens[self.pos][2])
             self.pos += 1
-        spec = "".join(t[2] for t in tokens[start : self.pos]).strip()
+        spec = "".join(pieces).strip()
         m = _INCLUDE_SPEC.match(spec)
         origin = self._origin(inc_tok)
         wanted = (1 if m and m.group("req") else 0) + (1 if m and m.group("kind") else 0)

@@ -185,11 +185,10 @@ class _Resolver:
         replace = self.replace
         for key in path:
             if replace:
-                repl = replace.get(id(node))
-                if repl is not None:
-                    if repl is UNDEFINED:
-                        return None
-                    node = repl  # type: ignore[assignment]
+                replaced = self._replaced(node)
+                if replaced is None:
+                    return None
+                node = replaced
             cls = type(node)
             nxt: Node | None
             if cls is Obj:
@@ -207,13 +206,22 @@ class _Resolver:
                 return None
             node = nxt
         if replace:
-            repl = replace.get(id(node))
-            if repl is not None:
-                if repl is UNDEFINED:
-                    return None
-                node = repl  # type: ignore[assignment]
+            replaced = self._replaced(node)
+            if replaced is None:
+                return None
+            node = replaced
         r = self.value(node)
         return None if r is UNDEFINED else r  # type: ignore[return-value]
+
+    def _replaced(self, node: Node) -> Node | None:
+        """What a lookup sees at `node` while merges are being resolved (a remainder may be replaced too)."""
+        repl = self.replace.get(id(node))
+        while repl is not None:
+            if repl is UNDEFINED:
+                return None
+            node = repl  # type: ignore[assignment]
+            repl = self.replace.get(id(node))
+        return node
 
     # -- delayed merges ----------------------------------------------------------------------------------
     def _remainder(self, node: Merge, start: int) -> Result:
