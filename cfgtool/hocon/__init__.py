@@ -11,6 +11,8 @@ Knows nothing about stores or git. Typical use::
 from cfgtool.hocon.api import (
     PathLike,
     Resolved,
+    describe,
+    find,
     from_plain,
     loads,
     merge,
@@ -32,6 +34,8 @@ __all__ = [
     "PathLike",
     "Reader",
     "Resolved",
+    "describe",
+    "find",
     "from_plain",
     "loads",
     "merge",

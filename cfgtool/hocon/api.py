@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from cfgtool.hocon.merge import merge_nodes
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.parser import Reader, parse_source, parse_text
 from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
-from cfgtool.hocon.values import Joined, Lst, Node, Obj, Scalar, Subst
+from cfgtool.hocon.values import Concat, Joined, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
 MAX_OUTPUT_NODES = 5_000_000  # values one resolved document may expand to (shared subtrees count each time)
 PathLike = str | Sequence[str]
@@ -110,6 +111,43 @@ def split_path(path: PathLike) -> tuple[str, ...]:
     if isinstance(path, str):
         return parse_path_expression(path, Origin("<path>", 1, 1))
     return tuple(path)
+
+
+def find(node: Node, path: PathLike) -> Node | None:
+    """The highest unresolved definition at `path` inside one parsed document (what `explain` lists per layer)."""
+    for key in split_path(path):
+        if isinstance(node, Merge):
+            node = next((el for el in node.stack if isinstance(el, Obj) and key in el.fields), node.stack[0])
+        if not isinstance(node, Obj):
+            return None
+        child = node.fields.get(key)
+        if child is None:
+            return None
+        node = child
+    return node.stack[0] if isinstance(node, Merge) else node
+
+
+def describe(node: Node, limit: int = 80) -> str:
+    """A short HOCON-like rendering of an unresolved or resolved node, e.g. `${base}"/x"` or `[1, 2]`."""
+    if isinstance(node, Num):
+        text = node.raw
+    elif isinstance(node, Scalar):
+        text = json.dumps(node.value, ensure_ascii=False)
+    elif isinstance(node, Ws):
+        text = node.value
+    elif isinstance(node, Subst):
+        text = "${" + ("?" if node.optional else "") + render_path(node.path) + "}"
+    elif isinstance(node, Concat):
+        text = "".join(describe(part, limit) for part in node.parts)
+    elif isinstance(node, Merge):
+        text = describe(node.stack[0], limit)
+    elif isinstance(node, Lst):
+        text = "[" + ", ".join(describe(item, limit) for item in node.items) + "]"
+    elif isinstance(node, Obj):
+        text = "{" + ", ".join(f"{render_path((k,))}: {describe(v, limit)}" for k, v in node.fields.items()) + "}"
+    else:
+        text = repr(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Resolved:

@@ -199,7 +199,7 @@ class _Resolver:
                 r = self.value(node)
                 if type(r) is not Obj:
                     return None
-                nxt = r.fields.get(key)  # type: ignore[union-attr]
+                nxt = r.fields.get(key)
             else:
                 return None
             if nxt is None:
