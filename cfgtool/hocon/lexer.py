@@ -7,6 +7,7 @@ Problems are raised as `HoconError(E_SYNTAX)` naming the position and what to do
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -56,6 +57,7 @@ _TOKENS = re.compile(
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT_RE = re.compile(r"-?[0-9]+\Z")  # leading zeros are allowed, as in Lightbend (`023` is 23)
 _FLOAT_RE = re.compile(r"-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?\Z")
 
@@ -74,7 +76,10 @@ def unescape(body: str, origin: Origin) -> str:
                 origin,
             ) from None
 
-    return _ESCAPE_RE.sub(one, body) if "\\" in body else body
+    text = _ESCAPE_RE.sub(one, body) if "\\" in body else body
+    if _SURROGATE.search(text):  # `\ud83d\ude00` is one character, as in JSON
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _number(raw: str) -> int | float | None:
@@ -82,8 +87,7 @@ def _number(raw: str) -> int | float | None:
     if _INT_RE.match(raw):
         return int(raw)
     if _FLOAT_RE.match(raw):
-        value = float(raw)
-        return value
+        return float(raw)
     return None
 
 
@@ -142,6 +146,9 @@ def _number_token(raw: str, file: str, line: int, col: int, ws: str) -> Token:
     """A number token, or unquoted text for number-like text such as `1.2.3` (as Lightbend does)."""
     number = _number(raw)
     if number is not None:
+        if number in (math.inf, -math.inf):
+            origin = Origin(file, line, col)
+            raise HoconError(E_SYNTAX, f"number {raw} is too large for a 64-bit float; quote it", origin)
         return (NUMBER, number, raw, line, col, ws)
     bad = next((c for c in raw if c in _FORBIDDEN), None)
     if bad is not None:
@@ -195,7 +202,9 @@ _LEADING_WS = re.compile(r"(?:" + _WS_CLASS + r")*")
 
 
 _PATH_TOKEN = re.compile(
-    r"(?P<ws>(?:" + _WS_CLASS + r")+)" r'|(?P<q>"(?P<qbody>(?:[^"\\\n]|\\.)*)")' r"|(?P<unq>(?:[^" + _NOT_UNQUOTED + r"/]|/(?!/))" + _UNQUOTED + ")"
+    r"(?P<ws>(?:" + _WS_CLASS + r")+)"
+    r'|(?P<q>"(?P<qbody>(?:[^"\\\n]|\\.)*)")'
+    r"|(?P<unq>(?:[^" + _NOT_UNQUOTED + r"/]|/(?!/))" + _UNQUOTED + ")"
 )
 
 

@@ -28,9 +28,9 @@ def to_hocon(value: Any, indent: int = 2) -> str:
     """Render `value` as HOCON text.
 
     A mapping renders as a document (root braces omitted, nested objects as `key { ... }`); anything
-    else renders as a single value. Supported: Mapping with str keys, list/tuple, str, int, finite float,
-    bool and None. Infinity renders as 1e999 (which overflows back to it). Raises TypeError for other types
-    and ValueError for NaN, which HOCON cannot express.
+    else renders as a single value. Supported: Mapping with str keys, list/tuple, str, int, float, bool and
+    None; infinity renders as 1e999, which overflows back to it. Raises TypeError for other types and
+    ValueError for NaN, which HOCON cannot express.
     """
     if isinstance(value, Mapping):
         lines = _object_body(value, 0, indent)
@@ -83,9 +83,7 @@ def _scalar(value: Any) -> str | None:
         return repr(value)  # the shortest text that reads back as the same float: 1.5, 1e+16, 5e-324
     if isinstance(value, str):
         return _string(value)
-    if isinstance(value, Mapping) or (
-        isinstance(value, Sequence) and not isinstance(value, bytes | bytearray)
-    ):
+    if isinstance(value, Mapping) or (isinstance(value, Sequence) and not isinstance(value, bytes | bytearray)):
         return None
     raise TypeError(
         f"cannot render {type(value).__name__} as HOCON: expected dict, list, str, int, float, bool or None"

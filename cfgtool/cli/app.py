@@ -1,0 +1,85 @@
+"""Builds the typer app: the root command with the global options, and one module per command group."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cfgtool._version import __version__
+from cfgtool.cli import hocon_cmd
+from cfgtool.cli.context import CliContext
+from cfgtool.cli.error_handler import run_handled
+
+HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
+
+Exit status: 0 success, 1 config errors, 2 usage or environment errors, 3 internal error, 130 interrupted.
+Set CFGTOOL_DEBUG=1 to see tracebacks."""
+
+
+def build_app() -> typer.Typer:
+    """A fresh typer app with every command registered."""
+    app = typer.Typer(
+        name="cfgtool",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    app.command("hocon")(hocon_cmd.hocon)
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run cfgtool with `argv` (default: the process arguments) and return its exit status."""
+    command = typer.main.get_command(build_app())
+
+    def invoke() -> int:
+        try:
+            command.main(args=argv, prog_name="cfgtool", standalone_mode=True)
+        except SystemExit as exc:  # standalone mode always ends here: help, usage errors and success alike
+            return _exit_status(exc.code)
+        return 0
+
+    return run_handled(invoke)
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    return 1
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"cfgtool {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    ctx: typer.Context,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            metavar="PATH",
+            help="The config repository (default: the git repository containing the current directory).",
+            show_default=False,
+        ),
+    ] = None,
+    store: Annotated[
+        Path,
+        typer.Option("--store", metavar="DIR", help="The store directory, relative to the repository root."),
+    ] = Path("store"),
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the cfgtool version and exit.", callback=_show_version, is_eager=True),
+    ] = False,
+) -> None:
+    ctx.obj = CliContext(repo=repo, store=store)

@@ -1,0 +1,32 @@
+"""`cfgtool hocon FILE...`: resolve standalone HOCON files and print the result."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cfgtool.formats import Format, render
+from cfgtool.standalone import resolve_files
+
+
+def hocon(
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            help="HOCON files, the first file with the highest priority (.properties files are read as Java"
+            " properties).",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
+    fmt: Annotated[
+        Format,
+        typer.Option("--format", "-f", help="Output format; properties flattens to a.b.c=value lines."),
+    ] = Format.JSON,
+) -> None:
+    """Parse standalone HOCON files, merge them (the first file wins), resolve once and print the config.
+
+    Resolution is hermetic: ${...} never reads environment variables.
+    """
+    typer.echo(render(resolve_files(files).value, fmt), nl=False)

@@ -1,0 +1,106 @@
+"""Output formats for resolved configs (plain JSON-like Python values): json, hocon, yaml and properties.
+
+One place renders values for every command that prints configs.
+Each renderer returns text ending in a newline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from typing import Any
+
+from cfgtool.hocon.render import to_hocon
+
+
+class Format(StrEnum):
+    """A text format for a resolved config."""
+
+    JSON = "json"
+    HOCON = "hocon"
+    YAML = "yaml"
+    PROPERTIES = "properties"
+
+
+def render(value: Any, fmt: Format) -> str:
+    """`value` as text in `fmt`. Object keys keep their order."""
+    if fmt is Format.JSON:
+        return to_json(value)
+    if fmt is Format.HOCON:
+        return to_hocon(value)
+    if fmt is Format.YAML:
+        return to_yaml(value)
+    return to_properties(value)
+
+
+def to_json(value: Any) -> str:
+    """Pretty JSON, keys in the order given, non-ASCII characters kept as they are except surrogates, which
+    UTF-8 cannot carry: they are escaped (a pair reads back as the character it encodes)."""
+    return _SURROGATE.sub(_escape_surrogate, json.dumps(value, indent=2, ensure_ascii=False)) + "\n"
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def to_yaml(value: Any) -> str:
+    """Block-style YAML (PyYAML `safe_dump`), keys in the order given."""
+    import yaml  # imported here: only this format needs it
+
+    text: str = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return text
+
+
+def to_properties(value: Any) -> str:
+    """Java `.properties` lines `a.b.c=value`, escaped as `java.util.Properties.store` does.
+
+    Nested objects join keys with dots and list items use their index (`hosts.0=...`). The format cannot
+    express everything: null is an empty value, empty objects and lists produce no line, and a key
+    containing a dot is indistinguishable from a nested one.
+    """
+    return "".join(f"{_escape(key, is_key=True)}={_escape(text, is_key=False)}\n" for key, text in _flatten(value, ""))
+
+
+def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _flatten(item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _flatten(item, f"{prefix}.{index}" if prefix else str(index))
+    elif value is None:
+        yield prefix, ""
+    elif isinstance(value, bool):
+        yield prefix, "true" if value else "false"
+    elif isinstance(value, float):
+        yield prefix, repr(value)
+    else:
+        yield prefix, str(value)
+
+
+_PROPERTIES_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
+
+
+def _escape(text: str, *, is_key: bool) -> str:
+    """`Properties.saveConvert`: escape separators and comment starts, spaces in keys (and a value's
+    leading space), and every character outside printable ASCII as `\\uXXXX` (UTF-16 code units)."""
+    out = []
+    for index, ch in enumerate(text):
+        code = ord(ch)
+        if ch in _PROPERTIES_ESCAPES:
+            out.append(_PROPERTIES_ESCAPES[ch])
+        elif ch == " ":
+            out.append("\\ " if is_key or index == 0 else " ")
+        elif ch in "=:#!":
+            out.append("\\" + ch)
+        elif code < 0x20 or code > 0x7E:
+            units = ch.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{int.from_bytes(units[i : i + 2], 'big'):04X}" for i in range(0, len(units), 2))
+        else:
+            out.append(ch)
+    return "".join(out)
