@@ -29,8 +29,7 @@ def to_hocon(value: Any, indent: int = 2) -> str:
 
     A mapping renders as a document (root braces omitted, nested objects as `key { ... }`); anything
     else renders as a single value. Supported: Mapping with str keys, list/tuple, str, int, float, bool and
-    None; infinity renders as 1e999, which overflows back to it. Raises TypeError for other types and
-    ValueError for NaN, which HOCON cannot express.
+    None. Raises TypeError for other types, and ValueError for nan and infinity, which HOCON cannot express.
     """
     if isinstance(value, Mapping):
         lines = _object_body(value, 0, indent)
@@ -76,10 +75,8 @@ def _scalar(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if math.isnan(value):
-            raise ValueError("HOCON has no literal for the float nan")
-        if math.isinf(value):
-            return "1e999" if value > 0 else "-1e999"  # overflows to infinity, as a too-large number parses
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError(f"HOCON has no literal for the float {value}")
         return repr(value)  # the shortest text that reads back as the same float: 1.5, 1e+16, 5e-324
     if isinstance(value, str):
         return _string(value)

@@ -1,0 +1,408 @@
+"""The import graph: linearization (DESIGN 5.1), cycles, import warnings and the graph queries (DESIGN 6).
+
+For key K with parent P and explicit imports I1..In, L(K) = [K] + dedup_last(L(In) + ... + L(I1) + L(P)),
+computed bottom-up with memoization. Each layer remembers how it was reached, for `explain`. Nodes on or
+behind a cycle are not linearized; every other node is. One `Graph` is one assignment of variable values.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.errors import CfgtoolError
+from cfgtool.store.includes import Import, expand, variables_used
+from cfgtool.store.keys import ROOT, is_strictly_under, is_under, parent
+from cfgtool.store.nodes import Store
+
+
+class UnresolvableKeyError(CfgtoolError):
+    """A query needs the linearization of a key that is on or behind an import cycle (exit 1)."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a layer entered a linearization: it is K itself, `via` includes it (at file:line:col), it is the
+    parent of `via`, or the nearest existing ancestor of `via` (a key without a node, DESIGN 5.4)."""
+
+    kind: Literal["self", "include", "parent", "ancestor"]
+    via: str | None = None
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+
+    def describe(self, layer: str) -> str:
+        """`/data/x includes /tags/t (store/data/x/includes:2)`, `parent of /tags/t`, ..."""
+        if self.kind == "include":
+            return f"{self.via} includes {layer} ({self.file}:{self.line})"
+        if self.kind == "parent":
+            return f"parent of {self.via}"
+        if self.kind == "ancestor":
+            return f"nearest ancestor of {self.via} (which has no node)"
+        return f"{layer} itself"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One entry of a linearization, highest priority first."""
+
+    key: str
+    reach: Reach
+
+
+_SELF = Reach("self")
+
+
+class Graph:
+    """Nodes, their imports under one variable assignment, and every linearization that exists.
+
+    `variables` are the caller's values; declared defaults fill the rest. `diagnostics` holds
+    E_MISSING_IMPORT, E_CYCLE, E_UNRESOLVED_VARIABLE, E_BAD_KEY (bad import paths) and the W_ import warnings.
+    """
+
+    def __init__(self, store: Store, variables: Mapping[str, str] | None = None) -> None:
+        self.store = store
+        self.nodes = store.nodes
+        declared = store.settings.variables
+        self.values: dict[str, str] = {n: v.default for n, v in declared.items() if v.default is not None}
+        self.values.update(variables or {})
+        self.diagnostics: list[Diagnostic] = []
+        self._children: dict[str, list[str]] = {k: [] for k in self.nodes}
+        for key in self.nodes:
+            p = parent(key)
+            if p is not None:
+                self._children[p].append(key)
+        self._hints: dict[str, tuple[str, ...]] = {}
+        self._edges: dict[str, tuple[Import, ...]] = {k: self._node_imports(k) for k in self.nodes}
+        self._out = {k: self._links(k) for k in self.nodes}
+        self.failed: frozenset[str] = frozenset(self._find_cycles())
+        self._lin: dict[str, tuple[str, ...]] = {}
+        self._reach: dict[str, dict[str, Reach]] = {}
+        for key in self.nodes:
+            if key not in self.failed:
+                self._linearize(key)
+        for key in self.nodes:
+            if key not in self.failed:
+                self._check_order(key)
+        self._importers: dict[str, list[str]] | None = None
+        self._members: dict[str, list[str]] | None = None
+
+    # ---------------------------------------------------------------------------------------------- building
+
+    def _node_imports(self, key: str) -> tuple[Import, ...]:
+        """K's usable imports in file order: expanded, existing, first occurrence of each key."""
+        node = self.nodes[key]
+        if node.includes is None:
+            return ()
+        settings = self.store.settings
+        found, diags = expand(
+            node.includes.lines,
+            self.values,
+            file=node.includes.path,
+            key=key,
+            declared=settings.variables,
+            store_name=settings.name,
+        )
+        self.diagnostics += diags
+        kept: dict[str, Import] = {}
+        for imp in found:
+            target = imp.key
+            if target not in self.nodes:
+                self._report(
+                    key,
+                    imp,
+                    "E_MISSING_IMPORT",
+                    f"{key} imports {target}, which has no node",
+                    self._hint(target),
+                )
+            elif target in kept:
+                first = kept[target].line.line
+                message = f"{target} is already imported on line {first}; this line has no effect"
+                self._report(key, imp, "W_DUPLICATE_IMPORT", message)
+            else:
+                if is_strictly_under(key, target):
+                    message = f"{target} is an ancestor of {key}, which inherits it anyway; this line has no effect"
+                    self._report(key, imp, "W_REDUNDANT_IMPORT", message)
+                kept[target] = imp
+        return tuple(kept.values())
+
+    def _hint(self, target: str) -> tuple[str, ...]:
+        """`did you mean ...?` among keys at the same depth under the target's nearest node (cached)."""
+        if target not in self._hints:
+            depth = target.count("/")
+            base = self.nearest_node(target)
+            candidates = [k for k in self.nodes if k.count("/") == depth and is_under(k, base)]
+            close = difflib.get_close_matches(target, candidates, n=1, cutoff=0.8)
+            self._hints[target] = (f"did you mean {close[0]}?",) if close else ()
+        return self._hints[target]
+
+    def _report(self, key: str, imp: Import, code: str, message: str, notes: Iterable[str] = ()) -> None:
+        """A diagnostic of node `key` at the includes line of `imp`, noting the variable values it used."""
+        notes = tuple(notes)
+        if imp.line.variables:
+            names = dict.fromkeys(u.name for u in imp.line.variables)
+            notes += ("with " + ", ".join(f"{n}={self.values[n]}" for n in names),)
+        line, col = imp.line.line, imp.line.col
+        self.diagnostics.append(Diagnostic.of(code, message, key=key, file=imp.file, line=line, col=col, notes=notes))
+
+    def _links(self, key: str) -> list[tuple[str, Import | None]]:
+        """Outgoing links of a node: its imports in file order, then its parent (Import None)."""
+        out: list[tuple[str, Import | None]] = [(imp.key, imp) for imp in self._edges[key]]
+        p = parent(key)
+        if p is not None:
+            out.append((p, None))
+        return out
+
+    def _find_cycles(self) -> set[str]:
+        """Report each cycle once (one per DFS back edge); return the nodes on or behind a cycle."""
+        color: dict[str, int] = {}  # absent: unvisited, 1: on the stack, 2: done
+        on_cycle: set[str] = set()
+        for start in self.nodes:
+            if start in color:
+                continue
+            color[start] = 1
+            stack: list[tuple[str, Import | None, Iterator[tuple[str, Import | None]]]] = [
+                (start, None, iter(self._out[start]))
+            ]
+            while stack:
+                node, _, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    color[node] = 2
+                    stack.pop()
+                    continue
+                target, via = nxt
+                state = color.get(target)
+                if state is None:
+                    color[target] = 1
+                    stack.append((target, via, iter(self._out[target])))
+                elif state == 1:
+                    start_at = next(i for i, frame in enumerate(stack) if frame[0] == target)
+                    path = [(frame[0], frame[1]) for frame in stack[start_at:]]
+                    self._report_cycle(path, target, via)
+                    on_cycle.update(n for n, _ in path)
+        reverse: dict[str, list[str]] = {}
+        for key in self.nodes:
+            for target, _ in self._out[key]:
+                reverse.setdefault(target, []).append(key)
+        failed, todo = set(on_cycle), list(on_cycle)
+        while todo:
+            for src in reverse.get(todo.pop(), ()):
+                if src not in failed:
+                    failed.add(src)
+                    todo.append(src)
+        return failed
+
+    def _report_cycle(self, path: list[tuple[str, Import | None]], closing: str, via: Import | None) -> None:
+        """E_CYCLE for the cycle path[0] -> ... -> path[-1] -> closing (== path[0]), at one of its includes.
+
+        `path[i][1]` is the link that led to `path[i][0]`; `via` is the closing link. The report points at the
+        closing link if it is an include, else at the last include before it, and starts the path there.
+        """
+        links = [frame[1] for frame in path[1:]] + [via]  # links[i]: path[i] -> path[i+1] (or -> closing)
+        nodes = [frame[0] for frame in path]
+        at = max(i for i, link in enumerate(links) if link is not None)
+        nodes = nodes[at:] + nodes[:at]
+        links = links[at:] + links[:at]
+        imp = links[0]
+        assert imp is not None  # parent links only go up, so every cycle has an include
+        shown = " -> ".join([*nodes, nodes[0]])
+        src, dst = nodes[0], imp.key
+        if src == dst:
+            message = f"{src} imports itself (import cycle {shown})"
+        elif is_strictly_under(dst, src):
+            message = f"{src} imports its own descendant {dst}, which inherits from {src} (import cycle {shown})"
+        else:
+            message = f"import cycle {shown}"
+        notes = []
+        for i, link in enumerate(links):
+            a, b = nodes[i], nodes[(i + 1) % len(nodes)]
+            if link is None:
+                notes.append(f"{a} inherits from its parent {b}")
+            else:
+                notes.append(f"{a} includes {b} ({link.file}:{link.line.line})")
+        self._report(src, imp, "E_CYCLE", message, notes if len(nodes) > 1 else ())
+
+    def _linearize(self, root: str) -> None:
+        """Compute L for `root` and everything it depends on, bottom-up (iteratively: chains can be deep)."""
+        lin = self._lin
+        stack = [root]
+        while stack:
+            key = stack[-1]
+            if key in lin:
+                stack.pop()
+                continue
+            pending = [t for t, _ in self._out[key] if t not in lin]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            seq: list[str] = []
+            for target, _ in self._last_first(key):
+                seq += reversed(lin[target])
+            # seq is the concatenation reversed: its first occurrences are the last ones of the original
+            lin[key] = (key, *reversed(dict.fromkeys(seq)))
+
+    def _last_first(self, key: str) -> list[tuple[str, Import | None]]:
+        """The segments of L(In) + ... + L(I1) + L(P) from the last: P, I1, ..., In."""
+        links = self._out[key]
+        if links and links[-1][1] is None:  # the parent link comes last in `_out`
+            return [links[-1], *links[:-1]]
+        return list(links)
+
+    def _reaches(self, root: str) -> dict[str, Reach]:
+        """How each member of L(root) was reached: from the segment (import or parent) holding its last
+        occurrence. Computed on demand (only explain and warnings need it), bottom-up, memoized."""
+        stack = [root]
+        while stack:
+            key = stack[-1]
+            if key in self._reach:
+                stack.pop()
+                continue
+            pending = [t for t, _ in self._out[key] if t not in self._reach]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            out = {key: _SELF}
+            for target, imp in self._last_first(key):  # the first time a member is seen is its last occurrence
+                if imp is None:
+                    direct = Reach("parent", key)
+                else:
+                    direct = Reach("include", key, imp.file, imp.line.line, imp.line.col)
+                inner = self._reach[target]
+                for member in self._lin[target]:
+                    if member not in out:
+                        out[member] = direct if member == target else inner[member]
+            self._reach[key] = out
+        return self._reach[root]
+
+    def _check_order(self, key: str) -> None:
+        """W_IMPORT_ORDER where L(K) ranks an import below one listed before it (DESIGN 5.1)."""
+        listed = [imp for imp in self._edges[key] if not is_strictly_under(key, imp.key)]
+        if len(listed) < 2:
+            return
+        wanted = {imp.key for imp in listed}
+        ranked = [k for k in self._lin[key] if k in wanted]
+        if ranked == [imp.key for imp in reversed(listed)]:
+            return  # the usual case: L agrees with the file
+        position = {k: i for i, k in enumerate(self._lin[key])}
+        for j, later in enumerate(listed):
+            earlier = next((e for e in listed[:j] if position[e.key] < position[later.key]), None)
+            if earlier is None:
+                continue
+            why = self._reaches(key)[later.key].describe(later.key)
+            message = (
+                f"{later.key} is listed after {earlier.key} (line {earlier.line.line}) but ranks below it:"
+                f" it is also reached as {why}, and a key reached several ways takes its lowest position"
+            )
+            self._report(key, later, "W_IMPORT_ORDER", message)
+
+    # ---------------------------------------------------------------------------------------------- queries
+
+    def nearest_node(self, key: str) -> str:
+        """`key` if it has a node, else its nearest ancestor that has one (DESIGN 5.4)."""
+        while key not in self.nodes:
+            key = parent(key) or ROOT
+        return key
+
+    def layers(self, key: str) -> tuple[Layer, ...] | None:
+        """L(key) with how each layer was reached; None when the key is on or behind a cycle.
+
+        A key without a node is an empty layer over its nearest existing ancestor.
+        """
+        nearest = self.nearest_node(key)
+        if nearest not in self._lin:
+            return None
+        reach = self._reaches(nearest)
+        base = tuple(Layer(k, reach[k]) for k in self._lin[nearest])
+        if nearest == key:
+            return base
+        return (Layer(key, _SELF), Layer(nearest, Reach("ancestor", key)), *base[1:])
+
+    def linearization(self, key: str) -> tuple[str, ...] | None:
+        """L(key) as keys, highest priority first; None when the key is on or behind a cycle."""
+        nearest = self.nearest_node(key)
+        found = self._lin.get(nearest)
+        if found is None or nearest == key:
+            return found
+        return (key, *found)
+
+    def variables_of(self, key: str) -> frozenset[str]:
+        """Variables used by the includes of the layers of L(key) under this assignment."""
+        out: set[str] = set()
+        for member in self.linearization(key) or ():
+            node = self.nodes.get(member)
+            if node is not None and node.includes is not None:
+                out |= variables_used(node.includes.lines)
+        return frozenset(out)
+
+    def is_tag(self, key: str) -> bool:
+        """Whether `key` is under one of the tag roots (the roots themselves are not tags)."""
+        return any(is_strictly_under(key, root) for root in self.store.settings.tag_roots)
+
+    def import_links(self, key: str) -> tuple[Import, ...]:
+        """K's usable explicit imports in file order, with their includes lines (for explain)."""
+        return self._edges.get(key, ())
+
+    def imports(self, key: str, recursive: bool = False) -> list[str]:
+        """K's explicit imports, highest priority first; recursive: L(K) without K."""
+        if recursive:
+            return list(self._required(key)[1:])
+        return [imp.key for imp in reversed(self._edges.get(key, ()))]
+
+    def tags(self, key: str) -> list[str]:
+        """The tags in L(K) other than K, highest priority first (including tags imported by ancestors)."""
+        return [k for k in self._required(key)[1:] if self.is_tag(k)]
+
+    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
+        """Nodes whose includes name `key`; recursive: every other node with `key` in its L. Sorted."""
+        if recursive:
+            return sorted(self._index()[1].get(key, ()))
+        return sorted(self._index()[0].get(key, ()))
+
+    def datasets(self, tag: str) -> list[str]:
+        """The non-tag nodes that import `tag`, directly or through their layers (ancestors, other tags).
+
+        Having `tag` in L only as the parent of an imported child tag does not count.
+        """
+        importers = set(self.imported_by(tag))
+        out = []
+        for key in self.imported_by(tag, recursive=True):
+            if self.is_tag(key) or key in self.store.settings.tag_roots:
+                continue
+            if any(member in importers for member in self._lin[key]):
+                out.append(key)
+        return out
+
+    def children(self, key: str) -> list[str]:
+        """Keys of the child nodes of `key`, sorted (none for a key without a node)."""
+        return sorted(self._children.get(key, ()))
+
+    def keys(self, prefix: str = ROOT) -> list[str]:
+        """Every node key that is `prefix` or under it, sorted."""
+        return [k for k in self.nodes if is_under(k, prefix)]
+
+    def _required(self, key: str) -> tuple[str, ...]:
+        found = self.linearization(key)
+        if found is None:
+            raise UnresolvableKeyError(
+                f"{key} cannot be resolved: it is on or behind an import cycle",
+                hint="fix the E_CYCLE reported by `cfgtool compile`",
+            )
+        return found
+
+    def _index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(direct importers, recursive members) per key, built on first use."""
+        if self._importers is None or self._members is None:
+            self._importers, self._members = {}, {}
+            for key, imports in self._edges.items():
+                for imp in imports:
+                    self._importers.setdefault(imp.key, []).append(key)
+            for key, members in self._lin.items():
+                for member in members[1:]:
+                    self._members.setdefault(member, []).append(key)
+        return self._importers, self._members

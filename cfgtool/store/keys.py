@@ -1,0 +1,134 @@
+"""Keys: the paths of config nodes (`/`, `/data`, `/data/tracking/PageViewEvent`), their validation and globs.
+
+A key is `/` or `/` followed by segments joined by `/`; a segment matches `[A-Za-z0-9][A-Za-z0-9._~-]*`
+(DESIGN 4.2). Keys may be written with the store's scheme (`demo:/data/x`) and without the leading `/`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from cfgtool.errors import UsageError
+
+ROOT = "/"
+SEGMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]*")
+_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=/)")
+
+
+class BadKeyError(UsageError):
+    """A key given by the user is not a valid key (exit 2)."""
+
+
+def is_valid_segment(name: str) -> bool:
+    """Whether `name` can be a key segment (a node's directory name)."""
+    return SEGMENT_RE.fullmatch(name) is not None
+
+
+def key_problem(text: str, store_name: str | None = None) -> str | None:
+    """Why `text` is not a key (a sentence for messages), or None when `normalize_key` accepts it."""
+    try:
+        normalize_key(text, store_name)
+    except BadKeyError as err:
+        return err.message
+    return None
+
+
+def normalize_key(text: str, store_name: str | None = None) -> str:
+    """The canonical form of a key: scheme `store_name:` stripped, leading `/` added, trailing `/` removed.
+
+    Raises BadKeyError (with a hint) for other schemes, empty segments and invalid segment names.
+    """
+    key = text
+    scheme = _SCHEME_RE.match(key)
+    if scheme:
+        if scheme.group(1) != store_name:
+            expected = f"'{store_name}:'" if store_name else "none (the store has no name)"
+            raise BadKeyError(
+                f"key {text!r} has scheme '{scheme.group(1)}:', but this store's scheme is {expected}",
+                hint="write the key as a path such as /data/x",
+            )
+        key = key[scheme.end() :]
+    if not key.startswith("/"):
+        key = "/" + key
+    if key != ROOT and key.endswith("/"):
+        key = key[:-1]
+    if key == ROOT:
+        return ROOT
+    for segment in key[1:].split("/"):
+        if not segment:
+            raise BadKeyError(f"key {text!r} has an empty segment", hint="separate segments with a single /")
+        if not is_valid_segment(segment):
+            raise BadKeyError(
+                f"key {text!r} has an invalid segment {segment!r}",
+                hint="a segment starts with a letter or digit and contains only letters, digits and . _ ~ -",
+            )
+    return key
+
+
+def segments(key: str) -> tuple[str, ...]:
+    """The segments of a normalized key: `()` for the root."""
+    return () if key == ROOT else tuple(key[1:].split("/"))
+
+
+def join(parent_key: str, segment: str) -> str:
+    """The key of child `segment` of `parent_key`."""
+    return f"/{segment}" if parent_key == ROOT else f"{parent_key}/{segment}"
+
+
+def parent(key: str) -> str | None:
+    """The parent key, None for the root."""
+    if key == ROOT:
+        return None
+    head = key.rsplit("/", 1)[0]
+    return head or ROOT
+
+
+def ancestors(key: str) -> list[str]:
+    """Strict ancestors, nearest first, ending with `/` (empty for the root)."""
+    out: list[str] = []
+    p = parent(key)
+    while p is not None:
+        out.append(p)
+        p = parent(p)
+    return out
+
+
+def last_segment(key: str) -> str:
+    """The key's own name (`PageViewEvent` for `/data/tracking/PageViewEvent`); '' for the root."""
+    return key.rsplit("/", 1)[1]
+
+
+def is_under(key: str, prefix: str) -> bool:
+    """Whether `key` is `prefix` or a descendant (by segment: `/database` is not under `/data`)."""
+    return prefix == ROOT or key == prefix or key.startswith(prefix + "/")
+
+
+def is_strictly_under(key: str, prefix: str) -> bool:
+    """Whether `key` is a descendant of `prefix` (not `prefix` itself)."""
+    return key != prefix and is_under(key, prefix)
+
+
+@lru_cache(maxsize=1024)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A regex for a key glob: `*` matches within one segment, `**` any number of whole segments.
+
+    A `**` segment in the middle or at the start matches zero or more segments (`/a/**/b` matches `/a/b`);
+    a trailing `/**` matches one or more, i.e. everything under the prefix but not the prefix itself
+    (`/data/**` matches `/data/x` but not `/data`), as in gitignore. `?` matches one character.
+    """
+    parts = [p for p in pattern.split("/") if p]
+    regex = ""
+    for i, part in enumerate(parts):
+        if part == "**":
+            regex += "(?:/[^/]+)+" if i == len(parts) - 1 else "(?:/[^/]+)*"
+            continue
+        regex += "/"
+        for ch in part:
+            regex += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+    return re.compile(regex or "/")
+
+
+def glob_match(pattern: str, key: str) -> bool:
+    """Whether normalized `key` matches the key glob `pattern` (see `compile_glob`)."""
+    return compile_glob(pattern).fullmatch(key) is not None

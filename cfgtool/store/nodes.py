@@ -1,0 +1,190 @@
+"""Node discovery (DESIGN 4.2): every directory under the store root is a node, except `_x` and `.x` names.
+
+`discover` lists a source once, reads `_CONFIG_STORE` and every node's `main.conf` and includes file in one
+batch, and returns the nodes with their files and the problems found (E_BAD_KEY, E_DUPLICATE_INCLUDES,
+E_SETTINGS, E_SYNTAX for includes files and undecodable text, E_UNDECLARED_VARIABLE). HOCON is not parsed
+here: `main.conf` text and blob id are handed on, so the compile step can parse (and cache by blob id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.store import keys
+from cfgtool.store.includes import INCLUDES_FILES, IncludeLine, parse_includes, undeclared
+from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
+from cfgtool.store.sources import Blob, Source
+
+MAIN_FILE = "main.conf"
+_NODE_FILES = frozenset((MAIN_FILE, *INCLUDES_FILES))
+
+
+@dataclass(frozen=True)
+class NodeFile:
+    """A node's `main.conf`: repo-relative `path`, blob id `oid`, and `text` (None when it is not UTF-8)."""
+
+    path: str
+    oid: str
+    text: str | None
+
+
+@dataclass(frozen=True)
+class IncludesFile:
+    """A node's includes file and its parsed lines (variables not applied)."""
+
+    path: str
+    oid: str
+    lines: tuple[IncludeLine, ...]
+
+
+@dataclass(frozen=True)
+class Node:
+    """A config node: its key, its repo-relative directory, its own config and its includes (None: absent)."""
+
+    key: str
+    dir: str
+    main: NodeFile | None
+    includes: IncludesFile | None
+
+
+@dataclass(frozen=True)
+class Store:
+    """A discovered store: settings, nodes by key (sorted, always containing `/`) and discovery problems."""
+
+    source: Source
+    settings: Settings
+    settings_file: str
+    nodes: Mapping[str, Node]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def discover(source: Source) -> Store:
+    """The nodes of the store in `source`, with every discovery problem as a diagnostic."""
+    diags: list[Diagnostic] = []
+    dirs: dict[str, str] = {"": keys.ROOT}  # store-relative dir -> key, for every node
+    rejected: set[str] = set()  # store-relative dirs that are not nodes (so neither is anything under them)
+    files_of: dict[str, set[str]] = {}  # store-relative dir -> the node files it has
+    for path in source.files():
+        directory, _, name = source.rel(path).rpartition("/")
+        if (directory in dirs or _node_dir(directory, dirs, rejected, source, diags)) and name in _NODE_FILES:
+            files_of.setdefault(directory, set()).add(name)
+
+    settings_path = source.path(SETTINGS_FILE)
+    wanted = [settings_path]
+    for directory, names in files_of.items():
+        wanted += [source.path(_join(directory, n)) for n in names]
+    blobs = source.load(wanted)
+
+    settings, settings_diags = _settings(blobs.get(settings_path), settings_path)
+    diags += settings_diags
+    nodes: dict[str, Node] = {}
+    for directory, key in sorted(dirs.items(), key=lambda item: item[1]):
+        names = files_of.get(directory, set())
+        node_dir = source.path(directory) if directory else source.store
+        main = blobs.get(_join(node_dir, MAIN_FILE)) if MAIN_FILE in names else None
+        includes = _includes(names, node_dir, key, blobs, settings, diags)
+        nodes[key] = Node(key, node_dir, _main(main, key, diags) if main else None, includes)
+    return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags))
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory else name
+
+
+def _node_dir(
+    directory: str, dirs: dict[str, str], rejected: set[str], source: Source, diags: list[Diagnostic]
+) -> bool:
+    """Whether store-relative `directory` is a node; registers it and its ancestors on the way (memoized)."""
+    if directory in dirs:
+        return True
+    if directory in rejected:
+        return False
+    parent_dir, _, name = directory.rpartition("/")
+    if not _node_dir(parent_dir, dirs, rejected, source, diags):
+        rejected.add(directory)
+        return False
+    if name.startswith(("_", ".")):
+        rejected.add(directory)
+        return False
+    parent_key = dirs[parent_dir]
+    if not keys.is_valid_segment(name):
+        rejected.add(directory)
+        diags.append(
+            Diagnostic.of(
+                "E_BAD_KEY",
+                f"directory name {name!r} is not a valid key segment; it and everything under it are ignored",
+                key=parent_key,
+                file=source.path(directory),
+                notes=(
+                    "a key segment starts with a letter or digit and has only letters, digits and . _ ~ -;"
+                    " names starting with _ or . are private directories, not nodes",
+                ),
+            )
+        )
+        return False
+    dirs[directory] = keys.join(parent_key, name)
+    return True
+
+
+def _settings(blob: Blob | None, path: str) -> tuple[Settings, list[Diagnostic]]:
+    if blob is None:  # sources check that it exists; tolerate a race with the file system
+        return Settings(), []
+    text, problem = _decode(blob, None, "E_SETTINGS")
+    if problem is not None:
+        return Settings(), [problem]
+    return parse_settings(text or "", path)
+
+
+def _main(blob: Blob, key: str, diags: list[Diagnostic]) -> NodeFile:
+    text, problem = _decode(blob, key)
+    if problem is not None:
+        diags.append(problem)
+    return NodeFile(blob.path, blob.oid, text)
+
+
+def _includes(
+    names: set[str],
+    node_dir: str,
+    key: str,
+    blobs: Mapping[str, Blob],
+    settings: Settings,
+    diags: list[Diagnostic],
+) -> IncludesFile | None:
+    present = [n for n in INCLUDES_FILES if n in names]
+    if not present:
+        return None
+    if len(present) == 2:
+        diags.append(
+            Diagnostic.of(
+                "E_DUPLICATE_INCLUDES",
+                f"{key} has both includes and includes.conf; includes.conf is ignored",
+                key=key,
+                file=_join(node_dir, "includes.conf"),
+                notes=("move its lines into includes and delete includes.conf",),
+            )
+        )
+    blob = blobs.get(_join(node_dir, present[0]))
+    if blob is None:
+        return None
+    text, problem = _decode(blob, key)
+    if problem is not None:
+        diags.append(problem)
+        return IncludesFile(blob.path, blob.oid, ())
+    lines, syntax = parse_includes(text or "", blob.path, key)
+    diags += syntax
+    diags += undeclared(lines, settings.variables, blob.path, key)
+    return IncludesFile(blob.path, blob.oid, tuple(lines))
+
+
+def _decode(blob: Blob, key: str | None, code: str = "E_SYNTAX") -> tuple[str | None, Diagnostic | None]:
+    """The blob's text, or None and a diagnostic pointing at the first byte that is not UTF-8."""
+    try:
+        return blob.text(), None
+    except UnicodeDecodeError as err:
+        line = blob.data.count(b"\n", 0, err.start) + 1
+        col = err.start - (blob.data.rfind(b"\n", 0, err.start) + 1) + 1
+        message = f"not valid UTF-8 (byte 0x{blob.data[err.start]:02x}); save the file as UTF-8"
+        return None, Diagnostic.of(code, message, key=key, file=blob.path, line=line, col=col)

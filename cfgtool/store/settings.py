@@ -1,0 +1,283 @@
+"""`_CONFIG_STORE`: the store's settings (DESIGN 4.1), validated against the shipped `settings.schema.json`.
+
+Problems are E_SETTINGS diagnostics that name the setting and point at its YAML node (line and column from
+PyYAML's composed node marks); the returned `Settings` then holds the defaults for whatever was invalid, so
+compile can go on and report everything else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import posixpath
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import jsonschema
+import yaml
+
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.store.keys import BadKeyError, normalize_key
+
+SETTINGS_FILE = "_CONFIG_STORE"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A declared includes variable: every allowed value, and the default (None: required)."""
+
+    name: str
+    values: tuple[str, ...]
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy to run: `module:Class` and the mapping handed to its `configure()`."""
+
+    class_path: str
+    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed settings with DESIGN 4.1 defaults. `schemas` is as written (relative to the store root)."""
+
+    name: str | None = None
+    tag_roots: tuple[str, ...] = ("/tags",)
+    version_tag_prefix: str = "config/v"
+    rollback_tag_prefix: str = "config/rolledback/v"
+    variables: Mapping[str, Variable] = field(default_factory=lambda: MappingProxyType({}))
+    schemas: str | None = None
+    policies: tuple[PolicySpec, ...] = ()
+
+    def schemas_dir(self, store_dir: str) -> str | None:
+        """The schemas directory relative to the repository root, given the store's repo-relative dir."""
+        if self.schemas is None:
+            return None
+        return posixpath.normpath(posixpath.join(store_dir or ".", self.schemas))
+
+
+@cache
+def settings_schema() -> dict[str, Any]:
+    """The JSON Schema of `_CONFIG_STORE` shipped with the package."""
+    text = resources.files("cfgtool.store").joinpath("settings.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def parse_settings(text: str, file: str = SETTINGS_FILE) -> tuple[Settings, list[Diagnostic]]:
+    """Settings from `_CONFIG_STORE` text (`file` is its repo-relative path, for diagnostics)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        problem = err.problem or err.context or "invalid YAML"
+        diag = Diagnostic.of("E_SETTINGS", f"not valid YAML: {problem}", file=file, line=line, col=col)
+        return Settings(), [diag]
+    except yaml.YAMLError as err:
+        return Settings(), [Diagnostic.of("E_SETTINGS", f"not valid YAML: {err}", file=file)]
+    finally:
+        loader.dispose()
+    if root is None or data is None:
+        return Settings(), []
+    diags = list(_duplicate_keys(root, file))
+    validator = jsonschema.Draft202012Validator(settings_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    for error in errors:
+        diags.extend(_schema_diagnostics(error, root, file))
+    bad = {_scope(tuple(e.absolute_path)) for e in errors}
+    settings, more = _build(data if isinstance(data, dict) else {}, bad, root, file)
+    return settings, sorted(diags + more, key=lambda d: (d.line or 0, d.col or 0))
+
+
+def _scope(path: tuple[Any, ...]) -> tuple[str, ...]:
+    """What an error invalidates: one variable for errors inside it, else the whole top-level setting."""
+    if len(path) >= 2 and path[0] == "variables":
+        return ("variables", str(path[1]))
+    return tuple(str(p) for p in path[:1])
+
+
+def _build(
+    data: dict[str, Any], bad: set[tuple[str, ...]], root: yaml.Node, file: str
+) -> tuple[Settings, list[Diagnostic]]:
+    """Typed settings from schema-checked data, skipping invalid ones; checks beyond the schema."""
+    if () in bad:  # the document itself is wrong (e.g. not a mapping)
+        return Settings(), []
+    diags: list[Diagnostic] = []
+    ok = {k: v for k, v in data.items() if (k,) not in bad}
+    kwargs: dict[str, Any] = {}
+    for name in ("name", "version_tag_prefix", "rollback_tag_prefix", "schemas"):
+        if name in ok:
+            kwargs[name] = ok[name]
+    if "tag_roots" in ok:
+        roots: list[str] = []
+        for i, raw in enumerate(ok["tag_roots"]):
+            try:
+                roots.append(normalize_key(raw, ok.get("name")))
+            except BadKeyError as err:
+                diags.append(_at(root, ("tag_roots", i), file, f"setting 'tag_roots[{i}]': {err.message}"))
+        kwargs["tag_roots"] = tuple(roots)
+    if "variables" in ok:
+        variables: dict[str, Variable] = {}
+        for vname, spec in ok["variables"].items():
+            if ("variables", vname) in bad:
+                continue
+            values = tuple(str(v) for v in spec["values"])
+            default = None if spec.get("default") is None else str(spec["default"])
+            if default is not None and default not in values:
+                path = ("variables", vname, "default")
+                message = f"setting {_name(path)}: {default!r} is not one of {list(values)}"
+                diags.append(_at(root, path, file, message))
+                default = None
+            variables[vname] = Variable(vname, values, default)
+        kwargs["variables"] = MappingProxyType(variables)
+    if "policies" in ok:
+        kwargs["policies"] = tuple(_policy(p) for p in ok["policies"])
+    defaults = Settings()
+    version = kwargs.get("version_tag_prefix", defaults.version_tag_prefix)
+    if version == kwargs.get("rollback_tag_prefix", defaults.rollback_tag_prefix):
+        message = "setting 'rollback_tag_prefix': must differ from version_tag_prefix"
+        diags.append(_at(root, ("rollback_tag_prefix",), file, message))
+        kwargs.pop("rollback_tag_prefix", None)
+        kwargs.pop("version_tag_prefix", None)
+    return Settings(**kwargs), diags
+
+
+def _policy(entry: str | dict[str, Any]) -> PolicySpec:
+    """A policy entry, `"module:Class"` or `{class, config}`, as a PolicySpec."""
+    if isinstance(entry, str):
+        return PolicySpec(entry)
+    return PolicySpec(entry["class"], MappingProxyType(dict(entry.get("config") or {})))
+
+
+def _schema_diagnostics(error: jsonschema.ValidationError, root: yaml.Node, file: str) -> Iterator[Diagnostic]:
+    """E_SETTINGS diagnostics for one schema error, each naming the setting and pointing at its node."""
+    path = tuple(error.absolute_path)
+    if error.validator == "oneOf" and error.context:
+        specific = [e for e in error.context if e.validator != "type" and len(e.absolute_path) >= len(path)]
+        if specific:
+            for sub in specific:
+                yield from _schema_diagnostics(sub, root, file)
+            return
+        shape = "'module:Class' or {class: 'module:Class', config: {...}}"
+        yield _at(root, path, file, f"setting {_name(path)}: must be {shape}")
+        return
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = list(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+        for extra in error.instance:
+            if extra in known:
+                continue
+            where = (*path, extra)
+            what = "unknown setting" if not path else "unknown field"
+            close = difflib.get_close_matches(str(extra), known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            if not close and known:
+                hint = f" (known: {', '.join(known)})"
+            yield _at(root, where, file, f"{what} {_name(where)}{hint}", key_node=True)
+        return
+    if not path:
+        yield _at(root, path, file, f"must be a mapping of settings, not {_kind(error.instance)}")
+        return
+    if error.validator == "type":
+        wanted: Any = error.validator_value
+        wanted = wanted if isinstance(wanted, str) else " or ".join(wanted)
+        message = f"must be {_ARTICLE.get(wanted, wanted)}, not {_kind(error.instance)}"
+    elif error.validator == "required":
+        required: Any = error.validator_value
+        instance: Any = error.instance
+        missing = [repr(r) for r in required if r not in instance]
+        message = f"missing {', '.join(missing)}"
+    elif error.validator == "pattern" and isinstance(error.schema, dict) and "x-message" in error.schema:
+        message = f"{error.instance!r} {error.schema['x-message']}"
+    else:
+        message = error.message
+    if "propertyNames" in error.schema_path:  # point at the offending key itself
+        yield _at(root, (*path, error.instance), file, f"setting {_name(path)}: {message}", key_node=True)
+        return
+    yield _at(root, path, file, f"setting {_name(path)}: {message}")
+
+
+_ARTICLE = {
+    "string": "a string",
+    "array": "a list",
+    "object": "a mapping",
+    "integer": "an integer",
+    "string or integer": "a string or an integer",
+}
+
+
+def _kind(value: object) -> str:
+    """The YAML kind of a value, for type messages."""
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _name(path: Iterable[object]) -> str:
+    """A setting path for messages: `'variables."local_cluster.name".default'`, `'policies[1].class'`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = f'"{part}"' if "." in str(part) else str(part)
+            out += f".{text}" if out else text
+    return f"'{out}'"
+
+
+def _at(root: yaml.Node, path: tuple[Any, ...], file: str, message: str, key_node: bool = False) -> Diagnostic:
+    """A diagnostic at the YAML node for `path` (the key node when `key_node`), or the deepest one found."""
+    node = root
+    for i, part in enumerate(path):
+        child = _child(node, part, key_node and i == len(path) - 1)
+        if child is None:
+            break
+        node = child
+    mark = node.start_mark
+    return Diagnostic.of("E_SETTINGS", message, file=file, line=mark.line + 1, col=mark.column + 1)
+
+
+def _child(node: yaml.Node, part: Any, want_key: bool) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(part):
+                return k if want_key else v
+    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        child: yaml.Node = node.value[part]
+        return child
+    return None
+
+
+def _duplicate_keys(node: yaml.Node, file: str, path: tuple[str, ...] = ()) -> Iterator[Diagnostic]:
+    """YAML silently keeps the last of duplicate keys; a duplicated setting is almost always a mistake."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for k, v in node.value:
+            name = str(k.value)
+            if name in seen:
+                message = f"setting {_name((*path, name))} is set twice"
+                line, col = k.start_mark.line + 1, k.start_mark.column + 1
+                yield Diagnostic.of("E_SETTINGS", message, file=file, line=line, col=col)
+            seen.add(name)
+            yield from _duplicate_keys(v, file, (*path, name))
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _duplicate_keys(item, file, path)
+
+
+def assignments(
+    variables: Mapping[str, Variable], names: Iterable[str], given: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
+    """Every combination of values of the declared variables in `names`, `given` ones fixed (compile 5.3)."""
+    given = dict(given or {})
+    free = sorted(n for n in set(names) if n in variables and n not in given)
+    combos = itertools.product(*(variables[n].values for n in free))
+    return [{**given, **dict(zip(free, combo, strict=True))} for combo in combos]

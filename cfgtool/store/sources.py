@@ -1,0 +1,232 @@
+"""Sources: where a store's files come from: the working tree, or a git ref read straight from git objects.
+
+Both list the store's files as repo-relative POSIX paths and read them in bulk as `Blob`s that carry a git
+blob id (for the working tree, computed the way git does), so parsed files can be cached by content.
+A git ref is read without a checkout: one `git ls-tree -r -z` and one `git cat-file --batch` per `load`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import stat
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from cfgtool.errors import SourceError
+from cfgtool.store import git
+from cfgtool.store.settings import SETTINGS_FILE
+
+DEFAULT_STORE = "store"
+
+
+class StoreNotFoundError(SourceError):
+    """The store directory or its `_CONFIG_STORE` does not exist in the source (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A file's content: repo-relative `path`, git blob id `oid`, raw `data`."""
+
+    path: str
+    oid: str
+    data: bytes
+
+    def text(self) -> str:
+        """The content decoded as UTF-8 (a BOM is dropped); raises UnicodeDecodeError."""
+        return self.data.decode("utf-8-sig")
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob with this content (sha1 of `blob <size>\\0<data>`)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+class Source(ABC):
+    """A store at one state; `store` is its directory relative to the repository root ('' = the root)."""
+
+    repo_root: Path
+    store: str
+    ref: str | None  # None: the working tree
+    commit: str | None  # the commit read (for the working tree: HEAD, None before the first commit)
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Blob] = {}
+
+    @abstractmethod
+    def files(self) -> list[str]:
+        """Repo-relative paths of every file under the store directory, sorted."""
+
+    @abstractmethod
+    def _read(self, paths: list[str]) -> dict[str, Blob]:
+        """Read existing files among `paths` (not cached yet) in one batch."""
+
+    @property
+    @abstractmethod
+    def dirty(self) -> bool:
+        """Whether the content differs from `commit` (always False for a ref)."""
+
+    def load(self, paths: Iterable[str]) -> dict[str, Blob]:
+        """`{path: Blob}` for the files among `paths` that exist, read in one batch; results are cached."""
+        wanted = list(dict.fromkeys(paths))
+        missing = [p for p in wanted if p not in self._cache]
+        if missing:
+            self._cache.update(self._read(missing))
+        return {p: self._cache[p] for p in wanted if p in self._cache}
+
+    def read(self, path: str) -> Blob | None:
+        """One file (cached), None when it does not exist. Prefer `load` for many files."""
+        return self.load([path]).get(path)
+
+    def path(self, rel: str) -> str:
+        """The repo-relative path of `rel`, a path relative to the store root."""
+        return f"{self.store}/{rel}" if self.store else rel
+
+    def rel(self, path: str) -> str:
+        """The store-relative form of a repo-relative path under the store."""
+        return path[len(self.store) + 1 :] if self.store else path
+
+    def describe(self) -> str:
+        """For messages: `the working tree` or `ref config/v3 (commit 1a2b3c4)`."""
+        if self.ref is None:
+            return "the working tree"
+        return f"ref {self.ref} (commit {(self.commit or '')[:7]})"
+
+    def line_reader(self) -> Callable[[str, int], str | None]:
+        """A `read_line(file, line)` for diagnostic renderers, over this source's files."""
+        split: dict[str, list[str]] = {}
+
+        def read_line(file: str, line: int) -> str | None:
+            if file not in split:
+                blob = self.read(file)
+                split[file] = blob.data.decode("utf-8-sig", "replace").splitlines() if blob else []
+            lines = split[file]
+            return lines[line - 1] if 1 <= line <= len(lines) else None
+
+        return read_line
+
+    def _check_store(self, files: list[str]) -> None:
+        """StoreNotFoundError unless the store directory exists and has `_CONFIG_STORE`."""
+        where = f"in {self.describe()} of {self.repo_root}"
+        shown = self.store or "."
+        if not files:
+            raise StoreNotFoundError(
+                f"no store directory '{shown}' {where}",
+                hint="pass --store DIR to name the store directory (relative to the repository root)",
+            )
+        if self.path(SETTINGS_FILE) not in files:
+            raise StoreNotFoundError(
+                f"'{shown}' {where} is not a cfgtool store: it has no {SETTINGS_FILE} file",
+                hint=f"create an empty {self.path(SETTINGS_FILE)} to make it one, or pass --store DIR",
+            )
+
+
+def _store_dir(root: Path, store: str | Path) -> str:
+    """The store directory relative to the repository root, as a normalized POSIX path ('' = the root)."""
+    path = Path(store)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError as err:
+            raise StoreNotFoundError(
+                f"store {store} is outside the repository {root}",
+                hint="pass --store DIR inside the repository",
+            ) from err
+    rel = posixpath.normpath(path.as_posix())
+    if rel == ".." or rel.startswith("../"):
+        raise StoreNotFoundError(f"store {store} is outside the repository {root}", hint="pass --store DIR")
+    return "" if rel == "." else rel
+
+
+class WorkTreeSource(Source):
+    """The store as it is on disk, restricted to files git would commit (ignored files are left out)."""
+
+    def __init__(self, repo: Path, store: str | Path = DEFAULT_STORE) -> None:
+        super().__init__()
+        located = git.locate(repo)
+        if located.bare:
+            raise git.NotAGitRepoError(
+                f"{located.root} is a bare repository and has no working tree", hint="pass --ref REF"
+            )
+        self.repo_root = located.root
+        self.store = _store_dir(self.repo_root, store)
+        self.ref = None
+        self.commit = git.resolve_commit(self.repo_root, "HEAD")
+        self._files = sorted(p for p in git.ls_files(self.repo_root, self.store) if _is_file(self.repo_root / p))
+        self._check_store(self._files)
+
+    def files(self) -> list[str]:
+        return list(self._files)
+
+    def _read(self, paths: list[str]) -> dict[str, Blob]:
+        out: dict[str, Blob] = {}
+        for p in paths:
+            full = self.repo_root / p
+            if not _is_file(full):
+                continue
+            try:
+                data = full.read_bytes()
+            except OSError as err:
+                raise SourceError(f"cannot read {p}: {err.strerror}", hint="check the file's permissions") from err
+            out[p] = Blob(p, blob_id(data), data)
+        return out
+
+    @cached_property
+    def dirty(self) -> bool:
+        """Whether the store differs from HEAD (staged, modified, untracked files); True with no commit."""
+        return self.commit is None or git.is_dirty(self.repo_root, self.store)
+
+
+class GitSource(Source):
+    """The store at a git ref, read from git objects without touching the working tree."""
+
+    def __init__(self, repo: Path, ref: str, store: str | Path = DEFAULT_STORE) -> None:
+        super().__init__()
+        self.repo_root = git.locate(repo).root
+        self.store = _store_dir(self.repo_root, store)
+        self.ref = ref
+        commit = git.resolve_commit(self.repo_root, ref)
+        if commit is None:
+            raise git.UnknownRefError(
+                f"unknown ref '{ref}' in {self.repo_root}: it names no branch, tag or commit",
+                hint="check the name with `git tag` or `git branch -a`, or fetch it first",
+            )
+        self.commit = commit
+        self._entries = git.ls_tree(self.repo_root, commit, self.store)
+        self._files = sorted(self._entries)
+        self._check_store(self._files)
+
+    def files(self) -> list[str]:
+        return list(self._files)
+
+    def oid(self, path: str) -> str | None:
+        """The blob id of a file without reading it (None when it does not exist)."""
+        return self._entries.get(path)
+
+    def _read(self, paths: list[str]) -> dict[str, Blob]:
+        present = [p for p in paths if p in self._entries]
+        data = git.cat_blobs(self.repo_root, (self._entries[p] for p in present))
+        return {p: Blob(p, self._entries[p], data[self._entries[p]]) for p in present}
+
+    @property
+    def dirty(self) -> bool:
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file that is not a symlink (git stores symlinks as links; both sources skip them)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def open_source(repo: Path | None = None, store: str | Path = DEFAULT_STORE, ref: str | None = None) -> Source:
+    """The store in `repo` (default: the repository containing the current directory) at `ref`, or the working
+    tree when `ref` is None."""
+    where = repo if repo is not None else Path.cwd()
+    return WorkTreeSource(where, store) if ref is None else GitSource(where, ref, store)

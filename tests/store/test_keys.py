@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import pytest
+
+from cfgtool.errors import UsageError
+from cfgtool.store.keys import (
+    BadKeyError,
+    ancestors,
+    glob_match,
+    is_strictly_under,
+    is_under,
+    is_valid_segment,
+    join,
+    key_problem,
+    last_segment,
+    normalize_key,
+    parent,
+    segments,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/", "/"),
+        ("", "/"),
+        ("/data/x", "/data/x"),
+        ("data/x", "/data/x"),
+        ("/data/x/", "/data/x"),
+        ("demo:/data/x", "/data/x"),
+        ("demo:/", "/"),
+        ("/a.b/c_d/e~f/g-h/0x", "/a.b/c_d/e~f/g-h/0x"),
+    ],
+)
+def test_normalize_key_accepts_and_canonicalizes(text: str, expected: str) -> None:
+    assert normalize_key(text, "demo") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("/data//x", "empty segment"),
+        ("/data/_x", "invalid segment '_x'"),
+        ("/data/.x", "invalid segment '.x'"),
+        ("/data/a b", "invalid segment 'a b'"),
+        ("other:/data/x", "scheme 'other:', but this store's scheme is 'demo:'"),
+    ],
+)
+def test_normalize_key_rejects_bad_keys_with_usage_error(text: str, problem: str) -> None:
+    with pytest.raises(BadKeyError) as info:
+        normalize_key(text, "demo")
+    assert problem in info.value.message
+    assert info.value.hint
+    assert isinstance(info.value, UsageError) and info.value.exit_code == 2
+    assert key_problem(text, "demo") == info.value.message
+
+
+def test_normalize_key_scheme_without_store_name_is_rejected() -> None:
+    assert "the store has no name" in (key_problem("demo:/x") or "")
+    assert key_problem("/x") is None
+
+
+def test_key_helpers_navigate_the_hierarchy() -> None:
+    assert parent("/") is None
+    assert parent("/data") == "/"
+    assert parent("/data/x") == "/data"
+    assert ancestors("/data/x/y") == ["/data/x", "/data", "/"]
+    assert ancestors("/") == []
+    assert last_segment("/data/tracking/PageViewEvent") == "PageViewEvent"
+    assert last_segment("/") == ""
+    assert segments("/") == ()
+    assert segments("/a/b") == ("a", "b")
+    assert join("/", "a") == "/a"
+    assert join("/a", "b") == "/a/b"
+
+
+def test_is_under_is_segment_aware() -> None:
+    assert is_under("/data", "/data")
+    assert is_under("/data/x", "/data")
+    assert not is_under("/database", "/data")
+    assert is_under("/anything", "/")
+    assert not is_strictly_under("/data", "/data")
+    assert is_strictly_under("/data/x", "/data")
+
+
+def test_is_valid_segment() -> None:
+    assert is_valid_segment("PageViewEvent")
+    assert is_valid_segment("0day.v2~x-y_z")
+    assert not is_valid_segment("-x")
+    assert not is_valid_segment("")
+    assert not is_valid_segment("a/b")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key", "matches"),
+    [
+        ("/data/*", "/data/x", True),
+        ("/data/*", "/data/x/y", False),
+        ("/data/*", "/data", False),
+        ("/data/**", "/data/x/y/z", True),
+        ("/data/**", "/data", False),
+        ("/data/**", "/database/x", False),
+        ("/a/**/b", "/a/b", True),
+        ("/a/**/b", "/a/x/y/b", True),
+        ("/**/b", "/b", True),
+        ("/**", "/x", True),
+        ("/**", "/", False),
+        ("/", "/", True),
+        ("/data/*Event", "/data/PageViewEvent", True),
+        ("/data/*Event", "/data/Eventful", False),
+        ("/data/x?", "/data/x1", True),
+        ("/data/x.y", "/data/xzy", False),
+        ("data/*", "/data/x", True),
+    ],
+)
+def test_glob_match_one_segment_star_and_any_depth_double_star(pattern: str, key: str, matches: bool) -> None:
+    assert glob_match(pattern, key) is matches

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from cfgtool.store.nodes import Store, discover
+from cfgtool.store.sources import GitSource, WorkTreeSource
+
+if TYPE_CHECKING:
+    from tests.store.conftest import GitRepo
+
+MakeStore = Callable[..., Store]
+
+
+@pytest.mark.parametrize("commit", [False, True], ids=["worktree", "git"])
+def test_discover_every_directory_is_a_node(make_store: MakeStore, commit: bool) -> None:
+    store = make_store(
+        {
+            "_CONFIG_STORE": "name: demo\n",
+            "main.conf": "root = 1\n",
+            "data/tracking/PageViewEvent/main.conf": "a = 1\n",
+            "data/tracking/PageViewEvent/notes.txt": "ignored\n",
+            "data/databases/identity/includes": "/tags/t\n",
+            "tags/t/.keep": "",
+            "_private/x/main.conf": "not a node\n",
+            ".hidden/main.conf": "not a node\n",
+            "data/_drafts/y/main.conf": "not a node\n",
+        },
+        commit=commit,
+    )
+    assert store.diagnostics == ()
+    assert store.settings.name == "demo"
+    assert store.settings_file == "store/_CONFIG_STORE"
+    assert list(store.nodes) == [
+        "/",
+        "/data",
+        "/data/databases",
+        "/data/databases/identity",
+        "/data/tracking",
+        "/data/tracking/PageViewEvent",
+        "/tags",
+        "/tags/t",
+    ]
+    root = store.nodes["/"]
+    assert root.dir == "store"
+    assert root.main is not None and root.main.path == "store/main.conf" and root.main.text == "root = 1\n"
+    event = store.nodes["/data/tracking/PageViewEvent"]
+    assert event.main is not None and event.main.oid and event.includes is None
+    assert event.dir == "store/data/tracking/PageViewEvent"
+    identity = store.nodes["/data/databases/identity"]
+    assert identity.main is None
+    assert identity.includes is not None
+    assert identity.includes.path == "store/data/databases/identity/includes"
+    assert [ln.template for ln in identity.includes.lines] == ["/tags/t"]
+    assert store.nodes["/data"].main is None and store.nodes["/data"].includes is None
+
+
+def test_discover_includes_conf_is_accepted(make_store: MakeStore) -> None:
+    store = make_store({"data/x/includes.conf": "/tags/a\n", "tags/a/main.conf": ""})
+    includes = store.nodes["/data/x"].includes
+    assert includes is not None and includes.path == "store/data/x/includes.conf"
+    assert [ln.template for ln in includes.lines] == ["/tags/a"]
+
+
+def test_discover_both_includes_files_reports_E_DUPLICATE_INCLUDES(make_store: MakeStore) -> None:
+    store = make_store({"data/x/includes": "/tags/a\n", "data/x/includes.conf": "/tags/b\n"})
+    [diag] = store.diagnostics
+    assert (diag.code, diag.severity, diag.key, diag.file, diag.line) == (
+        "E_DUPLICATE_INCLUDES",
+        "error",
+        "/data/x",
+        "store/data/x/includes.conf",
+        None,
+    )
+    assert diag.message == "/data/x has both includes and includes.conf; includes.conf is ignored"
+    includes = store.nodes["/data/x"].includes
+    assert includes is not None and [ln.template for ln in includes.lines] == ["/tags/a"]
+
+
+def test_discover_bad_directory_name_reports_E_BAD_KEY_once(make_store: MakeStore) -> None:
+    store = make_store(
+        {
+            "data/bad name/main.conf": "a = 1\n",
+            "data/bad name/child/main.conf": "a = 1\n",
+            "data/-dash/main.conf": "a = 1\n",
+            "data/ok/main.conf": "a = 1\n",
+        }
+    )
+    assert [(d.code, d.key, d.file, d.line) for d in store.diagnostics] == [
+        ("E_BAD_KEY", "/data", "store/data/-dash", None),
+        ("E_BAD_KEY", "/data", "store/data/bad name", None),
+    ]
+    assert store.diagnostics[1].message == (
+        "directory name 'bad name' is not a valid key segment; it and everything under it are ignored"
+    )
+    assert list(store.nodes) == ["/", "/data", "/data/ok"]
+
+
+def test_discover_undeclared_variable_reports_E_UNDECLARED_VARIABLE(make_store: MakeStore) -> None:
+    store = make_store(
+        {
+            "_CONFIG_STORE": "variables:\n  cluster: {values: [a, b]}\n",
+            "data/x/includes": "/tags/${cluster}\n/tags/${region}\n",
+        }
+    )
+    [diag] = store.diagnostics
+    assert (diag.code, diag.key, diag.file, diag.line, diag.col) == (
+        "E_UNDECLARED_VARIABLE",
+        "/data/x",
+        "store/data/x/includes",
+        2,
+        7,
+    )
+    assert diag.message == "variable 'region' is not declared in _CONFIG_STORE"
+
+
+def test_discover_includes_syntax_error_reports_E_SYNTAX(make_store: MakeStore) -> None:
+    store = make_store({"data/x/includes": "/tags/a\n/tags/${oops\n"})
+    [diag] = store.diagnostics
+    assert (diag.code, diag.file, diag.line, diag.col) == ("E_SYNTAX", "store/data/x/includes", 2, 7)
+    assert diag.message == "malformed variable in '/tags/${oops': write ${name} or ${?name}"
+
+
+def test_discover_non_utf8_file_reports_E_SYNTAX_at_the_byte(make_store: MakeStore) -> None:
+    store = make_store({"data/x/main.conf": b"a = 1\nb = caf\xe9\n"})
+    [diag] = store.diagnostics
+    assert (diag.code, diag.key, diag.file, diag.line, diag.col) == (
+        "E_SYNTAX",
+        "/data/x",
+        "store/data/x/main.conf",
+        2,
+        8,
+    )
+    assert diag.message == "not valid UTF-8 (byte 0xe9); save the file as UTF-8"
+    main = store.nodes["/data/x"].main
+    assert main is not None and main.text is None
+
+
+def test_discover_bad_settings_report_E_SETTINGS_and_use_defaults(make_store: MakeStore) -> None:
+    store = make_store({"_CONFIG_STORE": "tag_root: [/labels]\n"})
+    [diag] = store.diagnostics
+    assert (diag.code, diag.file, diag.line, diag.col) == ("E_SETTINGS", "store/_CONFIG_STORE", 1, 1)
+    assert diag.message == "unknown setting 'tag_root' (did you mean 'tag_roots'?)"
+    assert store.settings.tag_roots == ("/tags",)
+
+
+def test_discover_reads_a_ref_not_the_worktree(make_store: MakeStore, store_repo: GitRepo) -> None:
+    make_store({"data/x/main.conf": "a = 1\n"}, commit=True)
+    store_repo.write({"data/y/main.conf": "uncommitted\n"}, under="store/")
+    assert "/data/y" not in discover(GitSource(store_repo.root, "HEAD")).nodes
+    assert "/data/y" in discover(WorkTreeSource(store_repo.root)).nodes
