@@ -13,14 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.errors import CfgtoolError
 from cfgtool.store.includes import Import, expand, variables_used
-from cfgtool.store.keys import ROOT, is_strictly_under, is_under, parent
+from cfgtool.store.keys import is_strictly_under, is_under, parent
 from cfgtool.store.nodes import Store
-
-
-class UnresolvableKeyError(CfgtoolError):
-    """A query needs the linearization of a key that is on or behind an import cycle (exit 1)."""
+from cfgtool.store.queries import StoreQueries
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ class Layer:
 _SELF = Reach("self")
 
 
-class Graph:
+class Graph(StoreQueries):
     """Nodes, their imports under one variable assignment, and every linearization that exists.
 
     `variables` are the caller's values; declared defaults fill the rest. `diagnostics` holds
@@ -66,15 +62,11 @@ class Graph:
     def __init__(self, store: Store, variables: Mapping[str, str] | None = None) -> None:
         self.store = store
         self.nodes = store.nodes
+        self.tag_roots = tuple(store.settings.tag_roots)
         declared = store.settings.variables
         self.values: dict[str, str] = {n: v.default for n, v in declared.items() if v.default is not None}
         self.values.update(variables or {})
         self.diagnostics: list[Diagnostic] = []
-        self._children: dict[str, list[str]] = {k: [] for k in self.nodes}
-        for key in self.nodes:
-            p = parent(key)
-            if p is not None:
-                self._children[p].append(key)
         self._hints: dict[str, tuple[str, ...]] = {}
         self._edges: dict[str, tuple[Import, ...]] = {k: self._node_imports(k) for k in self.nodes}
         self._out = {k: self._links(k) for k in self.nodes}
@@ -87,8 +79,6 @@ class Graph:
         for key in self.nodes:
             if key not in self.failed:
                 self._check_order(key)
-        self._importers: dict[str, list[str]] | None = None
-        self._members: dict[str, list[str]] | None = None
 
     # ---------------------------------------------------------------------------------------------- building
 
@@ -303,12 +293,6 @@ class Graph:
 
     # ---------------------------------------------------------------------------------------------- queries
 
-    def nearest_node(self, key: str) -> str:
-        """`key` if it has a node, else its nearest ancestor that has one (DESIGN 5.4)."""
-        while key not in self.nodes:
-            key = parent(key) or ROOT
-        return key
-
     def layers(self, key: str) -> tuple[Layer, ...] | None:
         """L(key) with how each layer was reached; None when the key is on or behind a cycle.
 
@@ -323,14 +307,6 @@ class Graph:
             return base
         return (Layer(key, _SELF), Layer(nearest, Reach("ancestor", key)), *base[1:])
 
-    def linearization(self, key: str) -> tuple[str, ...] | None:
-        """L(key) as keys, highest priority first; None when the key is on or behind a cycle."""
-        nearest = self.nearest_node(key)
-        found = self._lin.get(nearest)
-        if found is None or nearest == key:
-            return found
-        return (key, *found)
-
     def variables_of(self, key: str) -> frozenset[str]:
         """Variables used by the includes of the layers of L(key) under this assignment."""
         out: set[str] = set()
@@ -340,69 +316,14 @@ class Graph:
                 out |= variables_used(node.includes.lines)
         return frozenset(out)
 
-    def is_tag(self, key: str) -> bool:
-        """Whether `key` is under one of the tag roots (the roots themselves are not tags)."""
-        return any(is_strictly_under(key, root) for root in self.store.settings.tag_roots)
-
     def import_links(self, key: str) -> tuple[Import, ...]:
         """K's usable explicit imports in file order, with their includes lines (for explain)."""
         return self._edges.get(key, ())
 
-    def imports(self, key: str, recursive: bool = False) -> list[str]:
-        """K's explicit imports, highest priority first; recursive: L(K) without K."""
-        if recursive:
-            return list(self._required(key)[1:])
-        return [imp.key for imp in reversed(self._edges.get(key, ()))]
+    # ---------------------------------------------------------------------------------------------- StoreQueries
 
-    def tags(self, key: str) -> list[str]:
-        """The tags in L(K) other than K, highest priority first (including tags imported by ancestors)."""
-        return [k for k in self._required(key)[1:] if self.is_tag(k)]
+    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+        return self._lin.get(key)
 
-    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
-        """Nodes whose includes name `key`; recursive: every other node with `key` in its L. Sorted."""
-        if recursive:
-            return sorted(self._index()[1].get(key, ()))
-        return sorted(self._index()[0].get(key, ()))
-
-    def datasets(self, tag: str) -> list[str]:
-        """The non-tag nodes that import `tag`, directly or through their layers (ancestors, other tags).
-
-        Having `tag` in L only as the parent of an imported child tag does not count.
-        """
-        importers = set(self.imported_by(tag))
-        out = []
-        for key in self.imported_by(tag, recursive=True):
-            if self.is_tag(key) or key in self.store.settings.tag_roots:
-                continue
-            if any(member in importers for member in self._lin[key]):
-                out.append(key)
-        return out
-
-    def children(self, key: str) -> list[str]:
-        """Keys of the child nodes of `key`, sorted (none for a key without a node)."""
-        return sorted(self._children.get(key, ()))
-
-    def keys(self, prefix: str = ROOT) -> list[str]:
-        """Every node key that is `prefix` or under it, sorted."""
-        return [k for k in self.nodes if is_under(k, prefix)]
-
-    def _required(self, key: str) -> tuple[str, ...]:
-        found = self.linearization(key)
-        if found is None:
-            raise UnresolvableKeyError(
-                f"{key} cannot be resolved: it is on or behind an import cycle",
-                hint="fix the E_CYCLE reported by `cfgtool compile`",
-            )
-        return found
-
-    def _index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """(direct importers, recursive members) per key, built on first use."""
-        if self._importers is None or self._members is None:
-            self._importers, self._members = {}, {}
-            for key, imports in self._edges.items():
-                for imp in imports:
-                    self._importers.setdefault(imp.key, []).append(key)
-            for key, members in self._lin.items():
-                for member in members[1:]:
-                    self._members.setdefault(member, []).append(key)
-        return self._importers, self._members
+    def _imports_of(self, key: str) -> tuple[str, ...]:
+        return tuple(imp.key for imp in self._edges.get(key, ()))

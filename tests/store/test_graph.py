@@ -5,8 +5,9 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.store.graph import Graph, UnresolvableKeyError
+from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store
+from cfgtool.store.queries import UnresolvableKeyError
 
 MakeStore = Callable[..., Store]
 

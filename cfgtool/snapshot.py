@@ -1,0 +1,233 @@
+"""The compiled artifact: every node's resolved config, provenance and the query indexes, frozen.
+
+A `Snapshot` is what every consumer reads (CLI queries, ConfigClient, the Spark loader, diff and publish);
+none of them re-implements resolution. It has a canonical JSON form stamped with a schema version and the
+cfgtool version, read back through a compatibility check, and a sha256 `digest` that depends only on the
+content (resolved configs, layers, imports, variables): not on ordering, origins' formatting, mtimes, the
+commit or the machine, so publishing an unchanged store is recognised as a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from cfgtool.errors import CfgtoolError
+from cfgtool.hocon import Origin
+from cfgtool.store.queries import StoreQueries
+
+SCHEMA = "https://cfgtool.dev/schemas/snapshot/v1.json"
+SCHEMA_VERSION = 1
+
+
+class SnapshotFormatError(CfgtoolError):
+    """A snapshot file is unreadable or was written by an incompatible cfgtool."""
+
+
+class KeyNotFound(CfgtoolError):
+    """A strict read asked for a key that has no node."""
+
+
+@dataclass(frozen=True)
+class OwnValue:
+    """One assignment in a node's own main.conf, as written (`${base}"/x"`), for `explain`."""
+
+    text: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    """One node: its resolved config (None when it failed to resolve), layers and provenance."""
+
+    key: str
+    config: Mapping[str, Any] | None
+    layers: tuple[str, ...]  # L(K), highest priority first, K itself first
+    reached: tuple[str, ...]  # how each layer was reached, parallel to `layers`
+    imports: tuple[str, ...]  # explicit imports after variables, highest priority first
+    origins: Mapping[str, Origin] = field(default_factory=dict)  # leaf path -> winning assignment
+    sources: Mapping[str, tuple[Origin, ...]] = field(default_factory=dict)  # built values -> their inputs
+    own: Mapping[str, OwnValue] = field(default_factory=dict)  # leaf path -> own assignment
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where the store was read: a ref and its commit, or the working tree (`dirty` when it differs)."""
+
+    ref: str | None
+    commit: str | None
+    dirty: bool
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A client read: the config of `key`, and whether `key` has a node of its own (DESIGN 5.4)."""
+
+    key: str
+    node: str
+    exists: bool
+    config: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Snapshot(StoreQueries):
+    """Resolved configs of one store at one source under one variable assignment."""
+
+    store: str
+    name: str | None
+    source: SourceInfo
+    variables: Mapping[str, str]
+    tag_roots: tuple[str, ...]
+    nodes: Mapping[str, NodeSnapshot]
+    cfgtool_version: str
+
+    # -- queries (DESIGN 6 comes from StoreQueries) ----------------------------------------------------------
+    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+        snap = self.nodes.get(key)
+        return snap.layers if snap is not None else None
+
+    def _imports_of(self, key: str) -> tuple[str, ...]:
+        return tuple(reversed(self.nodes[key].imports))
+
+    def lookup(self, key: str, strict: bool = False) -> Lookup:
+        """The resolved config of `key`; a key without a node reads as its nearest ancestor's config."""
+        node = self.nearest_node(key)
+        exists = node == key
+        if strict and not exists:
+            raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")
+        snap = self.nodes[node]
+        if snap.config is None:
+            raise CfgtoolError(f"{node} did not compile, so {key} cannot be read", hint="run `cfgtool compile`")
+        return Lookup(key, node, exists, snap.config)
+
+    # -- serialization -----------------------------------------------------------------------------------
+    def content(self) -> dict[str, Any]:
+        """What the digest covers: resolved configs, layers, imports and variables."""
+        return {
+            "variables": dict(sorted(self.variables.items())),
+            "nodes": {
+                key: {"config": snap.config, "layers": list(snap.layers), "imports": list(snap.imports)}
+                for key, snap in sorted(self.nodes.items())
+            },
+        }
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of `content()`."""
+        return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned artifact (DESIGN 7 `--output`, the client cache)."""
+        files: dict[str, int] = {}
+
+        def org(o: Origin) -> list[Any]:
+            return [files.setdefault(o.file, len(files)), o.line, o.col]
+
+        nodes = {}
+        for key, snap in sorted(self.nodes.items()):
+            nodes[key] = {
+                "config": snap.config,
+                "layers": list(snap.layers),
+                "reached": list(snap.reached),
+                "imports": list(snap.imports),
+                "origins": {p: org(o) for p, o in snap.origins.items()},
+                "sources": {p: [org(o) for o in os_] for p, os_ in snap.sources.items()},
+                "own": {p: [v.text, *org(v.origin)] for p, v in snap.own.items()},
+            }
+        return {
+            "$schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "cfgtool_version": self.cfgtool_version,
+            "digest": self.digest,
+            "store": self.store,
+            "name": self.name,
+            "source": {"ref": self.source.ref, "commit": self.source.commit, "dirty": self.source.dirty},
+            "variables": dict(sorted(self.variables.items())),
+            "tag_roots": list(self.tag_roots),
+            "files": list(files),
+            "nodes": nodes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        """Read an artifact written by `to_json`, refusing other schema versions."""
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise SnapshotFormatError(
+                f"snapshot schema version {version!r} is not supported (this cfgtool reads {SCHEMA_VERSION})",
+                hint="recompile with this cfgtool version",
+            )
+        try:
+            files = data["files"]
+
+            def org(v: list[Any]) -> Origin:
+                return Origin(files[v[0]], v[1], v[2])
+
+            nodes = {
+                key: NodeSnapshot(
+                    key=key,
+                    config=n["config"],
+                    layers=tuple(n["layers"]),
+                    reached=tuple(n["reached"]),
+                    imports=tuple(n["imports"]),
+                    origins={p: org(o) for p, o in n["origins"].items()},
+                    sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
+                    own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},
+                )
+                for key, n in data["nodes"].items()
+            }
+            source = data["source"]
+            return cls(
+                store=data["store"],
+                name=data["name"],
+                source=SourceInfo(source["ref"], source["commit"], source["dirty"]),
+                variables=data["variables"],
+                tag_roots=tuple(data["tag_roots"]),
+                nodes=nodes,
+                cfgtool_version=data["cfgtool_version"],
+            )
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
+
+    def iter_nodes(self) -> Iterator[NodeSnapshot]:
+        for key in sorted(self.nodes):
+            yield self.nodes[key]
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 text: the same content always gives the same bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(snapshot: Snapshot, path: Path) -> None:
+    """Write a snapshot's artifact atomically."""
+    write_atomic(path, json.dumps(snapshot.to_json(), ensure_ascii=False, separators=(",", ":")))
+
+
+def load(path: Path) -> Snapshot:
+    """Read a snapshot artifact."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SnapshotFormatError(f"cannot read snapshot {path}: {exc}") from exc
+    return Snapshot.from_json(data)

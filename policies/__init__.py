@@ -1,0 +1,1 @@
+"""Policies of this config repository, named ``policies.<module>:<Class>`` in _CONFIG_STORE."""
