@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.hocon import Origin
+from cfgtool.hocon import Origin, parse
+from cfgtool.hocon.values import Obj
+from cfgtool.layers import resolve_layers
 from cfgtool.store.queries import StoreQueries
 
 SCHEMA = "https://cfgtool.dev/schemas/snapshot/v1.json"
@@ -55,6 +57,8 @@ class NodeSnapshot:
     origins: Mapping[str, Origin] = field(default_factory=dict)  # leaf path -> winning assignment
     sources: Mapping[str, tuple[Origin, ...]] = field(default_factory=dict)  # built values -> their inputs
     own: Mapping[str, OwnValue] = field(default_factory=dict)  # leaf path -> own assignment
+    file: str | None = None  # its main.conf (repo-relative), None when it has none
+    intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Snapshot(StoreQueries):
     tag_roots: tuple[str, ...]
     nodes: Mapping[str, NodeSnapshot]
     cfgtool_version: str
+    texts: Mapping[str, str] = field(default_factory=dict)  # repo-relative path -> text of every file read
 
     # -- queries (DESIGN 6 comes from StoreQueries) ----------------------------------------------------------
     def _lin_of(self, key: str) -> tuple[str, ...] | None:
@@ -97,7 +102,8 @@ class Snapshot(StoreQueries):
         return tuple(reversed(self.nodes[key].imports))
 
     def lookup(self, key: str, strict: bool = False) -> Lookup:
-        """The resolved config of `key`; a key without a node reads as its nearest ancestor's config."""
+        """The resolved config of `key`; a key without a node resolves as an empty layer over its nearest
+        ancestor (DESIGN 5.4), re-resolved only when that ancestor's config uses the intrinsics."""
         node = self.nearest_node(key)
         exists = node == key
         if strict and not exists:
@@ -105,7 +111,31 @@ class Snapshot(StoreQueries):
         snap = self.nodes[node]
         if snap.config is None:
             raise CfgtoolError(f"{node} did not compile, so {key} cannot be read", hint="run `cfgtool compile`")
-        return Lookup(key, node, exists, snap.config)
+        config = snap.config if exists or not snap.intrinsic else self._phantom(key, snap)
+        return Lookup(key, node, exists, config)
+
+    def _phantom(self, key: str, nearest: NodeSnapshot) -> Mapping[str, Any]:
+        found = self._phantoms.get(key)
+        if found is None:
+            docs = [self._doc(self.nodes[layer].file) for layer in nearest.layers]
+            found = self._phantoms[key] = resolve_layers(docs, key).value
+        return found
+
+    def _doc(self, file: str | None) -> Obj:
+        if file is None:
+            return Obj({}, Origin("<empty>", 0, 0))
+        doc = self._docs.get(file)
+        if doc is None:
+            doc = self._docs[file] = parse(self.texts[file], file, reader=self.texts.get)
+        return doc
+
+    @cached_property
+    def _phantoms(self) -> dict[str, Mapping[str, Any]]:
+        return {}
+
+    @cached_property
+    def _docs(self) -> dict[str, Obj]:
+        return {}
 
     # -- serialization -----------------------------------------------------------------------------------
     def content(self) -> dict[str, Any]:
@@ -140,6 +170,8 @@ class Snapshot(StoreQueries):
                 "origins": {p: org(o) for p, o in snap.origins.items()},
                 "sources": {p: [org(o) for o in os_] for p, os_ in snap.sources.items()},
                 "own": {p: [v.text, *org(v.origin)] for p, v in snap.own.items()},
+                "file": snap.file,
+                "intrinsic": snap.intrinsic,
             }
         return {
             "$schema": SCHEMA,
@@ -153,6 +185,7 @@ class Snapshot(StoreQueries):
             "tag_roots": list(self.tag_roots),
             "files": list(files),
             "nodes": nodes,
+            "texts": dict(sorted(self.texts.items())),
         }
 
     @classmethod
@@ -180,6 +213,8 @@ class Snapshot(StoreQueries):
                     origins={p: org(o) for p, o in n["origins"].items()},
                     sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
                     own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},
+                    file=n["file"],
+                    intrinsic=n["intrinsic"],
                 )
                 for key, n in data["nodes"].items()
             }
@@ -192,6 +227,7 @@ class Snapshot(StoreQueries):
                 tag_roots=tuple(data["tag_roots"]),
                 nodes=nodes,
                 cfgtool_version=data["cfgtool_version"],
+                texts=data["texts"],
             )
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
@@ -207,12 +243,17 @@ def canonical_json(value: Any) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename, so readers never see half a file."""
+    """Write `text` (UTF-8) to `path` atomically."""
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
+def write_atomic_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file and a rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -94,11 +94,11 @@ def resolve(
     """
     root = merge(documents)
     extra_node = extra if isinstance(extra, Node) or extra is None else from_plain(extra, Origin("<extra>", 0, 0))
-    result, complete = resolve_tree(root, extra_node, allow_unresolved)
+    result, complete, used_extra = resolve_tree(root, extra_node, allow_unresolved)
     if result is UNDEFINED:
         result = Obj({}, root.origin)
     assert isinstance(result, Node)
-    return Resolved(result, complete)
+    return Resolved(result, complete, used_extra)
 
 
 def loads(text: str, origin: str = "<string>") -> dict[str, Any]:
@@ -153,11 +153,12 @@ def describe(node: Node, limit: int = 80) -> str:
 class Resolved:
     """A resolved document: plain `value`, and for any path the origin that won and what it was built from."""
 
-    __slots__ = ("_value", "is_resolved", "root")
+    __slots__ = ("_value", "is_resolved", "root", "used_extra")
 
-    def __init__(self, root: Node, is_resolved: bool) -> None:
+    def __init__(self, root: Node, is_resolved: bool, used_extra: bool = False) -> None:
         self.root = root
         self.is_resolved = is_resolved
+        self.used_extra = used_extra  # some substitution read a value from `extra`
         self._value: dict[str, Any] | None = None
 
     @property

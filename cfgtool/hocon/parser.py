@@ -387,7 +387,12 @@ class _Parser:
             if posixpath.splitext(name)[1] == "":
                 candidates = [target + ".conf", target + ".json", target + ".properties"]
             for candidate in candidates:
-                text = reader(candidate)
+                try:
+                    text = reader(candidate)
+                except HoconError as exc:
+                    if exc.origin is not None:
+                        raise
+                    raise HoconError(exc.code, exc.message, origin, exc.notes) from None
                 if text is not None:
                     found.append(parse_source(text, candidate, reader, self.include_depth + 1))
         if not found:

@@ -63,6 +63,7 @@ class _Resolver:
         self.extra = extra
         self.allow_unresolved = allow_unresolved
         self.unresolved = False
+        self.used_extra = False
         self.memo: dict[int, Result] = {}
         self.active: set[int] = set()
         self.trace: list[Subst] = []
@@ -178,6 +179,7 @@ class _Resolver:
         if self.extra is not None:
             found = self._find(self.extra, path)
             if found is not None:
+                self.used_extra = True
                 return found
         return self._find(self.root, path)
 
@@ -391,8 +393,11 @@ def _to_text(node: Node) -> str:
     raise AssertionError(f"not a scalar: {node!r}")
 
 
-def resolve_tree(root: Node, extra: Node | None = None, allow_unresolved: bool = False) -> tuple[Result, bool]:
-    """Resolve a merged tree; returns the resolved root and whether it is fully resolved."""
+def resolve_tree(
+    root: Node, extra: Node | None = None, allow_unresolved: bool = False
+) -> tuple[Result, bool, bool]:
+    """Resolve a merged tree; returns the resolved root, whether it is fully resolved, and whether any
+    substitution took its value from `extra`."""
     resolver = _Resolver(root, extra, allow_unresolved)
     try:
         result = resolver.value(root)
@@ -402,7 +407,7 @@ def resolve_tree(root: Node, extra: Node | None = None, allow_unresolved: bool =
         raise HoconError(
             E_LIMIT, "substitutions nested too deeply (a chain of hundreds of references?)", root.origin
         ) from None
-    return result, not resolver.unresolved
+    return result, not resolver.unresolved, resolver.used_extra
 
 
 __all__ = ["UNDEFINED", "Origin", "merge_resolved", "render_path", "resolve_tree"]

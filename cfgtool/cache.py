@@ -1,0 +1,67 @@
+"""On-disk caches, content-addressed and written atomically, so a crash never leaves a half-written file.
+
+The parse cache keeps parsed `main.conf` trees by (git blob id, path): an unchanged file is never parsed
+twice, whichever commit, branch or working tree it is read from. Entries are sharded by the blob id's first
+two hex digits; a shard is read when first needed and rewritten only when it gained entries.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+from cfgtool import __version__
+from cfgtool.hocon.values import Obj
+from cfgtool.snapshot import write_atomic_bytes
+
+FORMAT = 1  # bump when the value model changes shape
+
+
+def cache_root() -> Path:
+    """`$CFGTOOL_CACHE_DIR`, else `$XDG_CACHE_HOME/cfgtool`, else `~/.cache/cfgtool`."""
+    explicit = os.environ.get("CFGTOOL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cfgtool"
+
+
+class ParseCache:
+    """Parsed documents by (blob id, path); `flush()` writes the shards that changed."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._shards: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._dirty: set[str] = set()
+
+    @classmethod
+    def default(cls) -> ParseCache:
+        return cls(cache_root() / f"parse-v{FORMAT}-{__version__}")
+
+    def _shard(self, oid: str) -> dict[tuple[str, str], Obj]:
+        name = oid[:2]
+        shard = self._shards.get(name)
+        if shard is None:
+            try:
+                shard = pickle.loads((self.directory / f"{name}.pickle").read_bytes())
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
+                shard = {}  # missing or unreadable: start the shard afresh
+            self._shards[name] = shard
+        return shard
+
+    def get(self, oid: str, path: str) -> Obj | None:
+        return self._shard(oid).get((oid, path))
+
+    def put(self, oid: str, path: str, doc: Obj) -> None:
+        self._shard(oid)[(oid, path)] = doc
+        self._dirty.add(oid[:2])
+
+    def flush(self) -> None:
+        """Write every shard that gained entries; a cache that cannot be written is skipped silently."""
+        for name in sorted(self._dirty):
+            try:
+                write_atomic_bytes(self.directory / f"{name}.pickle", pickle.dumps(self._shards[name], protocol=5))
+            except OSError:
+                return
+        self._dirty.clear()

@@ -1,0 +1,126 @@
+"""`explain(K, path)` (DESIGN 5.5): which assignment won, what it was built from, what it overrode, and how
+each layer of L(K) was reached. Computed from a Snapshot alone, so the CLI and the client explain alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cfgtool.hocon import Origin, split_path
+from cfgtool.hocon.resolver import render_path
+from cfgtool.snapshot import Snapshot
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class LayerValue:
+    """One layer of L(K): how it was reached, and what its own config assigns at the path (if anything)."""
+
+    layer: str
+    reached: str
+    text: str | None
+    origin: Origin | None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    key: str
+    node: str  # the node read: `key`, or its nearest ancestor when `key` has no node
+    exists: bool
+    path: str
+    found: bool
+    value: Any
+    origin: Origin | None  # the assignment that won
+    sources: tuple[Origin, ...]  # what a substituted or concatenated value was built from
+    layers: tuple[LayerValue, ...]  # every layer, highest priority first
+
+    @property
+    def overridden(self) -> tuple[LayerValue, ...]:
+        """Lower layers whose own assignment at the path lost to the winner."""
+        setters = [lv for lv in self.layers if lv.text is not None]
+        return tuple(setters[1:])
+
+    def to_json(self) -> dict[str, Any]:
+        def org(o: Origin | None) -> dict[str, Any] | None:
+            return None if o is None else {"file": o.file, "line": o.line, "col": o.col}
+
+        return {
+            "key": self.key,
+            "node": self.node,
+            "exists": self.exists,
+            "path": self.path,
+            "found": self.found,
+            "value": self.value if self.found else None,
+            "origin": org(self.origin),
+            "sources": [org(o) for o in self.sources],
+            "overridden": [{"layer": lv.layer, "value": lv.text, "origin": org(lv.origin)} for lv in self.overridden],
+            "layers": [
+                {"layer": lv.layer, "reached": lv.reached, "value": lv.text, "origin": org(lv.origin)}
+                for lv in self.layers
+            ],
+        }
+
+    def render_text(self) -> str:
+        """A few lines a person reads in a terminal."""
+        head = f"{self.key} {self.path}"
+        if not self.exists:
+            head += f"  (no node: read from {self.node})"
+        lines = [head]
+        if not self.found:
+            lines.append("  not set in any layer")
+        else:
+            lines.append(f"  = {json.dumps(self.value, ensure_ascii=False)}")
+            if self.origin is not None:
+                lines.append(f"  set at {self.origin}")
+            for src in self.sources:
+                lines.append(f"  built from {src}")
+        setters = [lv for lv in self.layers if lv.text is not None]
+        if setters:
+            lines.append("  assignments, highest priority first:")
+            for i, lv in enumerate(setters):
+                mark = "wins" if i == 0 else "overridden"
+                lines.append(f"    {lv.layer}: {self.path} = {lv.text}  ({lv.origin}; {mark})")
+        lines.append("  layers (L):")
+        for lv in self.layers:
+            lines.append(f"    {lv.layer}  [{lv.reached}]")
+        return "\n".join(lines) + "\n"
+
+
+def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
+    """Explain the value at `path` in the resolved config of `key`."""
+    name = render_path(split_path(path))
+    read = snapshot.lookup(key)
+    node = snapshot.nodes[read.node]
+    value = _get(read.config, split_path(path))
+    layers = []
+    reached = node.reached
+    keys = node.layers
+    if not read.exists:
+        keys = (key, *keys)
+        reached = (f"{key} itself (no node)", f"nearest ancestor of {key} (which has no node)", *reached[1:])
+    for layer, how in zip(keys, reached, strict=True):
+        own = snapshot.nodes[layer].own.get(name) if layer in snapshot.nodes else None
+        layers.append(LayerValue(layer, how, own.text if own else None, own.origin if own else None))
+    return Explanation(
+        key=key,
+        node=read.node,
+        exists=read.exists,
+        path=name,
+        found=value is not _MISSING,
+        value=None if value is _MISSING else value,
+        origin=node.origins.get(name),
+        sources=tuple(node.sources.get(name, ())),
+        layers=tuple(layers),
+    )
+
+
+def _get(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    current: Any = config
+    for part in path:
+        if not isinstance(current, Mapping) or part not in current:
+            return _MISSING
+        current = current[part]
+    return current
