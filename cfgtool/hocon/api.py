@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +15,31 @@ from cfgtool.hocon.merge import merge_nodes
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.parser import Reader, parse_source, parse_text
 from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
-from cfgtool.hocon.values import Concat, Joined, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
+from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
 MAX_OUTPUT_NODES = 5_000_000  # values one resolved document may expand to (shared subtrees count each time)
+RECURSION_LIMIT = 15_000  # deep documents and long substitution chains recurse; Python's default is 1,000
 PathLike = str | Sequence[str]
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Allow the recursion that deep documents and long `+=` chains need, for the duration of a call."""
+    previous = sys.getrecursionlimit()
+    if previous < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        if previous < RECURSION_LIMIT:
+            sys.setrecursionlimit(previous)
 
 
 def parse(text: str, origin: str = "<string>", *, reader: Reader | None = None) -> Obj:
     """Parse one HOCON document; its root is an object. Includes are read through `reader` (none: skipped)."""
     try:
-        root = parse_text(text, origin, reader)
+        with deep_recursion():
+            root = parse_text(text, origin, reader)
     except RecursionError:
         raise HoconError(E_LIMIT, "document nested too deeply", Origin(origin, 1, 1)) from None
     assert isinstance(root, Obj)
@@ -32,7 +49,8 @@ def parse(text: str, origin: str = "<string>", *, reader: Reader | None = None) 
 def parse_value(text: str, origin: str = "<string>") -> Node:
     """Parse a document whose root may also be an array (the value-level parse Lightbend tests use)."""
     try:
-        return parse_text(text, origin, None, value_level=True)
+        with deep_recursion():
+            return parse_text(text, origin, None, value_level=True)
     except RecursionError:
         raise HoconError(E_LIMIT, "document nested too deeply", Origin(origin, 1, 1)) from None
 
@@ -53,9 +71,10 @@ def parse_file(path: str | Path, *, reader: Reader | None = None) -> Obj:
     reader = reader or read_file
     text = reader(name)
     if text is None:
-        raise HoconError(E_INCLUDE, f"file not found: {name}", None)
+        raise HoconError(E_INCLUDE, f"file not found: {name}", Origin(name, 0, 0))
     try:
-        return parse_source(text, name, reader)
+        with deep_recursion():
+            return parse_source(text, name, reader)
     except RecursionError:
         raise HoconError(E_LIMIT, "document nested too deeply", Origin(name, 1, 1)) from None
 
@@ -92,9 +111,14 @@ def resolve(
     `extra` holds values that substitutions see before the documents' own (for example intrinsic values
     such as `cfgtool.key`); they are not part of the result. Nothing is read from the environment.
     """
-    root = merge(documents)
     extra_node = extra if isinstance(extra, Node) or extra is None else from_plain(extra, Origin("<extra>", 0, 0))
-    result, complete, used_extra = resolve_tree(root, extra_node, allow_unresolved)
+    try:
+        with deep_recursion():
+            root = merge(documents)
+            result, complete, used_extra = resolve_tree(root, extra_node, allow_unresolved)
+    except RecursionError:
+        origin = documents[0].origin if documents else None
+        raise HoconError(E_LIMIT, "values nested or chained too deeply to resolve", origin) from None
     if result is UNDEFINED:
         result = Obj({}, root.origin)
     assert isinstance(result, Node)
@@ -197,7 +221,7 @@ class Resolved:
     def sources(self, path: PathLike) -> tuple[Origin, ...]:
         """The origins a substituted or concatenated value at `path` was built from (empty for plain values)."""
         node = self.node(path)
-        return node.sources if isinstance(node, Joined) else ()
+        return node.sources if isinstance(node, (Joined, JoinedLst, JoinedObj)) else ()
 
     def leaves(self) -> Iterator[tuple[tuple[str, ...], Node]]:
         """Every leaf (scalar or array) with its path, depth first in document order."""
@@ -211,13 +235,11 @@ class Resolved:
 
 
 def to_plain(node: Node) -> Any:
-    """Resolved nodes to plain Python data; a guard stops documents that expand exponentially."""
-    budget = [MAX_OUTPUT_NODES]
+    """Resolved nodes to plain Python data. Shared subtrees are counted first, so a document that would
+    expand exponentially ends with E_LIMIT at once instead of filling memory."""
+    _check_size(node)
 
     def convert(n: Node) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise HoconError(E_LIMIT, f"the resolved document has more than {MAX_OUTPUT_NODES} values", n.origin)
         if isinstance(n, Scalar):
             return n.value
         if isinstance(n, Obj):
@@ -228,4 +250,29 @@ def to_plain(node: Node) -> Any:
             raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
         raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
 
-    return convert(node)
+    with deep_recursion():
+        return convert(node)
+
+
+def _check_size(root: Node) -> None:
+    """Raise E_LIMIT when `root` expands to more than MAX_OUTPUT_NODES values (each shared subtree once)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if isinstance(node, Obj):
+            children: list[Node] = list(node.fields.values())
+        elif isinstance(node, Lst):
+            children = node.items
+        else:
+            continue
+        if id(node) in sizes:
+            continue
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        total = 1 + sum(sizes.get(id(c), 1) for c in children)
+        if total > MAX_OUTPUT_NODES:
+            raise HoconError(E_LIMIT, f"the resolved document has more than {MAX_OUTPUT_NODES} values", node.origin)
+        sizes[id(node)] = total

@@ -99,7 +99,7 @@ def tokenize(text: str, file: str) -> list[Token]:
     append = tokens.append
     pos = 0
     line = 1
-    line_start = 0
+    line_start = 1 if text.startswith("\ufeff") else 0  # a BOM takes no column
     for ws, unq, punct, nl, tq, tqbody, tqextra, q, qbody, num, subst, sbody, tail in _TOKENS.findall(text):
         start = pos + len(ws)
         col = start - line_start + 1

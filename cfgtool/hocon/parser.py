@@ -125,6 +125,10 @@ class _Parser:
                         tok, "unclosed object: add '}'", (f"note: the object opened at {self._origin(open_tok)}",)
                     )
                 return Obj(fields, Origin(self.file, 1, 1))
+            if kind == RBRACK:
+                notes = (f"note: the object opened at {self._origin(open_tok)}",) if braced else ()
+                raise self._error(tok, "unbalanced ']': close the object with '}'" if braced else
+                                  "unbalanced ']': no '[' is open here", notes)
             if kind == UNQUOTED and tok[1] == "include":
                 self._include(fields, path)
             else:
@@ -142,9 +146,8 @@ class _Parser:
                 if tokens[self.pos][0] == COMMA:
                     raise self._error(tokens[self.pos], "two commas in a row; remove one")
             elif kind not in (NL, RBRACE, EOF):
-                raise self._error(
-                    tok, f"expected ',' or a newline after a field, found {self._describe(tok)}",
-                )
+                notes = (f"note: the object opened at {self._origin(open_tok)}",) if braced else ()
+                raise self._error(tok, f"expected ',' or a newline after a field, found {self._describe(tok)}", notes)
 
     def _key(self) -> tuple[tuple[str, ...], Token]:
         tokens = self.tokens
@@ -313,7 +316,11 @@ class _Parser:
                     tok, "unclosed array: add ']'", (f"note: the array opened at {self._origin(open_tok)}",)
                 )
             if kind not in _VALUE_START:
-                raise self._error(tok, f"expected an array element or ']', found {self._describe(tok)}")
+                raise self._error(
+                    tok,
+                    f"expected an array element or ']', found {self._describe(tok)}",
+                    (f"note: the array opened at {self._origin(open_tok)}",),
+                )
             items.append(self._value(path, tokens[self.pos - 1]))
             tok = tokens[self.pos]
             kind = tok[0]
@@ -328,7 +335,11 @@ class _Parser:
                 if tokens[self.pos][0] == COMMA:
                     raise self._error(tokens[self.pos], "two commas in a row; remove one")
             elif kind not in (NL, RBRACK):
-                raise self._error(tok, f"expected ',' or ']' after an array element, found {self._describe(tok)}")
+                raise self._error(
+                    tok,
+                    f"expected ',' or ']' after an array element, found {self._describe(tok)}",
+                    (f"note: the array opened at {self._origin(open_tok)}",),
+                )
 
     # -- include -------------------------------------------------------------------------------------
     def _include(self, fields: dict[str, Node], path: tuple[str, ...]) -> None:

@@ -15,7 +15,7 @@ from typing import Final
 from cfgtool.hocon.errors import E_LIMIT, E_REF_CYCLE, E_TYPE, E_UNRESOLVED_REF, HoconError
 from cfgtool.hocon.merge import merge_nodes
 from cfgtool.hocon.origin import Origin
-from cfgtool.hocon.values import Concat, Joined, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
+from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
 MAX_STRING: Final = 16 * 1024 * 1024  # characters in one concatenated string
 MAX_LIST: Final = 1_000_000  # items in one concatenated array
@@ -37,7 +37,15 @@ Result = Node | _Undefined
 
 
 class _Cycle(Exception):
-    """Internal signal: a value was needed while it was being resolved. Never leaves this module."""
+    """Internal signal: a value was needed while it was being resolved. Never leaves this module.
+
+    It travels up to the nearest optional substitution (which becomes undefined, as in Lightbend) or to
+    `resolve_tree`, which reports E_REF_CYCLE with the substitutions that were being resolved (`steps`).
+    """
+
+    def __init__(self, steps: tuple[Subst, ...]) -> None:
+        super().__init__()
+        self.steps = steps
 
 
 def render_path(path: tuple[str, ...]) -> str:
@@ -69,8 +77,12 @@ class _Resolver:
         self.trace: list[Subst] = []
         self.replace: dict[int, Result] = {}
         self.remainders: dict[tuple[int, int], Result] = {}
+        self.stable: dict[int, Result] = {}  # values of remainders: the same in every replacement context
+        self.remainder_nodes: set[Node] = set()
+        self.remainder_of: dict[int, tuple[Merge, int]] = {}  # remainder -> (original merge, start)
         self.children: dict[tuple[int, str], Node | None] = {}
         self.steps = 0
+        self.where: list[str] = []  # path of the value being resolved, for messages
 
     # -- entry -------------------------------------------------------------------------------------------
     def value(self, node: Node) -> Result:
@@ -83,8 +95,12 @@ class _Resolver:
         found = memo.get(key)
         if found is not None:
             return found
+        if self.stable:
+            found = self.stable.get(key)
+            if found is not None:
+                return found
         if key in self.active:
-            raise _Cycle()
+            raise _Cycle(self._trace_steps())
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise HoconError(E_LIMIT, f"resolution took more than {MAX_STEPS} steps; simplify the substitutions",
@@ -106,6 +122,8 @@ class _Resolver:
         finally:
             self.active.discard(key)
         memo[key] = result
+        if cls is Merge and node in self.remainder_nodes:
+            self.stable[key] = result
         return result
 
     # -- containers --------------------------------------------------------------------------------------
@@ -113,8 +131,13 @@ class _Resolver:
         out: dict[str, Node] = {}
         changed = False
         value = self.value
+        where = self.where
         for k, v in node.fields.items():
-            r = value(v)
+            where.append(k)
+            try:
+                r = value(v)
+            finally:
+                where.pop()
             if r is not v:
                 changed = True
                 if r is UNDEFINED:
@@ -144,7 +167,7 @@ class _Resolver:
         except _Cycle:
             if node.optional:
                 return UNDEFINED
-            raise self._cycle_error(node) from None
+            raise
         finally:
             self.trace.pop()
         if found is None:
@@ -153,27 +176,25 @@ class _Resolver:
             if self.allow_unresolved:
                 self.unresolved = True
                 return node
+            name = render_path(node.path)
             raise HoconError(
                 E_UNRESOLVED_REF,
-                f"could not resolve substitution ${{{render_path(node.path)}}}: no value is defined at "
-                f"{render_path(node.path)!r}; define it, or write ${{?{render_path(node.path)}}} to make it optional",
+                f"could not resolve substitution ${{{name}}}: no value is defined at {name!r}; "
+                f"define it, or write ${{?{name}}} to make it optional",
                 node.origin,
             )
+        sources = tuple(dict.fromkeys((found.origin, *getattr(found, "sources", ()))))
         if isinstance(found, Scalar):
-            sources = (found.origin, *found.sources) if isinstance(found, Joined) else (found.origin,)
-            return Joined(found.value, node.origin, sources)
+            raw = found.raw if isinstance(found, (Num, Joined)) else None
+            return Joined(found.value, node.origin, sources, raw)
+        if isinstance(found, Lst):
+            return JoinedLst(found.items, node.origin, sources)
+        if isinstance(found, Obj):
+            return JoinedObj(found.fields, node.origin, sources)
         return found
 
-    def _cycle_error(self, node: Subst) -> HoconError:
-        steps = [f"  ${{{render_path(s.path)}}} at {s.origin}" for s in self.trace]
-        steps.append(f"  ${{{render_path(node.path)}}} at {node.origin}")
-        return HoconError(
-            E_REF_CYCLE,
-            f"substitution ${{{render_path(node.path)}}} is part of a cycle; "
-            "break it by giving one of these paths a plain value",
-            node.origin,
-            ("cycle:", *steps),
-        )
+    def _trace_steps(self) -> tuple[Subst, ...]:
+        return tuple(self.trace)
 
     def _lookup(self, path: tuple[str, ...]) -> Node | None:
         if self.extra is not None:
@@ -193,13 +214,13 @@ class _Resolver:
                 node = replaced
             cls = type(node)
             nxt: Node | None
-            if cls is Obj:
+            if cls is Obj or cls is JoinedObj:
                 nxt = node.fields.get(key)  # type: ignore[attr-defined]
             elif cls is Merge:
                 nxt = self._merge_child(node, key)  # type: ignore[arg-type]
             elif cls is Subst or cls is Concat:
                 r = self.value(node)
-                if type(r) is not Obj:
+                if not isinstance(r, Obj):
                     return None
                 nxt = r.fields.get(key)
             else:
@@ -212,7 +233,11 @@ class _Resolver:
             if replaced is None:
                 return None
             node = replaced
-        r = self.value(node)
+        saved, self.where = self.where, list(path)
+        try:
+            r = self.value(node)
+        finally:
+            self.where = saved
         return None if r is UNDEFINED else r  # type: ignore[return-value]
 
     def _replaced(self, node: Node) -> Node | None:
@@ -227,16 +252,19 @@ class _Resolver:
 
     # -- delayed merges ----------------------------------------------------------------------------------
     def _remainder(self, node: Merge, start: int) -> Result:
+        parent = self.remainder_of.get(id(node))
+        if parent is not None:  # the remainder of a remainder is a remainder of the original merge
+            node, start = parent[0], parent[1] + start
         key = (id(node), start)
         rem = self.remainders.get(key)
         if rem is None:
             rest = node.stack[start:]
             if not rest:
                 rem = UNDEFINED
-            elif len(rest) == 1:
-                rem = rest[0]
             else:
                 rem = Merge(rest, rest[0].origin)
+                self.remainder_nodes.add(rem)
+                self.remainder_of[id(rem)] = (node, start)
             self.remainders[key] = rem
         return rem
 
@@ -325,7 +353,13 @@ class _Resolver:
             if size > MAX_STRING:
                 raise HoconError(E_LIMIT, f"concatenated string longer than {MAX_STRING} characters", node.origin)
             text.append(s)
-        return Joined("".join(text), node.origin, tuple(p.origin for p in solid))
+        sources: list[Origin] = []
+        for p in solid:
+            if isinstance(p, Joined):
+                sources.extend(p.sources)
+            else:
+                sources.append(p.origin)
+        return Joined("".join(text), node.origin, tuple(dict.fromkeys(sources)))
 
     def _concat_containers(self, node: Concat, solid: list[Node]) -> Node:
         """Join objects and arrays left to right; an object with integer keys joins an array as one."""
@@ -340,20 +374,20 @@ class _Resolver:
             elif isinstance(left, Lst) and isinstance(right, Obj):
                 right = _numeric_object_to_list(right) or right
             if not (isinstance(left, Lst) and isinstance(right, Lst)):
-                raise self._type_error(node, solid, "an array" if isinstance(solid[0], Lst) else "an object")
+                raise self._type_error(node, solid)
             if len(left.items) + len(right.items) > MAX_LIST:
                 raise HoconError(E_LIMIT, f"concatenated array longer than {MAX_LIST} items", node.origin)
             result = Lst([*left.items, *right.items], node.origin)
         return result
 
-    def _type_error(self, node: Concat, solid: list[Node], what: str) -> HoconError:
-        kinds = ", ".join(f"{_kind_name(p)} ({p.origin})" for p in solid)
-        return HoconError(
-            E_TYPE,
-            f"cannot concatenate {what} with other kinds of value: {kinds}; "
-            "'+=' and '${x} [...]' need an array, '${x} {...}' needs an object",
-            node.origin,
-        )
+    def _type_error(self, node: Concat, solid: list[Node]) -> HoconError:
+        kinds = ", ".join(f"{_kind_name(p)} ({_defined_at(p)})" for p in solid)
+        at = f" at {render_path(tuple(self.where))!r}" if self.where else ""
+        if any(isinstance(p, Lst) for p in solid):
+            hint = "'+=' and '${x} [...]' need arrays on both sides"
+        else:
+            hint = "'${x} {...}' needs objects on both sides"
+        return HoconError(E_TYPE, f"cannot concatenate {kinds}{at}: {hint}", node.origin)
 
 
 def _numeric_object_to_list(node: Obj) -> Lst | None:
@@ -370,6 +404,12 @@ def _numeric_object_to_list(node: Obj) -> Lst | None:
     return Lst([value for _, value in indexed], node.origin)
 
 
+def _defined_at(node: Node) -> Origin:
+    """Where a value was written: for a substituted value, where it came from."""
+    sources = getattr(node, "sources", ())
+    return sources[0] if sources else node.origin
+
+
 def _kind_name(node: Node) -> str:
     if isinstance(node, Obj):
         return "object"
@@ -379,7 +419,7 @@ def _kind_name(node: Node) -> str:
 
 
 def _to_text(node: Node) -> str:
-    if isinstance(node, Num):
+    if isinstance(node, (Num, Joined)) and node.raw is not None:
         return node.raw
     if isinstance(node, (Scalar, Ws)):
         value = node.value
@@ -393,6 +433,19 @@ def _to_text(node: Node) -> str:
     raise AssertionError(f"not a scalar: {node!r}")
 
 
+def _cycle_error(steps: tuple[Subst, ...], root: Node) -> HoconError:
+    if not steps:
+        return HoconError(E_REF_CYCLE, "a value refers to itself", root.origin)
+    last = steps[-1]
+    return HoconError(
+        E_REF_CYCLE,
+        f"substitution ${{{render_path(last.path)}}} is part of a cycle; "
+        "break it by giving one of these paths a plain value",
+        last.origin,
+        ("cycle:", *(f"  ${{{render_path(s.path)}}} at {s.origin}" for s in steps)),
+    )
+
+
 def resolve_tree(
     root: Node, extra: Node | None = None, allow_unresolved: bool = False
 ) -> tuple[Result, bool, bool]:
@@ -401,12 +454,8 @@ def resolve_tree(
     resolver = _Resolver(root, extra, allow_unresolved)
     try:
         result = resolver.value(root)
-    except _Cycle:  # a cycle reached the root without passing a substitution (cannot happen; be safe)
-        raise HoconError(E_REF_CYCLE, "cycle while resolving the document", root.origin) from None
-    except RecursionError:
-        raise HoconError(
-            E_LIMIT, "substitutions nested too deeply (a chain of hundreds of references?)", root.origin
-        ) from None
+    except _Cycle as cycle:
+        raise _cycle_error(cycle.steps, root) from None
     return result, not resolver.unresolved, resolver.used_extra
 
 

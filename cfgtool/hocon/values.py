@@ -54,15 +54,19 @@ class Num(Scalar):
 
 
 class Joined(Scalar):
-    """A resolved value built by substitution or concatenation: `sources` are the origins it came from."""
+    """A resolved value built by substitution or concatenation: `sources` are the origins it came from;
+    `raw` keeps a substituted number's text (`1.50`) for later concatenation."""
 
-    __slots__ = ("sources",)
+    __slots__ = ("raw", "sources")
 
-    def __init__(self, value: ScalarValue, origin: Origin, sources: tuple[Origin, ...]) -> None:
+    def __init__(
+        self, value: ScalarValue, origin: Origin, sources: tuple[Origin, ...], raw: str | None = None
+    ) -> None:
         self.value = value
         self.origin = origin
         self.quoted = True
         self.sources = sources
+        self.raw = raw
 
 
 class Ws(Node):
@@ -98,6 +102,28 @@ class Lst(Node):
 
     def __repr__(self) -> str:
         return f"Lst({self.items!r})"
+
+
+class JoinedObj(Obj):
+    """A resolved object that a substitution produced: `origin` is the substitution, `sources` the object's."""
+
+    __slots__ = ("sources",)
+
+    def __init__(self, fields: dict[str, Node], origin: Origin, sources: tuple[Origin, ...]) -> None:
+        self.fields = fields
+        self.origin = origin
+        self.sources = sources
+
+
+class JoinedLst(Lst):
+    """A resolved array that a substitution produced: `origin` is the substitution, `sources` the array's."""
+
+    __slots__ = ("sources",)
+
+    def __init__(self, items: list[Node], origin: Origin, sources: tuple[Origin, ...]) -> None:
+        self.items = items
+        self.origin = origin
+        self.sources = sources
 
 
 class Subst(Node):

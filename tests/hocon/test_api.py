@@ -92,11 +92,6 @@ def test_parse_file_missing_is_E_INCLUDE(tmp_path: Path) -> None:
     assert str(tmp_path / "nope.conf") in info.value.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug (minor): a missing top-level file gives an error with no "
-    "origin, so it prints without the file:line:col prefix",
-)
 def test_parse_file_missing_error_names_the_file_as_origin(tmp_path: Path) -> None:
     with pytest.raises(HoconError) as info:
         parse_file(tmp_path / "nope.conf")
@@ -233,21 +228,12 @@ def test_resolved_origin_of_concatenation_is_where_it_was_written() -> None:
     assert r.sources("c") != ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: sources of a concatenation list the pieces' own positions, "
-    "not the origins of the values substituted into it",
-)
 def test_resolved_sources_of_concatenation_list_both_referenced_values() -> None:
     r = res('a = 1\nb = 2\nc = ${a}"-"${b}')
     assert Origin("d0.conf", 1, 5) in r.sources("c")
     assert Origin("d0.conf", 2, 5) in r.sources("c")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='engine bug: `path = ${path}"/x"` over a lower layer: sources do not include the lower layer\'s value',
-)
 def test_resolved_sources_of_self_reference_across_layers_include_lower_value() -> None:
     r = res('path = ${path}"/x"', "path = /usr")
     assert r.value == {"path": "/usr/x"}
@@ -255,11 +241,6 @@ def test_resolved_sources_of_self_reference_across_layers_include_lower_value() 
     assert Origin("d1.conf", 1, 8) in r.sources("path")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='engine bug: a low-layer default `p = "/data/"${name}` does not list the '
-    "high layer's `name` among its sources",
-)
 def test_resolved_sources_of_low_default_include_high_value() -> None:
     r = res("name = sales", 'p = "/data/"${name}')
     assert r.value == {"name": "sales", "p": "/data/sales"}
@@ -275,11 +256,6 @@ def test_resolved_origin_of_late_expansion_is_in_the_winning_layer() -> None:
     assert r.origin("name") == Origin("d0.conf", 1, 8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: a substituted object or array reports the referenced value's "
-    "origin and no sources (`b = ${a}` with an array a: origin is a's line)",
-)
 def test_resolved_origin_of_substituted_array_and_object_is_the_substitution() -> None:
     r = res("a = [1, 2]\nb = ${a}\no = {k: v}\np = ${o}")
     assert r.origin("b") == Origin("d0.conf", 2, 5)
@@ -501,11 +477,6 @@ def test_resolved_value_of_doubling_strings_is_E_LIMIT_before_value() -> None:
     assert info.value.code == "E_LIMIT"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: an object that doubles 60 times (a{i+1} = {x: ${a{i}}, "
-    "y: ${a{i}}}) resolves, then `.value` builds 5,000,000 values (8-17 s, ~600 MB) before E_LIMIT",
-)
 def test_resolved_value_of_doubling_objects_is_E_LIMIT_quickly() -> None:
     text = "a0 = {}\n" + "".join(f"a{i + 1} = {{x: ${{a{i}}}, y: ${{a{i}}}}}\n" for i in range(60))
     start = time.monotonic()

@@ -321,7 +321,6 @@ def test_tokenize_bom_is_skipped() -> None:
     assert values("\ufeffa = 1") == ["a", "=", 1]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: a leading UTF-8 BOM is counted as a column on line 1")
 def test_tokenize_bom_does_not_shift_columns() -> None:
     assert toks("\ufeffa = 1") == [(UNQUOTED, "a", 1, 1), (EQUALS, "=", 1, 3), (NUMBER, 1, 1, 5)]
 
