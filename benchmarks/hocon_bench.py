@@ -549,6 +549,10 @@ def bench_engine(hocon: Any, files: Sequence[Conf], layers: Layers, repeat: int,
     def parse_all() -> list[Any]:
         return [parse(text, origin) for text, origin in texts]
 
+    def parse_bulk() -> list[Any]:
+        with hocon.bulk():  # how `compile` parses a store: the cyclic GC paused while the trees pile up
+            return [parse(text, origin) for text, origin in texts]
+
     def parse_each() -> None:
         for text, origin in texts:
             parse(text, origin)
@@ -556,23 +560,25 @@ def bench_engine(hocon: Any, files: Sequence[Conf], layers: Layers, repeat: int,
     docs: list[Any] = []
     parse_s = 0.0
     if only in ("all", "parse", "json"):
-        parse_s = best_of(repeat, parse_all)
+        parse_s = best_of(repeat, parse_bulk)
         rate = n / parse_s
         verdict = "PASS" if rate >= PARSE_TARGET else "MISS"
         if rate >= PARSE_AIM:
             verdict += " (aim met)"
         total_bytes = sum(len(f.text.encode()) for f in files)
-        rows.append(Row("parse throughput (ours, 1 core)", f"{rate:,.0f} files/s", ">= 5,000 (aim 10,000)", verdict))
+        rows.append(
+            Row("parse throughput (ours, 1 core, as compile)", f"{rate:,.0f} files/s", ">= 5,000 (aim 10,000)", verdict)
+        )
         rows.append(
             Row(
                 "  per file / bytes per s",
                 f"{parse_s / n * 1e6:.1f} us / {total_bytes / parse_s / 1e6:.2f} MB/s",
             )
         )
-        # The headline keeps every document, as a store compile does; the garbage collector then walks
-        # the growing heap. These two show how much of the time that is (for information only).
+        # The headline keeps every document, as a store compile does, inside `hocon.bulk()` as compile does.
+        # For information: each document dropped at once, and all kept with the cyclic GC left running.
         rows.append(Row("  (info) each document dropped at once", f"{n / best_of(repeat, parse_each):,.0f} files/s"))
-        rows.append(Row("  (info) all kept, gc disabled", f"{n / best_of(repeat, parse_all, True):,.0f} files/s"))
+        rows.append(Row("  (info) all kept, cyclic gc running", f"{n / best_of(repeat, parse_all):,.0f} files/s"))
     if only not in ("all", "resolve", "json"):
         return
     resolve = hocon.resolve

@@ -17,7 +17,7 @@ from cfgtool import __version__
 from cfgtool.cache import ParseCache
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.errors import UsageError
-from cfgtool.hocon import HoconError, Origin, describe, parse
+from cfgtool.hocon import HoconError, Origin, bulk, describe, parse
 from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
 from cfgtool.hocon.resolver import render_path
 from cfgtool.hocon.values import Joined, Merge, Node, Obj
@@ -87,7 +87,8 @@ def compile_source(
     diags: list[Diagnostic] = list(store.diagnostics)
     cache = ParseCache.default()
     texts: dict[str, str] = {}
-    docs = _parse_all(store, cache, diags, texts)
+    with bulk():
+        docs = _parse_all(store, cache, diags, texts)
     cache.flush()
 
     graph = Graph(store, chosen)

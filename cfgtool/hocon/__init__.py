@@ -11,6 +11,7 @@ Knows nothing about stores or git. Typical use::
 from cfgtool.hocon.api import (
     PathLike,
     Resolved,
+    bulk,
     describe,
     find,
     from_plain,
@@ -34,6 +35,7 @@ __all__ = [
     "PathLike",
     "Reader",
     "Resolved",
+    "bulk",
     "describe",
     "find",
     "from_plain",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +34,22 @@ def deep_recursion() -> Iterator[None]:
     finally:
         if previous < RECURSION_LIMIT:
             sys.setrecursionlimit(previous)
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic garbage collector while parsing many files that are all kept (a store compile).
+
+    Parse trees hold no reference cycles, so nothing is lost; without the pause CPython rescans the growing
+    set of kept trees again and again, which halves parse throughput at 10,000 files.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def parse(text: str, origin: str = "<string>", *, reader: Reader | None = None) -> Obj:

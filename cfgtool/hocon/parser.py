@@ -43,6 +43,7 @@ Reader = Callable[[str], "str | None"]
 MAX_DEPTH = 400  # nesting of objects and arrays
 MAX_INCLUDE_DEPTH = 50  # as Lightbend: include chains deeper than this are a cycle
 
+_new_origin = tuple.__new__  # Origin(...) without NamedTuple's Python-level __new__: parsing makes thousands
 _KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 _VALUE_START = frozenset((STRING, NUMBER, UNQUOTED, SUBST, LBRACE, LBRACK))
 _INCLUDE_SPEC = re.compile(
@@ -63,7 +64,7 @@ class _Parser:
 
     # -- helpers -------------------------------------------------------------------------------------
     def _origin(self, tok: Token) -> Origin:
-        return Origin(self.file, tok[3], tok[4])
+        return _new_origin(Origin, (self.file, tok[3], tok[4]))
 
     def _error(self, tok: Token, message: str, notes: tuple[str, ...] = ()) -> HoconError:
         return HoconError(E_SYNTAX, message, self._origin(tok), notes)
@@ -166,6 +167,9 @@ class _Parser:
             raw: str = first[2]
             if "." not in raw:
                 return (raw,), first
+            keys = tuple(raw.split("."))
+            if all(keys):  # `a.b.c`: an unquoted token has no whitespace; empty keys need the full parser's error
+                return keys, first
             return parse_path_expression(raw, self._origin(first)), first
         pieces = [first[2]]
         pos = self.pos + 1
@@ -259,7 +263,7 @@ class _Parser:
         return self._concat(parts)
 
     def _literal(self, tok: Token) -> Node:
-        origin = Origin(self.file, tok[3], tok[4])
+        origin = _new_origin(Origin, (self.file, tok[3], tok[4]))
         kind = tok[0]
         if kind == STRING:
             return Scalar(tok[1], origin, True)
