@@ -15,7 +15,7 @@ from cfgtool import __version__
 from cfgtool.hocon.values import Obj
 from cfgtool.snapshot import write_atomic_bytes
 
-FORMAT = 1  # bump when the value model changes shape
+FORMAT = 2  # bump whenever the value model (cfgtool.hocon.values) changes shape
 
 
 def cache_root() -> Path:

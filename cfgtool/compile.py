@@ -9,7 +9,7 @@ Nothing here prints or writes files except the parse cache, which is written ato
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,12 +17,13 @@ from cfgtool import __version__
 from cfgtool.cache import ParseCache
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.errors import UsageError
-from cfgtool.hocon import HoconError, Origin, bulk, describe, parse
+from cfgtool.hocon import HoconError, Origin, bulk, parse
 from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
-from cfgtool.hocon.resolver import render_path
-from cfgtool.hocon.values import Joined, Merge, Node, Obj
+from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.values import Node, Obj
 from cfgtool.layers import resolve_layers
-from cfgtool.snapshot import NodeSnapshot, OwnValue, Snapshot, SourceInfo
+from cfgtool.provenance import Provenance
+from cfgtool.snapshot import NodeSnapshot, Snapshot, SourceInfo
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover
 from cfgtool.store.settings import assignments
@@ -93,9 +94,10 @@ def compile_source(
 
     graph = Graph(store, chosen)
     diags += graph.diagnostics
+    merged = _Merger(docs)
     nodes: dict[str, NodeSnapshot] = {}
     for key in graph.nodes:
-        snap = _resolve_node(graph, key, docs, diags, ())
+        snap = _resolve_node(graph, key, merged, diags, ())
         if snap is not None:
             nodes[key] = snap
 
@@ -111,7 +113,7 @@ def compile_source(
             note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(assignment.items())),)
             for key in other.nodes:
                 if other.variables_of(key) and other.linearization(key) != graph.linearization(key):
-                    _resolve_node(other, key, docs, diags, note)
+                    _resolve_node(other, key, merged, diags, note)
 
     snapshot = Snapshot(
         store=source.store,
@@ -176,67 +178,56 @@ def _parse_all(
 
 
 def _resolve_node(
-    graph: Graph, key: str, docs: Mapping[str, Obj | None], diags: list[Diagnostic], notes: tuple[str, ...]
+    graph: Graph, key: str, merged: _Merger, diags: list[Diagnostic], notes: tuple[str, ...]
 ) -> NodeSnapshot | None:
     """Merge the own configs of L(key) and resolve them; None (with a diagnostic) when that fails."""
     layers = graph.layers(key)
     if layers is None:
         return None  # on or behind an import cycle: E_CYCLE was reported
-    layer_docs = [docs.get(layer.key) for layer in layers]
-    if any(doc is None for doc in layer_docs):
+    keys = tuple(layer.key for layer in layers)
+    tree = merged.tree(keys)
+    if tree is None:
         return None  # a layer does not parse: its E_SYNTAX was reported once, at its file
     try:
-        resolved = resolve_layers([doc for doc in layer_docs if doc is not None], key)
+        resolved = resolve_layers([tree], key)
         config = resolved.value
     except HoconError as exc:
         diags.append(_diagnostic(exc, key, notes))
         return None
-    origins: dict[str, Origin] = {}
-    sources: dict[str, tuple[Origin, ...]] = {}
-    for path, leaf in resolved.leaves():
-        if not path:
-            continue
-        name = _path_name(path)
-        origins[name] = leaf.origin
-        if isinstance(leaf, Joined):
-            sources[name] = leaf.sources
-    own_doc = layer_docs[0]
+    own_doc = merged.docs[key]
     assert own_doc is not None
-    own = {_path_name(path): OwnValue(describe(node), node.origin) for path, node in _own_leaves(own_doc)}
     return NodeSnapshot(
         key=key,
         config=config,
-        layers=tuple(layer.key for layer in layers),
+        layers=keys,
         reached=tuple(layer.reach.describe(layer.key) for layer in layers),
         imports=tuple(graph.imports(key)),
-        origins=origins,
-        sources=sources,
-        own=own,
         file=None if own_doc.origin.line == 0 else own_doc.origin.file,
         intrinsic=resolved.used_extra,
+        provenance=Provenance(resolved, own_doc),
     )
 
 
-_PATH_NAMES: dict[tuple[str, ...], str] = {}
+class _Merger:
+    """Merged (unresolved) trees of linearizations, memoized by suffix: L(K) = [K] + L(P) for most nodes,
+    so each node costs one merge of its own config over its parent's already merged tree."""
 
+    def __init__(self, docs: Mapping[str, Obj | None]) -> None:
+        self.docs = docs
+        self._trees: dict[tuple[str, ...], Node | None] = {}
 
-def _path_name(path: tuple[str, ...]) -> str:
-    """A path as a HOCON path expression; memoized, since the same paths recur in every node."""
-    name = _PATH_NAMES.get(path)
-    if name is None:
-        name = _PATH_NAMES[path] = render_path(path)
-    return name
-
-
-def _own_leaves(doc: Node, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Node]]:
-    """Every assignment in one unresolved document: non-object values with their paths."""
-    if isinstance(doc, Merge):
-        doc = doc.stack[0]
-    if isinstance(doc, Obj):
-        for key, value in doc.fields.items():
-            yield from _own_leaves(value, (*path, key))
-    elif path:
-        yield path, doc
+    def tree(self, keys: tuple[str, ...]) -> Node | None:
+        if keys in self._trees:
+            return self._trees[keys]
+        head = self.docs.get(keys[0])
+        result: Node | None
+        if head is None or len(keys) == 1:
+            result = head
+        else:
+            rest = self.tree(keys[1:])
+            result = None if rest is None else merge_nodes(head, rest)
+        self._trees[keys] = result
+        return result
 
 
 def _diagnostic(exc: HoconError, key: str, notes: tuple[str, ...] = ()) -> Diagnostic:

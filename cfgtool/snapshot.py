@@ -23,6 +23,7 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import Origin, parse
 from cfgtool.hocon.values import Obj
 from cfgtool.layers import resolve_layers
+from cfgtool.provenance import OwnValue, Provenance
 from cfgtool.store.queries import StoreQueries
 
 SCHEMA = "https://cfgtool.dev/schemas/snapshot/v1.json"
@@ -38,14 +39,6 @@ class KeyNotFound(CfgtoolError):
 
 
 @dataclass(frozen=True)
-class OwnValue:
-    """One assignment in a node's own main.conf, as written (`${base}"/x"`), for `explain`."""
-
-    text: str
-    origin: Origin
-
-
-@dataclass(frozen=True)
 class NodeSnapshot:
     """One node: its resolved config (None when it failed to resolve), layers and provenance."""
 
@@ -54,11 +47,24 @@ class NodeSnapshot:
     layers: tuple[str, ...]  # L(K), highest priority first, K itself first
     reached: tuple[str, ...]  # how each layer was reached, parallel to `layers`
     imports: tuple[str, ...]  # explicit imports after variables, highest priority first
-    origins: Mapping[str, Origin] = field(default_factory=dict)  # leaf path -> winning assignment
-    sources: Mapping[str, tuple[Origin, ...]] = field(default_factory=dict)  # built values -> their inputs
-    own: Mapping[str, OwnValue] = field(default_factory=dict)  # leaf path -> own assignment
     file: str | None = None  # its main.conf (repo-relative), None when it has none
     intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
+    provenance: Provenance = field(default_factory=Provenance, compare=False, repr=False)
+
+    @property
+    def origins(self) -> Mapping[str, Origin]:
+        """Leaf path -> the assignment that won."""
+        return self.provenance.origins
+
+    @property
+    def sources(self) -> Mapping[str, tuple[Origin, ...]]:
+        """Substituted or concatenated leaf path -> the origins it was built from."""
+        return self.provenance.sources
+
+    @property
+    def own(self) -> Mapping[str, OwnValue]:
+        """Leaf path -> the node's own assignment, as written."""
+        return self.provenance.own
 
 
 @dataclass(frozen=True)
@@ -210,11 +216,13 @@ class Snapshot(StoreQueries):
                     layers=tuple(n["layers"]),
                     reached=tuple(n["reached"]),
                     imports=tuple(n["imports"]),
-                    origins={p: org(o) for p, o in n["origins"].items()},
-                    sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
-                    own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},
                     file=n["file"],
                     intrinsic=n["intrinsic"],
+                    provenance=Provenance(
+                        origins={p: org(o) for p, o in n["origins"].items()},
+                        sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
+                        own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},
+                    ),
                 )
                 for key, n in data["nodes"].items()
             }
@@ -239,7 +247,9 @@ class Snapshot(StoreQueries):
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace, UTF-8 text: the same content always gives the same bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
+    )
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cfgtool._version import __version__
-from cfgtool.cli import hocon_cmd
+from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.error_handler import run_handled
 
@@ -30,6 +30,13 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
+    app.command("compile")(compile_cmd.compile_command)
+    app.command("get")(query_cmd.get)
+    app.command("explain")(query_cmd.explain_command)
+    app.command("imports")(query_cmd.imports)
+    app.command("imported-by")(query_cmd.imported_by)
+    app.command("tags")(query_cmd.tags)
+    app.command("datasets")(query_cmd.datasets)
     app.command("hocon")(hocon_cmd.hocon)
     return app
 

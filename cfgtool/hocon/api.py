@@ -132,14 +132,14 @@ def resolve(
     try:
         with deep_recursion():
             root = merge(documents)
-            result, complete, used_extra = resolve_tree(root, extra_node, allow_unresolved)
+            result, complete, used_extra, shared = resolve_tree(root, extra_node, allow_unresolved)
     except RecursionError:
         origin = documents[0].origin if documents else None
         raise HoconError(E_LIMIT, "values nested or chained too deeply to resolve", origin) from None
     if result is UNDEFINED:
         result = Obj({}, root.origin)
     assert isinstance(result, Node)
-    return Resolved(result, complete, used_extra)
+    return Resolved(result, complete, used_extra, shared)
 
 
 def loads(text: str, origin: str = "<string>") -> dict[str, Any]:
@@ -194,19 +194,20 @@ def describe(node: Node, limit: int = 80) -> str:
 class Resolved:
     """A resolved document: plain `value`, and for any path the origin that won and what it was built from."""
 
-    __slots__ = ("_value", "is_resolved", "root", "used_extra")
+    __slots__ = ("_value", "is_resolved", "root", "shared", "used_extra")
 
-    def __init__(self, root: Node, is_resolved: bool, used_extra: bool = False) -> None:
+    def __init__(self, root: Node, is_resolved: bool, used_extra: bool = False, shared: bool = True) -> None:
         self.root = root
         self.is_resolved = is_resolved
         self.used_extra = used_extra  # some substitution read a value from `extra`
+        self.shared = shared  # subtrees may appear in several places (the output size must be checked)
         self._value: dict[str, Any] | None = None
 
     @property
     def value(self) -> dict[str, Any]:
         """The whole document as plain Python data (raises if substitutions were left unresolved)."""
         if self._value is None:
-            plain = to_plain(self.root)
+            plain = to_plain(self.root, check_size=self.shared)
             assert isinstance(plain, dict)
             self._value = plain
         return self._value
@@ -228,7 +229,7 @@ class Resolved:
         node = self.node(path)
         if node is None:
             raise KeyError(render_path(split_path(path)))
-        return to_plain(node)
+        return to_plain(node, check_size=self.shared)
 
     def origin(self, path: PathLike) -> Origin | None:
         """Where the value at `path` was set (for a substituted value: where the substitution was written)."""
@@ -251,10 +252,11 @@ class Resolved:
                 yield path, node
 
 
-def to_plain(node: Node) -> Any:
-    """Resolved nodes to plain Python data. Shared subtrees are counted first, so a document that would
-    expand exponentially ends with E_LIMIT at once instead of filling memory."""
-    _check_size(node)
+def to_plain(node: Node, check_size: bool = True) -> Any:
+    """Resolved nodes to plain Python data. Shared subtrees are counted first (`check_size`), so a document
+    that would expand exponentially ends with E_LIMIT at once instead of filling memory."""
+    if check_size:
+        _check_size(node)
 
     def convert(n: Node) -> Any:
         if isinstance(n, Scalar):
@@ -267,8 +269,11 @@ def to_plain(node: Node) -> Any:
             raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
         raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
 
-    with deep_recursion():
-        return convert(node)
+    try:
+        with deep_recursion():
+            return convert(node)
+    except RecursionError:
+        raise HoconError(E_LIMIT, "the resolved document is nested too deeply", node.origin) from None
 
 
 def _check_size(root: Node) -> None:

@@ -54,6 +54,25 @@ def render_path(path: tuple[str, ...]) -> str:
                     for k in path)
 
 
+def is_static(node: Obj | Lst) -> bool:
+    """Whether nothing below `node` needs resolving (only scalars, objects and arrays); cached on the node."""
+    result = True
+    for child in node.fields.values() if isinstance(node, Obj) else node.items:
+        cls = type(child)
+        if cls is Scalar or cls is Num or cls is Joined:
+            continue
+        if isinstance(child, (Obj, Lst)):
+            flag = child.static
+            if flag is None:
+                flag = is_static(child)
+            if flag:
+                continue
+        result = False
+        break
+    node.static = result
+    return result
+
+
 def merge_resolved(high: Node, low: Node) -> Node:
     """`withFallback` on resolved nodes: objects merge key by key, anything else in `high` wins."""
     if isinstance(high, Obj) and isinstance(low, Obj):
@@ -72,6 +91,7 @@ class _Resolver:
         self.allow_unresolved = allow_unresolved
         self.unresolved = False
         self.used_extra = False
+        self.shared = False  # a substitution copied an object or array: it may now appear in many places
         self.memo: dict[int, Result] = {}
         self.active: set[int] = set()
         self.trace: list[Subst] = []
@@ -128,6 +148,8 @@ class _Resolver:
 
     # -- containers --------------------------------------------------------------------------------------
     def _obj(self, node: Obj) -> Result:
+        if node.static or (node.static is None and is_static(node)):
+            return node
         out: dict[str, Node] = {}
         changed = False
         value = self.value
@@ -146,6 +168,8 @@ class _Resolver:
         return Obj(out, node.origin) if changed else node
 
     def _lst(self, node: Lst) -> Result:
+        if node.static or (node.static is None and is_static(node)):
+            return node
         out: list[Node] = []
         changed = False
         for v in node.items:
@@ -188,8 +212,11 @@ class _Resolver:
             raw = found.raw if isinstance(found, (Num, Joined)) else None
             return Joined(found.value, node.origin, sources, raw)
         if isinstance(found, Lst):
+            if not self.shared and any(isinstance(item, (Obj, Lst)) for item in found.items):
+                self.shared = True  # copies of arrays of scalars cannot multiply the output's size
             return JoinedLst(found.items, node.origin, sources)
         if isinstance(found, Obj):
+            self.shared = True
             return JoinedObj(found.fields, node.origin, sources)
         return found
 
@@ -448,15 +475,15 @@ def _cycle_error(steps: tuple[Subst, ...], root: Node) -> HoconError:
 
 def resolve_tree(
     root: Node, extra: Node | None = None, allow_unresolved: bool = False
-) -> tuple[Result, bool, bool]:
-    """Resolve a merged tree; returns the resolved root, whether it is fully resolved, and whether any
-    substitution took its value from `extra`."""
+) -> tuple[Result, bool, bool, bool]:
+    """Resolve a merged tree; returns the resolved root, whether it is fully resolved, whether any
+    substitution took its value from `extra`, and whether resolved subtrees may be shared."""
     resolver = _Resolver(root, extra, allow_unresolved)
     try:
         result = resolver.value(root)
     except _Cycle as cycle:
         raise _cycle_error(cycle.steps, root) from None
-    return result, not resolver.unresolved, resolver.used_extra
+    return result, not resolver.unresolved, resolver.used_extra, resolver.shared
 
 
 __all__ = ["UNDEFINED", "Origin", "merge_resolved", "render_path", "resolve_tree"]

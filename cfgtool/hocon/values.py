@@ -83,22 +83,24 @@ class Ws(Node):
 
 
 class Obj(Node):
-    __slots__ = ("fields",)
+    __slots__ = ("fields", "static")
 
     def __init__(self, fields: dict[str, Node], origin: Origin) -> None:
         self.fields = fields
         self.origin = origin
+        self.static: bool | None = None  # no substitution anywhere below (computed by the resolver once)
 
     def __repr__(self) -> str:
         return f"Obj({self.fields!r})"
 
 
 class Lst(Node):
-    __slots__ = ("items",)
+    __slots__ = ("items", "static")
 
     def __init__(self, items: list[Node], origin: Origin) -> None:
         self.items = items
         self.origin = origin
+        self.static: bool | None = None  # no substitution anywhere below (computed by the resolver once)
 
     def __repr__(self) -> str:
         return f"Lst({self.items!r})"
@@ -113,6 +115,7 @@ class JoinedObj(Obj):
         self.fields = fields
         self.origin = origin
         self.sources = sources
+        self.static = True
 
 
 class JoinedLst(Lst):
@@ -124,6 +127,7 @@ class JoinedLst(Lst):
         self.items = items
         self.origin = origin
         self.sources = sources
+        self.static = True
 
 
 class Subst(Node):

@@ -1,0 +1,183 @@
+"""`cfgtool compile`: compile every node of the store (every declared variable value) and report (DESIGN 7)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cfgtool.cli.options import Ref, Vars, compile_for
+from cfgtool.compile import CompileResult
+from cfgtool.diagnostics import render_github, render_json, render_markdown, render_text
+from cfgtool.errors import SourceError
+from cfgtool.snapshot import save
+from cfgtool.store.keys import parent
+
+
+class ReportFormat(StrEnum):
+    """How `compile` prints its report."""
+
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
+    MARKDOWN = "markdown"
+
+
+class Color(StrEnum):
+    """When the text report uses colour."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+def compile_command(
+    ctx: typer.Context,
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: Annotated[
+        ReportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Report format: text for people, json for scripts, github for workflow annotations,"
+            " markdown for a pull-request comment.",
+        ),
+    ] = ReportFormat.TEXT,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the compiled Snapshot (JSON, with its digest) to FILE, atomically. Written only when the"
+            " compile succeeds.",
+            show_default=False,
+        ),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")] = False,
+    color: Annotated[
+        Color,
+        typer.Option("--color", help="Colour the text report: auto (only on a terminal, unless NO_COLOR is set)."),
+    ] = Color.AUTO,
+) -> None:
+    """Compile every node of the store and report every problem.
+
+    Reads the working tree (or the store at --ref), resolves every node and
+    checks every declared value of every variable the includes use (a --var
+    fixes that variable to one value). One failing node never stops the others.
+
+    Exit status: 0 no errors (warnings allowed unless --strict), 1 errors,
+    2 usage error or unreadable source.
+
+    Examples:
+      cfgtool compile
+      cfgtool compile --ref origin/main --format json --output snapshot.json
+      cfgtool compile --strict --format github
+    """
+    result = compile_for(ctx, ref, variables, check=True)
+    ok = result.ok(strict)
+    if fmt is ReportFormat.TEXT:
+        painted = _use_color(color)
+        typer.echo(render_report(result, painted, output if ok else None), nl=False, color=painted)
+    elif fmt is ReportFormat.JSON:
+        typer.echo(render_json_report(result), nl=False)
+    elif fmt is ReportFormat.GITHUB:
+        typer.echo(render_github(result.diagnostics), nl=False)
+    else:
+        typer.echo(render_markdown(result.diagnostics), nl=False)
+    if output is not None:
+        if ok:
+            try:
+                save(result.snapshot, output)
+            except OSError as exc:
+                raise SourceError(f"cannot write {output}: {exc.strerror or exc}", hint="check the path") from exc
+        else:
+            typer.echo(f"cfgtool: the snapshot was not written to {output}: the compile failed", err=True)
+    raise typer.Exit(0 if ok else 1)
+
+
+def _use_color(color: Color) -> bool:
+    if color is Color.AUTO:
+        return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return color is Color.ALWAYS
+
+
+def render_json_report(result: CompileResult) -> str:
+    """DESIGN 7's report object, plus the store's name, the digest and every variable assignment checked."""
+    snap = result.snapshot
+    return render_json(
+        result.diagnostics,
+        store=snap.store,
+        name=snap.name,
+        source={"ref": snap.source.ref, "commit": snap.source.commit, "dirty": snap.source.dirty},
+        variables=dict(sorted(snap.variables.items())),
+        nodes=len(result.store.nodes),
+        resolved=len(snap.nodes),
+        digest=snap.digest,
+        checked=[dict(sorted(a.items())) for a in result.checked],
+    )
+
+
+def render_report(result: CompileResult, color: bool, output: Path | None = None) -> str:
+    """Every problem (source line and caret, grouped), then a one-screen summary of what was compiled."""
+    read_line = result.store.source.line_reader()
+    problems = render_text(result.diagnostics, read_line, color, summary=False)
+    return (problems + "\n" if problems else "") + render_summary(result, output)
+
+
+def render_summary(result: CompileResult, output: Path | None = None) -> str:
+    """Store, source, node counts, variables, digest and the error and warning counts."""
+    snap = result.snapshot
+    store_dir = (snap.store or ".") + "/"
+    lines = [f"store      {snap.name or '(unnamed)'} ({store_dir})", f"source     {_describe_source(result)}"]
+    lines.append(f"nodes      {_describe_nodes(result)}")
+    lines.append(f"variables  {_describe_variables(result)}")
+    lines.append(f"digest     {snap.digest}")
+    if output is not None:
+        lines.append(f"snapshot   {output}")
+    lines.append(f"{_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}")
+    return "\n".join(lines) + "\n"
+
+
+def _describe_source(result: CompileResult) -> str:
+    source = result.snapshot.source
+    short = (source.commit or "")[:7]
+    if source.ref is not None:
+        return f"ref {source.ref} (commit {short})"
+    if source.commit is None:
+        return "working tree (no commit yet)"
+    state = "uncommitted changes" if source.dirty else "clean"
+    return f"working tree at HEAD {short} ({state})"
+
+
+def _describe_nodes(result: CompileResult) -> str:
+    """`48 (31 datasets, 12 tags, 5 groups)`: tags are under the tag roots, datasets are the other leaves."""
+    snap = result.snapshot
+    keys = list(result.store.nodes)
+    parents = {parent(k) for k in keys}
+    tags = sum(1 for k in keys if snap.is_tag(k) or k in snap.tag_roots)
+    datasets = sum(1 for k in keys if not (snap.is_tag(k) or k in snap.tag_roots) and k not in parents)
+    text = f"{len(keys):,} ({_plural(datasets, 'dataset')}, {_plural(tags, 'tag')}, "
+    text += f"{_plural(len(keys) - tags - datasets, 'group')})"
+    failed = len(keys) - len(snap.nodes)
+    return text + (f", {failed:,} not resolved" if failed else "")
+
+
+def _describe_variables(result: CompileResult) -> str:
+    """`local_cluster.name=ltx1 (checked: ltx1, lva1)` per variable, or `none declared`."""
+    if not result.snapshot.variables:
+        return "none declared"
+    parts = []
+    for name, value in sorted(result.snapshot.variables.items()):
+        seen = list(dict.fromkeys(a[name] for a in result.checked if name in a))
+        parts.append(f"{name}={value} (checked: {', '.join(seen)})")
+    return "; ".join(parts)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

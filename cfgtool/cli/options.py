@@ -1,0 +1,55 @@
+"""Options shared by `compile` and the query commands (`--ref`, `--var`, `--format`), and their parsing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from cfgtool.cli.context import CliContext
+from cfgtool.compile import CompileResult, compile_store
+from cfgtool.errors import UsageError
+
+Ref = Annotated[
+    str | None,
+    typer.Option(
+        "--ref",
+        metavar="REF",
+        help="Read the store at this git ref (branch, tag or commit) instead of the working tree.",
+        show_default=False,
+    ),
+]
+
+Vars = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var",
+        metavar="NAME=VALUE",
+        help="Set an includes variable declared in _CONFIG_STORE (repeatable); others take their default.",
+        show_default=False,
+    ),
+]
+
+
+def parse_variables(items: Sequence[str] | None) -> dict[str, str]:
+    """`--var NAME=VALUE` options as a mapping; UsageError (exit 2) for anything else or a name given twice."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(
+                f"--var {item!r} is not NAME=VALUE",
+                hint="write the variable's name, '=' and its value, e.g. --var local_cluster.name=lva1",
+            )
+        if name in out and out[name] != value:
+            raise UsageError(f"--var {name} is given twice ({out[name]!r} and {value!r})", hint="give it once")
+        out[name] = value
+    return out
+
+
+def compile_for(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, *, check: bool) -> CompileResult:
+    """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values."""
+    cli: CliContext = ctx.obj
+    return compile_store(cli.repo, cli.store, ref, parse_variables(variables), check_variables=check)

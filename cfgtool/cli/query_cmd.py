@@ -1,0 +1,287 @@
+"""The query commands of DESIGN 6 and 7: `get`, `explain`, `imports`, `imported-by`, `tags` and `datasets`.
+
+Each compiles the store (the chosen variable values only), refuses when the compile has errors that affect the
+answer (exit 1), then asks the Snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from cfgtool.cli.options import Ref, Vars, compile_for
+from cfgtool.compile import CompileResult
+from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.explain import explain
+from cfgtool.formats import Format, render, to_json
+from cfgtool.hocon import HoconError, split_path
+from cfgtool.store.keys import ROOT, normalize_key, parent
+
+
+class QueryFormat(StrEnum):
+    """Output of the list-like queries."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+class GetFormat(StrEnum):
+    """Output of `get`: text is HOCON for objects and lists and the bare value for a scalar."""
+
+    TEXT = "text"
+    JSON = "json"
+    HOCON = "hocon"
+    YAML = "yaml"
+    PROPERTIES = "properties"
+
+
+_FORMAT_HELP = "Output format: text (one key per line) or json."
+QueryFmt = Annotated[QueryFormat, typer.Option("--format", "-f", help=_FORMAT_HELP)]
+Key = Annotated[
+    str,
+    typer.Argument(
+        metavar="KEY", help="A key such as /data/tracking/PageViewEvent (the store's scheme, demo:/..., is accepted)."
+    ),
+]
+Recursive = Annotated[
+    bool,
+    typer.Option(
+        "--recursive",
+        "-r",
+        help="Use whole linearizations (imports, their parents, ancestors), not just includes files.",
+    ),
+]
+
+
+def get(
+    ctx: typer.Context,
+    key: Key,
+    path: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="PATH", help="A HOCON path inside the config, such as kafka.partitions.", show_default=False
+        ),
+    ] = None,
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: Annotated[
+        GetFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output format: text (HOCON, or the bare value of a scalar), json, hocon, yaml or properties.",
+        ),
+    ] = GetFormat.TEXT,
+) -> None:
+    """Print the resolved config of KEY, or the value at PATH in it.
+
+    A key without a node of its own prints the config it inherits from its
+    nearest ancestor, and says so on stderr. A PATH that is not set is exit 1.
+
+    Examples:
+      cfgtool get /data/tracking/PageViewEvent
+      cfgtool get demo:/data/tracking/PageViewEvent kafka.partitions
+      cfgtool get /data/tracking/LoginEvent -f yaml --var local_cluster.name=lva1
+    """
+    result = compile_for(ctx, ref, variables, check=False)
+    key = _key(result, key, reverse=False)
+    if path is None:
+        read = result.snapshot.lookup(key)
+        _note_phantom(read.key, read.node, read.exists)
+        value: Any = read.config
+    else:
+        found = explain(result.snapshot, key, _path(path))
+        _note_phantom(found.key, found.node, found.exists)
+        if not found.found:
+            raise CfgtoolError(
+                f"{found.path} is not set in the config of {key}", hint=f"list what is set with `cfgtool get {key}`"
+            )
+        value = found.value
+    typer.echo(_render_value(value, fmt), nl=False)
+
+
+def explain_command(
+    ctx: typer.Context,
+    key: Key,
+    path: Annotated[str, typer.Argument(metavar="PATH", help="A HOCON path inside the config, such as retention.ms.")],
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: QueryFmt = QueryFormat.TEXT,
+) -> None:
+    """Explain a value: which file and line set it, and what it overrode.
+
+    Shows the winning assignment (file:line:col), the values it was built
+    from, the lower layers it overrode, and how each layer of KEY's
+    linearization was reached. A PATH set in no layer is exit 1.
+
+    Example:
+      cfgtool explain /data/tracking/PageViewEvent retention.ms
+    """
+    result = compile_for(ctx, ref, variables, check=False)
+    key = _key(result, key, reverse=False)
+    found = explain(result.snapshot, key, _path(path))
+    typer.echo(to_json(found.to_json()) if fmt is QueryFormat.JSON else found.render_text(), nl=False)
+    if not found.found:
+        raise typer.Exit(1)
+
+
+def imports(
+    ctx: typer.Context,
+    key: Key,
+    recursive: Recursive = False,
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: QueryFmt = QueryFormat.TEXT,
+) -> None:
+    """List what KEY imports, highest priority first.
+
+    Without -r: the keys its includes file names, variables applied.
+    With -r: its whole linearization L(KEY) without KEY, i.e. every layer
+    it inherits from (imports, their parents, its own ancestors).
+
+    Example:
+      cfgtool imports -r /data/tracking/PageViewEvent
+    """
+    result = compile_for(ctx, ref, variables, check=False)
+    key = _key(result, key, reverse=False)
+    snap = result.snapshot
+    exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
+    found = snap.imports(key, recursive)
+    _print_keys(fmt, found, {"key": key, "exists": exists, "recursive": recursive, "imports": found})
+
+
+def imported_by(
+    ctx: typer.Context,
+    key: Key,
+    recursive: Recursive = False,
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: QueryFmt = QueryFormat.TEXT,
+) -> None:
+    """List the nodes that import KEY, sorted.
+
+    Without -r: the nodes whose includes file names KEY.
+    With -r: every node that has KEY in its linearization, through
+    imports or as an ancestor.
+
+    Example:
+      cfgtool imported-by -r /tags/retention/LONG
+    """
+    result = compile_for(ctx, ref, variables, check=False)
+    key = _key(result, key, reverse=True)
+    found = result.snapshot.imported_by(key, recursive)
+    _print_keys(fmt, found, {"key": key, "recursive": recursive, "imported_by": found})
+
+
+def tags(
+    ctx: typer.Context,
+    key: Key,
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: QueryFmt = QueryFormat.TEXT,
+) -> None:
+    """List the tags in KEY's linearization, highest priority first.
+
+    This includes the tags its ancestors import.
+
+    Example:
+      cfgtool tags /data/tracking/PageViewEvent --var local_cluster.name=lva1
+    """
+    result = compile_for(ctx, ref, variables, check=False)
+    key = _key(result, key, reverse=False)
+    snap = result.snapshot
+    exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
+    found = snap.tags(key)
+    _print_keys(fmt, found, {"key": key, "exists": exists, "tags": found})
+
+
+def datasets(
+    ctx: typer.Context,
+    tag: Annotated[str, typer.Argument(metavar="TAG", help="A tag key such as /tags/retention/LONG.")],
+    ref: Ref = None,
+    variables: Vars = None,
+    fmt: QueryFmt = QueryFormat.TEXT,
+) -> None:
+    """List the datasets (non-tag nodes) that import TAG, sorted.
+
+    A dataset counts when it imports TAG itself or inherits it through an
+    ancestor or another tag; importing a child tag of TAG does not count.
+
+    Example:
+      cfgtool datasets /tags/priority/HIGH --format json
+    """
+    result = compile_for(ctx, ref, variables, check=False)
+    tag = _key(result, tag, reverse=True)
+    found = result.snapshot.datasets(tag)
+    _print_keys(fmt, found, {"tag": tag, "datasets": found})
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
+    """The normalized key (BadKeyError: exit 2); then refuse (exit 1) if compile errors affect the answer.
+
+    A reverse query (`imported-by`, `datasets`) reads every node, so any error refuses it. A forward query
+    reads L(KEY) only: errors of its layers, of no node (settings) or a KEY that did not resolve refuse it.
+    """
+    key = normalize_key(text, result.snapshot.name)
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    if not errors:
+        return key
+    snap = result.snapshot
+    nearest = key
+    while nearest not in result.store.nodes:
+        nearest = parent(nearest) or ROOT
+    if not reverse and nearest in snap.nodes:
+        layers = set(snap.nodes[nearest].layers)
+        errors = [d for d in errors if d.key is None or d.key in layers]
+        if not errors:
+            return key
+    first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0))
+    where = f"{first.location}: " if first.location else ""
+    scope = "the store" if reverse else key
+    raise CfgtoolError(
+        f"{scope} cannot be queried: the compile has {len(errors):,} error(s) affecting it,"
+        f" the first: {where}{first.code} {first.message}",
+        hint="run `cfgtool compile` to see every problem, or query a good state with --ref REF",
+    )
+
+
+def _render_value(value: Any, fmt: GetFormat) -> str:
+    """`get` output: text is HOCON, except that a scalar prints bare (`lz4`, `8`, `true`) for shell scripts."""
+    if fmt is not GetFormat.TEXT:
+        return render(value, Format(fmt.value))
+    if isinstance(value, Mapping | list):
+        return render(value, Format.HOCON)
+    return (value if isinstance(value, str) else json.dumps(value)) + "\n"
+
+
+def _path(text: str) -> str:
+    """Check a HOCON path expression given on the command line (a malformed one is a usage error)."""
+    try:
+        split_path(text)
+    except HoconError as exc:
+        message = f"PATH {text!r} is not a HOCON path: {exc.message}"
+        raise UsageError(message, hint='quote a key that contains a dot, e.g. kafka.config."retention.ms"') from exc
+    return text
+
+
+def _note_phantom(key: str, node: str, exists: bool) -> bool:
+    """Say on stderr when KEY has no node and the answer comes from its nearest ancestor."""
+    if not exists:
+        typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
+    return exists
+
+
+def _print_keys(fmt: QueryFormat, found: list[str], doc: Mapping[str, Any]) -> None:
+    if fmt is QueryFormat.JSON:
+        typer.echo(to_json(doc), nl=False)
+    elif found:
+        typer.echo("\n".join(found))
+    else:
+        typer.echo("cfgtool: note: none", err=True)

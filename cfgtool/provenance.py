@@ -1,0 +1,102 @@
+"""Where each resolved value came from (DESIGN 5.5), per node: computed from the resolved tree on first use.
+
+A plain `compile` never needs it (the digest covers values, not positions), so it costs nothing there;
+`explain`, `--output` and the client cache ask for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from cfgtool.hocon import Origin, Resolved, describe
+from cfgtool.hocon.resolver import render_path
+from cfgtool.hocon.values import Joined, JoinedLst, Merge, Node, Obj
+
+
+@dataclass(frozen=True)
+class OwnValue:
+    """One assignment in a node's own main.conf, as written (`${base}"/x"`), for `explain`."""
+
+    text: str
+    origin: Origin
+
+
+_PATH_NAMES: dict[tuple[str, ...], str] = {}
+
+
+def path_name(path: tuple[str, ...]) -> str:
+    """A path as a HOCON path expression; memoized, since the same paths recur in every node."""
+    name = _PATH_NAMES.get(path)
+    if name is None:
+        name = _PATH_NAMES[path] = render_path(path)
+    return name
+
+
+class Provenance:
+    """`origins` (leaf path -> winning assignment), `sources` (built values -> their inputs) and `own`
+    (leaf path -> the node's own assignment), either given or computed lazily from the trees."""
+
+    __slots__ = ("_origins", "_own", "_own_doc", "_resolved", "_sources")
+
+    def __init__(
+        self,
+        resolved: Resolved | None = None,
+        own_doc: Node | None = None,
+        *,
+        origins: Mapping[str, Origin] | None = None,
+        sources: Mapping[str, tuple[Origin, ...]] | None = None,
+        own: Mapping[str, OwnValue] | None = None,
+    ) -> None:
+        self._resolved = resolved
+        self._own_doc = own_doc
+        self._origins = origins
+        self._sources = sources
+        self._own = own
+
+    @property
+    def origins(self) -> Mapping[str, Origin]:
+        if self._origins is None:
+            self._compute()
+        assert self._origins is not None
+        return self._origins
+
+    @property
+    def sources(self) -> Mapping[str, tuple[Origin, ...]]:
+        if self._sources is None:
+            self._compute()
+        assert self._sources is not None
+        return self._sources
+
+    @property
+    def own(self) -> Mapping[str, OwnValue]:
+        if self._own is None:
+            doc = self._own_doc
+            leaves = own_leaves(doc) if doc is not None else iter(())
+            self._own = {path_name(p): OwnValue(describe(n), n.origin) for p, n in leaves}
+            self._own_doc = None
+        return self._own
+
+    def _compute(self) -> None:
+        origins: dict[str, Origin] = {}
+        sources: dict[str, tuple[Origin, ...]] = {}
+        if self._resolved is not None:
+            for path, leaf in self._resolved.leaves():
+                if not path:
+                    continue
+                name = path_name(path)
+                origins[name] = leaf.origin
+                if isinstance(leaf, (Joined, JoinedLst)):
+                    sources[name] = leaf.sources
+        self._origins, self._sources, self._resolved = origins, sources, None
+
+
+def own_leaves(doc: Node, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Node]]:
+    """Every assignment in one unresolved document: non-object values with their paths."""
+    if isinstance(doc, Merge):
+        doc = doc.stack[0]
+    if isinstance(doc, Obj):
+        for key, value in doc.fields.items():
+            yield from own_leaves(value, (*path, key))
+    elif path:
+        yield path, doc

@@ -1,0 +1,125 @@
+"""Where a validation problem points: the assignment behind a value of a node's resolved config.
+
+Schemas and policies report a path inside a resolved config (`kafka.partitions`, `acl.readers[2]`); the
+snapshot's provenance knows the origin of every leaf (scalars and whole arrays). `locate` walks up to the
+nearest path that has an origin, and for objects and missing values falls back to the node's own main.conf.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from cfgtool.hocon import HoconError, split_path
+from cfgtool.hocon.resolver import render_path
+from cfgtool.snapshot import NodeSnapshot
+from cfgtool.store.keys import segments
+
+Location = tuple[str | None, int | None, int | None]  # file (repo-relative), line, col
+
+
+@lru_cache(maxsize=65536)
+def _name(path: tuple[str, ...]) -> str:
+    return render_path(path)
+
+
+@lru_cache(maxsize=65536)
+def parse_path(expr: str) -> tuple[str, ...] | None:
+    """A HOCON path expression as keys (`a."b.c"` -> ("a", "b.c")), None when it is not one."""
+    try:
+        return split_path(expr)
+    except HoconError:
+        return None
+
+
+def json_path(path: Sequence[str | int]) -> str:
+    """A path inside a config for messages: `kafka.partitions`, `acl.readers[2]`, `kafka.config."a.b"`;
+    `(root)` for the whole config."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            name = _name((part,))
+            out += f".{name}" if out else name
+    return out or "(root)"
+
+
+def main_conf(node: NodeSnapshot, store_dir: str) -> Location:
+    """The node's main.conf at line 1, col 1; a node without one: the path it would have, without a line."""
+    if node.file is not None:
+        return node.file, 1, 1
+    return posixpath.join(store_dir, *segments(node.key), "main.conf"), None, None
+
+
+def locate(node: NodeSnapshot, store_dir: str, path: Sequence[str | int], *, missing: bool = False) -> Location:
+    """The file:line:col to blame for the value at `path` in `node`'s resolved config.
+
+    A scalar or array: the assignment that won (an array element: its array). An object: the node's own
+    first assignment inside it, else the first inherited one. `missing` (a required value that is not set
+    inside the object at `path`): the node's own first assignment inside that object, else its main.conf.
+    """
+    keys: list[str] = []
+    for part in path:
+        if isinstance(part, int):
+            break
+        keys.append(part)
+    origins = node.origins
+    if not missing:
+        for n in range(len(keys), 0, -1):
+            origin = origins.get(_name(tuple(keys[:n])))
+            if origin is not None and origin.line > 0:
+                return origin.file, origin.line, origin.col
+    if keys:
+        prefix = _name(tuple(keys))
+        inside = prefix + "."
+        own = [v.origin for p, v in node.own.items() if (p == prefix or p.startswith(inside)) and v.origin.line > 0]
+        if own:
+            first = min(own, key=lambda o: (o.file != node.file, o.line, o.col))
+            return first.file, first.line, first.col
+        if not missing:
+            inherited = [o for p, o in origins.items() if p.startswith(inside) and o.line > 0]
+            if inherited:
+                first = min(inherited)
+                return first.file, first.line, first.col
+    return main_conf(node, store_dir)
+
+
+def own_config(node: NodeSnapshot) -> dict[str, Any]:
+    """The values the node's own main.conf assigns, as nested plain data taken from its resolved config
+    (so `x = ${y}` shows y's resolved value and `list += v` the whole resulting list)."""
+    out: dict[str, Any] = {}
+    config: Any = node.config or {}
+    for expr in node.own:
+        path = parse_path(expr)
+        if not path:
+            continue
+        value = _lookup(config, path)
+        if value is _MISSING:
+            continue
+        _insert(out, path, value)
+    return out
+
+
+_MISSING: Any = object()
+
+
+def _lookup(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = config
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _insert(out: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    target = out
+    for part in path[:-1]:
+        child = target.setdefault(part, {})
+        if not isinstance(child, dict):
+            return
+        target = child
+    target.setdefault(path[-1], value)
