@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.hocon import Origin, parse
+from cfgtool.hocon import Origin, bulk, parse
 from cfgtool.hocon.values import Obj
 from cfgtool.layers import resolve_layers
 from cfgtool.provenance import OwnValue, Provenance
@@ -157,7 +157,8 @@ class Snapshot(StoreQueries):
     @cached_property
     def digest(self) -> str:
         """sha256 of the canonical JSON of `content()`."""
-        return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
+        with bulk():  # sorting keys allocates many small tuples: keep the cyclic GC off the big heap
+            return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
         """The versioned artifact (DESIGN 7 `--output`, the client cache)."""

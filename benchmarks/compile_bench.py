@@ -1,0 +1,108 @@
+"""Compile speed on a generated store (issue 3, "Speed"): cold from a git ref, warm after a one-file change.
+
+Usage:
+    python benchmarks/compile_bench.py                    # 10,000 datasets, best of 3
+    python benchmarks/compile_bench.py --datasets 2000 --repeat 1
+
+Each measurement runs in a fresh Python process (`compile_store` on a git ref, timed inside the process,
+plus the process's peak RSS), so nothing is shared between runs except the on-disk parse cache:
+- cold: an empty cache directory, the generated commit;
+- warm: the cache filled by the cold run, then a commit that changes one dataset's main.conf.
+Targets: cold <= 5 s at 10,000 datasets on the 2-core machine, warm <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+COLD_TARGET_S = 5.0
+WARM_TARGET_S = 1.0
+
+_MEASURE = """
+import json, resource, sys, time
+from pathlib import Path
+from cfgtool.compile import compile_store
+t0 = time.perf_counter()
+result = compile_store(Path(sys.argv[1]), "store", sys.argv[2], check_variables=sys.argv[3] == "1")
+digest = result.snapshot.digest
+elapsed = time.perf_counter() - t0
+peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "nodes": len(result.snapshot.nodes), "errors": result.errors,
+                  "checked": len(result.checked), "peak_mb": peak_mb}))
+"""
+
+
+def measure(repo: Path, ref: str, cache: Path, check_variables: bool) -> dict[str, float]:
+    """Compile `ref` in a fresh interpreter with the parse cache at `cache`; return its figures."""
+    env = {**os.environ, "CFGTOOL_CACHE_DIR": str(cache)}
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(repo), ref, "1" if check_variables else "0"],
+        check=True, capture_output=True, text=True, env=env,
+    )
+    figures: dict[str, float] = json.loads(out.stdout)
+    return figures
+
+
+def change_one_file(repo: Path) -> str:
+    """Commit a change to one dataset's main.conf; return the new commit."""
+    target = sorted((repo / "store" / "data").glob("*/*/*/main.conf"))[0]
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(f"\nbench.touched = {time.time_ns()}\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "bench: change one file"], check=True)
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per measurement")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="cfgtool-compile-bench-") as tmp:
+        repo = Path(tmp) / "repo"
+        subprocess.run(
+            [sys.executable, str(HERE / "gen_store.py"), "--datasets", str(args.datasets), "--out", str(repo),
+             "--seed", str(args.seed), "--git"],
+            check=True, capture_output=True,
+        )
+        base = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        rows: list[tuple[str, str, str, str]] = []
+        for check in (True, False):
+            label = "all variable values" if check else "default variables only"
+            cold_runs = []
+            for i in range(args.repeat):
+                cold_runs.append(measure(repo, base, Path(tmp) / f"cache-{check}-{i}", check))
+            cold = min(cold_runs, key=lambda f: f["seconds"])
+            cache = Path(tmp) / f"cache-{check}-0"
+            head = change_one_file(repo)
+            warm = min((measure(repo, head, cache, check) for _ in range(args.repeat)), key=lambda f: f["seconds"])
+            rows.append((f"cold compile, {label}", f"{cold['seconds']:.2f} s", f"<= {COLD_TARGET_S:.0f} s",
+                         "PASS" if cold["seconds"] <= COLD_TARGET_S else "MISS"))
+            rows.append((f"warm compile after a one-file change, {label}", f"{warm['seconds']:.2f} s",
+                         f"<= {WARM_TARGET_S:.0f} s", "PASS" if warm["seconds"] <= WARM_TARGET_S else "MISS"))
+            rows.append((f"peak memory (cold / warm), {label}", f"{cold['peak_mb']:.0f} / {warm['peak_mb']:.0f} MB",
+                         "", ""))
+            nodes, assignments = int(cold["nodes"]), int(cold["checked"])
+        print(f"store: {args.datasets:,} datasets, {nodes:,} nodes, {assignments} variable assignment(s) checked; "
+              f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, best of {args.repeat}")
+        width = max(len(r[0]) for r in rows)
+        for name, figure, target, verdict in rows:
+            print(f"{name:<{width}}  {figure:>16}  {target:>8}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()
