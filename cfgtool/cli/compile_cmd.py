@@ -81,6 +81,11 @@ def compile_command(
     """
     result = compile_for(ctx, ref, variables, check=True)
     ok = result.ok(strict)
+    if output is not None and ok:
+        try:
+            save(result.snapshot, output)
+        except OSError as exc:
+            raise SourceError(f"cannot write {output}: {exc.strerror or exc}", hint="check the path") from exc
     if fmt is ReportFormat.TEXT:
         painted = _use_color(color)
         typer.echo(render_report(result, painted, output if ok else None), nl=False, color=painted)
@@ -90,14 +95,8 @@ def compile_command(
         typer.echo(render_github(result.diagnostics), nl=False)
     else:
         typer.echo(render_markdown(result.diagnostics), nl=False)
-    if output is not None:
-        if ok:
-            try:
-                save(result.snapshot, output)
-            except OSError as exc:
-                raise SourceError(f"cannot write {output}: {exc.strerror or exc}", hint="check the path") from exc
-        else:
-            typer.echo(f"cfgtool: the snapshot was not written to {output}: the compile failed", err=True)
+    if output is not None and not ok:
+        typer.echo(f"cfgtool: the snapshot was not written to {output}: the compile failed", err=True)
     raise typer.Exit(0 if ok else 1)
 
 

@@ -223,14 +223,18 @@ def datasets(
 # ------------------------------------------------------------------------------------------ helpers
 
 
+_VALIDATION_CODES = frozenset({"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR"})
+
+
 def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
     """The normalized key (BadKeyError: exit 2); then refuse (exit 1) if compile errors affect the answer.
 
     A reverse query (`imported-by`, `datasets`) reads every node, so any error refuses it. A forward query
     reads L(KEY) only: errors of its layers, of no node (settings) or a KEY that did not resolve refuse it.
+    Validation errors (schemas, policies) never change a resolved config, so they refuse nothing.
     """
     key = normalize_key(text, result.snapshot.name)
-    errors = [d for d in result.diagnostics if d.severity == "error"]
+    errors = [d for d in result.diagnostics if d.severity == "error" and d.code not in _VALIDATION_CODES]
     if not errors:
         return key
     snap = result.snapshot
@@ -245,8 +249,9 @@ def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
     first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0))
     where = f"{first.location}: " if first.location else ""
     scope = "the store" if reverse else key
+    count = f"{len(errors):,} error{'' if len(errors) == 1 else 's'}"
     raise CfgtoolError(
-        f"{scope} cannot be queried: the compile has {len(errors):,} error(s) affecting it,"
+        f"{scope} cannot be queried: the compile has {count} affecting it,"
         f" the first: {where}{first.code} {first.message}",
         hint="run `cfgtool compile` to see every problem, or query a good state with --ref REF",
     )

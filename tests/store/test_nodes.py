@@ -9,7 +9,7 @@ from cfgtool.store.nodes import Store, discover
 from cfgtool.store.sources import GitSource, WorkTreeSource
 
 if TYPE_CHECKING:
-    from tests.store.conftest import GitRepo
+    from tests.conftest import GitRepo
 
 MakeStore = Callable[..., Store]
 

@@ -11,7 +11,7 @@ from cfgtool.store.git import NotAGitRepoError, UnknownRefError, cat_blobs, git_
 from cfgtool.store.sources import GitSource, StoreNotFoundError, WorkTreeSource, blob_id, open_source
 
 if TYPE_CHECKING:
-    from tests.store.conftest import GitRepo
+    from tests.conftest import GitRepo
 
 FILES = {
     "_CONFIG_STORE": "name: demo\n",

@@ -1,0 +1,90 @@
+"""Fixtures for every test: real git repositories in temporary directories, a private parse cache, and a copy
+of the embedded example store committed to its own repository (so tests never depend on the checkout's state)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from cfgtool.store.git import git_env
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+class GitRepo:
+    """A real repository in a temporary directory, with helpers to write files and commit them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.name", "Test")
+        self.git("config", "user.email", "test@example.com")
+        self.git("config", "commit.gpgsign", "false")
+
+    def git(self, *args: str) -> str:
+        proc = subprocess.run(("git", *args), cwd=self.root, env=git_env(), capture_output=True, text=True, check=True)
+        return proc.stdout.strip()
+
+    def write(self, files: Mapping[str, str | bytes | None], under: str = "") -> None:
+        """Write (or with None, delete) files; `under` prefixes every path (e.g. "store/")."""
+        for rel, content in files.items():
+            path = self.root / under / rel
+            if content is None:
+                path.unlink()
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+
+    def commit(self, message: str = "change") -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point the parse cache (and the CLI subprocesses, which inherit the environment) at a fresh directory."""
+    old = os.environ.get("CFGTOOL_CACHE_DIR")
+    os.environ["CFGTOOL_CACHE_DIR"] = str(tmp_path_factory.mktemp("parse-cache"))
+    yield
+    if old is None:
+        del os.environ["CFGTOOL_CACHE_DIR"]
+    else:
+        os.environ["CFGTOOL_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    return GitRepo(tmp_path / "repo")
+
+
+@pytest.fixture
+def store_repo(repo: GitRepo) -> GitRepo:
+    """A repository whose `store/` has an empty `_CONFIG_STORE` and nothing else yet."""
+    repo.write({"store/_CONFIG_STORE": ""})
+    return repo
+
+
+def copy_embedded(root: Path) -> GitRepo:
+    """A new repository at `root` holding a committed copy of the embedded store, its schemas and policies."""
+    repo = GitRepo(root)
+    for name in ("store", "schemas", "policies"):
+        if (CHECKOUT / name).is_dir():
+            shutil.copytree(CHECKOUT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    repo.commit("the embedded example store")
+    return repo
+
+
+@pytest.fixture(scope="session")
+def embedded_repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    """The embedded store, committed; shared by the session, so tests must not change it."""
+    return copy_embedded(tmp_path_factory.mktemp("embedded") / "repo")
