@@ -7,15 +7,19 @@ two hex digits; a shard is read when first needed and rewritten only when it gai
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 from pathlib import Path
 
 from cfgtool import __version__
+from cfgtool.hocon import values
 from cfgtool.hocon.values import Obj
 from cfgtool.snapshot import write_atomic_bytes
 
-FORMAT = 2  # bump whenever the value model (cfgtool.hocon.values) changes shape
+FORMAT = 2  # the layout of the cache files
+# The pickled trees are instances of cfgtool.hocon.values: a change to that module must not read old ones.
+_MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
 
 def cache_root() -> Path:
@@ -37,7 +41,8 @@ class ParseCache:
 
     @classmethod
     def default(cls) -> ParseCache:
-        return cls(cache_root() / f"parse-v{FORMAT}-{__version__}")
+        """The cache for this cfgtool and this shape of the value model (a change to either starts afresh)."""
+        return cls(cache_root() / f"parse-v{FORMAT}-{__version__}-{_MODEL}")
 
     def _shard(self, oid: str) -> dict[tuple[str, str], Obj]:
         name = oid[:2]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cfgtool import __version__
@@ -28,6 +28,9 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover
 from cfgtool.store.settings import assignments
 from cfgtool.store.sources import Source, open_source
+from cfgtool.validate import check_policies, check_schemas, load_schemas, read_schema_files
+
+VALIDATION_CODES = frozenset({"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR"})
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,19 @@ class CompileResult:
         """No errors (and, when `strict`, no warnings either)."""
         return self.errors == 0 and not (strict and self.warnings)
 
+    def errors_affecting(self, key: str | None) -> list[Diagnostic]:
+        """Errors that make an answer about `key` unreliable; `None` asks about the whole store.
+
+        For a key: errors of any layer of L(key) (or of the node it inherits from) and errors tied to no
+        node (settings). Validation errors never count: they do not change resolved configs.
+        """
+        errors = [d for d in self.diagnostics if d.severity == "error" and d.code not in VALIDATION_CODES]
+        if key is None or not errors:
+            return errors
+        snap = self.snapshot.nodes.get(self.snapshot.nearest_node(key))
+        layers = set(snap.layers) if snap is not None else {key}
+        return [d for d in errors if d.key is None or d.key in layers]
+
 
 def compile_store(
     repo: Path | None = None,
@@ -59,23 +75,83 @@ def compile_store(
     variables: Mapping[str, str] | None = None,
     *,
     check_variables: bool = True,
+    validate: bool = True,
+    base: str | None = None,
+    principal: str | None = None,
 ) -> CompileResult:
-    """Compile the store in `repo` at `ref` (None: the working tree); see `compile_source`."""
+    """Compile the store in `repo` at `ref` (None: the working tree); see `compile_source`.
+
+    `base` names a ref to compare with: policies then see each node as created, altered, deleted or
+    unchanged against the store at that ref (DESIGN 8.2); `principal` is who asks (a PR's author).
+    """
     source = open_source(repo, store, ref)
-    return compile_source(source, variables, check_variables=check_variables)
+    base_snapshot = None
+    if base is not None:
+        base_source = open_source(source.repo_root, store, base)
+        base_snapshot = compile_source(base_source, variables, check_variables=False, validate=False).snapshot
+    return compile_source(
+        source, variables, check_variables=check_variables, validate=validate, base=base_snapshot, principal=principal
+    )
 
 
 def compile_source(
-    source: Source, variables: Mapping[str, str] | None = None, *, check_variables: bool = True
+    source: Source,
+    variables: Mapping[str, str] | None = None,
+    *,
+    check_variables: bool = True,
+    validate: bool = True,
+    base: Snapshot | None = None,
+    principal: str | None = None,
 ) -> CompileResult:
-    """Compile every node of the store in `source`.
+    """Compile every node of the store in `source`, then (with `validate`) check schemas and policies.
 
     The snapshot uses `variables`, falling back to the declared defaults (then to each variable's first value).
     With `check_variables`, every other declared value of every variable a node depends on is compiled too,
     and its problems are reported with the values that caused them (DESIGN 5.3).
     """
     with bulk():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
-        return _compile(source, variables, check_variables)
+        result = _compile(source, variables, check_variables)
+        if not validate:
+            return result
+        problems = validate_snapshot(result.store, result.snapshot, base, principal)
+    return replace(result, diagnostics=result.diagnostics + tuple(problems))
+
+
+def validate_snapshot(
+    store: Store, snapshot: Snapshot, base: Snapshot | None = None, principal: str | None = None
+) -> list[Diagnostic]:
+    """JSON Schemas and policies (DESIGN 8) on a compiled snapshot: one problem never stops the others."""
+    source = store.source
+    settings = store.settings
+    diags: list[Diagnostic] = []
+    schemas_dir = settings.schemas_dir(source.store)
+    if schemas_dir is not None:
+        files = read_schema_files(source.repo_root, schemas_dir, source.commit if source.ref is not None else None)
+        if not files:
+            diags.append(
+                Diagnostic.of(
+                    "E_SETTINGS",
+                    f"schemas: {settings.schemas!r} names {schemas_dir}/, which holds no schema files",
+                    file=store.settings_file,
+                    notes=("add *.yaml or *.json JSON Schemas there, or remove the setting",),
+                )
+            )
+        specs, problems = load_schemas(files, settings.name)
+        diags += problems
+        diags += check_schemas(specs, snapshot)
+    if settings.policies:
+        blob = source.read(store.settings_file)
+        diags += check_policies(
+            settings.policies,
+            source.repo_root,
+            snapshot,
+            base,
+            principal,
+            settings_file=store.settings_file,
+            settings_text=blob.text() if blob is not None else None,
+            present=store.nodes.keys(),
+        )
+    return diags
 
 
 def _compile(source: Source, variables: Mapping[str, str] | None, check_variables: bool) -> CompileResult:
@@ -102,9 +178,7 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
     merged = _Merger(docs)
     nodes: dict[str, NodeSnapshot] = {}
     for key in graph.nodes:
-        snap = _resolve_node(graph, key, merged, diags, ())
-        if snap is not None:
-            nodes[key] = snap
+        nodes[key] = _resolve_node(graph, key, merged, diags, ()) or _failed_node(graph, key)
 
     checked: list[Mapping[str, str]] = [chosen]
     if check_variables:
@@ -211,6 +285,15 @@ def _resolve_node(
         intrinsic=resolved.used_extra,
         provenance=Provenance(resolved, own_doc),
     )
+
+
+def _failed_node(graph: Graph, key: str) -> NodeSnapshot:
+    """A node that did not resolve: kept (config None) so that reads of it fail instead of reading its parent."""
+    layers = graph.layers(key)
+    keys = tuple(layer.key for layer in layers) if layers is not None else (key,)
+    reached = tuple(layer.reach.describe(layer.key) for layer in layers) if layers is not None else ("itself",)
+    imports = tuple(graph.imports(key)) if layers is not None else ()
+    return NodeSnapshot(key=key, config=None, layers=keys, reached=reached, imports=imports)
 
 
 class _Merger:

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from cfgtool.errors import CfgtoolError
+from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.hocon import Origin, bulk, parse
 from cfgtool.hocon.values import Obj
 from cfgtool.layers import resolve_layers
@@ -98,6 +98,11 @@ class Snapshot(StoreQueries):
     nodes: Mapping[str, NodeSnapshot]
     cfgtool_version: str
     texts: Mapping[str, str] = field(default_factory=dict)  # repo-relative path -> text of every file read
+
+    @cached_property
+    def failed(self) -> frozenset[str]:
+        """Nodes that did not resolve (their config is None): reading them is an error."""
+        return frozenset(key for key, snap in self.nodes.items() if snap.config is None)
 
     # -- queries (DESIGN 6 comes from StoreQueries) ----------------------------------------------------------
     def _lin_of(self, key: str) -> tuple[str, ...] | None:
@@ -272,8 +277,12 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
 
 
 def save(snapshot: Snapshot, path: Path) -> None:
-    """Write a snapshot's artifact atomically."""
-    write_atomic(path, json.dumps(snapshot.to_json(), ensure_ascii=False, separators=(",", ":")))
+    """Write a snapshot's artifact atomically (SourceError when the file cannot be written)."""
+    try:
+        write_atomic(path, json.dumps(snapshot.to_json(), ensure_ascii=False, separators=(",", ":")))
+    except OSError as exc:
+        hint = "check that the directory exists and is writable"
+        raise SourceError(f"cannot write {path}: {exc.strerror or exc}", hint=hint) from exc
 
 
 def load(path: Path) -> Snapshot:

@@ -13,7 +13,6 @@ import typer
 from cfgtool.cli.options import Ref, Vars, compile_for
 from cfgtool.compile import CompileResult
 from cfgtool.diagnostics import render_github, render_json, render_markdown, render_text
-from cfgtool.errors import SourceError
 from cfgtool.snapshot import save
 from cfgtool.store.keys import parent
 
@@ -59,6 +58,23 @@ def compile_command(
             show_default=False,
         ),
     ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            metavar="REF",
+            help="Compare with the store at REF: policies see each node as created, altered, deleted or unchanged"
+            " (a pull-request check passes the target branch).",
+            show_default=False,
+        ),
+    ] = None,
+    principal: Annotated[
+        str | None,
+        typer.Option(
+            "--principal", metavar="NAME", help="Who asks, passed to the policies (a PR check passes the PR author).",
+            show_default=False,
+        ),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")] = False,
     color: Annotated[
         Color,
@@ -78,14 +94,12 @@ def compile_command(
       cfgtool compile
       cfgtool compile --ref origin/main --format json --output snapshot.json
       cfgtool compile --strict --format github
+      cfgtool compile --base origin/main --principal alice --format markdown
     """
-    result = compile_for(ctx, ref, variables, check=True)
+    result = compile_for(ctx, ref, variables, check=True, base=base, principal=principal)
     ok = result.ok(strict)
     if output is not None and ok:
-        try:
-            save(result.snapshot, output)
-        except OSError as exc:
-            raise SourceError(f"cannot write {output}: {exc.strerror or exc}", hint="check the path") from exc
+        save(result.snapshot, output)
     if fmt is ReportFormat.TEXT:
         painted = _use_color(color)
         typer.echo(render_report(result, painted, output if ok else None), nl=False, color=painted)
@@ -116,7 +130,7 @@ def render_json_report(result: CompileResult) -> str:
         source={"ref": snap.source.ref, "commit": snap.source.commit, "dirty": snap.source.dirty},
         variables=dict(sorted(snap.variables.items())),
         nodes=len(result.store.nodes),
-        resolved=len(snap.nodes),
+        resolved=len(snap.nodes) - len(snap.failed),
         digest=snap.digest,
         checked=[dict(sorted(a.items())) for a in result.checked],
     )
@@ -163,7 +177,7 @@ def _describe_nodes(result: CompileResult) -> str:
     datasets = sum(1 for k in keys if not (snap.is_tag(k) or k in snap.tag_roots) and k not in parents)
     text = f"{len(keys):,} ({_plural(datasets, 'dataset')}, {_plural(tags, 'tag')}, "
     text += f"{_plural(len(keys) - tags - datasets, 'group')})"
-    failed = len(keys) - len(snap.nodes)
+    failed = len(keys) - len(snap.nodes) + len(snap.failed)
     return text + (f", {failed:,} not resolved" if failed else "")
 
 

@@ -49,7 +49,22 @@ def parse_variables(items: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def compile_for(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, *, check: bool) -> CompileResult:
-    """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values."""
+def compile_for(
+    ctx: typer.Context,
+    ref: str | None,
+    variables: Sequence[str] | None,
+    *,
+    check: bool,
+    base: str | None = None,
+    principal: str | None = None,
+) -> CompileResult:
+    """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
+
+    `check` also compiles every other value of every variable and validates schemas and policies (what
+    `compile` reports); queries skip both, since neither changes a resolved config.
+    """
     cli: CliContext = ctx.obj
-    return compile_store(cli.repo, cli.store, ref, parse_variables(variables), check_variables=check)
+    return compile_store(
+        cli.repo, cli.store, ref, parse_variables(variables),
+        check_variables=check, validate=check, base=base, principal=principal,
+    )

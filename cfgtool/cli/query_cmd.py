@@ -19,7 +19,7 @@ from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.explain import explain
 from cfgtool.formats import Format, render, to_json
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.store.keys import ROOT, normalize_key, parent
+from cfgtool.store.keys import normalize_key
 
 
 class QueryFormat(StrEnum):
@@ -234,18 +234,9 @@ def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
     Validation errors (schemas, policies) never change a resolved config, so they refuse nothing.
     """
     key = normalize_key(text, result.snapshot.name)
-    errors = [d for d in result.diagnostics if d.severity == "error" and d.code not in _VALIDATION_CODES]
+    errors = result.errors_affecting(None if reverse else key)
     if not errors:
         return key
-    snap = result.snapshot
-    nearest = key
-    while nearest not in result.store.nodes:
-        nearest = parent(nearest) or ROOT
-    if not reverse and nearest in snap.nodes:
-        layers = set(snap.nodes[nearest].layers)
-        errors = [d for d in errors if d.key is None or d.key in layers]
-        if not errors:
-            return key
     first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0))
     where = f"{first.location}: " if first.location else ""
     scope = "the store" if reverse else key

@@ -173,7 +173,8 @@ def describe(node: Node, limit: int = 80) -> str:
     if isinstance(node, Num):
         text = node.raw
     elif isinstance(node, Scalar):
-        text = json.dumps(node.value, ensure_ascii=False)
+        value = node.value
+        text = value if isinstance(value, str) and not node.quoted else json.dumps(value, ensure_ascii=False)
     elif isinstance(node, Ws):
         text = node.value
     elif isinstance(node, Subst):

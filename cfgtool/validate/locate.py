@@ -8,7 +8,7 @@ nearest path that has an origin, and for objects and missing values falls back t
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -101,6 +101,34 @@ def own_config(node: NodeSnapshot) -> dict[str, Any]:
             continue
         _insert(out, path, value)
     return out
+
+
+class LazyOwnConfig(Mapping[str, Any]):
+    """`own_config(node)`, computed on first access: most policies never read it, and a node's own
+    assignments come from provenance that a plain compile does not otherwise need."""
+
+    __slots__ = ("_node", "_value")
+
+    def __init__(self, node: NodeSnapshot) -> None:
+        self._node = node
+        self._value: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        if self._value is None:
+            self._value = own_config(self._node)
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
 
 
 _MISSING: Any = object()

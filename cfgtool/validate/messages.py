@@ -72,7 +72,8 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     if validator == "const":
         return f"must be {show(expected)}, not {show(instance)}"
     if validator == "not":
-        return f"{show(instance)} is not allowed here (the schema forbids {show(expected)})"
+        forbidden = json.dumps(expected, ensure_ascii=False, sort_keys=True, default=str)
+        return f"{show(instance)} is not allowed here (the schema forbids {_short(forbidden, MAX_VALUE)})"
     if validator == "pattern":
         return f"{show(instance)} does not match the pattern {expected}"
     if validator in ("anyOf", "oneOf") and error.context:
@@ -83,5 +84,5 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     return _short(error.message)
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+def _short(text: str, limit: int = MAX_MESSAGE) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -32,7 +32,7 @@ from cfgtool.diagnostics import Diagnostic
 from cfgtool.policies import Change, NodeRequest, Policy, PolicyViolation
 from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.store.settings import SETTINGS_FILE, PolicySpec
-from cfgtool.validate.locate import locate, main_conf, own_config, parse_path
+from cfgtool.validate.locate import LazyOwnConfig, locate, main_conf, parse_path
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,11 @@ def _create(spec: PolicySpec, repo_root: Path) -> Policy:
         with _repository_on_path(repo_root, module_name):
             module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
-        where = f"in {repo_root} or the installed packages"
-        raise _LoadError(f"cannot import module {module_name!r}: {err} ({where})") from err
+        if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
+            where = f"in {repo_root} or the installed packages"
+            raise _LoadError(f"cannot import module {module_name!r}: {err} ({where})") from err
+        notes = _where(err, repo_root)
+        raise _LoadError(f"importing module {module_name!r} failed: {_exception(err)}", notes) from err
     except Exception as err:
         raise _LoadError(f"importing module {module_name!r} failed: {_exception(err)}", _where(err, repo_root)) from err
     target: Any = module
@@ -123,17 +126,17 @@ def _create(spec: PolicySpec, repo_root: Path) -> Policy:
 def _repository_on_path(repo_root: Path, module_name: str) -> Iterator[None]:
     """Import from `repo_root` first, fresh; afterwards restore `sys.path` and `sys.modules`.
 
-    A module family already imported from elsewhere (`policies` of another repository) is set aside while
-    importing and put back afterwards; repository modules imported meanwhile are removed again. cfgtool
-    itself is never re-imported: policies must see the same `PolicyViolation` class as the runner.
+    A module family the repository provides but that was already imported from elsewhere (`policies` of
+    another repository) is set aside while importing and put back afterwards; the repository's modules
+    imported meanwhile are removed again. Installed packages (even in a virtualenv inside the repository)
+    stay imported, and cfgtool itself is never re-imported: policies share the runner's classes.
     """
     root = str(repo_root.resolve())
     top = module_name.split(".")[0]
     saved_path = list(sys.path)
     before = set(sys.modules)
     stashed: dict[str, ModuleType] = {}
-    provided = (repo_root / top).is_dir() or (repo_root / f"{top}.py").is_file()
-    if provided and top != "cfgtool" and top in sys.modules and not _inside(sys.modules[top], root):
+    if _provides(repo_root, top) and top in sys.modules and not _inside(sys.modules[top], root):
         stashed = {n: m for n, m in sys.modules.items() if n == top or n.startswith(top + ".")}
         for name in stashed:
             del sys.modules[name]
@@ -144,12 +147,18 @@ def _repository_on_path(repo_root: Path, module_name: str) -> Iterator[None]:
     finally:
         sys.path[:] = saved_path
         for name in set(sys.modules) - before:
-            if name.split(".")[0] != "cfgtool" and _inside(sys.modules[name], root):
+            if _provides(repo_root, name.split(".")[0]) and _inside(sys.modules[name], root):
                 del sys.modules[name]
         for name in stashed:
             sys.modules.pop(name, None)
         sys.modules.update(stashed)
         importlib.invalidate_caches()
+
+
+def _provides(repo_root: Path, top: str) -> bool:
+    """Whether `top` is a top-level module of the repository (cfgtool itself never counts: a fork of the
+    product repository holds a copy of it, but policies must share the running cfgtool's classes)."""
+    return top != "cfgtool" and ((repo_root / top).is_dir() or (repo_root / f"{top}.py").is_file())
 
 
 def _inside(module: ModuleType | None, root: str) -> bool:
@@ -176,7 +185,9 @@ def _where(err: BaseException, repo_root: Path) -> list[str]:
     frames = traceback.extract_tb(err.__traceback__)
     if not frames:
         return []
-    last = frames[-1]
+    root = repo_root.resolve()
+    own = [f for f in frames if Path(f.filename).resolve().is_relative_to(root)]
+    last = (own or frames)[-1]  # the policy's own line rather than a library's
     return [f"raised at {_relative(last.filename, repo_root)}:{last.lineno} in {last.name}"]
 
 
@@ -273,7 +284,7 @@ def _requests(
             NodeRequest(
                 key,
                 change,
-                own_config(node),
+                LazyOwnConfig(node),
                 node.config,
                 previous,
                 tuple(snapshot.imports(key)),

@@ -121,7 +121,7 @@ def load_schemas(
         diags += problems
         if spec is not None:
             specs.append(spec)
-    return specs, diags
+    return specs, sorted(diags, key=lambda d: (d.file or "", d.line or 0, d.col or 0))
 
 
 def _registry(docs: Sequence[Document]) -> referencing.Registry[Any]:
