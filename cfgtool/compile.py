@@ -8,22 +8,16 @@ Nothing here prints or writes files except the parse cache, which is written ato
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cfgtool import __version__
-from cfgtool.cache import ParseCache
+from cfgtool.build import Builder
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.errors import UsageError
-from cfgtool.hocon import HoconError, Origin, bulk, parse
-from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
-from cfgtool.hocon.merge import merge_nodes
-from cfgtool.hocon.values import Node, Obj
-from cfgtool.layers import resolve_layers
-from cfgtool.provenance import Provenance
-from cfgtool.snapshot import NodeSnapshot, Snapshot, SourceInfo
+from cfgtool.hocon import bulk
+from cfgtool.snapshot import Snapshot, SourceInfo
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover
 from cfgtool.store.settings import assignments
@@ -41,6 +35,7 @@ class CompileResult:
     diagnostics: tuple[Diagnostic, ...]
     store: Store
     checked: tuple[Mapping[str, str], ...]  # every variable assignment that was compiled
+    stats: Mapping[str, int]  # files parsed, nodes resolved, nodes reused from the cache
 
     @property
     def errors(self) -> int:
@@ -168,17 +163,10 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
     chosen.update(variables or {})
 
     diags: list[Diagnostic] = list(store.diagnostics)
-    cache = ParseCache.default()
-    texts: dict[str, str] = {}
-    docs = _parse_all(store, cache, diags, texts)
-    cache.flush()
-
     graph = Graph(store, chosen)
     diags += graph.diagnostics
-    merged = _Merger(docs)
-    nodes: dict[str, NodeSnapshot] = {}
-    for key in graph.nodes:
-        nodes[key] = _resolve_node(graph, key, merged, diags, ()) or _failed_node(graph, key)
+    builder = Builder(store, diags)
+    nodes = builder.build(graph, graph.nodes)
 
     checked: list[Mapping[str, str]] = [chosen]
     if check_variables:
@@ -190,9 +178,11 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
             other = Graph(store, {**chosen, **assignment})
             diags += other.diagnostics
             note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(assignment.items())),)
-            for key in other.nodes:
-                if other.variables_of(key) and other.linearization(key) != graph.linearization(key):
-                    _resolve_node(other, key, merged, diags, note)
+            changed = [
+                k for k in other.nodes if other.variables_of(k) and other.linearization(k) != graph.linearization(k)
+            ]
+            builder.build(other, changed, note)
+    builder.flush()
 
     snapshot = Snapshot(
         store=source.store,
@@ -202,123 +192,6 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
         tag_roots=tuple(settings.tag_roots),
         nodes=nodes,
         cfgtool_version=__version__,
-        texts=texts,
+        texts=source.texts(builder.texts_paths()),
     )
-    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, tuple(checked))
-
-
-def _parse_all(
-    store: Store, cache: ParseCache, diags: list[Diagnostic], texts: dict[str, str]
-) -> dict[str, Obj | None]:
-    """Each node's own config as a parsed document (None when it does not parse); `texts` collects the
-    text of every file read, so a snapshot can resolve keys without a node later."""
-    source = store.source
-    root = source.store
-
-    def reader(path: str) -> str | None:
-        if (root and not (path == root or path.startswith(root + "/"))) or path.startswith("../"):
-            raise HoconError(E_UNSUPPORTED_INCLUDE, f"include {path!r} is outside the store {root or '.'}/")
-        blob = source.read(path)
-        if blob is None:
-            return None
-        texts[path] = blob.text()
-        return texts[path]
-
-    docs: dict[str, Obj | None] = {}
-    for key, node in store.nodes.items():
-        if node.main is not None and node.main.text is not None:
-            texts[node.main.path] = node.main.text
-        main = node.main
-        if main is None:
-            docs[key] = Obj({}, Origin(posixpath.join(node.dir, "main.conf"), 0, 0))  # line 0: no file
-            continue
-        if main.text is None:  # not UTF-8: discovery reported it
-            docs[key] = None
-            continue
-        doc = cache.get(main.oid, main.path)
-        if doc is None:
-            used_reader = False
-
-            def tracking_reader(path: str) -> str | None:
-                nonlocal used_reader
-                used_reader = True
-                return reader(path)
-
-            try:
-                doc = parse(main.text, main.path, reader=tracking_reader)
-            except HoconError as exc:
-                diags.append(_diagnostic(exc, key))
-                docs[key] = None
-                continue
-            if not used_reader:  # a document with includes depends on other files: not cached by its own id
-                cache.put(main.oid, main.path, doc)
-        docs[key] = doc
-    return docs
-
-
-def _resolve_node(
-    graph: Graph, key: str, merged: _Merger, diags: list[Diagnostic], notes: tuple[str, ...]
-) -> NodeSnapshot | None:
-    """Merge the own configs of L(key) and resolve them; None (with a diagnostic) when that fails."""
-    layers = graph.layers(key)
-    if layers is None:
-        return None  # on or behind an import cycle: E_CYCLE was reported
-    keys = tuple(layer.key for layer in layers)
-    tree = merged.tree(keys)
-    if tree is None:
-        return None  # a layer does not parse: its E_SYNTAX was reported once, at its file
-    try:
-        resolved = resolve_layers([tree], key)
-        config = resolved.value
-    except HoconError as exc:
-        diags.append(_diagnostic(exc, key, notes))
-        return None
-    own_doc = merged.docs[key]
-    assert own_doc is not None
-    return NodeSnapshot(
-        key=key,
-        config=config,
-        layers=keys,
-        reached=tuple(layer.reach.describe(layer.key) for layer in layers),
-        imports=tuple(graph.imports(key)),
-        file=None if own_doc.origin.line == 0 else own_doc.origin.file,
-        intrinsic=resolved.used_extra,
-        provenance=Provenance(resolved, own_doc),
-    )
-
-
-def _failed_node(graph: Graph, key: str) -> NodeSnapshot:
-    """A node that did not resolve: kept (config None) so that reads of it fail instead of reading its parent."""
-    layers = graph.layers(key)
-    keys = tuple(layer.key for layer in layers) if layers is not None else (key,)
-    reached = tuple(layer.reach.describe(layer.key) for layer in layers) if layers is not None else ("itself",)
-    imports = tuple(graph.imports(key)) if layers is not None else ()
-    return NodeSnapshot(key=key, config=None, layers=keys, reached=reached, imports=imports)
-
-
-class _Merger:
-    """Merged (unresolved) trees of linearizations, memoized by suffix: L(K) = [K] + L(P) for most nodes,
-    so each node costs one merge of its own config over its parent's already merged tree."""
-
-    def __init__(self, docs: Mapping[str, Obj | None]) -> None:
-        self.docs = docs
-        self._trees: dict[tuple[str, ...], Node | None] = {}
-
-    def tree(self, keys: tuple[str, ...]) -> Node | None:
-        if keys in self._trees:
-            return self._trees[keys]
-        head = self.docs.get(keys[0])
-        result: Node | None
-        if head is None or len(keys) == 1:
-            result = head
-        else:
-            rest = self.tree(keys[1:])
-            result = None if rest is None else merge_nodes(head, rest)
-        self._trees[keys] = result
-        return result
-
-
-def _diagnostic(exc: HoconError, key: str, notes: tuple[str, ...] = ()) -> Diagnostic:
-    return Diagnostic.of(
-        exc.code, exc.message, key=key, file=exc.file, line=exc.line, col=exc.col, notes=(*exc.notes, *notes)
-    )
+    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, tuple(checked), dict(builder.stats))

@@ -6,7 +6,7 @@ A plain `compile` never needs it (the digest covers values, not positions), so i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from cfgtool.hocon import Origin, Resolved, describe
@@ -37,47 +37,56 @@ class Provenance:
     """`origins` (leaf path -> winning assignment), `sources` (built values -> their inputs) and `own`
     (leaf path -> the node's own assignment), either given or computed lazily from the trees."""
 
-    __slots__ = ("_origins", "_own", "_own_doc", "_resolved", "_sources")
+    __slots__ = ("_compute", "_origins", "_own", "_own_doc", "_resolved", "_sources")
 
     def __init__(
         self,
         resolved: Resolved | None = None,
         own_doc: Node | None = None,
         *,
+        compute: Callable[[], tuple[Resolved | None, Node | None]] | None = None,
         origins: Mapping[str, Origin] | None = None,
         sources: Mapping[str, tuple[Origin, ...]] | None = None,
         own: Mapping[str, OwnValue] | None = None,
     ) -> None:
         self._resolved = resolved
         self._own_doc = own_doc
+        self._compute = compute  # for a node taken from the cache: resolve it again when asked
         self._origins = origins
         self._sources = sources
         self._own = own
 
+    def _trees(self) -> None:
+        if self._compute is not None:
+            self._resolved, self._own_doc = self._compute()
+            self._compute = None
+
     @property
     def origins(self) -> Mapping[str, Origin]:
         if self._origins is None:
-            self._compute()
+            self._leaves()
         assert self._origins is not None
         return self._origins
 
     @property
     def sources(self) -> Mapping[str, tuple[Origin, ...]]:
         if self._sources is None:
-            self._compute()
+            self._leaves()
         assert self._sources is not None
         return self._sources
 
     @property
     def own(self) -> Mapping[str, OwnValue]:
         if self._own is None:
+            self._trees()
             doc = self._own_doc
             leaves = own_leaves(doc) if doc is not None else iter(())
             self._own = {path_name(p): OwnValue(describe(n), n.origin) for p, n in leaves}
             self._own_doc = None
         return self._own
 
-    def _compute(self) -> None:
+    def _leaves(self) -> None:
+        self._trees()
         origins: dict[str, Origin] = {}
         sources: dict[str, tuple[Origin, ...]] = {}
         if self._resolved is not None:

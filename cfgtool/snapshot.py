@@ -50,6 +50,7 @@ class NodeSnapshot:
     file: str | None = None  # its main.conf (repo-relative), None when it has none
     intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
     provenance: Provenance = field(default_factory=Provenance, compare=False, repr=False)
+    content_hash: str | None = field(default=None, compare=False, repr=False)  # node_hash(), when known
 
     @property
     def origins(self) -> Mapping[str, Origin]:
@@ -150,13 +151,10 @@ class Snapshot(StoreQueries):
 
     # -- serialization -----------------------------------------------------------------------------------
     def content(self) -> dict[str, Any]:
-        """What the digest covers: resolved configs, layers, imports and variables."""
+        """What the digest covers: each node's content hash (config, layers, imports) and the variables."""
         return {
             "variables": dict(sorted(self.variables.items())),
-            "nodes": {
-                key: {"config": snap.config, "layers": list(snap.layers), "imports": list(snap.imports)}
-                for key, snap in sorted(self.nodes.items())
-            },
+            "nodes": {key: node_hash(snap) for key, snap in sorted(self.nodes.items())},
         }
 
     @cached_property
@@ -249,6 +247,14 @@ class Snapshot(StoreQueries):
     def iter_nodes(self) -> Iterator[NodeSnapshot]:
         for key in sorted(self.nodes):
             yield self.nodes[key]
+
+
+def node_hash(snap: NodeSnapshot) -> str:
+    """sha256 of one node's content: resolved config, layers and imports (cached ones come from the cache)."""
+    if snap.content_hash is not None:
+        return snap.content_hash
+    content = {"config": snap.config, "layers": list(snap.layers), "imports": list(snap.imports)}
+    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
 
 
 def canonical_json(value: Any) -> str:

@@ -4,6 +4,7 @@ file, line, column and message; variables checked per declared value; refs versu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -301,3 +302,29 @@ def test_compile_late_reference_sees_each_nodes_own_values(compile_files: Compil
     result = compile_files(files)
     assert result.diagnostics == ()
     assert result.snapshot.nodes["/data/x"].config == {"path": "/data/events", "name": "events", "urn": "u:/data/x"}
+
+
+def test_compile_non_utf8_main_conf_reports_E_SYNTAX_at_the_byte(compile_files: Compile) -> None:
+    result = compile_files({"data/x/main.conf": b"a = 1\nb = caf\xe9\n"})
+    d = only(result, "E_SYNTAX")
+    assert (d.key, d.file, d.line, d.col) == ("/data/x", "store/data/x/main.conf", 2, 8)
+    assert d.message == "not valid UTF-8 (byte 0xe9); save the file as UTF-8"
+    assert "/data/x" in result.snapshot.failed
+
+
+def test_compile_reuses_cached_nodes_and_resolves_only_what_a_change_reaches(
+    compile_files: Compile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    files = {"main.conf": "base = 1\n", "data/main.conf": "d = ${base}\n"}
+    files |= {f"data/n{i}/main.conf": f"own = {i}\n" for i in range(5)}
+    first = compile_files(files)
+    assert first.stats == {"parsed": 7, "resolved": 7, "reused": 0}
+    second = compile_files({"data/n3/main.conf": "own = 33\n"})
+    assert second.stats == {"parsed": 1, "resolved": 1, "reused": 6}
+    assert second.snapshot.lookup("/data/n3").config == {"base": 1, "d": 1, "own": 33}
+    assert second.snapshot.nodes["/data/n1"].origins["own"].line == 1  # provenance of a reused node
+    fresh_cache = tmp_path / "fresh"
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(fresh_cache))
+    third = compile_files({})
+    assert third.stats["reused"] == 0 and third.snapshot.digest == second.snapshot.digest

@@ -24,11 +24,11 @@ _NODE_FILES = frozenset((MAIN_FILE, *INCLUDES_FILES))
 
 @dataclass(frozen=True)
 class NodeFile:
-    """A node's `main.conf`: repo-relative `path`, blob id `oid`, and `text` (None when it is not UTF-8)."""
+    """A node's `main.conf`: repo-relative `path` and blob id `oid`. Its text is read only when the file is
+    not in the parse cache (`Source.load`), so an unchanged store is compiled without reading it again."""
 
     path: str
     oid: str
-    text: str | None
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,12 @@ def discover(source: Source) -> Store:
 
     settings_path = source.path(SETTINGS_FILE)
     wanted = [settings_path]
+    mains: list[str] = []
     for directory, names in files_of.items():
-        wanted += [source.path(_join(directory, n)) for n in names]
+        for n in names:
+            (mains if n == MAIN_FILE else wanted).append(source.path(_join(directory, n)))
     blobs = source.load(wanted)
+    oids = source.oids(mains)
 
     settings, settings_diags = _settings(blobs.get(settings_path), settings_path)
     diags += settings_diags
@@ -84,9 +87,10 @@ def discover(source: Source) -> Store:
     for directory, key in sorted(dirs.items(), key=lambda item: item[1]):
         names = files_of.get(directory, set())
         node_dir = source.path(directory) if directory else source.store
-        main = blobs.get(_join(node_dir, MAIN_FILE)) if MAIN_FILE in names else None
+        main_path = _join(node_dir, MAIN_FILE)
+        main = NodeFile(main_path, oids[main_path]) if MAIN_FILE in names and main_path in oids else None
         includes = _includes(names, node_dir, key, blobs, settings, diags)
-        nodes[key] = Node(key, node_dir, _main(main, key, diags) if main else None, includes)
+        nodes[key] = Node(key, node_dir, main, includes)
     return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags))
 
 
@@ -132,17 +136,10 @@ def _node_dir(
 def _settings(blob: Blob | None, path: str) -> tuple[Settings, list[Diagnostic]]:
     if blob is None:  # sources check that it exists; tolerate a race with the file system
         return Settings(), []
-    text, problem = _decode(blob, None, "E_SETTINGS")
+    text, problem = decode(blob, None, "E_SETTINGS")
     if problem is not None:
         return Settings(), [problem]
     return parse_settings(text or "", path)
-
-
-def _main(blob: Blob, key: str, diags: list[Diagnostic]) -> NodeFile:
-    text, problem = _decode(blob, key)
-    if problem is not None:
-        diags.append(problem)
-    return NodeFile(blob.path, blob.oid, text)
 
 
 def _includes(
@@ -169,7 +166,7 @@ def _includes(
     blob = blobs.get(_join(node_dir, present[0]))
     if blob is None:
         return None
-    text, problem = _decode(blob, key)
+    text, problem = decode(blob, key)
     if problem is not None:
         diags.append(problem)
         return IncludesFile(blob.path, blob.oid, ())
@@ -179,7 +176,7 @@ def _includes(
     return IncludesFile(blob.path, blob.oid, tuple(lines))
 
 
-def _decode(blob: Blob, key: str | None, code: str = "E_SYNTAX") -> tuple[str | None, Diagnostic | None]:
+def decode(blob: Blob, key: str | None, code: str = "E_SYNTAX") -> tuple[str | None, Diagnostic | None]:
     """The blob's text, or None and a diagnostic pointing at the first byte that is not UTF-8."""
     try:
         return blob.text(), None

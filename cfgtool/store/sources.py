@@ -12,7 +12,7 @@ import os
 import posixpath
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -81,6 +81,14 @@ class Source(ABC):
     def read(self, path: str) -> Blob | None:
         """One file (cached), None when it does not exist. Prefer `load` for many files."""
         return self.load([path]).get(path)
+
+    def oids(self, paths: Iterable[str]) -> dict[str, str]:
+        """`{path: blob id}` for the files among `paths` that exist (a git ref answers without reading them)."""
+        return {p: blob.oid for p, blob in self.load(paths).items()}
+
+    def texts(self, paths: Iterable[str]) -> Mapping[str, str]:
+        """The text of each of `paths`, read only when asked for (a Snapshot keeps these for later)."""
+        return _Texts(self, tuple(dict.fromkeys(paths)))
 
     def path(self, rel: str) -> str:
         """The repo-relative path of `rel`, a path relative to the store root."""
@@ -207,6 +215,9 @@ class GitSource(Source):
         """The blob id of a file without reading it (None when it does not exist)."""
         return self._entries.get(path)
 
+    def oids(self, paths: Iterable[str]) -> dict[str, str]:
+        return {p: self._entries[p] for p in paths if p in self._entries}
+
     def _read(self, paths: list[str]) -> dict[str, Blob]:
         present = [p for p in paths if p in self._entries]
         data = git.cat_blobs(self.repo_root, (self._entries[p] for p in present))
@@ -215,6 +226,29 @@ class GitSource(Source):
     @property
     def dirty(self) -> bool:
         return False
+
+
+class _Texts(Mapping[str, str]):
+    """Texts of a source's files, decoded on first access (undecodable bytes replaced)."""
+
+    def __init__(self, source: Source, paths: tuple[str, ...]) -> None:
+        self._source = source
+        self._paths = paths
+        self._known = frozenset(paths)
+
+    def __getitem__(self, path: str) -> str:
+        if path not in self._known:
+            raise KeyError(path)
+        blob = self._source.read(path)
+        if blob is None:
+            raise KeyError(path)
+        return blob.data.decode("utf-8-sig", "replace")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 def _is_file(path: Path) -> bool:

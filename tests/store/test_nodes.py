@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from cfgtool.store.nodes import Store, discover
-from cfgtool.store.sources import GitSource, WorkTreeSource
+from cfgtool.store.sources import GitSource, WorkTreeSource, blob_id
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -45,7 +45,8 @@ def test_discover_every_directory_is_a_node(make_store: MakeStore, commit: bool)
     ]
     root = store.nodes["/"]
     assert root.dir == "store"
-    assert root.main is not None and root.main.path == "store/main.conf" and root.main.text == "root = 1\n"
+    assert root.main is not None and root.main.path == "store/main.conf"
+    assert root.main.oid == blob_id(b"root = 1\n")  # the text itself is read only when it must be parsed
     event = store.nodes["/data/tracking/PageViewEvent"]
     assert event.main is not None and event.main.oid and event.includes is None
     assert event.dir == "store/data/tracking/PageViewEvent"
@@ -123,19 +124,17 @@ def test_discover_includes_syntax_error_reports_E_SYNTAX(make_store: MakeStore) 
     assert diag.message == "malformed variable in '/tags/${oops': write ${name} or ${?name}"
 
 
-def test_discover_non_utf8_file_reports_E_SYNTAX_at_the_byte(make_store: MakeStore) -> None:
-    store = make_store({"data/x/main.conf": b"a = 1\nb = caf\xe9\n"})
+def test_discover_non_utf8_includes_file_reports_E_SYNTAX_at_the_byte(make_store: MakeStore) -> None:
+    store = make_store({"data/x/includes": b"/tags/caf\xe9\n"})
     [diag] = store.diagnostics
     assert (diag.code, diag.key, diag.file, diag.line, diag.col) == (
         "E_SYNTAX",
         "/data/x",
-        "store/data/x/main.conf",
-        2,
-        8,
+        "store/data/x/includes",
+        1,
+        10,
     )
     assert diag.message == "not valid UTF-8 (byte 0xe9); save the file as UTF-8"
-    main = store.nodes["/data/x"].main
-    assert main is not None and main.text is None
 
 
 def test_discover_bad_settings_report_E_SETTINGS_and_use_defaults(make_store: MakeStore) -> None:
