@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import partial
 
 from cfgtool.cache import NodeCache, ParseCache
@@ -23,7 +23,7 @@ from cfgtool.hocon.values import Node, Obj
 from cfgtool.layers import resolve_layers
 from cfgtool.provenance import Provenance
 from cfgtool.snapshot import NodeSnapshot, node_hash
-from cfgtool.store.graph import Graph, Layer
+from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, decode
 
 
@@ -42,38 +42,43 @@ class Builder:
         self._trees: dict[tuple[str, ...], Node | None] = {}
         self.stats = {"parsed": 0, "resolved": 0, "reused": 0}  # what this compile did, for reports and tests
 
-    def build(self, graph: Graph, keys: Iterable[str], notes: tuple[str, ...] = ()) -> dict[str, NodeSnapshot]:
-        """A NodeSnapshot for each of `keys` (config None when it does not resolve)."""
+    def build(
+        self, graph: Graph, keys: Iterable[str], notes: tuple[str, ...] = (), keep: bool = True
+    ) -> dict[str, NodeSnapshot]:
+        """A NodeSnapshot for each of `keys` (config None when it does not resolve). With `keep` False only
+        the diagnostics matter (another variable value being checked): cached nodes are just counted."""
         out: dict[str, NodeSnapshot] = {}
-        todo: list[tuple[str, tuple[Layer, ...], str]] = []
+        todo: list[tuple[str, tuple[str, ...], tuple[str, ...], str]] = []
         for key in keys:
-            layers = graph.layers(key)
-            if layers is None:  # on or behind an import cycle: E_CYCLE was reported
-                out[key] = NodeSnapshot(key=key, config=None, layers=(key,), reached=("itself",), imports=())
+            lkeys = graph.linearization(key)
+            if lkeys is None:  # on or behind an import cycle: E_CYCLE was reported
+                out[key] = NodeSnapshot(key=key, config=None, layers=(key,), imports=())
                 continue
             imports = tuple(graph.imports(key))
-            fingerprint = self._fingerprint(key, layers, imports)
+            fingerprint = self._fingerprint(key, lkeys, imports)
             hit = self.node_cache.get(fingerprint)
             if hit is None:
-                todo.append((key, layers, fingerprint))
+                todo.append((key, lkeys, imports, fingerprint))
+                continue
+            self.stats["reused"] += 1
+            if not keep:
                 continue
             config, intrinsic, content_hash = hit
-            self.stats["reused"] += 1
-            lkeys = tuple(layer.key for layer in layers)
             out[key] = NodeSnapshot(
                 key=key,
                 config=config,
                 layers=lkeys,
-                reached=tuple(layer.reach.describe(layer.key) for layer in layers),
                 imports=imports,
                 file=self._file(key),
                 intrinsic=intrinsic,
                 content_hash=content_hash,
-                provenance=Provenance(compute=partial(self._provenance, key, lkeys)),
+                provenance=Provenance(
+                    compute=partial(self._provenance, key, lkeys), reach=partial(_reached, graph, key)
+                ),
             )
-        self._load({layer.key for _, layers, _ in todo for layer in layers})
-        for key, layers, fingerprint in todo:
-            out[key] = self._resolve(graph, key, layers, fingerprint, notes)
+        self._load({k for _, lkeys, _, _ in todo for k in lkeys})
+        for key, lkeys, imports, fingerprint in todo:
+            out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
         return out
 
     def texts_paths(self) -> list[str]:
@@ -87,18 +92,12 @@ class Builder:
 
     # -- resolution --------------------------------------------------------------------------------------
     def _resolve(
-        self, graph: Graph, key: str, layers: Sequence[Layer], fingerprint: str, notes: tuple[str, ...]
+        self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], fingerprint: str,
+        notes: tuple[str, ...],
     ) -> NodeSnapshot:
         self.stats["resolved"] += 1
-        lkeys = tuple(layer.key for layer in layers)
-        imports = tuple(graph.imports(key))
-        failed = NodeSnapshot(
-            key=key,
-            config=None,
-            layers=lkeys,
-            reached=tuple(layer.reach.describe(layer.key) for layer in layers),
-            imports=imports,
-        )
+        reach = partial(_reached, graph, key)
+        failed = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
         tree = self._tree(lkeys)
         if tree is None:
             return failed  # a layer does not parse: its E_SYNTAX was reported once, at its file
@@ -112,11 +111,10 @@ class Builder:
             key=key,
             config=config,
             layers=lkeys,
-            reached=failed.reached,
             imports=imports,
             file=self._file(key),
             intrinsic=resolved.used_extra,
-            provenance=Provenance(resolved, self.docs.get(key)),
+            provenance=Provenance(resolved, self.docs.get(key), reach=reach),
         )
         if not any(k in self.dynamic for k in lkeys):
             self.node_cache.put(fingerprint, (config, resolved.used_extra, node_hash(snap)))
@@ -148,12 +146,13 @@ class Builder:
         main = self.store.nodes[key].main if key in self.store.nodes else None
         return main.path if main is not None else None
 
-    def _fingerprint(self, key: str, layers: Sequence[Layer], imports: tuple[str, ...]) -> str:
+    def _fingerprint(self, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...]) -> str:
         parts = [key, *imports, "|"]
-        for layer in layers:
-            node = self.store.nodes.get(layer.key)
+        nodes = self.store.nodes
+        for layer in lkeys:
+            node = nodes.get(layer)
             main = node.main if node is not None else None
-            parts.append(f"{layer.key}={main.oid if main is not None else '-'}")
+            parts.append(f"{layer}={main.oid if main is not None else '-'}")
         return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
     def _load(self, keys: Iterable[str]) -> None:
@@ -211,6 +210,11 @@ class Builder:
         else:
             self.parse_cache.put((node.main.oid, path), doc)
         return doc
+
+
+def _reached(graph: Graph, key: str) -> tuple[str, ...]:
+    layers = graph.layers(key) or ()
+    return tuple(layer.reach.describe(layer.key) for layer in layers)
 
 
 def diagnostic(exc: HoconError, key: str, notes: tuple[str, ...] = ()) -> Diagnostic:

@@ -170,18 +170,18 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
 
     checked: list[Mapping[str, str]] = [chosen]
     if check_variables:
-        used = set().union(*(graph.variables_of(k) for k in graph.nodes if k not in graph.failed))
-        for assignment in assignments(settings.variables, used, variables):
-            if assignment == {n: chosen[n] for n in assignment}:
+        depends = {k: used for k in graph.nodes if k not in graph.failed and (used := graph.variables_of(k))}
+        for assignment in assignments(settings.variables, set().union(*depends.values()), variables):
+            differing = {n for n, v in assignment.items() if chosen.get(n) != v}
+            if not differing:
                 continue
             checked.append(assignment)
-            other = Graph(store, {**chosen, **assignment})
+            other = Graph(store, {**chosen, **assignment}, base=graph)
             diags += other.diagnostics
             note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(assignment.items())),)
-            changed = [
-                k for k in other.nodes if other.variables_of(k) and other.linearization(k) != graph.linearization(k)
-            ]
-            builder.build(other, changed, note)
+            changed = [k for k, used in depends.items() if used & differing]
+            changed = [k for k in changed if other.linearization(k) != graph.linearization(k)]
+            builder.build(other, changed, note, keep=False)
     builder.flush()
 
     snapshot = Snapshot(

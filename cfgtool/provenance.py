@@ -34,10 +34,11 @@ def path_name(path: tuple[str, ...]) -> str:
 
 
 class Provenance:
-    """`origins` (leaf path -> winning assignment), `sources` (built values -> their inputs) and `own`
-    (leaf path -> the node's own assignment), either given or computed lazily from the trees."""
+    """`origins` (leaf path -> winning assignment), `sources` (built values -> their inputs), `own` (leaf
+    path -> the node's own assignment) and `reached` (how each layer was reached), either given or
+    computed lazily."""
 
-    __slots__ = ("_compute", "_origins", "_own", "_own_doc", "_resolved", "_sources")
+    __slots__ = ("_compute", "_origins", "_own", "_own_doc", "_reach", "_reached", "_resolved", "_sources")
 
     def __init__(
         self,
@@ -45,6 +46,8 @@ class Provenance:
         own_doc: Node | None = None,
         *,
         compute: Callable[[], tuple[Resolved | None, Node | None]] | None = None,
+        reach: Callable[[], tuple[str, ...]] | None = None,
+        reached: tuple[str, ...] | None = None,
         origins: Mapping[str, Origin] | None = None,
         sources: Mapping[str, tuple[Origin, ...]] | None = None,
         own: Mapping[str, OwnValue] | None = None,
@@ -52,6 +55,8 @@ class Provenance:
         self._resolved = resolved
         self._own_doc = own_doc
         self._compute = compute  # for a node taken from the cache: resolve it again when asked
+        self._reach = reach  # how each layer was reached, described when first asked
+        self._reached = reached
         self._origins = origins
         self._sources = sources
         self._own = own
@@ -60,6 +65,13 @@ class Provenance:
         if self._compute is not None:
             self._resolved, self._own_doc = self._compute()
             self._compute = None
+
+    @property
+    def reached(self) -> tuple[str, ...] | None:
+        """How each layer of L(K) was reached, parallel to the layers (None when unknown)."""
+        if self._reached is None and self._reach is not None:
+            self._reached, self._reach = self._reach(), None
+        return self._reached
 
     @property
     def origins(self) -> Mapping[str, Origin]:

@@ -45,12 +45,16 @@ class NodeSnapshot:
     key: str
     config: Mapping[str, Any] | None
     layers: tuple[str, ...]  # L(K), highest priority first, K itself first
-    reached: tuple[str, ...]  # how each layer was reached, parallel to `layers`
     imports: tuple[str, ...]  # explicit imports after variables, highest priority first
     file: str | None = None  # its main.conf (repo-relative), None when it has none
     intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
     provenance: Provenance = field(default_factory=Provenance, compare=False, repr=False)
     content_hash: str | None = field(default=None, compare=False, repr=False)  # node_hash(), when known
+
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """How each layer was reached (`/data/x includes /tags/t (...)`), parallel to `layers`."""
+        return self.provenance.reached or tuple("" for _ in self.layers)
 
     @property
     def origins(self) -> Mapping[str, Origin]:
@@ -218,11 +222,11 @@ class Snapshot(StoreQueries):
                     key=key,
                     config=n["config"],
                     layers=tuple(n["layers"]),
-                    reached=tuple(n["reached"]),
                     imports=tuple(n["imports"]),
                     file=n["file"],
                     intrinsic=n["intrinsic"],
                     provenance=Provenance(
+                        reached=tuple(n["reached"]),
                         origins={p: org(o) for p, o in n["origins"].items()},
                         sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
                         own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},

@@ -59,7 +59,10 @@ class Graph(StoreQueries):
     E_MISSING_IMPORT, E_CYCLE, E_UNRESOLVED_VARIABLE, E_BAD_KEY (bad import paths) and the W_ import warnings.
     """
 
-    def __init__(self, store: Store, variables: Mapping[str, str] | None = None) -> None:
+    def __init__(self, store: Store, variables: Mapping[str, str] | None = None, base: Graph | None = None) -> None:
+        """`base`: a graph of the same store under other variable values. Nodes whose includes use no
+        variable take their imports from it (their problems were reported there), and linearizations are
+        then computed on demand: checking another variable value costs only what that value changes."""
         self.store = store
         self.nodes = store.nodes
         self.tag_roots = tuple(store.settings.tag_roots)
@@ -68,17 +71,34 @@ class Graph(StoreQueries):
         self.values.update(variables or {})
         self.diagnostics: list[Diagnostic] = []
         self._hints: dict[str, tuple[str, ...]] = {}
-        self._edges: dict[str, tuple[Import, ...]] = {k: self._node_imports(k) for k in self.nodes}
-        self._out = {k: self._links(k) for k in self.nodes}
+        self.dynamic: frozenset[str] = (
+            base.dynamic
+            if base is not None
+            else frozenset(k for k, n in self.nodes.items() if n.includes and variables_used(n.includes.lines))
+        )  # nodes whose includes use variables
+        if base is None:
+            self._edges: dict[str, tuple[Import, ...]] = {k: self._node_imports(k) for k in self.nodes}
+            self._out = {k: self._links(k) for k in self.nodes}
+        else:
+            self._edges = dict(base._edges)
+            self._out = dict(base._out)
+            for key in self.dynamic:
+                self._edges[key] = self._node_imports(key)
+                self._out[key] = self._links(key)
         self.failed: frozenset[str] = frozenset(self._find_cycles())
         self._lin: dict[str, tuple[str, ...]] = {}
         self._reach: dict[str, dict[str, Reach]] = {}
-        for key in self.nodes:
-            if key not in self.failed:
-                self._linearize(key)
-        for key in self.nodes:
-            if key not in self.failed:
-                self._check_order(key)
+        if base is None:
+            for key in self.nodes:
+                if key not in self.failed:
+                    self._linearize(key)
+                    self._check_order(key)
+
+    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+        if key not in self._lin and key not in self.failed and key in self.nodes:
+            self._linearize(key)
+            self._check_order(key)
+        return self._lin.get(key)
 
     # ---------------------------------------------------------------------------------------------- building
 
@@ -299,10 +319,11 @@ class Graph(StoreQueries):
         A key without a node is an empty layer over its nearest existing ancestor.
         """
         nearest = self.nearest_node(key)
-        if nearest not in self._lin:
+        lin = self._lin_of(nearest)
+        if lin is None:
             return None
         reach = self._reaches(nearest)
-        base = tuple(Layer(k, reach[k]) for k in self._lin[nearest])
+        base = tuple(Layer(k, reach[k]) for k in lin)
         if nearest == key:
             return base
         return (Layer(key, _SELF), Layer(nearest, Reach("ancestor", key)), *base[1:])
@@ -321,9 +342,6 @@ class Graph(StoreQueries):
         return self._edges.get(key, ())
 
     # ---------------------------------------------------------------------------------------------- StoreQueries
-
-    def _lin_of(self, key: str) -> tuple[str, ...] | None:
-        return self._lin.get(key)
 
     def _imports_of(self, key: str) -> tuple[str, ...]:
         return tuple(imp.key for imp in self._edges.get(key, ()))
