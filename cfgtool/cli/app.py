@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,7 @@ from cfgtool._version import __version__
 from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.error_handler import run_handled
+from cfgtool.cli.versions_cmd import publish_command, rollback_command, versions_command
 
 HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
 
@@ -38,11 +40,19 @@ def build_app() -> typer.Typer:
     app.command("tags")(query_cmd.tags)
     app.command("datasets")(query_cmd.datasets)
     app.command("hocon")(hocon_cmd.hocon)
+    app.command("publish")(publish_command)
+    app.command("rollback")(rollback_command)
+    app.command("versions")(versions_command)
     return app
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run cfgtool with `argv` (default: the process arguments) and return its exit status."""
+    """Run cfgtool with `argv` (default: the process arguments) and return its exit status.
+
+    A command runs for seconds and builds large acyclic structures, so the cyclic garbage collector
+    (which would rescan them again and again) stays off for the run; reference counting frees memory.
+    """
+    gc.disable()
     command = typer.main.get_command(build_app())
 
     def invoke() -> int:
