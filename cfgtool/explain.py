@@ -4,15 +4,13 @@ each layer of L(K) was reached. Computed from a Snapshot alone, so the CLI and t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cfgtool.hocon import Origin, split_path
 from cfgtool.hocon.resolver import render_path
+from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import Snapshot
-
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
     name = render_path(split_path(path))
     read = snapshot.lookup(key)
     node = snapshot.nodes[read.node]
-    value = _get(read.config, split_path(path))
+    value = value_at(read.config, split_path(path))
     layers = []
     reached = node.reached
     keys = node.layers
@@ -109,18 +107,10 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
         node=read.node,
         exists=read.exists,
         path=name,
-        found=value is not _MISSING,
-        value=None if value is _MISSING else value,
+        found=value is not MISSING,
+        value=None if value is MISSING else value,
         origin=node.origins.get(name),
         sources=tuple(node.sources.get(name, ())),
         layers=tuple(layers),
     )
 
-
-def _get(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    current: Any = config
-    for part in path:
-        if not isinstance(current, Mapping) or part not in current:
-            return _MISSING
-        current = current[part]
-    return current

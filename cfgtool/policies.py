@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from cfgtool.hocon import HoconError, split_path
+from cfgtool.plain import MISSING, value_at
 from cfgtool.store.keys import BadKeyError, glob_match, normalize_key
 
 __all__ = [
@@ -107,19 +108,6 @@ class BasePolicy:
         return None
 
 
-_MISSING: Any = object()
-
-
-def lookup(config: Mapping[str, Any] | None, path: tuple[str, ...]) -> Any:
-    """The value at `path` in a plain config, or `_MISSING`."""
-    value: Any = config if config is not None else {}
-    for part in path:
-        if not isinstance(value, Mapping) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
-
-
 def _check_settings(settings: Mapping[str, Any], known: set[str], name: str) -> None:
     if not isinstance(settings, Mapping):
         raise TypeError(f"{name} settings must be a mapping, got {type(settings).__name__}")
@@ -156,7 +144,7 @@ def _paths(settings: Mapping[str, Any], name: str) -> tuple[tuple[str, tuple[str
 
 def _show(value: Any) -> str:
     """A value for messages, in JSON notation (`"x"`, `true`, `[1, 2]`)."""
-    if value is _MISSING:
+    if value is MISSING:
         return "unset"
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -188,8 +176,8 @@ class MonotonicPaths:
         if request.change != "altered":
             return
         for text, path in self.paths:
-            old = lookup(request.previous_config, path)
-            new = lookup(request.resolved_config, path)
+            old = value_at(request.previous_config, path)
+            new = value_at(request.resolved_config, path)
             if _is_number(old) and _is_number(new) and new < old:
                 raise PolicyViolation(f"{text} may only grow, but it decreases from {old} to {new}", path=text)
 
@@ -219,11 +207,11 @@ class FrozenPaths:
         if request.change != "altered":
             return
         for text, path in self.paths:
-            old = lookup(request.previous_config, path)
-            if old is _MISSING:
+            old = value_at(request.previous_config, path)
+            if old is MISSING:
                 continue
-            new = lookup(request.resolved_config, path)
-            if new is _MISSING or new != old or type(new) is not type(old):
+            new = value_at(request.resolved_config, path)
+            if new is MISSING or new != old or type(new) is not type(old):
                 message = f"{text} is frozen once set, but this change moves it from {_show(old)} to {_show(new)}"
                 raise PolicyViolation(message, path=text)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.hocon.resolver import render_path
+from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import NodeSnapshot
 from cfgtool.store.keys import segments
 
@@ -96,8 +97,8 @@ def own_config(node: NodeSnapshot) -> dict[str, Any]:
         path = parse_path(expr)
         if not path:
             continue
-        value = _lookup(config, path)
-        if value is _MISSING:
+        value = value_at(config, path)
+        if value is MISSING:
             continue
         _insert(out, path, value)
     return out
@@ -131,16 +132,6 @@ class LazyOwnConfig(Mapping[str, Any]):
         return repr(self._get())
 
 
-_MISSING: Any = object()
-
-
-def _lookup(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    value: Any = config
-    for part in path:
-        if not isinstance(value, Mapping) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
 
 
 def _insert(out: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
