@@ -1,0 +1,247 @@
+"""`cfgtool publish`, `rollback` and `versions` (DESIGN 9): one library call each, then rendering."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from cfgtool.cli.context import CliContext
+from cfgtool.diagnostics import render_text, summary_line
+from cfgtool.versions import (
+    PublishRefused,
+    PublishResult,
+    RollbackResult,
+    Version,
+    history,
+    publish,
+    rollback,
+)
+from cfgtool.versions.tags import DEFAULT_SHOWN
+
+
+class OutputFormat(StrEnum):
+    """How the version commands print their result."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+Fmt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format: text for people, json for scripts.")]
+Remote = Annotated[
+    str | None,
+    typer.Option(
+        "--remote",
+        metavar="NAME",
+        help="Fetch this git remote's version tags first, and push the tags this command creates there"
+        " (never with force).",
+        show_default=False,
+    ),
+]
+
+
+def publish_command(
+    ctx: typer.Context,
+    ref: Annotated[
+        str, typer.Option("--ref", metavar="REF", help="The branch, tag or commit to publish (committed state only).")
+    ] = "HEAD",
+    remote: Remote = None,
+    message: Annotated[
+        str | None,
+        typer.Option(
+            "--message", "-m", metavar="MSG", help="Why this version exists (kept in the tag).", show_default=False
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Run every check and say what would be published; create nothing.")
+    ] = False,
+    fmt: Fmt = OutputFormat.TEXT,
+) -> None:
+    """Compile and validate REF and publish it as the next version (tag config/vN).
+
+    Refuses when REF has compile or validation errors. Publishes nothing when
+    the snapshot is identical to the current version's. With --remote, fetches
+    that remote's version tags first and pushes the new tag without force; if
+    another publisher took the number meanwhile, it recomputes and retries.
+
+    Restoring an old version is publishing it again: a new version on its commit.
+
+    Exit status: 0 published (or nothing to publish, or a dry run), 1 refused
+    (config errors, or the remote rejected the tag), 2 usage or environment error.
+
+    Examples:
+      cfgtool publish -m "raise retention of tracking topics"
+      cfgtool publish --remote origin --ref origin/main
+      cfgtool publish --dry-run --format json
+      cfgtool publish --ref config/v5 -m "restore v5" --remote origin
+    """
+    cli: CliContext = ctx.obj
+    try:
+        result = publish(cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run)
+    except PublishRefused as refused:
+        typer.echo(render_refused(refused, fmt), nl=False)
+        raise  # the error handler prints the message and exits 1
+    typer.echo(
+        json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_published(result),
+        nl=False,
+    )
+
+
+def rollback_command(
+    ctx: typer.Context,
+    message: Annotated[
+        str,
+        typer.Option("--message", "-m", metavar="REASON", help="Why: required, kept in the marker, shown by versions."),
+    ],
+    version: Annotated[
+        int | None,
+        typer.Argument(
+            metavar="N", min=1, help="The version to roll back (default: the current one).", show_default=False
+        ),
+    ] = None,
+    to: Annotated[
+        int | None,
+        typer.Option(
+            "--to",
+            metavar="N",
+            min=1,
+            help="Roll back every good version above N, so N becomes current.",
+            show_default=False,
+        ),
+    ] = None,
+    remote: Remote = None,
+    fmt: Fmt = OutputFormat.TEXT,
+) -> None:
+    """Withdraw a bad version: mark it rolled back (tag config/rolledback/vN).
+
+    Nothing is deleted: processes already running on the version keep reading
+    it; new readers get the highest version that is not rolled back. Refuses
+    when no good version would remain, or when the version is already rolled back.
+
+    Exit status: 0 rolled back, 1 refused (or the remote rejected the marker),
+    2 usage error (e.g. an unknown version).
+
+    Examples:
+      cfgtool rollback -m "retention too short for PageViewEvent"
+      cfgtool rollback 12 -m "wrong cluster" --remote origin
+      cfgtool rollback --to 9 -m "back to the last known good" --format json
+    """
+    cli: CliContext = ctx.obj
+    result = rollback(cli.repo, version, to=to, reason=message, remote=remote, store=cli.store)
+    typer.echo(
+        json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
+    )
+
+
+def versions_command(
+    ctx: typer.Context,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help=f"List every version (default: the newest {DEFAULT_SHOWN}).")
+    ] = False,
+    fmt: Fmt = OutputFormat.TEXT,
+) -> None:
+    """List published versions, newest first: date, commit, status, publisher, message.
+
+    The status is current (what new readers get), good, or rolled back (with
+    by whom, when and why). Reads the local tags: run `git fetch --tags` (or
+    publish/rollback with --remote) to see versions published elsewhere.
+
+    Examples:
+      cfgtool versions
+      cfgtool versions --all --format json
+    """
+    cli: CliContext = ctx.obj
+    found = history(cli.repo, cli.store)
+    shown = found.listing(all=show_all)
+    if fmt is OutputFormat.JSON:
+        typer.echo(json.dumps([v.to_json() for v in shown], indent=2))
+    else:
+        typer.echo(render_versions(shown, len(found)), nl=False)
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+def render_refused(refused: PublishRefused, fmt: OutputFormat) -> str:
+    """The problems that stopped a publish: text like `cfgtool compile`, or the publish object with them."""
+    result = refused.result
+    if fmt is OutputFormat.JSON:
+        doc: dict[str, Any] = {
+            "published": False,
+            "version": None,
+            "tag": None,
+            "commit": result.snapshot.source.commit,
+            "reason": refused.message,
+            "errors": result.errors,
+            "warnings": result.warnings,
+            "diagnostics": [d.to_json() for d in result.diagnostics],
+        }
+        return json.dumps(doc, indent=2) + "\n"
+    return render_text(result.diagnostics, result.store.source.line_reader(), summary=True)
+
+
+def render_published(result: PublishResult) -> str:
+    lines = []
+    if result.published:
+        pushed = f", pushed to {result.remote}" if result.remote else " (local only: push it, or use --remote)"
+        lines.append(f"published version {result.version} ({result.tag}) on commit {result.commit[:7]}{pushed}")
+    else:
+        lines.append(result.reason or "nothing was published")
+    lines.append(f"  ref        {result.ref} (commit {result.commit[:12]})")
+    lines.append(f"  store      {result.store or '.'}/, {result.nodes:,} nodes")
+    lines.append(f"  digest     {result.digest}")
+    lines.append(f"  publisher  {result.publisher}")
+    if result.diagnostics:
+        lines.append(f"  checks     {summary_line(result.diagnostics)} (cfgtool compile --ref {result.ref} shows them)")
+    if result.attempts > 1:
+        lines.append(f"  note       another publisher took a version number meanwhile ({result.attempts} attempts)")
+    return "\n".join(lines) + "\n"
+
+
+def render_rollback(result: RollbackResult) -> str:
+    numbers = ", ".join(str(n) for n in result.rolled_back)
+    where = f", pushed to {result.remote}" if result.remote else " (local only: push the tags, or use --remote)"
+    noun = "version" if len(result.rolled_back) == 1 else "versions"
+    return (
+        f"rolled back {noun} {numbers}{where}\n"
+        f"  markers    {', '.join(result.tags)}\n"
+        f"  reason     {result.reason}\n"
+        f"  by         {result.by}\n"
+        f"current version is now {result.current}\n"
+    )
+
+
+def render_versions(shown: Sequence[Version], total: int) -> str:
+    """One row per version (rolled-back ones followed by who, when and why); a note when some are hidden."""
+    if not shown:
+        return "no version has been published yet (cfgtool publish creates version 1)\n"
+    rows = [("VERSION", "DATE", "COMMIT", "STATUS", "PUBLISHER", "MESSAGE")]
+    extra: dict[int, str] = {}
+    for v in shown:
+        status = "rolled back" if v.rolled_back else v.status
+        message = (v.message or "").splitlines()[0] if v.message else ""
+        rows.append((str(v.version), _date(v), v.commit[:7], status, v.publisher or "", _cut(message, 60)))
+        if v.rolled_back is not None:
+            rb = v.rolled_back
+            extra[len(rows) - 1] = f"    rolled back by {rb.by} on {rb.date.isoformat(' ', 'minutes')}: {rb.reason}"
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    out = []
+    for i, row in enumerate(rows):
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        if i in extra:
+            out.append(extra[i])
+    lines = [line.rstrip() for line in out]
+    if total > len(shown):
+        lines.append(f"({len(shown)} of {total:,} versions shown; --all lists every one)")
+    return "\n".join(lines) + "\n"
+
+
+def _date(v: Version) -> str:
+    return v.date.isoformat(" ", "minutes")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,0 +1,232 @@
+"""`publish`: compile and validate a ref and release it as the next numbered version tag (DESIGN 9).
+
+compile + validate REF (refuse on errors) -> fetch the remote's version tags -> nothing to do when the snapshot
+digest equals the current version's -> N = 1 + the highest version known -> create the annotated tag ->
+push it without force. When the push is rejected because the remote already has that tag (a concurrent
+publisher took N), the local tag, which never reached the remote, is deleted, and publish fetches, recomputes
+and tries again (bounded, with jitter). Any other rejection is a `RemoteError` naming what the remote said;
+the local tag is removed then too, so no local tag ever exists that the remote does not have.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cfgtool._version import __version__
+from cfgtool.compile import CompileResult, compile_store
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.errors import CfgtoolError
+from cfgtool.store import git
+from cfgtool.versions.messages import format_message
+from cfgtool.versions.refs import (
+    RemoteError,
+    create_tag,
+    drop_local_tag,
+    fetch_tags,
+    identity,
+    push_tags,
+    remote_tags,
+)
+from cfgtool.versions.tags import History, TagScheme, read_history
+
+MAX_ATTEMPTS = 5
+METADATA_SCHEMA = 1
+
+
+class PublishRefused(CfgtoolError):
+    """The ref does not compile or validate cleanly: nothing was published (exit 1). `result` holds the report."""
+
+    def __init__(self, message: str, result: CompileResult, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.result = result
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return self.result.diagnostics
+
+
+class PublishRaceLost(CfgtoolError):
+    """Other publishers kept taking the next version number; nothing was published (exit 1)."""
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What publish did. `published` is False for a dry run and when nothing changed (`reason` says which)."""
+
+    published: bool
+    version: int | None  # the version created (or, in a dry run, the one that would be)
+    tag: str | None
+    commit: str
+    reason: str | None
+    ref: str
+    store: str
+    digest: str
+    nodes: int
+    publisher: str
+    remote: str | None = None
+    dry_run: bool = False
+    same_as: int | None = None  # nothing published: the current version that has the same digest
+    attempts: int = 0  # tags created before one stuck (more than 1: concurrent publishers were met)
+    diagnostics: tuple[Diagnostic, ...] = field(default=(), repr=False)  # warnings
+
+    def to_json(self) -> dict[str, Any]:
+        """DESIGN 9's `publish` object plus the details (digest, store, dry_run, ...)."""
+        return {
+            "published": self.published,
+            "version": self.version,
+            "tag": self.tag,
+            "commit": self.commit,
+            "reason": self.reason,
+            "ref": self.ref,
+            "store": self.store,
+            "digest": self.digest,
+            "nodes": self.nodes,
+            "publisher": self.publisher,
+            "remote": self.remote,
+            "dry_run": self.dry_run,
+            "same_as": self.same_as,
+            "attempts": self.attempts,
+            "warnings": sum(1 for d in self.diagnostics if d.severity == "warning"),
+        }
+
+
+def publish(
+    repo: Path | None = None,
+    store: str | Path = "store",
+    ref: str = "HEAD",
+    remote: str | None = None,
+    message: str | None = None,
+    dry_run: bool = False,
+    publisher: str | None = None,
+) -> PublishResult:
+    """Publish the store at `ref` as the next version; see the module docstring.
+
+    Raises PublishRefused when the ref has compile or validation errors, RemoteError when the remote refuses
+    for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
+    """
+    root = git.locate(repo if repo is not None else Path.cwd()).root
+    tagger = identity(root)
+    who = publisher or str(tagger)
+    result = compile_store(root, store, ref, None, check_variables=True, validate=True, principal=who)
+    snap = result.snapshot
+    commit = snap.source.commit or ""
+    if not result.ok():
+        raise PublishRefused(
+            f"{ref} (commit {commit[:7]}) has {_plural(result.errors, 'error')}: nothing was published",
+            result,
+            hint=f"fix them (cfgtool compile --ref {ref} shows them again), commit, and publish again",
+        )
+    scheme = TagScheme.of(result.store.settings)
+    base = PublishResult(
+        published=False,
+        version=None,
+        tag=None,
+        commit=commit,
+        reason=None,
+        ref=ref,
+        store=snap.store,
+        digest=snap.digest,
+        nodes=len(snap.nodes),
+        publisher=who,
+        remote=remote,
+        dry_run=dry_run,
+        diagnostics=tuple(d for d in result.diagnostics if d.severity == "warning"),
+    )
+    meta: dict[str, Any] = {
+        "kind": "version",
+        "schema": METADATA_SCHEMA,
+        "commit": commit,
+        "ref": ref,
+        "store": snap.store,
+        "name": snap.name,
+        "digest": snap.digest,
+        "nodes": len(snap.nodes),
+        "variables": dict(sorted(snap.variables.items())),
+        "cfgtool_version": __version__,
+        "publisher": who,
+        "message": message,
+    }
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        if remote is not None:
+            fetch_tags(root, remote, scheme)
+        known = read_history(root, scheme)
+        unchanged = _unchanged(root, known, base)
+        if unchanged is not None:
+            return unchanged
+        n = known.highest + 1
+        name = scheme.version_tag(n)
+        if dry_run:
+            where = f" and push it to {remote}" if remote else ""
+            reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
+            return _with(base, version=n, tag=name, reason=reason, attempts=0)
+        text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
+        oid = create_tag(root, name, commit, format_message(text, {**meta, "version": n}), tagger)
+        if oid and (remote is None or _pushed(root, remote, name, oid)):
+            return _with(base, published=True, version=n, tag=name, attempts=attempt)
+        _back_off(attempt)  # another publisher took N (here or on the remote): recompute
+    raise PublishRaceLost(
+        f"gave up after {MAX_ATTEMPTS} attempts: other publishers kept taking the next version number",
+        hint="run publish again; it publishes nothing if one of them published the same snapshot",
+    )
+
+
+def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult | None:
+    """A 'nothing to publish' result when the current version has the same snapshot digest."""
+    current = known.current
+    if current is None or current.digest != base.digest:
+        return None
+    head = f"nothing to publish: {base.ref} (commit {base.commit[:7]})"
+    if current.commit == base.commit:
+        reason = f"{head} already is the current version {current.version} ({current.tag})"
+    else:
+        reason = (
+            f"{head} has the same snapshot (digest {base.digest[:19]}...) as the current version"
+            f" {current.version} ({current.tag}, commit {current.commit[:7]})"
+        )
+    if base.remote is not None and current.tag not in remote_tags(root, base.remote, [current.tag]):
+        reason += (
+            f"; but {current.tag} exists only in this repository, not on {base.remote}:"
+            f" push it with `git push {base.remote} refs/tags/{current.tag}`"
+        )
+    return _with(base, reason=reason, same_as=current.version)
+
+
+def _pushed(root: Path, remote: str, name: str, oid: str) -> bool:
+    """Push the new tag. True when the remote has it; False (local tag deleted) when another publisher took
+    the name; RemoteError (local tag deleted) for any other refusal."""
+    try:
+        outcome = push_tags(root, remote, [name])
+        if outcome.ok:
+            return True
+        theirs = remote_tags(root, remote, [name]).get(name)
+        if theirs == oid:  # the push landed although its report did not say so
+            return True
+    except BaseException:
+        drop_local_tag(root, name, oid)  # interrupted or failed: the remote is the truth, fetch brings it back
+        raise
+    drop_local_tag(root, name, oid)
+    if theirs is not None:
+        return False
+    status = outcome.rejected.get(name, "rejected")
+    said = f"; the remote said: {outcome.remote_said}" if outcome.remote_said else ""
+    raise RemoteError(
+        f"the remote {remote!r} refused the version tag {name}: {status}{said}. Nothing was published and the"
+        " local tag was removed",
+        hint="ask the remote's administrators whether this repository accepts tag pushes from you",
+    )
+
+
+def _back_off(attempt: int) -> None:
+    time.sleep(random.uniform(0.05, 0.3) * attempt)
+
+
+def _with(base: PublishResult, **changes: Any) -> PublishResult:
+    return replace(base, **changes)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

@@ -1,0 +1,418 @@
+"""Version tags (DESIGN 9): read every version and rollback marker with ONE `git for-each-ref`, and derive
+each version's status.
+
+Version N is the annotated tag `<version_tag_prefix>N` (default `config/vN`); its rollback marker is the
+annotated tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`). Both carry machine-readable metadata
+in the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`). The current version is
+the highest N without a rollback marker. Nothing here writes: creating tags is `refs.py`'s job.
+
+One `for-each-ref` lists 10,000 tags with their targets, taggers, dates and messages in a few tens of
+milliseconds; reading tag objects one by one (or through GitPython) takes seconds (DESIGN 14).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from cfgtool.errors import SourceError
+from cfgtool.store import git
+from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
+from cfgtool.versions.messages import decode_all, split_message
+
+Status = Literal["current", "good", "rolled_back"]
+
+DEFAULT_SHOWN = 20  # versions() without `all`: the newest this many (plus the current one)
+
+# `%(creator)` is the tagger line of an annotated tag (the committer of a lightweight tag's commit): name,
+# email, timestamp and zone in one field, cheaper than three. Fields end with NUL, which a message cannot
+# hold; for-each-ref ends each record with a newline, which thus starts the next refname and is stripped.
+_FIELDS = (
+    "%(refname)",
+    "%(objecttype)",
+    "%(objectname)",
+    "%(*objecttype)",
+    "%(*objectname)",
+    "%(creator)",
+    "%(contents)",
+)
+_FORMAT = "%00".join(_FIELDS) + "%00"
+_REF, _TYPE, _OID, _PEELED_TYPE, _PEELED, _CREATOR, _CONTENTS = range(len(_FIELDS))
+
+
+class VersionNotFound(SourceError):
+    """A version number names no version tag (exit 2)."""
+
+
+@dataclass(frozen=True)
+class TagScheme:
+    """How versions are named in git: `version_prefix` + N and `rollback_prefix` + N (tag names, no refs/tags/)."""
+
+    version_prefix: str = "config/v"
+    rollback_prefix: str = "config/rolledback/v"
+
+    @classmethod
+    def of(cls, settings: Settings) -> TagScheme:
+        return cls(settings.version_tag_prefix, settings.rollback_tag_prefix)
+
+    def version_tag(self, n: int) -> str:
+        return f"{self.version_prefix}{n}"
+
+    def rollback_tag(self, n: int) -> str:
+        return f"{self.rollback_prefix}{n}"
+
+    def patterns(self) -> tuple[str, str]:
+        """The refs to read or fetch: every tag under either prefix."""
+        return f"refs/tags/{self.version_prefix}*", f"refs/tags/{self.rollback_prefix}*"
+
+
+class Tag(NamedTuple):
+    """One annotated (or lightweight) tag as read from git: `object` is the tag object (lightweight: the commit)."""
+
+    name: str
+    object: str
+    commit: str
+    tagger: str | None  # the tagger's name (None for a lightweight tag)
+    tagger_email: str | None
+    date: datetime
+    text: str  # the human part of the message (the metadata line removed)
+    metadata: Mapping[str, Any]  # {} when the message carries none (a tag made by hand)
+
+
+@dataclass(frozen=True)
+class RolledBack:
+    """Who rolled a version back, when, and why (from its rollback marker)."""
+
+    by: str
+    date: datetime
+    reason: str
+    tag: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"by": self.by, "date": self.date.isoformat(), "reason": self.reason, "tag": self.tag}
+
+
+@dataclass(frozen=True)
+class Version:
+    """A published version: the tag, the commit it names, its date (the tagger date) and what was published."""
+
+    version: int
+    tag: str
+    commit: str
+    date: datetime
+    status: Status
+    publisher: str | None
+    message: str | None
+    digest: str | None
+    rolled_back: RolledBack | None
+    store: str | None = None
+    nodes: int | None = None
+    cfgtool_version: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def good(self) -> bool:
+        return self.rolled_back is None
+
+    def to_json(self) -> dict[str, Any]:
+        """DESIGN 9's `versions` object, plus the store, node count and cfgtool version that published it."""
+        return {
+            "version": self.version,
+            "tag": self.tag,
+            "commit": self.commit,
+            "date": self.date.isoformat(),
+            "status": self.status,
+            "publisher": self.publisher,
+            "message": self.message,
+            "digest": self.digest,
+            "rolled_back": self.rolled_back.to_json() if self.rolled_back else None,
+            "store": self.store,
+            "nodes": self.nodes,
+            "cfgtool_version": self.cfgtool_version,
+        }
+
+
+class History:
+    """Every version and rollback marker of one tag scheme, as printed by one `git for-each-ref`.
+
+    The fields git printed are kept as columns: a `Tag` (message split, metadata decoded) is built only when
+    asked for, and listing every version decodes all their metadata lines with one `json.loads`.
+    """
+
+    def __init__(
+        self, scheme: TagScheme, columns: Sequence[Sequence[str]], tags: dict[int, int], markers: dict[int, int]
+    ) -> None:
+        self.scheme = scheme
+        self._columns = columns
+        self._tag_rows = tags  # N -> row of its version tag
+        self._marker_rows = markers  # N -> row of its rollback marker (a marker may exist without its version)
+        self._built: dict[int, Tag] = {}  # row -> Tag
+
+    def __iter__(self) -> Iterator[Version]:
+        """Every version, newest first."""
+        return iter(self.listing(all=True))
+
+    def __len__(self) -> int:
+        return len(self._tag_rows)
+
+    def listing(self, *, all: bool = False) -> list[Version]:
+        """Versions newest first: every one with `all`, else the newest `DEFAULT_SHOWN` and the current one."""
+        numbers = sorted(self._tag_rows, reverse=True)
+        current = self.current_number
+        if not all and len(numbers) > DEFAULT_SHOWN:
+            older = [current] if current is not None and current not in numbers[:DEFAULT_SHOWN] else []
+            numbers = numbers[:DEFAULT_SHOWN] + older
+        markers = self._marker_rows
+        self._build([self._tag_rows[n] for n in numbers] + [markers[n] for n in numbers if n in markers])
+        return [self._version(n, current) for n in numbers]
+
+    @property
+    def numbers(self) -> list[int]:
+        """Every version number, ascending."""
+        return sorted(self._tag_rows)
+
+    @property
+    def tags(self) -> Mapping[int, Tag]:
+        """Every version tag by N."""
+        self._build(list(self._tag_rows.values()))
+        return {n: self._built[r] for n, r in self._tag_rows.items()}
+
+    @property
+    def markers(self) -> Mapping[int, Tag]:
+        """Every rollback marker by N (a marker may exist without its version tag)."""
+        self._build(list(self._marker_rows.values()))
+        return {n: self._built[r] for n, r in self._marker_rows.items()}
+
+    def tag(self, n: int) -> Tag:
+        """The version tag of N (KeyError when there is none)."""
+        return self._tag(self._tag_rows[n])
+
+    def is_rolled_back(self, n: int) -> bool:
+        return n in self._marker_rows
+
+    @cached_property
+    def current_number(self) -> int | None:
+        good = [n for n in self._tag_rows if n not in self._marker_rows]
+        return max(good) if good else None
+
+    @property
+    def highest(self) -> int:
+        """The highest N used by any version tag or marker (0 when none): the next version is one more."""
+        return max((*self._tag_rows, *self._marker_rows), default=0)
+
+    @property
+    def current(self) -> Version | None:
+        n = self.current_number
+        return None if n is None else self._version(n, n)
+
+    def get(self, n: int) -> Version | None:
+        return self._version(n, self.current_number) if n in self._tag_rows else None
+
+    def require(self, n: int) -> Version:
+        """Version N, or VersionNotFound naming the versions that exist."""
+        found = self.get(n)
+        if found is None:
+            raise VersionNotFound(
+                f"version {n} does not exist: there is no tag {self.scheme.version_tag(n)} ({self.describe_range()})",
+                hint="`cfgtool versions --all` lists every version; fetch tags first if it was published elsewhere",
+            )
+        return found
+
+    def describe_range(self) -> str:
+        if not self._tag_rows:
+            return "no version has been published yet"
+        return f"versions are {min(self._tag_rows)} to {max(self._tag_rows)}"
+
+    def _version(self, n: int, current: int | None) -> Version:
+        tag = self.tag(n)
+        marker_row = self._marker_rows.get(n)
+        meta = tag.metadata
+        rolled_back = None
+        status: Status = "current" if n == current else "good"
+        if marker_row is not None:
+            marker = self._tag(marker_row)
+            status = "rolled_back"
+            by = _str(marker.metadata.get("by")) or _person(marker)
+            reason = _str(marker.metadata.get("reason")) or marker.text
+            rolled_back = RolledBack(by=by, date=marker.date, reason=reason, tag=marker.name)
+        nodes = meta.get("nodes")
+        return _new_version(
+            version=n,
+            tag=tag.name,
+            commit=tag.commit,
+            date=tag.date,
+            status=status,
+            publisher=_str(meta.get("publisher")) or _person(tag),
+            message=_str(meta.get("message")) if meta else (tag.text or None),
+            digest=_str(meta.get("digest")),
+            rolled_back=rolled_back,
+            store=_str(meta.get("store")),
+            nodes=nodes if isinstance(nodes, int) else None,
+            cfgtool_version=_str(meta.get("cfgtool_version")),
+            metadata=meta,
+        )
+
+    def _tag(self, row: int) -> Tag:
+        if row not in self._built:
+            self._build([row])
+        return self._built[row]
+
+    def _build(self, rows: Sequence[int]) -> None:
+        """Build the Tags of `rows`, decoding all their metadata lines with one json.loads."""
+        todo = [r for r in rows if r not in self._built]
+        if not todo:
+            return
+        cols = self._columns
+        split = [split_message(cols[_CONTENTS][r]) if cols[_TYPE][r] == "tag" else ("", None) for r in todo]
+        decoded = iter(decode_all([line for _, line in split if line is not None]))
+        zones: dict[str, timezone] = {}
+        for r, (text, line) in zip(todo, split, strict=True):
+            meta = next(decoded) if line is not None else None
+            self._built[r] = _make_tag(cols, r, text, meta if isinstance(meta, dict) else {}, zones)
+
+
+# ------------------------------------------------------------------------------------------ public lookups
+
+
+def versions(repo: Path | None = None, store: str | Path = "store", *, all: bool = False) -> list[Version]:
+    """Versions newest first: every one with `all`, else the newest `DEFAULT_SHOWN` and the current one."""
+    return history(repo, store).listing(all=all)
+
+
+def current_version(repo: Path | None = None, store: str | Path = "store") -> Version | None:
+    """The current version (the highest N without a rollback marker), None when there is none."""
+    return history(repo, store).current
+
+
+def resolve_version(repo: Path | None, version: int, store: str | Path = "store") -> str:
+    """The commit of version N (rolled back or not); VersionNotFound when there is no such version."""
+    return history(repo, store).require(version).commit
+
+
+def history(repo: Path | None = None, store: str | Path = "store", scheme: TagScheme | None = None) -> History:
+    """Every version of the store in `repo` (default: the repository containing the current directory).
+
+    The tag prefixes come from the store's `_CONFIG_STORE` at HEAD (or in the working tree before the first
+    commit) unless `scheme` is given.
+    """
+    root = git.locate(repo if repo is not None else Path.cwd()).root
+    return read_history(root, scheme or scheme_for(root, store))
+
+
+def read_history(root: Path, scheme: TagScheme) -> History:
+    """Every version tag and rollback marker under `scheme`, from one `git for-each-ref`."""
+    out = git.run_git(root, "for-each-ref", f"--format={_FORMAT}", *scheme.patterns()).stdout
+    fields = out.decode("utf-8", "replace").split("\0")
+    width = len(_FIELDS)
+    count = len(fields) // width
+    columns = [fields[k : count * width : width] for k in range(width)]
+    refs = columns[_REF] = [ref.lstrip("\n") for ref in columns[_REF]]
+    otypes, peeled_types = columns[_TYPE], columns[_PEELED_TYPE]
+    found: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    prefixes = ("refs/tags/" + scheme.version_prefix, "refs/tags/" + scheme.rollback_prefix)
+    for i, ref in enumerate(refs):
+        if not (otypes[i] == "commit" or (otypes[i] == "tag" and peeled_types[i] == "commit")):
+            continue  # a tag of a tree, blob or another tag: not a version
+        for prefix, into in zip(prefixes, found, strict=True):
+            if ref.startswith(prefix):
+                number = ref[len(prefix) :]
+                if number.isascii() and number.isdigit() and number[0] != "0":
+                    into[int(number)] = i
+    return History(scheme, columns, *found)
+
+
+def scheme_for(root: Path, store: str | Path = "store") -> TagScheme:
+    """The tag prefixes set in `<store>/_CONFIG_STORE` at HEAD (the working tree's file before a first commit).
+
+    StoreNotFound-style SourceError when neither has the file, so a wrong `--store` is not silently read
+    with the default prefixes.
+    """
+    path = posixpath.join(store_path(root, store), SETTINGS_FILE) if store_path(root, store) else SETTINGS_FILE
+    proc = git.run_git(root, "cat-file", "blob", f"HEAD:{path}", check=False)
+    if proc.returncode == 0:
+        text = proc.stdout.decode("utf-8-sig", "replace")
+    else:
+        try:
+            text = (root / path).read_text(encoding="utf-8-sig")
+        except OSError as err:
+            raise SourceError(
+                f"no store at {posixpath.dirname(path) or '.'}/ in {root}: {path} exists neither at HEAD nor in"
+                " the working tree",
+                hint="pass --store DIR to name the store directory (relative to the repository root)",
+            ) from err
+    settings, _ = parse_settings(text, path)  # invalid prefixes fall back to the defaults; compile reports them
+    return TagScheme.of(settings)
+
+
+def store_path(root: Path, store: str | Path) -> str:
+    """`store` as a normalized POSIX path relative to the repository root ('' = the root)."""
+    path = Path(store)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError as err:
+            raise SourceError(f"store {store} is outside the repository {root}", hint="pass --store DIR") from err
+    rel = posixpath.normpath(path.as_posix())
+    return "" if rel == "." else rel
+
+
+def _make_tag(
+    cols: Sequence[Sequence[str]], r: int, text: str, meta: dict[str, Any], zones: dict[str, timezone]
+) -> Tag:
+    """A Tag from row `r`; a lightweight tag (made by hand) has no tagger, message or metadata."""
+    lightweight = cols[_TYPE][r] == "commit"
+    person, date = _split_creator(cols[_CREATOR][r], zones)
+    name, email = ("", "") if lightweight else person
+    return Tag(
+        name=cols[_REF][r][len("refs/tags/") :],
+        object=cols[_OID][r],
+        commit=cols[_OID][r] if lightweight else cols[_PEELED][r],
+        tagger=name or None,
+        tagger_email=email or None,
+        date=date,
+        text=text,
+        metadata=meta,
+    )
+
+
+def _split_creator(creator: str, zones: dict[str, timezone]) -> tuple[tuple[str, str], datetime]:
+    """`Name <email> 1700000000 +0200` as ((name, email), an aware datetime)."""
+    ident, _, when = creator.rpartition("> ")
+    name, _, email = ident.rpartition("<")
+    stamp, _, zone = when.partition(" ")
+    tz = zones.get(zone)
+    if tz is None:
+        try:
+            sign = -1 if zone.startswith("-") else 1
+            tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5])))
+        except ValueError:
+            tz = UTC
+        zones[zone] = tz
+    try:
+        date = datetime.fromtimestamp(int(stamp), tz)
+    except (ValueError, OverflowError, OSError):
+        date = datetime.fromtimestamp(0, UTC)
+    return (name.strip(), email), date
+
+
+def _new_version(**fields: Any) -> Version:
+    """A Version without the frozen dataclass's generated __init__ (one setattr call per field): listing
+    10,000 versions builds 10,000 of them. Every field is passed, so the result equals `Version(**fields)`."""
+    version = object.__new__(Version)
+    version.__dict__.update(fields)
+    return version
+
+
+def _person(tag: Tag) -> str:
+    if tag.tagger and tag.tagger_email:
+        return f"{tag.tagger} <{tag.tagger_email}>"
+    return tag.tagger or tag.tagger_email or "unknown"
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,309 @@
+"""`cfgtool publish`, `rollback` and `versions`, run as real subprocesses of the installed script against a
+committed copy of the embedded store with a bare remote. Every remote tag is checked never to move."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from cfgtool.store.git import git_env
+
+if TYPE_CHECKING:
+    from tests.conftest import GitRepo
+
+Run = Callable[..., subprocess.CompletedProcess[str]]  # the run_cfgtool fixture (conftest.py)
+
+PUBLISH_KEYS = {"published", "version", "tag", "commit", "reason"}
+VERSION_KEYS = {"version", "tag", "commit", "date", "status", "publisher", "message", "digest", "rolled_back"}
+
+
+class RemoteWatch:
+    """A bare remote; `check()` asserts that every tag seen so far is still there with the same target."""
+
+    def __init__(self, bare: Path) -> None:
+        self.bare = bare
+        self.seen: dict[str, str] = {}
+
+    def check(self) -> dict[str, str]:
+        out = subprocess.run(
+            ["git", "ls-remote", "--tags", str(self.bare)], capture_output=True, text=True, check=True, env=git_env()
+        ).stdout
+        now = {ref: oid for oid, _, ref in (line.partition("\t") for line in out.splitlines())}
+        for ref, oid in self.seen.items():
+            assert now.get(ref) == oid, f"{ref} was moved or deleted on the remote"
+        self.seen = now
+        return now
+
+    def tags(self) -> list[str]:
+        return sorted(r.removeprefix("refs/tags/") for r in self.check() if not r.endswith("^{}"))
+
+    def add_hook(self, script: str) -> None:
+        hook = self.bare / "hooks" / "pre-receive"
+        hook.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+        hook.chmod(0o755)
+
+
+@pytest.fixture
+def work(repo: GitRepo, embedded_repo: GitRepo) -> GitRepo:
+    for part in ("store", "schemas", "policies"):
+        if (embedded_repo.root / part).is_dir():
+            shutil.copytree(embedded_repo.root / part, repo.root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    repo.commit("the embedded store")
+    return repo
+
+
+@pytest.fixture
+def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
+    bare = tmp_path / "remote.git"
+    work.git("init", "-q", "--bare", str(bare))
+    work.git("remote", "add", "origin", str(bare))
+    work.git("push", "-q", "origin", "main")
+    watch = RemoteWatch(bare)
+    yield watch
+    watch.check()
+
+
+def bump(repo: GitRepo, value: str) -> str:
+    path = repo.root / "store" / "main.conf"
+    path.write_text(path.read_text(encoding="utf-8") + f"\nbump = {value}\n", encoding="utf-8")
+    return repo.commit(f"bump {value}")
+
+
+def run_json(run: Run, repo: GitRepo, *args: str) -> tuple[int, Any]:
+    proc = run(*args, "--format", "json", cwd=repo.root)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+# ------------------------------------------------------------------------------------------ publish
+
+
+def test_publish_text_reports_the_new_version(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> None:
+    proc = run_cfgtool("publish", "--remote", "origin", "-m", "first", cwd=work.root)
+    assert proc.returncode == 0, proc.stderr
+    head = work.git("rev-parse", "HEAD")
+    assert proc.stdout.splitlines()[0] == f"published version 1 (config/v1) on commit {head[:7]}, pushed to origin"
+    assert "  digest     sha256:" in proc.stdout
+    assert remote.tags() == ["config/v1"]
+
+
+def test_publish_json_contract_and_nothing_to_publish(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> None:
+    code, doc = run_json(run_cfgtool, work, "publish", "--remote", "origin")
+    assert code == 0
+    assert set(doc) >= PUBLISH_KEYS
+    head = work.git("rev-parse", "HEAD")
+    assert {k: doc[k] for k in PUBLISH_KEYS} == {
+        "published": True,
+        "version": 1,
+        "tag": "config/v1",
+        "commit": head,
+        "reason": None,
+    }
+    code, again = run_json(run_cfgtool, work, "publish", "--remote", "origin")
+    assert code == 0
+    assert (again["published"], again["version"], again["tag"], again["commit"]) == (False, None, None, head)
+    assert "nothing to publish" in again["reason"]
+    proc = run_cfgtool("publish", cwd=work.root)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("nothing to publish: HEAD")
+
+
+def test_publish_dry_run_json_creates_nothing(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> None:
+    code, doc = run_json(run_cfgtool, work, "publish", "--dry-run", "--remote", "origin")
+    assert code == 0
+    assert (doc["published"], doc["dry_run"], doc["version"], doc["tag"]) == (False, True, 1, "config/v1")
+    assert doc["reason"].startswith("dry run")
+    assert work.git("tag", "--list") == "" and remote.tags() == []
+
+
+def test_publish_broken_commit_exits_1_with_diagnostics(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> None:
+    (work.root / "store" / "main.conf").write_text("broken = ${nowhere}\n", encoding="utf-8")
+    work.commit("broken")
+    proc = run_cfgtool("publish", "--remote", "origin", cwd=work.root)
+    assert proc.returncode == 1
+    assert "store/main.conf:1:10: E_UNRESOLVED_REF" in proc.stdout
+    assert "cfgtool: error: HEAD (commit" in proc.stderr and "nothing was published" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    code, doc = run_json(run_cfgtool, work, "publish")
+    assert code == 1
+    assert (doc["published"], doc["version"], doc["tag"]) == (False, None, None)
+    assert doc["errors"] > 0 and {d["code"] for d in doc["diagnostics"]} == {"E_UNRESOLVED_REF"}
+    assert work.git("tag", "--list") == "" and remote.tags() == []
+
+
+def test_publish_rejected_by_the_remote_exits_1_and_leaves_no_tag(
+    run_cfgtool: Run, work: GitRepo, remote: RemoteWatch
+) -> None:
+    remote.add_hook('echo "no tags on Fridays" >&2\nexit 1\n')
+    proc = run_cfgtool("publish", "--remote", "origin", cwd=work.root)
+    assert proc.returncode == 1
+    assert "pre-receive hook declined" in proc.stderr and "no tags on Fridays" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert work.git("tag", "--list") == "" and remote.tags() == []
+
+
+def test_publish_an_unknown_ref_exits_2(run_cfgtool: Run, work: GitRepo) -> None:
+    proc = run_cfgtool("publish", "--ref", "no-such-branch", cwd=work.root)
+    assert proc.returncode == 2
+    assert "unknown ref 'no-such-branch'" in proc.stderr
+
+
+def test_two_cli_publishers_at_the_same_moment_both_succeed(
+    run_cfgtool: Run, work: GitRepo, remote: RemoteWatch, tmp_path: Path
+) -> None:
+    assert run_cfgtool("publish", "--remote", "origin", cwd=work.root).returncode == 0
+    before = remote.check()
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    remote.add_hook(  # each push waits until both have arrived, so both pick the same number
+        f'touch "{barrier}/$$"\ni=0\n'
+        f'while [ "$(ls "{barrier}" | wc -l)" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+    )
+    clones = []
+    for name in ("alice", "bob"):
+        other = type(work)(tmp_path / name)
+        other.git("remote", "add", "origin", str(remote.bare))
+        other.git("fetch", "-q", "--no-tags", "origin", "main")
+        other.git("reset", "-q", "--hard", "origin/main")
+        bump(other, name)
+        clones.append(other)
+    procs = [
+        subprocess.Popen(
+            [*cfgtool_command(), "publish", "--remote", "origin", "-m", f"from {other.root.name}", "-f", "json"],
+            cwd=other.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for other in clones
+    ]
+    docs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        docs.append(json.loads(out))
+    assert sorted(d["version"] for d in docs) == [2, 3]
+    assert sorted(d["attempts"] for d in docs) == [1, 2]
+    after = remote.check()
+    assert {k: after[k] for k in before} == before
+    assert remote.tags() == ["config/v1", "config/v2", "config/v3"]
+    for other, doc in zip(clones, docs, strict=True):
+        assert after[f"refs/tags/config/v{doc['version']}^{{}}"] == other.git("rev-parse", "HEAD")
+
+
+def cfgtool_command() -> list[str]:
+    """The installed script (as the run_cfgtool fixture runs it), for starting processes in parallel."""
+    script = Path(sysconfig.get_path("scripts")) / "cfgtool"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cfgtool"]
+
+
+# ------------------------------------------------------------------------------------------ rollback
+
+
+@pytest.fixture
+def two(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> GitRepo:
+    """Versions 1 and 2 published to the remote."""
+    assert run_cfgtool("publish", "--remote", "origin", "-m", "one", cwd=work.root).returncode == 0
+    bump(work, "2")
+    assert run_cfgtool("publish", "--remote", "origin", "-m", "two", cwd=work.root).returncode == 0
+    return work
+
+
+def test_rollback_json_contract_then_versions_shows_it(run_cfgtool: Run, two: GitRepo, remote: RemoteWatch) -> None:
+    code, doc = run_json(run_cfgtool, two, "rollback", "-m", "bad retention", "--remote", "origin")
+    assert code == 0
+    assert (doc["rolled_back"], doc["current"]) == ([2], 1)
+    assert "config/rolledback/v2" in remote.tags()
+
+    code, listed = run_json(run_cfgtool, two, "versions")
+    assert code == 0
+    assert [(v["version"], v["status"]) for v in listed] == [(2, "rolled_back"), (1, "current")]
+    assert all(set(v) >= VERSION_KEYS for v in listed)
+    assert listed[0]["rolled_back"]["reason"] == "bad retention"
+    assert listed[0]["rolled_back"]["by"] == "Test <test@example.com>"
+    assert listed[1]["rolled_back"] is None and listed[1]["message"] == "one"
+
+    text = run_cfgtool("versions", cwd=two.root).stdout.splitlines()
+    assert text[0].split() == ["VERSION", "DATE", "COMMIT", "STATUS", "PUBLISHER", "MESSAGE"]
+    assert "rolled back" in text[1] and text[1].startswith("2 ")
+    assert text[2].strip().startswith("rolled back by Test <test@example.com> on ")
+    assert text[2].endswith(": bad retention")
+    assert "current" in text[3] and text[3].endswith("one")
+
+
+def test_rollback_text_and_refusals(run_cfgtool: Run, two: GitRepo, remote: RemoteWatch) -> None:
+    proc = run_cfgtool("rollback", "2", "-m", "wrong cluster", cwd=two.root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("rolled back version 2 (local only")
+    assert "current version is now 1" in proc.stdout
+
+    last = run_cfgtool("rollback", "-m", "the last one", cwd=two.root)
+    assert last.returncode == 1
+    assert "would leave no good version" in last.stderr and "Traceback" not in last.stderr
+
+    again = run_cfgtool("rollback", "2", "-m", "again", cwd=two.root)
+    assert again.returncode == 1 and "already rolled back" in again.stderr
+
+    unknown = run_cfgtool("rollback", "7", "-m", "typo", cwd=two.root)
+    assert unknown.returncode == 2 and "version 7 does not exist" in unknown.stderr
+
+    no_reason = run_cfgtool("rollback", cwd=two.root)
+    assert no_reason.returncode == 2 and "-m" in no_reason.stderr
+
+    both = run_cfgtool("rollback", "2", "--to", "1", "-m", "x", cwd=two.root)
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_restore_by_publishing_an_old_version(run_cfgtool: Run, two: GitRepo, remote: RemoteWatch) -> None:
+    assert run_cfgtool("rollback", "-m", "bad", "--remote", "origin", cwd=two.root).returncode == 0
+    code, doc = run_json(run_cfgtool, two, "publish", "--ref", "config/v2", "-m", "restore v2", "--remote", "origin")
+    assert code == 0
+    assert (doc["published"], doc["version"]) == (True, 3)
+    assert doc["commit"] == two.git("rev-parse", "config/v2^{commit}")
+    code, listed = run_json(run_cfgtool, two, "versions")
+    assert [(v["version"], v["status"]) for v in listed] == [(3, "current"), (2, "rolled_back"), (1, "good")]
+
+
+# ------------------------------------------------------------------------------------------ versions
+
+
+def test_versions_without_any_version(run_cfgtool: Run, work: GitRepo) -> None:
+    proc = run_cfgtool("versions", cwd=work.root)
+    assert proc.returncode == 0
+    assert proc.stdout == "no version has been published yet (cfgtool publish creates version 1)\n"
+    code, doc = run_json(run_cfgtool, work, "versions")
+    assert (code, doc) == (0, [])
+
+
+def test_versions_lists_the_newest_unless_all(run_cfgtool: Run, work: GitRepo) -> None:
+    for n in range(1, 24):  # tags made by hand: versions without metadata
+        work.git("tag", "-a", "-m", f"hand made {n}", f"config/v{n}")
+    proc = run_cfgtool("versions", cwd=work.root)
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("23 ") and "current" in lines[1]
+    assert lines[-1] == "(20 of 23 versions shown; --all lists every one)"
+    code, every = run_json(run_cfgtool, work, "versions", "--all")
+    assert code == 0
+    assert [v["version"] for v in every] == list(range(23, 0, -1))
+
+
+def test_versions_with_another_store_directory(run_cfgtool: Run, work: GitRepo) -> None:
+    proc = run_cfgtool("--store", "nowhere", "versions", cwd=work.root)
+    assert proc.returncode == 2
+    assert "no store at nowhere/" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["publish", "rollback", "versions"])
+def test_every_version_command_has_help_with_examples(run_cfgtool: Run, command: str) -> None:
+    proc = run_cfgtool(command, "--help")
+    assert proc.returncode == 0
+    assert "Examples:" in proc.stdout
+    assert f"cfgtool {command}" in proc.stdout

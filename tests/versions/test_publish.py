@@ -1,0 +1,313 @@
+"""`publish` (`cfgtool/versions/publish.py`) against real repositories: a committed copy of the embedded store
+pushed to a bare remote, second clones as concurrent publishers, and remotes with pre-receive hooks.
+
+Every test that has a remote ends by checking that no tag on it was ever moved or deleted (`RemoteWatch`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from cfgtool.store.git import git_env
+from cfgtool.versions import PublishRefused, RemoteError, RemoteUnavailable, publish, versions
+from cfgtool.versions.messages import parse_message
+
+if TYPE_CHECKING:
+    from tests.conftest import GitRepo
+
+STORE_PARTS = ("store", "schemas", "policies")
+
+
+class RemoteWatch:
+    """A bare remote; `check()` asserts that every tag seen so far is still there with the same target."""
+
+    def __init__(self, bare: Path) -> None:
+        self.bare = bare
+        self.seen: dict[str, str] = {}
+
+    def tags(self) -> dict[str, str]:
+        out = subprocess.run(
+            ["git", "ls-remote", "--tags", str(self.bare)], capture_output=True, text=True, check=True, env=git_env()
+        ).stdout
+        return {ref: oid for oid, _, ref in (line.partition("\t") for line in out.splitlines())}
+
+    def check(self) -> dict[str, str]:
+        now = self.tags()
+        for ref, oid in self.seen.items():
+            assert now.get(ref) == oid, f"{ref} was moved or deleted on the remote"
+        self.seen = now
+        return now
+
+    def versions(self) -> list[str]:
+        return sorted(r.removeprefix("refs/tags/") for r in self.check() if not r.endswith("^{}"))
+
+    def add_hook(self, script: str) -> None:
+        hook = self.bare / "hooks" / "pre-receive"
+        hook.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+        hook.chmod(0o755)
+
+
+@pytest.fixture
+def work(repo: GitRepo, embedded_repo: GitRepo) -> GitRepo:
+    """`repo` holding a committed copy of the embedded store."""
+    for part in STORE_PARTS:
+        if (embedded_repo.root / part).is_dir():
+            shutil.copytree(embedded_repo.root / part, repo.root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    repo.commit("the embedded store")
+    return repo
+
+
+@pytest.fixture
+def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
+    """A bare remote `origin` of `work`, with main pushed; checked for moved tags when the test ends."""
+    bare = tmp_path / "remote.git"
+    work.git("init", "-q", "--bare", str(bare))
+    work.git("remote", "add", "origin", str(bare))
+    work.git("push", "-q", "origin", "main")
+    watch = RemoteWatch(bare)
+    yield watch
+    watch.check()
+
+
+def bump(repo: GitRepo, value: str) -> str:
+    """Commit a change to the store's root config; returns the commit."""
+    path = repo.root / "store" / "main.conf"
+    path.write_text(path.read_text(encoding="utf-8") + f"\nbump = {value}\n", encoding="utf-8")
+    return repo.commit(f"bump {value}")
+
+
+def clone(work: GitRepo, remote: RemoteWatch, name: str) -> GitRepo:
+    """Another publisher: a fresh repository tracking the remote's main (tags not fetched)."""
+    other = type(work)(work.root.parent / name)
+    other.git("remote", "add", "origin", str(remote.bare))
+    other.git("fetch", "-q", "--no-tags", "origin", "main")
+    other.git("reset", "-q", "--hard", "origin/main")
+    return other
+
+
+def local_version_tags(repo: GitRepo) -> list[str]:
+    return repo.git("tag", "--list", "config/*").split()
+
+
+# ------------------------------------------------------------------------------------------ publishing
+
+
+def test_publish_embedded_store_creates_version_1_with_metadata(work: GitRepo, remote: RemoteWatch) -> None:
+    head = work.git("rev-parse", "HEAD")
+    result = publish(work.root, remote="origin", message="first release")
+    assert (result.published, result.version, result.tag, result.commit) == (True, 1, "config/v1", head)
+    assert result.reason is None and result.attempts == 1
+    assert remote.versions() == ["config/v1"]
+    assert work.git("rev-parse", "config/v1^{commit}") == head
+
+    text, meta = parse_message(work.git("for-each-ref", "--format=%(contents)", "refs/tags/config/v1"))
+    assert text == "first release"
+    assert meta["version"] == 1 and meta["commit"] == head and meta["store"] == "store"
+    assert meta["digest"] == result.digest and meta["nodes"] == result.nodes > 0
+    assert meta["publisher"] == "Test <test@example.com>" and meta["message"] == "first release"
+    assert meta["cfgtool_version"]
+    doc = result.to_json()
+    assert {k: doc[k] for k in ("published", "version", "tag", "commit", "reason")} == {
+        "published": True,
+        "version": 1,
+        "tag": "config/v1",
+        "commit": head,
+        "reason": None,
+    }
+
+
+def test_publish_broken_commit_is_refused_and_creates_no_tag(work: GitRepo, remote: RemoteWatch) -> None:
+    (work.root / "store" / "main.conf").write_text("broken = ${nowhere}\n", encoding="utf-8")
+    work.commit("broken")
+    with pytest.raises(PublishRefused, match=r"HEAD \(commit [0-9a-f]{7}\) has \d+ errors") as err:
+        publish(work.root, remote="origin")
+    assert err.value.exit_code == 1
+    assert {d.code for d in err.value.diagnostics} == {"E_UNRESOLVED_REF"}
+    assert local_version_tags(work) == []
+    assert remote.versions() == []
+
+
+def test_publish_unchanged_snapshot_publishes_nothing(work: GitRepo, remote: RemoteWatch) -> None:
+    publish(work.root, remote="origin")
+    again = publish(work.root, remote="origin")
+    assert (again.published, again.version, again.tag, again.same_as) == (False, None, None, 1)
+    assert again.reason is not None and "already is the current version 1" in again.reason
+
+    (work.root / "README.md").write_text("not part of the store\n", encoding="utf-8")
+    work.commit("docs only")
+    docs = publish(work.root, remote="origin")
+    assert not docs.published
+    assert docs.reason is not None and "has the same snapshot" in docs.reason
+    assert remote.versions() == ["config/v1"]
+
+
+def test_publish_unchanged_says_when_the_current_tag_is_not_on_the_remote(work: GitRepo, remote: RemoteWatch) -> None:
+    publish(work.root)  # local only
+    result = publish(work.root, remote="origin")
+    assert not result.published
+    assert result.reason is not None
+    assert "config/v1 exists only in this repository, not on origin" in result.reason
+    assert "git push origin refs/tags/config/v1" in result.reason
+    assert remote.versions() == []
+
+
+def test_publish_dry_run_runs_the_checks_and_creates_nothing(work: GitRepo, remote: RemoteWatch) -> None:
+    result = publish(work.root, remote="origin", dry_run=True)
+    assert (result.published, result.dry_run, result.version, result.tag) == (False, True, 1, "config/v1")
+    assert result.reason is not None and result.reason.startswith("dry run: would create config/v1")
+    assert local_version_tags(work) == [] and remote.versions() == []
+
+
+def test_publish_dry_run_of_a_broken_commit_is_refused(work: GitRepo) -> None:
+    (work.root / "store" / "main.conf").write_text("a = [1\n", encoding="utf-8")
+    work.commit("syntax error")
+    with pytest.raises(PublishRefused):
+        publish(work.root, dry_run=True)
+
+
+def test_publish_without_remote_creates_a_local_tag_only(work: GitRepo, remote: RemoteWatch) -> None:
+    result = publish(work.root, message="local")
+    assert result.published and result.remote is None
+    assert local_version_tags(work) == ["config/v1"]
+    assert remote.versions() == []
+
+
+def test_publish_numbers_after_versions_known_only_on_the_remote(work: GitRepo, remote: RemoteWatch) -> None:
+    publish(work.root, remote="origin")
+    bump(work, "2")
+    publish(work.root, remote="origin")
+    other = clone(work, remote, "other")
+    assert local_version_tags(other) == []
+    bump(other, "3")
+    result = publish(other.root, remote="origin")
+    assert result.version == 3
+    assert remote.versions() == ["config/v1", "config/v2", "config/v3"]
+
+
+def test_publish_never_reuses_a_rolled_back_number(work: GitRepo, remote: RemoteWatch) -> None:
+    from cfgtool.versions import rollback
+
+    publish(work.root, remote="origin")
+    bump(work, "2")
+    publish(work.root, remote="origin")
+    rollback(work.root, reason="bad", remote="origin")
+    bump(work, "3")
+    assert publish(work.root, remote="origin").version == 3
+
+
+def test_publish_restores_an_old_version_as_a_new_version(work: GitRepo, remote: RemoteWatch) -> None:
+    first = publish(work.root, remote="origin")
+    bump(work, "2")
+    publish(work.root, remote="origin")
+    restored = publish(work.root, ref="config/v1", remote="origin", message="restore v1")
+    assert (restored.version, restored.commit, restored.digest) == (3, first.commit, first.digest)
+    listed = versions(work.root)
+    assert (listed[0].version, listed[0].status, listed[0].message) == (3, "current", "restore v1")
+    assert listed[0].metadata["ref"] == "config/v1"
+
+
+def test_publish_an_unknown_ref_is_a_source_error(work: GitRepo) -> None:
+    from cfgtool.errors import SourceError
+
+    with pytest.raises(SourceError, match="unknown ref 'nope'"):
+        publish(work.root, ref="nope")
+
+
+# ------------------------------------------------------------------------------------------ remotes
+
+
+def test_publish_rejected_by_a_hook_gives_a_clear_error_and_leaves_no_local_tag(
+    work: GitRepo, remote: RemoteWatch
+) -> None:
+    publish(work.root, remote="origin")
+    remote.add_hook('echo "tag pushes are frozen until Monday" >&2\nexit 1\n')
+    bump(work, "2")
+    with pytest.raises(RemoteError) as err:
+        publish(work.root, remote="origin")
+    message = str(err.value)
+    assert "refused the version tag config/v2" in message
+    assert "pre-receive hook declined" in message
+    assert "tag pushes are frozen until Monday" in message
+    assert local_version_tags(work) == ["config/v1"]
+    assert remote.versions() == ["config/v1"]
+
+
+def test_publish_with_an_unreachable_remote_fails_before_creating_a_tag(work: GitRepo, tmp_path: Path) -> None:
+    with pytest.raises(RemoteUnavailable, match="could not fetch version tags from") as err:
+        publish(work.root, remote=str(tmp_path / "missing.git"))
+    assert err.value.exit_code == 2
+    assert local_version_tags(work) == []
+
+
+def test_publish_reports_a_local_tag_that_differs_from_the_remote(work: GitRepo, remote: RemoteWatch) -> None:
+    other = clone(work, remote, "other")
+    bump(other, "theirs")
+    publish(other.root, remote="origin")  # the remote's config/v1
+    bump(work, "mine")
+    publish(work.root)  # a local config/v1 that was never pushed
+    mine = work.git("rev-parse", "refs/tags/config/v1")
+    with pytest.raises(RemoteError, match=r"local tag config/v1 differs") as err:
+        publish(work.root, remote="origin")
+    assert err.value.hint is not None and "git tag -d config/v1" in err.value.hint
+    assert work.git("rev-parse", "refs/tags/config/v1") == mine  # reported, not replaced
+    assert remote.versions() == ["config/v1"]
+
+
+_PUBLISH = """
+import json, sys
+from pathlib import Path
+from cfgtool.versions import publish
+result = publish(Path(sys.argv[1]), remote="origin", message=sys.argv[2])
+print(json.dumps(result.to_json()))
+"""
+
+
+def test_two_processes_publishing_at_once_get_consecutive_versions(
+    work: GitRepo, remote: RemoteWatch, tmp_path: Path
+) -> None:
+    publish(work.root, remote="origin")
+    before = remote.check()
+    # Both pushes wait in the remote's hook until the other has arrived: both processes fetched before either
+    # tag existed, so they pick the same number and exactly one push of it can win.
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    remote.add_hook(
+        f'touch "{barrier}/$$"\ni=0\n'
+        f'while [ "$(ls "{barrier}" | wc -l)" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+    )
+    clones = [clone(work, remote, f"publisher{i}") for i in (1, 2)]
+    for i, other in enumerate(clones):
+        bump(other, f"publisher{i}")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PUBLISH, str(other.root), f"from {other.root.name}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for other in clones
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["version"] for r in results) == [2, 3]
+    assert all(r["published"] for r in results)
+    assert sorted(r["attempts"] for r in results) == [1, 2]  # the loser fetched, recomputed and retried
+    after = remote.check()
+    assert {k: after[k] for k in before} == before
+    assert remote.versions() == ["config/v1", "config/v2", "config/v3"]
+    on_remote = remote.tags()
+    for other, r in zip(clones, results, strict=True):
+        assert on_remote[f"refs/tags/config/v{r['version']}^{{}}"] == other.git("rev-parse", "HEAD")
+        for name in local_version_tags(other):  # no local tag that the remote does not have
+            assert on_remote[f"refs/tags/{name}"] == other.git("rev-parse", f"refs/tags/{name}")
