@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -167,26 +167,29 @@ class Snapshot(StoreQueries):
         with bulk():  # sorting keys allocates many small tuples: keep the cyclic GC off the big heap
             return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
-    def to_json(self) -> dict[str, Any]:
-        """The versioned artifact (DESIGN 7 `--output`, the client cache)."""
+    def to_json(self, provenance: bool = True) -> dict[str, Any]:
+        """The versioned artifact (DESIGN 7 `--output`; the client cache, which leaves `provenance` out)."""
         files: dict[str, int] = {}
 
         def org(o: Origin) -> list[Any]:
             return [files.setdefault(o.file, len(files)), o.line, o.col]
 
-        nodes = {}
+        nodes: dict[str, dict[str, Any]] = {}
         for key, snap in sorted(self.nodes.items()):
-            nodes[key] = {
+            node: dict[str, Any] = {
                 "config": snap.config,
                 "layers": list(snap.layers),
-                "reached": list(snap.reached),
                 "imports": list(snap.imports),
-                "origins": {p: org(o) for p, o in snap.origins.items()},
-                "sources": {p: [org(o) for o in os_] for p, os_ in snap.sources.items()},
-                "own": {p: [v.text, *org(v.origin)] for p, v in snap.own.items()},
                 "file": snap.file,
                 "intrinsic": snap.intrinsic,
+                "hash": node_hash(snap),
             }
+            if provenance:
+                node["reached"] = list(snap.reached)
+                node["origins"] = {p: org(o) for p, o in snap.origins.items()}
+                node["sources"] = {p: [org(o) for o in os_] for p, os_ in snap.sources.items()}
+                node["own"] = {p: [v.text, *org(v.origin)] for p, v in snap.own.items()}
+            nodes[key] = node
         return {
             "$schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -217,23 +220,7 @@ class Snapshot(StoreQueries):
             def org(v: list[Any]) -> Origin:
                 return Origin(files[v[0]], v[1], v[2])
 
-            nodes = {
-                key: NodeSnapshot(
-                    key=key,
-                    config=n["config"],
-                    layers=tuple(n["layers"]),
-                    imports=tuple(n["imports"]),
-                    file=n["file"],
-                    intrinsic=n["intrinsic"],
-                    provenance=Provenance(
-                        reached=tuple(n["reached"]),
-                        origins={p: org(o) for p, o in n["origins"].items()},
-                        sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
-                        own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},
-                    ),
-                )
-                for key, n in data["nodes"].items()
-            }
+            nodes = {key: _node_from_json(key, n, org) for key, n in data["nodes"].items()}
             source = data["source"]
             return cls(
                 store=data["store"],
@@ -251,6 +238,28 @@ class Snapshot(StoreQueries):
     def iter_nodes(self) -> Iterator[NodeSnapshot]:
         for key in sorted(self.nodes):
             yield self.nodes[key]
+
+
+def _node_from_json(key: str, n: Mapping[str, Any], org: Callable[[list[Any]], Origin]) -> NodeSnapshot:
+    """A node of the artifact; without provenance (the client cache) it has none until recompiled."""
+    provenance = Provenance()
+    if "origins" in n:
+        provenance = Provenance(
+            reached=tuple(n["reached"]),
+            origins={p: org(o) for p, o in n["origins"].items()},
+            sources={p: tuple(org(o) for o in os_) for p, os_ in n["sources"].items()},
+            own={p: OwnValue(v[0], org(v[1:])) for p, v in n["own"].items()},
+        )
+    return NodeSnapshot(
+        key=key,
+        config=n["config"],
+        layers=tuple(n["layers"]),
+        imports=tuple(n["imports"]),
+        file=n["file"],
+        intrinsic=n["intrinsic"],
+        content_hash=n.get("hash"),
+        provenance=provenance,
+    )
 
 
 def node_hash(snap: NodeSnapshot) -> str:

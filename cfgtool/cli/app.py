@@ -12,6 +12,7 @@ import typer
 from cfgtool._version import __version__
 from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
 from cfgtool.cli.context import CliContext
+from cfgtool.cli.diff_cmd import audit_command, diff_command
 from cfgtool.cli.error_handler import run_handled
 from cfgtool.cli.versions_cmd import publish_command, rollback_command, versions_command
 
@@ -43,6 +44,8 @@ def build_app() -> typer.Typer:
     app.command("publish")(publish_command)
     app.command("rollback")(rollback_command)
     app.command("versions")(versions_command)
+    app.command("diff")(diff_command)
+    app.command("audit")(audit_command)
     return app
 
 

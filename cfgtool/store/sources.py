@@ -239,7 +239,7 @@ class _Texts(Mapping[str, str]):
     def __getitem__(self, path: str) -> str:
         if path not in self._known:
             raise KeyError(path)
-        blob = self._source.read(path)
+        blob = self._source.load(self._paths).get(path)  # the first read fetches all of them in one batch
         if blob is None:
             raise KeyError(path)
         return blob.data.decode("utf-8-sig", "replace")

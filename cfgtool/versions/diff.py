@@ -1,0 +1,366 @@
+"""The resolved diff between two states of a store (DESIGN 9 `cfgtool diff A B`).
+
+A and B are side specs (`sides.py`): a version, a git ref, or `worktree` for the working tree.
+
+Both sides are compiled without validation and without checking other variable values (only resolved
+values matter here), under the same `--var` values. Per key, leaf values are compared: objects are walked,
+arrays are compared as whole values, and `1`, `1.0` and `true` are different values. Nodes added or
+removed entirely are keys added or removed with all their values. Each new value carries its origin from
+B's provenance, and `via`: the layer of B that set it (the node owning the origin's file), or `own` when
+the key sets it in its own main.conf. Changes are then grouped by (path, old, new, via) and counted over keys.
+
+A node is compared only when it can differ: its layers changed, or the main.conf of one of them did (blob
+ids from both compiles); only nodes whose configs differ are walked. Renderers live in `diff_render.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterator, Mapping, Set
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cfgtool.compile import CompileResult, compile_store
+from cfgtool.hocon import Origin, bulk
+from cfgtool.provenance import path_name
+from cfgtool.snapshot import NodeSnapshot, Snapshot
+from cfgtool.store import git
+from cfgtool.versions.sides import WORKTREE, Side, resolve_side
+
+VIA_OWN = "own"  # `via` of a value the key sets in its own main.conf
+
+Kind = Literal["added", "removed", "changed"]
+
+
+class _Absent:
+    """A value that is not set on one side (omitted from JSON, shown as `(unset)`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True)
+class ValueChange:
+    """One leaf path of one key: `old` and/or `new` (ABSENT when unset), the new value's origin and `via`."""
+
+    path: str
+    old: Any
+    new: Any
+    origin: Origin | None
+    via: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path}
+        if self.old is not ABSENT:
+            out["old"] = self.old
+        if self.new is not ABSENT:
+            out["new"] = self.new
+        out["origin"] = _origin_json(self.origin)
+        out["via"] = self.via
+        return out
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    key: str
+    kind: Kind
+    values: tuple[ValueChange, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "kind": self.kind, "values": [v.to_json() for v in self.values]}
+
+
+@dataclass(frozen=True)
+class Group:
+    """The same change (path, old -> new) made through the same layer (`via`) in `keys`."""
+
+    path: str
+    old: Any
+    new: Any
+    via: str | None
+    keys: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.keys)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path}
+        if self.old is not ABSENT:
+            out["old"] = self.old
+        if self.new is not ABSENT:
+            out["new"] = self.new
+        out.update(count=self.count, via=self.via, keys=list(self.keys))
+        return out
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed from `a` to `b`: per key (sorted), grouped, and the keys that could not be compared
+    because they did not compile on one side."""
+
+    a: Side
+    b: Side
+    changes: tuple[KeyChange, ...]
+    groups: tuple[Group, ...]
+    unresolved: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+    def count(self, kind: Kind) -> int:
+        return sum(1 for c in self.changes if c.kind == kind)
+
+    @property
+    def values(self) -> int:
+        return sum(len(c.values) for c in self.changes)
+
+    def to_json(self) -> dict[str, Any]:
+        """DESIGN 9's `diff` contract, plus `spec`/`worktree`/`dirty`/`errors` per side, `via` per value, a
+        value count and the unresolved keys."""
+        return {
+            "from": self.a.to_json(),
+            "to": self.b.to_json(),
+            "summary": {
+                "added": self.count("added"),
+                "removed": self.count("removed"),
+                "changed": self.count("changed"),
+                "values": self.values,
+                "unresolved": len(self.unresolved),
+            },
+            "changes": [c.to_json() for c in self.changes],
+            "groups": [g.to_json() for g in self.groups],
+            "unresolved": list(self.unresolved),
+        }
+
+
+# ------------------------------------------------------------------------------------------ entry points
+
+
+def diff(
+    repo: Path | None,
+    a: str,
+    b: str = WORKTREE,
+    store: str | Path = "store",
+    variables: Mapping[str, str] | None = None,
+) -> Diff:
+    """The resolved diff from side `a` to side `b` of the store in `repo` (see the module doc for specs)."""
+    root = git.locate(repo if repo is not None else Path.cwd()).root
+    sides = [resolve_side(root, spec, store) for spec in (a, b)]
+    results = []
+    for i, side in enumerate(sides):
+        result = compile_store(root, store, side.ref and side.commit, variables, check_variables=False, validate=False)
+        sides[i] = Side(side.spec, side.ref, side.commit, side.version, result.snapshot.source.dirty, result.errors)
+        results.append(result)
+    old, new = results
+    changed = {path for path, _ in file_ids(old).items() ^ file_ids(new).items()}
+    return diff_snapshots(old.snapshot, new.snapshot, sides[0], sides[1], changed)
+
+
+def diff_snapshots(
+    old: Snapshot, new: Snapshot, a: Side | None = None, b: Side | None = None, changed: Set[str] | None = None
+) -> Diff:
+    """The diff of two compiled snapshots (pure: no git, no compile).
+
+    `changed`, when known, is the set of files whose content differs (`file_ids`): only nodes that can
+    have changed are compared, and a substituted value is credited to the layer whose file changed.
+    """
+    a = a or Side("a", old.source.ref, old.source.commit, dirty=old.source.dirty)
+    b = b or Side("b", new.source.ref, new.source.commit, dirty=new.source.dirty)
+    with bulk():  # the diff allocates many small objects next to two large snapshots: keep the cyclic GC off
+        owners = _Owners(new, changed or frozenset())
+        candidates = None if changed is None else _candidates(old, new, changed)
+        changes: list[KeyChange] = []
+        unresolved: list[str] = []
+        for key in sorted(old.nodes.keys() | new.nodes.keys()):
+            before, after = old.nodes.get(key), new.nodes.get(key)
+            if (before is not None and before.config is None) or (after is not None and after.config is None):
+                unresolved.append(key)
+                continue
+            if candidates is not None and key not in candidates:
+                continue
+            change = _diff_node(key, before, after, owners)
+            if change is not None:
+                changes.append(change)
+        return Diff(a, b, tuple(changes), _group(changes), tuple(unresolved))
+
+
+def file_ids(result: CompileResult) -> dict[str, str]:
+    """`{path: blob id}` of every file a compile resolved from: each node's main.conf and each included file."""
+    ids = {n.main.path: n.main.oid for n in result.store.nodes.values() if n.main is not None}
+    included = [p for p in result.snapshot.texts if p not in ids]
+    if included:
+        ids.update(result.store.source.oids(included))
+    return ids
+
+
+def _candidates(old: Snapshot, new: Snapshot, changed: Set[str]) -> set[str] | None:
+    """Keys whose config may differ, None for all of them.
+
+    A resolved config is a function of its key, its layers and their own documents, so a node whose
+    layers are the same on both sides and whose layers' main.conf files are unchanged cannot differ. A changed
+    file that is no node's main.conf (a HOCON `include`d file) or different variables: compare everything.
+    """
+    if dict(old.variables) != dict(new.variables):
+        return None
+    touched: set[str] = set()
+    for snapshot in (old, new):
+        by_file = {s.file: k for k, s in snapshot.nodes.items() if s.file}
+        for f in changed:
+            owner = by_file.get(f)
+            if owner is None and posixpath.basename(f) != "main.conf":
+                return None
+            if owner is not None:
+                touched.add(owner)
+    out = set()
+    for key in old.nodes.keys() | new.nodes.keys():
+        before, after = old.nodes.get(key), new.nodes.get(key)
+        if before is None or after is None or before.layers != after.layers or not touched.isdisjoint(after.layers):
+            out.add(key)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ comparison
+
+
+def same(a: Any, b: Any) -> bool:
+    """Strict equality of resolved values: types must match (`1`, `1.0` and `true` differ); key order is
+    ignored."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        if len(a) != len(b):
+            return False
+        for k, v in a.items():
+            w = b.get(k, ABSENT)
+            if w is ABSENT or not same(v, w):
+                return False
+        return True
+    if t is list:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _diff_node(key: str, before: NodeSnapshot | None, after: NodeSnapshot | None, owners: _Owners) -> KeyChange | None:
+    old_cfg = before.config if before is not None else None
+    new_cfg = after.config if after is not None else None
+    if old_cfg is not None and new_cfg is not None and same(old_cfg, new_cfg):
+        return None
+    pairs: list[tuple[tuple[str, ...], Any, Any]] = []
+    _walk(old_cfg or {}, new_cfg or {}, (), pairs)
+    kind: Kind = "added" if before is None else "removed" if after is None else "changed"
+    if not pairs and kind == "changed":
+        return None
+    origins = after.origins if after is not None and new_cfg is not None else {}
+    values = []
+    for path, o, n in pairs:
+        name = path_name(path)
+        origin = origins.get(name) if n is not ABSENT else None
+        via = owners.via(origin, after.sources.get(name, ()) if after is not None else ())
+        values.append(ValueChange(name, o, n, origin, VIA_OWN if via == key else via))
+    return KeyChange(key, kind, tuple(values))
+
+
+def changed_values(old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+    """The leaves that differ between two configs, as (path expression, old, new), ABSENT where unset."""
+    pairs: list[tuple[tuple[str, ...], Any, Any]] = []
+    _walk(old if isinstance(old, dict) else {}, new if isinstance(new, dict) else {}, (), pairs)
+    return [(path_name(p), o, n) for p, o, n in pairs]
+
+
+def _walk(old: Mapping[str, Any], new: Mapping[str, Any], prefix: tuple[str, ...], out: list[Any]) -> None:
+    """Changed leaves under two objects: (path, old, new), ABSENT on the side where a leaf is unset."""
+    for k, n in new.items():
+        path = (*prefix, k)
+        o = old.get(k, ABSENT)
+        if o is ABSENT:
+            out.extend((p, ABSENT, v) for p, v in _leaves(n, path))
+        elif isinstance(o, dict) and isinstance(n, dict):
+            if not same(o, n):
+                _walk(o, n, path, out)
+        elif not same(o, n):
+            if (isinstance(o, dict) and o) or (isinstance(n, dict) and n):  # an object became a scalar or array
+                out.extend((p, v, ABSENT) for p, v in _leaves(o, path))
+                out.extend((p, ABSENT, v) for p, v in _leaves(n, path))
+            else:
+                out.append((path, o, n))
+    for k, o in old.items():
+        if k not in new:
+            out.extend((p, v, ABSENT) for p, v in _leaves(o, (*prefix, k)))
+
+
+def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Leaf values (scalars, arrays, empty objects) under `value`."""
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from _leaves(v, (*path, k))
+    else:
+        yield path, value
+
+
+class _Owners:
+    """Which layer of B set a value: the node owning a file (whose main.conf it is, else the node of its
+    directory). For a substituted or concatenated value, the first of its origin and its sources whose file
+    changed: `x = ${retention.ms}` in a dataset changes because the tag that sets `retention.ms` did."""
+
+    def __init__(self, snapshot: Snapshot, changed: Set[str]) -> None:
+        self._snapshot = snapshot
+        self._changed = changed
+        self._by_file: dict[str, str] | None = None
+
+    def via(self, origin: Origin | None, sources: tuple[Origin, ...]) -> str | None:
+        if origin is None:
+            return None
+        for candidate in (origin, *sources):
+            if candidate.file in self._changed:
+                return self.owner(candidate.file)
+        return self.owner(origin.file)
+
+    def owner(self, file: str) -> str | None:
+        if self._by_file is None:
+            self._by_file = {s.file: k for k, s in self._snapshot.nodes.items() if s.file}
+        found = self._by_file.get(file)
+        if found is not None:
+            return found
+        directory = posixpath.dirname(file)
+        store = self._snapshot.store
+        if store:
+            if directory != store and not directory.startswith(store + "/"):
+                return None
+            directory = directory[len(store) :]
+        return "/" + directory.strip("/")
+
+
+def _group(changes: list[KeyChange]) -> tuple[Group, ...]:
+    found: dict[tuple[str, str, str, str | None], tuple[Any, Any, list[str]]] = {}
+    for change in changes:
+        for v in change.values:
+            ident = (v.path, _canonical(v.old), _canonical(v.new), v.via)
+            entry = found.get(ident)
+            if entry is None:
+                found[ident] = (v.old, v.new, [change.key])
+            else:
+                entry[2].append(change.key)
+    ordered = sorted(found.items(), key=lambda item: (-len(item[1][2]), item[0][0], item[0][1:3], item[0][3] or ""))
+    return tuple(Group(ident[0], old, new, ident[3], tuple(keys)) for ident, (old, new, keys) in ordered)
+
+
+def _canonical(value: Any) -> str:
+    if value is ABSENT:
+        return ""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
+    return None if origin is None else {"file": origin.file, "line": origin.line, "col": origin.col}
