@@ -6,6 +6,7 @@ The public API is exactly the names in `__all__`; everything else is internal an
 """
 
 from cfgtool._version import __version__
+from cfgtool.client import ConfigClient, StoreNotFound
 from cfgtool.compile import CompileResult
 from cfgtool.compile import compile_store as compile
 from cfgtool.diagnostics import Diagnostic
@@ -15,9 +16,11 @@ from cfgtool.snapshot import KeyNotFound, Snapshot
 __all__ = [
     "CfgtoolError",
     "CompileResult",
+    "ConfigClient",
     "Diagnostic",
     "KeyNotFound",
     "Snapshot",
+    "StoreNotFound",
     "__version__",
     "compile",
 ]

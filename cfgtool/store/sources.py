@@ -235,11 +235,14 @@ class _Texts(Mapping[str, str]):
         self._source = source
         self._paths = paths
         self._known = frozenset(paths)
+        self._blobs: dict[str, Blob] | None = None
 
     def __getitem__(self, path: str) -> str:
         if path not in self._known:
             raise KeyError(path)
-        blob = self._source.load(self._paths).get(path)  # the first read fetches all of them in one batch
+        if self._blobs is None:  # the first read fetches all of them in one batch
+            self._blobs = self._source.load(self._paths)
+        blob = self._blobs.get(path)
         if blob is None:
             raise KeyError(path)
         return blob.data.decode("utf-8-sig", "replace")

@@ -1,0 +1,186 @@
+"""ConfigClient (DESIGN 10): read one pinned version of a store, for the whole life of the client.
+
+The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves, so
+a rollback or a new publish never changes what a running process reads. Compiled snapshots are cached on
+disk by (commit, store, variables, cfgtool version) and written atomically: a second process on the same
+version starts without compiling. A git URL is cloned into the cache directory and fetched once per client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import pickle
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cfgtool import __version__
+from cfgtool.cache import cache_root
+from cfgtool.compile import CompileResult, compile_store
+from cfgtool.errors import CfgtoolError, SourceError
+from cfgtool.explain import Explanation, explain
+from cfgtool.hocon import split_path
+from cfgtool.plain import MISSING, value_at
+from cfgtool.snapshot import KeyNotFound, Lookup, Snapshot, SnapshotFormatError, write_atomic_bytes
+from cfgtool.store import git
+from cfgtool.store.keys import ROOT, normalize_key
+from cfgtool.versions import Version, VersionNotFound, history
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., git@host:path
+
+
+class StoreNotFound(SourceError):
+    """The location is not a repository, or the repository has no published version of the store."""
+
+
+class ConfigClient:
+    """Reads one version of a store: `client.version`, `client.commit`, and the queries of DESIGN 6."""
+
+    def __init__(
+        self,
+        location: str | Path,
+        store: str = "store",
+        *,
+        variables: Mapping[str, str] | None = None,
+        version: int | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        self.location = str(location)
+        self.store = store
+        self.variables = dict(variables or {})
+        self._cache = Path(cache_dir) if cache_dir is not None else cache_root()
+        self.repo = self._repository()
+        pinned = self._pin(version)
+        self.version: int = pinned.version
+        self.commit: str = pinned.commit
+        self.snapshot: Snapshot = self._snapshot()
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def lookup(self, key: str, strict: bool = False) -> Lookup:
+        """The config of `key` and whether it has a node (a key without one reads as its nearest ancestor's)."""
+        return self.snapshot.lookup(self._key(key), strict)
+
+    def exists(self, key: str) -> bool:
+        return self.lookup(key).exists
+
+    def get(self, key: str, strict: bool = False) -> Mapping[str, Any]:
+        """The resolved config of `key`; `strict` raises KeyNotFound for a key without a node."""
+        return self.lookup(key, strict).config
+
+    def get_value(self, key: str, path: str, default: Any = MISSING, strict: bool = False) -> Any:
+        """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound unless `default`."""
+        value = value_at(self.get(key, strict), split_path(path))
+        if value is MISSING:
+            if default is not MISSING:
+                return default
+            raise KeyNotFound(f"{key} has no value at {path} (version {self.version})", hint="check the path")
+        return value
+
+    def explain(self, key: str, path: str) -> Explanation:
+        """Which file and line set the value, what it overrode, how each layer was reached (compiles the
+        pinned commit once, since the cached snapshot carries no provenance)."""
+        return explain(self._full_snapshot(), self._key(key), path)
+
+    def imports(self, key: str, recursive: bool = False) -> list[str]:
+        return self.snapshot.imports(self._key(key), recursive)
+
+    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
+        return self.snapshot.imported_by(self._key(key), recursive)
+
+    def tags(self, key: str) -> list[str]:
+        return self.snapshot.tags(self._key(key))
+
+    def datasets(self, tag: str) -> list[str]:
+        return self.snapshot.datasets(self._key(tag))
+
+    def children(self, key: str) -> list[str]:
+        return self.snapshot.children(self._key(key))
+
+    def keys(self, prefix: str = ROOT) -> list[str]:
+        return self.snapshot.keys(self._key(prefix))
+
+    def __repr__(self) -> str:
+        where = f"{self.location!r}, store={self.store!r}"
+        return f"ConfigClient({where}, version={self.version}, commit={self.commit[:7]})"
+
+    # -- construction ------------------------------------------------------------------------------------
+    def _key(self, key: str) -> str:
+        return normalize_key(key, self.snapshot.name if hasattr(self, "snapshot") else None)
+
+    def _repository(self) -> Path:
+        """The local repository: the location itself, or a clone of a URL in the cache, fetched once now."""
+        if not _URL.match(self.location):
+            path = Path(self.location).expanduser()
+            if not path.exists():
+                raise StoreNotFound(f"{self.location}: no such directory", hint="pass a repository path or a git URL")
+            try:
+                return git.locate(path).root
+            except SourceError as exc:
+                raise StoreNotFound(str(exc.message), hint=exc.hint) from exc
+        clone = self._cache / "repos" / hashlib.sha256(self.location.encode("utf-8")).hexdigest()[:16]
+        if (clone / "HEAD").exists():
+            # branches may move; tags never do (a tag that changed upstream is an error, not an update)
+            self._git(clone, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+        else:
+            clone.parent.mkdir(parents=True, exist_ok=True)
+            self._git(clone.parent, "clone", "--quiet", "--bare", self.location, str(clone))
+        return clone
+
+    def _git(self, cwd: Path, *args: str) -> None:
+        try:
+            git.run_git(cwd, *args)
+        except SourceError as exc:
+            raise StoreNotFound(f"cannot read {self.location}: {exc.message}", hint="check the URL and access") from exc
+
+    def _pin(self, version: int | None) -> Version:
+        versions = history(self.repo, self.store)
+        if version is not None:
+            return versions.require(version)
+        current = versions.current
+        if current is None:
+            raise StoreNotFound(
+                f"{self.location} has no published version of store {self.store!r}",
+                hint="publish one with `cfgtool publish`, or pass version=N",
+            )
+        return current
+
+    def _cache_file(self) -> Path:
+        variables = json.dumps(self.variables, sort_keys=True)
+        key = hashlib.sha256(f"{self.commit}\0{self.store}\0{variables}\0{__version__}".encode()).hexdigest()
+        return self._cache / "snapshots" / f"{key}.pickle"
+
+    def _snapshot(self) -> Snapshot:
+        """The pinned snapshot from the disk cache, else compiled (and cached atomically)."""
+        path = self._cache_file()
+        try:
+            return Snapshot.from_json(pickle.loads(path.read_bytes()))
+        except (OSError, pickle.UnpicklingError, EOFError, SnapshotFormatError, ValueError, TypeError):
+            pass  # not cached yet, or unreadable: compile
+        snapshot = self._compile().snapshot
+        with contextlib.suppress(OSError):  # a read-only cache only costs time
+            write_atomic_bytes(path, pickle.dumps(snapshot.to_json(provenance=False), protocol=5))
+        return snapshot
+
+    def _compile(self) -> CompileResult:
+        result = compile_store(
+            self.repo, self.store, self.commit, self.variables, check_variables=False, validate=False
+        )
+        if result.errors:
+            first = next(d for d in result.diagnostics if d.severity == "error")
+            raise CfgtoolError(
+                f"version {self.version} ({self.commit[:7]}) does not compile: {first.location}: {first.code} "
+                f"{first.message}",
+                hint="check the variables you pass; a published version compiled with its defaults",
+            )
+        return result
+
+    def _full_snapshot(self) -> Snapshot:
+        if not hasattr(self, "_full"):
+            self._full: Snapshot = self._compile().snapshot
+        return self._full
+
+
+__all__ = ["ConfigClient", "KeyNotFound", "StoreNotFound", "VersionNotFound"]

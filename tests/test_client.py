@@ -1,0 +1,104 @@
+"""ConfigClient against real repositories: pinned versions, rollback safety, keys without a node, the cache."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from cfgtool.client import ConfigClient, StoreNotFound
+from cfgtool.snapshot import KeyNotFound
+from cfgtool.versions import VersionNotFound, publish, rollback
+from tests.conftest import copy_embedded
+
+if TYPE_CHECKING:
+    from tests.conftest import GitRepo
+
+TOPIC = "/data/tracking/PageViewEvent"
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> GitRepo:
+    """A copy of the embedded store with v1 published, then a commit published as v2 (partitions 128 -> 256)."""
+    repo = copy_embedded(tmp_path / "repo")
+    publish(repo.root, message="first")
+    conf = repo.root / "store/data/tracking/PageViewEvent/main.conf"
+    conf.write_text(conf.read_text().replace("kafka.partitions = 128", "kafka.partitions = 256"))
+    subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", "more partitions"], check=True)
+    publish(repo.root, message="second")
+    return repo
+
+
+def test_client_pins_the_current_version(published: GitRepo, tmp_path: Path) -> None:
+    client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    assert client.version == 2
+    assert client.get_value(TOPIC, "kafka.partitions") == 256
+    assert client.get(TOPIC)["kafka"]["topic"] == "PageViewEvent"
+
+
+def test_client_keeps_reading_its_version_after_a_rollback(published: GitRepo, tmp_path: Path) -> None:
+    running = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    rollback(published.root, reason="too many partitions")
+    assert running.version == 2 and running.get_value(TOPIC, "kafka.partitions") == 256
+    fresh = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    assert fresh.version == 1 and fresh.get_value(TOPIC, "kafka.partitions") == 128
+    pinned = ConfigClient(published.root, version=2, cache_dir=tmp_path / "cache")  # rolled back, still readable
+    assert pinned.get_value(TOPIC, "kafka.partitions") == 256
+
+
+def test_client_key_without_a_node_inherits_with_its_own_name(published: GitRepo, tmp_path: Path) -> None:
+    client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    phantom = client.lookup("/data/tracking/NewTopic")
+    assert phantom.exists is False and phantom.node == "/data/tracking"
+    assert phantom.config["kafka"]["topic"] == "NewTopic"  # ${cfgtool.name} of the key itself
+    with pytest.raises(KeyNotFound):
+        client.get("/data/tracking/NewTopic", strict=True)
+    assert client.exists(TOPIC)
+
+
+def test_client_queries_and_explain(published: GitRepo, tmp_path: Path) -> None:
+    client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    assert "/tags/priority/HIGH" in client.tags(TOPIC)
+    assert TOPIC in client.datasets("/tags/priority/HIGH")
+    assert TOPIC in client.keys("/data/tracking")
+    assert client.imports(TOPIC) == ["/tags/priority/HIGH"]
+    why = client.explain(TOPIC, "kafka.partitions")
+    assert why.value == 256 and why.origin is not None
+    assert why.origin.file == "store/data/tracking/PageViewEvent/main.conf"
+
+
+def test_client_second_process_reads_the_cached_snapshot(published: GitRepo, tmp_path: Path) -> None:
+    ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    cached = list((tmp_path / "cache" / "snapshots").glob("*.pickle"))
+    assert len(cached) == 1
+    started = time.perf_counter()
+    again = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    assert again.get_value(TOPIC, "kafka.partitions") == 256
+    assert time.perf_counter() - started < 5  # generous: the point is that nothing is compiled
+    cached[0].write_bytes(b"garbage")  # an unreadable cache entry is a miss, not an error
+    assert ConfigClient(published.root, cache_dir=tmp_path / "cache").version == 2
+
+
+def test_client_reads_a_git_url_through_a_clone(published: GitRepo, tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(published.root), str(bare)], check=True)
+    client = ConfigClient(f"file://{bare}", cache_dir=tmp_path / "cache")
+    assert client.version == 2 and client.get_value(TOPIC, "kafka.partitions") == 256
+
+
+def test_client_errors_are_clear(published: GitRepo, tmp_path: Path) -> None:
+    with pytest.raises(VersionNotFound):
+        ConfigClient(published.root, version=99, cache_dir=tmp_path / "cache")
+    with pytest.raises(StoreNotFound, match="no such directory"):
+        ConfigClient(tmp_path / "nowhere", cache_dir=tmp_path / "cache")
+    empty = tmp_path / "empty"
+    shutil.copytree(published.root, empty)
+    subprocess.run(["git", "-C", str(empty), "tag", "-l"], check=True, capture_output=True)
+    for tag in subprocess.run(["git", "-C", str(empty), "tag"], capture_output=True, text=True).stdout.split():
+        subprocess.run(["git", "-C", str(empty), "tag", "-d", tag], check=True, capture_output=True)
+    with pytest.raises(StoreNotFound, match="no published version"):
+        ConfigClient(empty, cache_dir=tmp_path / "cache")
