@@ -13,7 +13,7 @@ import hashlib
 import json
 import pickle
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from cfgtool.cache import cache_root
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.explain import Explanation, explain
-from cfgtool.hocon import split_path
+from cfgtool.hocon import bulk, split_path
 from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import KeyNotFound, Lookup, Snapshot, SnapshotFormatError, write_atomic_bytes
 from cfgtool.store import git
@@ -155,13 +155,16 @@ class ConfigClient:
     def _snapshot(self) -> Snapshot:
         """The pinned snapshot from the disk cache, else compiled (and cached atomically)."""
         path = self._cache_file()
+        texts_path = path.with_suffix(".texts.pickle")
         try:
-            return Snapshot.from_json(pickle.loads(path.read_bytes()))
+            with bulk():  # thousands of small dicts: keep the cyclic GC from rescanning them while they load
+                return Snapshot.from_json(pickle.loads(path.read_bytes()), _CachedTexts(texts_path))
         except (OSError, pickle.UnpicklingError, EOFError, SnapshotFormatError, ValueError, TypeError):
             pass  # not cached yet, or unreadable: compile
         snapshot = self._compile().snapshot
-        with contextlib.suppress(OSError):  # a read-only cache only costs time
-            write_atomic_bytes(path, pickle.dumps(snapshot.to_json(provenance=False), protocol=5))
+        with contextlib.suppress(OSError):  # a read-only cache only costs time; the texts go first
+            write_atomic_bytes(texts_path, pickle.dumps(dict(snapshot.texts), protocol=5))
+            write_atomic_bytes(path, pickle.dumps(snapshot.to_json(provenance=False, texts=False), protocol=5))
         return snapshot
 
     def _compile(self) -> CompileResult:
@@ -181,6 +184,33 @@ class ConfigClient:
         if not hasattr(self, "_full"):
             self._full: Snapshot = self._compile().snapshot
         return self._full
+
+
+class _CachedTexts(Mapping[str, str]):
+    """The store's file texts, from their cache file when first needed (a key without a node using the
+    intrinsics needs them); a missing file reads as no texts."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._texts: dict[str, str] | None = None
+
+    def _load(self) -> dict[str, str]:
+        if self._texts is None:
+            try:
+                loaded = pickle.loads(self._path.read_bytes())
+            except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+                loaded = {}
+            self._texts = loaded if isinstance(loaded, dict) else {}
+        return self._texts
+
+    def __getitem__(self, path: str) -> str:
+        return self._load()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
 
 
 __all__ = ["ConfigClient", "KeyNotFound", "StoreNotFound", "VersionNotFound"]

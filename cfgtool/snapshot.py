@@ -167,8 +167,9 @@ class Snapshot(StoreQueries):
         with bulk():  # sorting keys allocates many small tuples: keep the cyclic GC off the big heap
             return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
-    def to_json(self, provenance: bool = True) -> dict[str, Any]:
-        """The versioned artifact (DESIGN 7 `--output`; the client cache, which leaves `provenance` out)."""
+    def to_json(self, provenance: bool = True, texts: bool = True) -> dict[str, Any]:
+        """The versioned artifact (DESIGN 7 `--output`). The client cache leaves out `provenance` and keeps
+        `texts` (the files, for keys without a node) in a file of their own, read only when needed."""
         files: dict[str, int] = {}
 
         def org(o: Origin) -> list[Any]:
@@ -202,12 +203,12 @@ class Snapshot(StoreQueries):
             "tag_roots": list(self.tag_roots),
             "files": list(files),
             "nodes": nodes,
-            "texts": dict(sorted(self.texts.items())),
+            "texts": dict(sorted(self.texts.items())) if texts else {},
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
-        """Read an artifact written by `to_json`, refusing other schema versions."""
+    def from_json(cls, data: Mapping[str, Any], texts: Mapping[str, str] | None = None) -> Snapshot:
+        """Read an artifact written by `to_json`, refusing other schema versions (`texts` replaces its own)."""
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise SnapshotFormatError(
@@ -230,7 +231,7 @@ class Snapshot(StoreQueries):
                 tag_roots=tuple(data["tag_roots"]),
                 nodes=nodes,
                 cfgtool_version=data["cfgtool_version"],
-                texts=data["texts"],
+                texts=data["texts"] if texts is None else texts,
             )
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
