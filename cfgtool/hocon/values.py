@@ -17,6 +17,8 @@ Nodes never point at their parents: context travels in the resolver's arguments 
 
 from __future__ import annotations
 
+from typing import Any
+
 from cfgtool.hocon.origin import Origin
 
 ScalarValue = str | int | float | bool | None
@@ -40,6 +42,9 @@ class Scalar(Node):
     def __repr__(self) -> str:
         return f"Scalar({self.value!r})"
 
+    def __reduce__(self) -> tuple[type[Scalar], tuple[Any, ...]]:
+        return (Scalar, (self.value, self.origin, self.quoted))
+
 
 class Num(Scalar):
     """A number as written: `raw` keeps its text (`1.50`), which string concatenation uses."""
@@ -51,6 +56,9 @@ class Num(Scalar):
         self.origin = origin
         self.quoted = False
         self.raw = raw
+
+    def __reduce__(self) -> tuple[type[Num], tuple[Any, ...]]:
+        return (Num, (self.value, self.origin, self.raw))
 
 
 class Joined(Scalar):
@@ -68,6 +76,9 @@ class Joined(Scalar):
         self.sources = sources
         self.raw = raw
 
+    def __reduce__(self) -> tuple[type[Joined], tuple[Any, ...]]:
+        return (Joined, (self.value, self.origin, self.sources, self.raw))
+
 
 class Ws(Node):
     """Unquoted whitespace between concatenated pieces."""
@@ -81,6 +92,9 @@ class Ws(Node):
     def __repr__(self) -> str:
         return f"Ws({self.value!r})"
 
+    def __reduce__(self) -> tuple[type[Ws], tuple[Any, ...]]:
+        return (Ws, (self.value, self.origin))
+
 
 class Obj(Node):
     __slots__ = ("fields", "static")
@@ -92,6 +106,9 @@ class Obj(Node):
 
     def __repr__(self) -> str:
         return f"Obj({self.fields!r})"
+
+    def __reduce__(self) -> tuple[type[Obj], tuple[Any, ...]]:
+        return (Obj, (self.fields, self.origin))
 
 
 class Lst(Node):
@@ -105,6 +122,9 @@ class Lst(Node):
     def __repr__(self) -> str:
         return f"Lst({self.items!r})"
 
+    def __reduce__(self) -> tuple[type[Lst], tuple[Any, ...]]:
+        return (Lst, (self.items, self.origin))
+
 
 class JoinedObj(Obj):
     """A resolved object that a substitution produced: `origin` is the substitution, `sources` the object's."""
@@ -117,6 +137,9 @@ class JoinedObj(Obj):
         self.sources = sources
         self.static = True
 
+    def __reduce__(self) -> tuple[type[JoinedObj], tuple[Any, ...]]:
+        return (JoinedObj, (self.fields, self.origin, self.sources))
+
 
 class JoinedLst(Lst):
     """A resolved array that a substitution produced: `origin` is the substitution, `sources` the array's."""
@@ -128,6 +151,9 @@ class JoinedLst(Lst):
         self.origin = origin
         self.sources = sources
         self.static = True
+
+    def __reduce__(self) -> tuple[type[JoinedLst], tuple[Any, ...]]:
+        return (JoinedLst, (self.items, self.origin, self.sources))
 
 
 class Subst(Node):
@@ -142,6 +168,9 @@ class Subst(Node):
     def __repr__(self) -> str:
         return f"Subst({'?' if self.optional else ''}{'.'.join(self.path)})"
 
+    def __reduce__(self) -> tuple[type[Subst], tuple[Any, ...]]:
+        return (Subst, (self.path, self.optional, self.origin, self.prefix))
+
 
 class Concat(Node):
     __slots__ = ("parts",)
@@ -153,6 +182,9 @@ class Concat(Node):
     def __repr__(self) -> str:
         return f"Concat({self.parts!r})"
 
+    def __reduce__(self) -> tuple[type[Concat], tuple[Any, ...]]:
+        return (Concat, (self.parts, self.origin))
+
 
 class Merge(Node):
     __slots__ = ("stack",)
@@ -163,3 +195,6 @@ class Merge(Node):
 
     def __repr__(self) -> str:
         return f"Merge({self.stack!r})"
+
+    def __reduce__(self) -> tuple[type[Merge], tuple[Any, ...]]:
+        return (Merge, (self.stack, self.origin))
