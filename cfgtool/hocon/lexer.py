@@ -57,6 +57,7 @@ _TOKENS = re.compile(
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
+_SIMPLE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT_RE = re.compile(r"-?[0-9]+\Z")  # leading zeros are allowed, as in Lightbend (`023` is 23)
 _FLOAT_RE = re.compile(r"-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?\Z")
@@ -122,7 +123,10 @@ def tokenize(text: str, file: str) -> list[Token]:
             append(_number_token(num, file, line, col, ws))
             pos = start + len(num)
         elif subst:
-            path = parse_path_expression(sbody, Origin(file, line, col + len(subst)))
+            if _SIMPLE_PATH.match(sbody):  # `${a.b.c}`: the common case needs no path parser
+                path = tuple(sbody.split("."))
+            else:
+                path = parse_path_expression(sbody, Origin(file, line, col + len(subst)))
             raw = subst + sbody + "}"
             append((SUBST, (path, len(subst) == 3), raw, line, col, ws))
             pos = start + len(raw)
