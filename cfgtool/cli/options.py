@@ -10,6 +10,7 @@ import typer
 from cfgtool.cli.context import CliContext
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.errors import UsageError
+from cfgtool.versions import resolve_version
 
 Ref = Annotated[
     str | None,
@@ -17,6 +18,18 @@ Ref = Annotated[
         "--ref",
         metavar="REF",
         help="Read the store at this git ref (branch, tag or commit) instead of the working tree.",
+        show_default=False,
+    ),
+]
+
+Version = Annotated[
+    int | None,
+    typer.Option(
+        "--version",
+        "-V",
+        metavar="N",
+        min=1,
+        help="Read published version N (rolled back or not) instead of the working tree; not with --ref.",
         show_default=False,
     ),
 ]
@@ -57,6 +70,7 @@ def compile_for(
     check: bool,
     base: str | None = None,
     principal: str | None = None,
+    version: int | None = None,
 ) -> CompileResult:
     """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
 
@@ -64,6 +78,10 @@ def compile_for(
     `compile` reports); queries skip both, since neither changes a resolved config.
     """
     cli: CliContext = ctx.obj
+    if version is not None:
+        if ref is not None:
+            raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
+        ref = resolve_version(cli.repo, version, cli.store)
     return compile_store(
         cli.repo, cli.store, ref, parse_variables(variables),
         check_variables=check, validate=check, base=base, principal=principal,

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cfgtool.cli.options import Ref, Vars, compile_for
+from cfgtool.cli.options import Ref, Vars, Version, compile_for
 from cfgtool.compile import CompileResult
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.explain import explain
@@ -67,6 +67,7 @@ def get(
         ),
     ] = None,
     ref: Ref = None,
+    version: Version = None,
     variables: Vars = None,
     fmt: Annotated[
         GetFormat,
@@ -87,7 +88,7 @@ def get(
       cfgtool get demo:/data/tracking/PageViewEvent kafka.partitions
       cfgtool get /data/tracking/LoginEvent -f yaml --var local_cluster.name=lva1
     """
-    result = compile_for(ctx, ref, variables, check=False)
+    result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=False)
     if path is None:
         read = result.snapshot.lookup(key)
@@ -109,6 +110,7 @@ def explain_command(
     key: Key,
     path: Annotated[str, typer.Argument(metavar="PATH", help="A HOCON path inside the config, such as retention.ms.")],
     ref: Ref = None,
+    version: Version = None,
     variables: Vars = None,
     fmt: QueryFmt = QueryFormat.TEXT,
 ) -> None:
@@ -121,7 +123,7 @@ def explain_command(
     Example:
       cfgtool explain /data/tracking/PageViewEvent retention.ms
     """
-    result = compile_for(ctx, ref, variables, check=False)
+    result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=False)
     found = explain(result.snapshot, key, _path(path))
     typer.echo(to_json(found.to_json()) if fmt is QueryFormat.JSON else found.render_text(), nl=False)
@@ -134,6 +136,7 @@ def imports(
     key: Key,
     recursive: Recursive = False,
     ref: Ref = None,
+    version: Version = None,
     variables: Vars = None,
     fmt: QueryFmt = QueryFormat.TEXT,
 ) -> None:
@@ -146,7 +149,7 @@ def imports(
     Example:
       cfgtool imports -r /data/tracking/PageViewEvent
     """
-    result = compile_for(ctx, ref, variables, check=False)
+    result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=False)
     snap = result.snapshot
     exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
@@ -159,6 +162,7 @@ def imported_by(
     key: Key,
     recursive: Recursive = False,
     ref: Ref = None,
+    version: Version = None,
     variables: Vars = None,
     fmt: QueryFmt = QueryFormat.TEXT,
 ) -> None:
@@ -171,7 +175,7 @@ def imported_by(
     Example:
       cfgtool imported-by -r /tags/retention/LONG
     """
-    result = compile_for(ctx, ref, variables, check=False)
+    result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=True)
     found = result.snapshot.imported_by(key, recursive)
     _print_keys(fmt, found, {"key": key, "recursive": recursive, "imported_by": found})
@@ -181,6 +185,7 @@ def tags(
     ctx: typer.Context,
     key: Key,
     ref: Ref = None,
+    version: Version = None,
     variables: Vars = None,
     fmt: QueryFmt = QueryFormat.TEXT,
 ) -> None:
@@ -191,7 +196,7 @@ def tags(
     Example:
       cfgtool tags /data/tracking/PageViewEvent --var local_cluster.name=lva1
     """
-    result = compile_for(ctx, ref, variables, check=False)
+    result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=False)
     snap = result.snapshot
     exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
@@ -203,6 +208,7 @@ def datasets(
     ctx: typer.Context,
     tag: Annotated[str, typer.Argument(metavar="TAG", help="A tag key such as /tags/retention/LONG.")],
     ref: Ref = None,
+    version: Version = None,
     variables: Vars = None,
     fmt: QueryFmt = QueryFormat.TEXT,
 ) -> None:
@@ -214,7 +220,7 @@ def datasets(
     Example:
       cfgtool datasets /tags/priority/HIGH --format json
     """
-    result = compile_for(ctx, ref, variables, check=False)
+    result = compile_for(ctx, ref, variables, check=False, version=version)
     tag = _key(result, tag, reverse=True)
     found = result.snapshot.datasets(tag)
     _print_keys(fmt, found, {"tag": tag, "datasets": found})

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+
+from cfgtool.versions import publish
+from tests.conftest import copy_embedded
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -389,3 +393,21 @@ def test_query_help_has_an_example_and_every_option(run_cfgtool: Run, command: s
     assert f"cfgtool {command} " in out.split("Example", 1)[1]
     for option in ("--ref", "--var", "--format"):
         assert option in out
+
+
+def test_query_reads_a_published_version_with_version_option(
+    tmp_path: Path, run_cfgtool: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    repo = copy_embedded(tmp_path / "versioned")
+    publish(repo.root, message="v1")
+    conf = repo.root / "store/data/tracking/PageViewEvent/main.conf"
+    conf.write_text(conf.read_text().replace("kafka.partitions = 128", "kafka.partitions = 256"))
+    topic = "/data/tracking/PageViewEvent"
+    got = run_cfgtool("--repo", str(repo.root), "get", "--version", "1", topic, "kafka.partitions")
+    assert (got.returncode, got.stdout.strip()) == (0, "128")  # v1, not the edited working tree
+    worktree = run_cfgtool("--repo", str(repo.root), "get", topic, "kafka.partitions")
+    assert worktree.stdout.strip() == "256"
+    missing = run_cfgtool("--repo", str(repo.root), "get", "--version", "9", "/")
+    assert missing.returncode == 2 and "version 9 does not exist" in missing.stderr
+    both = run_cfgtool("--repo", str(repo.root), "tags", "--version", "1", "--ref", "HEAD", "/data")
+    assert both.returncode == 2 and "--ref and --version" in both.stderr
