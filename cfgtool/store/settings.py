@@ -23,6 +23,7 @@ import yaml
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.keys import BadKeyError, normalize_key
+from cfgtool.yamlmarks import duplicate_keys, mark
 
 SETTINGS_FILE = "_CONFIG_STORE"
 
@@ -235,42 +236,14 @@ def _name(path: Iterable[object]) -> str:
 
 def _at(root: yaml.Node, path: tuple[Any, ...], file: str, message: str, key_node: bool = False) -> Diagnostic:
     """A diagnostic at the YAML node for `path` (the key node when `key_node`), or the deepest one found."""
-    node = root
-    for i, part in enumerate(path):
-        child = _child(node, part, key_node and i == len(path) - 1)
-        if child is None:
-            break
-        node = child
-    mark = node.start_mark
-    return Diagnostic.of("E_SETTINGS", message, file=file, line=mark.line + 1, col=mark.column + 1)
+    line, col = mark(root, path, key_node)
+    return Diagnostic.of("E_SETTINGS", message, file=file, line=line, col=col)
 
 
-def _child(node: yaml.Node, part: Any, want_key: bool) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == str(part):
-                return k if want_key else v
-    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-        child: yaml.Node = node.value[part]
-        return child
-    return None
-
-
-def _duplicate_keys(node: yaml.Node, file: str, path: tuple[str, ...] = ()) -> Iterator[Diagnostic]:
-    """YAML silently keeps the last of duplicate keys; a duplicated setting is almost always a mistake."""
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for k, v in node.value:
-            name = str(k.value)
-            if name in seen:
-                message = f"setting {_name((*path, name))} is set twice"
-                line, col = k.start_mark.line + 1, k.start_mark.column + 1
-                yield Diagnostic.of("E_SETTINGS", message, file=file, line=line, col=col)
-            seen.add(name)
-            yield from _duplicate_keys(v, file, (*path, name))
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            yield from _duplicate_keys(item, file, path)
+def _duplicate_keys(node: yaml.Node, file: str) -> Iterator[Diagnostic]:
+    """A duplicated setting is almost always a mistake (YAML would silently keep the last one)."""
+    for path, line, col in duplicate_keys(node):
+        yield Diagnostic.of("E_SETTINGS", f"setting {_name(path)} is set twice", file=file, line=line, col=col)
 
 
 def assignments(

@@ -15,6 +15,7 @@ import yaml
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store import git
+from cfgtool.yamlmarks import duplicate_keys, mark
 
 SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -29,15 +30,7 @@ class Document:
 
     def mark(self, path: Sequence[Any], key: bool = False) -> tuple[int, int]:
         """1-based line and column of the deepest node found along `path` (the key itself when `key`)."""
-        node = self.root
-        if node is None:
-            return 1, 1
-        for i, part in enumerate(path):
-            child = _child(node, part, key and i == len(path) - 1)
-            if child is None:
-                break
-            node = child
-        return node.start_mark.line + 1, node.start_mark.column + 1
+        return mark(self.root, path, key)
 
     def error(self, message: str, path: Sequence[Any] = (), key: bool = False) -> Diagnostic:
         """An E_SCHEMA diagnostic at `path` in this file."""
@@ -85,34 +78,11 @@ def _load(text: str) -> tuple[yaml.Node | None, Any]:
         loader.dispose()
 
 
-def _child(node: yaml.Node, part: Any, want_key: bool) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == str(part):
-                found: yaml.Node = k if want_key else v
-                return found
-    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-        item: yaml.Node = node.value[part]
-        return item
-    return None
-
-
 def _duplicate_keys(doc: Document, node: yaml.Node) -> Iterator[Diagnostic]:
     """YAML and JSON keep the last of duplicate keys silently; in a schema that hides a rule."""
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for k, v in node.value:
-            name = str(k.value)
-            if name in seen:
-                message = f"key {name!r} is set twice in one mapping; only the last one counts"
-                yield Diagnostic.of(
-                    "E_SCHEMA", message, file=doc.file, line=k.start_mark.line + 1, col=k.start_mark.column + 1
-                )
-            seen.add(name)
-            yield from _duplicate_keys(doc, v)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            yield from _duplicate_keys(doc, item)
+    for path, line, col in duplicate_keys(node):
+        message = f"key {path[-1]!r} is set twice in one mapping; only the last one counts"
+        yield Diagnostic.of("E_SCHEMA", message, file=doc.file, line=line, col=col)
 
 
 def read_schema_files(repo_root: Path, directory: str, commit: str | None = None) -> dict[str, str | None]:
