@@ -156,10 +156,17 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
         declared = settings.variables.get(name)
         if declared is None:
             known = ", ".join(sorted(settings.variables)) or "none"
-            raise UsageError(f"--var {name}: no such variable is declared in _CONFIG_STORE (declared: {known})")
+            raise UsageError(
+                f"variable {name!r} is not declared in {store.settings_file} (E_UNDECLARED_VARIABLE; declared: {known})"
+            )
         if declared.values and variables and variables[name] not in declared.values:
-            raise UsageError(f"--var {name}={variables[name]}: allowed values are {', '.join(declared.values)}")
-    chosen = {n: v.default if v.default is not None else v.values[0] for n, v in settings.variables.items() if v.values}
+            raise UsageError(f"variable {name}={variables[name]!r}: allowed values are {', '.join(declared.values)}")
+    # The snapshot's values: given, else the declared default. A compile that checks every value also
+    # stands in the first value for a variable without a default; a read (client, query) does not, so a
+    # required variable with no value is E_UNRESOLVED_VARIABLE there (DESIGN 5.3).
+    chosen = {n: v.default for n, v in settings.variables.items() if v.default is not None}
+    if check_variables:
+        chosen = {n: v.values[0] for n, v in settings.variables.items() if v.values} | chosen
     chosen.update(variables or {})
 
     diags: list[Diagnostic] = list(store.diagnostics)
@@ -169,6 +176,7 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
     nodes = builder.build(graph, graph.nodes)
 
     checked: list[Mapping[str, str]] = [chosen]
+    main_count = len(diags)
     if check_variables:
         depends = {k: used for k in graph.nodes if k not in graph.failed and (used := graph.variables_of(k))}
         for assignment in assignments(settings.variables, set().union(*depends.values()), variables):
@@ -183,6 +191,7 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
             changed = [k for k in changed if other.linearization(k) != graph.linearization(k)]
             builder.build(other, changed, note, keep=False)
     builder.flush()
+    diags[main_count:] = _new_problems(diags[:main_count], diags[main_count:])
 
     snapshot = Snapshot(
         store=source.store,
@@ -195,3 +204,15 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
         texts=source.texts(builder.texts_paths()),
     )
     return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, tuple(checked), dict(builder.stats))
+
+
+def _new_problems(reported: list[Diagnostic], others: list[Diagnostic]) -> list[Diagnostic]:
+    """Problems found under other variable values, less those already reported (each once)."""
+    seen = {(d.code, d.key, d.file, d.line, d.col, d.message) for d in reported}
+    out = []
+    for d in others:
+        signature = (d.code, d.key, d.file, d.line, d.col, d.message)
+        if signature not in seen:
+            seen.add(signature)
+            out.append(d)
+    return out

@@ -172,10 +172,11 @@ def summary_line(diags: Iterable[Diagnostic]) -> str:
     errors, warnings = count(diags)
     if not errors and not warnings:
         return "no problems"
-    return f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
+    return f"{plural(errors, 'error')}, {plural(warnings, 'warning')}"
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """`1 error`, `1,243 errors`: a count with its noun (for every report)."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
@@ -201,7 +202,7 @@ def render_text(
         where = _nodes_phrase(g)
         out.append(f"{head} ({where})" if where else head)
         out.extend(_excerpt(d, read_line, paint))
-        out.extend(f"  = note: {n}" for n in g.notes)
+        out.extend(f"  = {n}" if n.startswith("note: ") else f"  = note: {n}" for n in g.notes)
     if summary:
         if out:
             out.append("")

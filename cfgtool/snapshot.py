@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -236,9 +236,6 @@ class Snapshot(StoreQueries):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
 
-    def iter_nodes(self) -> Iterator[NodeSnapshot]:
-        for key in sorted(self.nodes):
-            yield self.nodes[key]
 
 
 def _node_from_json(key: str, n: Mapping[str, Any], org: Callable[[list[Any]], Origin]) -> NodeSnapshot:
@@ -288,8 +285,13 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it private; the result is an ordinary file
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -3,6 +3,7 @@ file, line, column and message; variables checked per declared value; refs versu
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -328,3 +329,36 @@ def test_compile_reuses_cached_nodes_and_resolves_only_what_a_change_reaches(
     monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(fresh_cache))
     third = compile_files({})
     assert third.stats["reused"] == 0 and third.snapshot.digest == second.snapshot.digest
+
+
+def test_compile_required_variable_without_value_is_E_UNRESOLVED_VARIABLE_for_reads(compile_files: Compile) -> None:
+    settings = "variables:\n  cl:\n    values: [a1, b1]\n"  # no default: readers must pass a value
+    files = {"_CONFIG_STORE": settings, "data/includes": "/tags/c/${cl}\n"}
+    files |= {"tags/c/a1/main.conf": "x = 1\n", "tags/c/b1/main.conf": "x = 2\n"}
+    checked = compile_files(files)  # compile checks every value instead
+    assert checked.errors == 0 and len(checked.checked) == 2
+    read = compile_files({}, check_variables=False)
+    d = only(read, "E_UNRESOLVED_VARIABLE")
+    assert (d.key, d.file, d.line) == ("/data", "store/data/includes", 1)
+    assert compile_files({}, check_variables=False, variables={"cl": "b1"}).snapshot.lookup("/data").config == {"x": 2}
+
+
+def test_compile_error_under_every_variable_value_is_reported_once(compile_files: Compile) -> None:
+    settings = "variables:\n  cl:\n    values: [a1, b1]\n    default: a1\n"
+    files = {"_CONFIG_STORE": settings, "data/includes": "/tags/c/${cl}\n", "data/x/main.conf": "y = ${nope}\n"}
+    files |= {"tags/c/a1/main.conf": "x = 1\n", "tags/c/b1/main.conf": "x = 2\n"}
+    result = compile_files(files)
+    d = only(result, "E_UNRESOLVED_REF")
+    assert (d.key, d.file, d.line) == ("/data/x", "store/data/x/main.conf", 1)
+    assert result.errors == 1
+
+
+def test_compile_output_file_has_ordinary_permissions(compile_files: Compile, tmp_path: Path) -> None:
+    from cfgtool.snapshot import save
+
+    result = compile_files({"main.conf": "a = 1\n"})
+    target = tmp_path / "snapshot.json"
+    save(result.snapshot, target)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask

@@ -12,7 +12,7 @@ import typer
 
 from cfgtool.cli.options import Ref, Vars, compile_for
 from cfgtool.compile import CompileResult
-from cfgtool.diagnostics import render_github, render_json, render_markdown, render_text
+from cfgtool.diagnostics import plural, render_github, render_json, render_markdown, render_text
 from cfgtool.snapshot import save
 from cfgtool.store.keys import parent
 
@@ -153,7 +153,7 @@ def render_summary(result: CompileResult, output: Path | None = None) -> str:
     lines.append(f"digest     {snap.digest}")
     if output is not None:
         lines.append(f"snapshot   {output}")
-    lines.append(f"{_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}")
+    lines.append(f"{plural(result.errors, 'error')}, {plural(result.warnings, 'warning')}")
     return "\n".join(lines) + "\n"
 
 
@@ -175,8 +175,8 @@ def _describe_nodes(result: CompileResult) -> str:
     parents = {parent(k) for k in keys}
     tags = sum(1 for k in keys if snap.is_tag(k) or k in snap.tag_roots)
     datasets = sum(1 for k in keys if not (snap.is_tag(k) or k in snap.tag_roots) and k not in parents)
-    text = f"{len(keys):,} ({_plural(datasets, 'dataset')}, {_plural(tags, 'tag')}, "
-    text += f"{_plural(len(keys) - tags - datasets, 'group')})"
+    text = f"{len(keys):,} ({plural(datasets, 'dataset')}, {plural(tags, 'tag')}, "
+    text += f"{plural(len(keys) - tags - datasets, 'group')})"
     failed = len(keys) - len(snap.nodes) + len(snap.failed)
     return text + (f", {failed:,} not resolved" if failed else "")
 
@@ -192,5 +192,3 @@ def _describe_variables(result: CompileResult) -> str:
     return "; ".join(parts)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"

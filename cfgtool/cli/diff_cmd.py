@@ -9,6 +9,7 @@ import typer
 
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import Vars, parse_variables
+from cfgtool.diagnostics import plural
 from cfgtool.errors import UsageError
 from cfgtool.formats import to_json
 from cfgtool.versions.audit import audit, audit_key, parse_since, render_events_text, render_history_text
@@ -60,7 +61,8 @@ def diff_command(
 
     v5 or 5 names version 5 when it exists, else a git ref of that name; when
     both exist and differ, write config/v5 or refs/tags/v5. Exit 0 whether or
-    not there are differences, unless --exit-code.
+    not there are differences, unless --exit-code; exit 1 when a side does not
+    compile (its keys cannot be compared).
 
     Examples:
       cfgtool diff v5 v6
@@ -76,6 +78,15 @@ def diff_command(
     else:
         text = render_text(result)
     typer.echo(text, nl=False)
+    broken = [side for side in (result.a, result.b) if side.errors]
+    if broken or result.unresolved:
+        names = ", ".join(side.spec for side in broken) or "both sides"
+        typer.echo(
+            f"cfgtool: error: {names} did not compile cleanly, so {plural(len(result.unresolved), 'key')} were not"
+            " compared; run `cfgtool compile` on it",
+            err=True,
+        )
+        raise typer.Exit(1)
     if exit_code and not result.empty:
         raise typer.Exit(1)
 

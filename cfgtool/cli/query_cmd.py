@@ -229,7 +229,6 @@ def datasets(
 # ------------------------------------------------------------------------------------------ helpers
 
 
-_VALIDATION_CODES = frozenset({"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR"})
 
 
 def _key(result: CompileResult, text: str, *, reverse: bool) -> str:

@@ -337,9 +337,6 @@ class Graph(StoreQueries):
                 out |= variables_used(node.includes.lines)
         return frozenset(out)
 
-    def import_links(self, key: str) -> tuple[Import, ...]:
-        """K's usable explicit imports in file order, with their includes lines (for explain)."""
-        return self._edges.get(key, ())
 
     # ---------------------------------------------------------------------------------------------- StoreQueries
 

@@ -14,11 +14,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from cfgtool.diagnostics import plural
 from cfgtool.formats import to_json
 from cfgtool.hocon import Origin
 from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, ValueChange
 
-GITHUB_COMMENT_LIMIT = 65_536
 MARKDOWN_MAX_CHARS = 60_000  # leaves room for whatever a workflow adds around the comment
 _MARKS = {"added": "+", "removed": "-", "changed": "~"}
 
@@ -44,7 +44,7 @@ def render_text(diff: Diff) -> str:
 
 def describe_group(group: Group) -> str:
     """`retention.ms 604800000 -> 2592000000 in 1,243 keys, via /tags/retention/LONG`."""
-    where = f"in {_plural(group.count, 'key')}"
+    where = f"in {plural(group.count, 'key')}"
     return f"{group.path} {value_text(group.old)} -> {value_text(group.new)} {where}{_via_text(group.via)}"
 
 
@@ -73,17 +73,17 @@ def _totals(diff: Diff) -> str:
         f"{_count(diff.count('added'))} added",
         f"{_count(diff.count('removed'))} removed",
     ]
-    return f"keys: {', '.join(parts)} ({_plural(diff.values, 'value')})"
+    return f"keys: {', '.join(parts)} ({plural(diff.values, 'value')})"
 
 
 def _warnings(diff: Diff) -> list[str]:
     out = []
     for side in (diff.a, diff.b):
         if side.errors:
-            out.append(f"warning: {side.label()} has {_plural(side.errors, 'compile error')}; run `cfgtool compile`")
+            out.append(f"warning: {side.label()} has {plural(side.errors, 'compile error')}; run `cfgtool compile`")
     if diff.unresolved:
         shown = ", ".join(diff.unresolved[:5]) + (", ..." if len(diff.unresolved) > 5 else "")
-        count = _plural(len(diff.unresolved), "key")
+        count = plural(len(diff.unresolved), "key")
         out.append(f"warning: {count} did not resolve on one side and were not compared: {shown}")
     return out
 
@@ -101,9 +101,6 @@ def _origin_text(origin: Origin) -> str:
 def _count(n: int) -> str:
     return f"{n:,}"
 
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 # ------------------------------------------------------------------------------------------ markdown
@@ -135,25 +132,25 @@ def render_markdown(
     left = out.rows(rows, len(diff.groups), max_groups, reserve=2_000)
     if left:
         values = sum(g.count for g in diff.groups[-left:])
-        out.force(f"| … {_plural(left, 'more change')} ({_plural(values, 'value')}) | | |")
+        out.force(f"| … {plural(left, 'more change')} ({plural(values, 'value')}) | | |")
     out.force("")
 
-    out.force("<details>", f"<summary>Keys of each change ({_plural(len(diff.groups), 'change')})</summary>", "")
+    out.force("<details>", f"<summary>Keys of each change ({plural(len(diff.groups), 'change')})</summary>", "")
     shown = 0
     for group in diff.groups:
         keys = ", ".join(_code(k) for k in group.keys[:max_group_keys])
         more = f" … and {_count(group.count - max_group_keys)} more" if group.count > max_group_keys else ""
-        item = f"- {_md_change(group, cell)} ({_plural(group.count, 'key')}): {keys}{more}"
+        item = f"- {_md_change(group, cell)} ({plural(group.count, 'key')}): {keys}{more}"
         if not out.fits(item, reserve=1_200):
             break
         out.force(item)
         shown += 1
     if shown < len(diff.groups):
-        out.force(f"- … {_plural(len(diff.groups) - shown, 'more change')} not listed")
+        out.force(f"- … {plural(len(diff.groups) - shown, 'more change')} not listed")
     out.force("", "</details>", "")
 
     rerun = f"Run `cfgtool diff {diff.a.spec} {diff.b.spec}` for the full list."
-    summary = f"Per-key details ({_plural(len(diff.changes), 'key')}, {_plural(diff.values, 'value')})"
+    summary = f"Per-key details ({plural(len(diff.changes), 'key')}, {plural(diff.values, 'value')})"
     if not out.fits(summary, reserve=1_000):
         out.force(f"Per-key details left out to keep this comment short. {rerun}")
         return out.text()
@@ -161,7 +158,7 @@ def render_markdown(
     out.force("| Key | Path | Old | New | Set at |", "| --- | --- | --- | --- | --- |")
     left = out.rows(_detail_rows(diff.changes, cell), diff.values, max_rows, reserve=400)
     if left:
-        out.force(f"| … {_plural(left, 'more value')} not shown | | | | |", "", rerun)
+        out.force(f"| … {plural(left, 'more value')} not shown | | | | |", "", rerun)
     out.force("", "</details>")
     return out.text()
 
@@ -188,7 +185,7 @@ def _md_totals(diff: Diff) -> str:
         return "No differences in resolved configs."
     return (
         f"**{_count(diff.count('changed'))}** keys changed, **{_count(diff.count('added'))}** added, "
-        f"**{_count(diff.count('removed'))}** removed ({_plural(diff.values, 'value')})."
+        f"**{_count(diff.count('removed'))}** removed ({plural(diff.values, 'value')})."
     )
 
 

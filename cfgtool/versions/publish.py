@@ -18,7 +18,7 @@ from typing import Any
 
 from cfgtool._version import __version__
 from cfgtool.compile import CompileResult, compile_store
-from cfgtool.diagnostics import Diagnostic
+from cfgtool.diagnostics import Diagnostic, plural
 from cfgtool.errors import CfgtoolError
 from cfgtool.store import git
 from cfgtool.versions.messages import format_message
@@ -116,7 +116,7 @@ def publish(
     commit = snap.source.commit or ""
     if not result.ok():
         raise PublishRefused(
-            f"{ref} (commit {commit[:7]}) has {_plural(result.errors, 'error')}: nothing was published",
+            f"{ref} (commit {commit[:7]}) has {plural(result.errors, 'error')}: nothing was published",
             result,
             hint=f"fix them (cfgtool compile --ref {ref} shows them again), commit, and publish again",
         )
@@ -228,5 +228,3 @@ def _with(base: PublishResult, **changes: Any) -> PublishResult:
     return replace(base, **changes)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"

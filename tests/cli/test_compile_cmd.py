@@ -405,7 +405,8 @@ def test_compile_malformed_var_is_a_usage_error(run_cfgtool: Run, embedded_repo:
 def test_compile_unknown_variable_or_value_is_a_usage_error(run_cfgtool: Run, embedded_repo: GitRepo) -> None:
     unknown = run_cfgtool("compile", "--var", "dc=lva1", cwd=embedded_repo.root)
     assert unknown.returncode == 2
-    assert "--var dc: no such variable is declared in _CONFIG_STORE (declared: local_cluster.name)" in unknown.stderr
+    assert "variable 'dc' is not declared in store/_CONFIG_STORE" in unknown.stderr
+    assert "(E_UNDECLARED_VARIABLE; declared: local_cluster.name)" in unknown.stderr
     value = run_cfgtool("compile", "--var", "local_cluster.name=mars", cwd=embedded_repo.root)
     assert value.returncode == 2
     assert "allowed values are ltx1, lva1" in value.stderr

@@ -102,7 +102,7 @@ def test_diff_unknown_version_is_exit_2_with_a_hint(run_cfgtool: Run, shop: GitR
 
 def test_diff_bad_var_is_exit_2(run_cfgtool: Run, shop: GitRepo) -> None:
     proc = run_cfgtool("--repo", str(shop.root), "diff", "v1", "v2", "--var", "nope=1")
-    assert proc.returncode == 2 and "no such variable" in proc.stderr
+    assert proc.returncode == 2 and "is not declared" in proc.stderr
 
 
 def test_audit_events_json(run_cfgtool: Run, shop: GitRepo) -> None:
@@ -143,3 +143,10 @@ def test_audit_bad_since_is_a_usage_error(run_cfgtool: Run, shop: GitRepo) -> No
 def test_audit_since_in_the_future_is_empty(run_cfgtool: Run, shop: GitRepo) -> None:
     proc = run_cfgtool("--repo", str(shop.root), "audit", "--since", "2999-01-01")
     assert proc.returncode == 0 and proc.stdout == "no version has been published or rolled back\n"
+
+
+def test_diff_against_a_side_that_does_not_compile_fails(run_cfgtool: Run, shop: GitRepo) -> None:
+    (shop.root / "store" / "main.conf").write_text("broken = {\n")
+    proc = run_cfgtool("--repo", str(shop.root), "diff", "v2", "worktree")
+    assert proc.returncode == 1
+    assert "worktree did not compile cleanly" in proc.stderr

@@ -1,0 +1,50 @@
+"""One local Spark session (`local[2]`) for the whole test run; the directory is skipped without pyspark or
+java. Each test starts with no cfgtool pin or variable in the session's conf."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+try:
+    import pyarrow  # type: ignore[import-untyped]  # noqa: F401
+    import pyspark  # noqa: F401
+except ImportError:
+    pytest.skip("pyspark/pyarrow not installed: pip install -e '.[spark]'", allow_module_level=True)
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("Spark needs Java 17+ (no `java` on PATH and no JAVA_HOME)", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("cfgtool-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_pins(spark: Any) -> Iterator[None]:
+    """Tests share one application: clear every `spark.cfgtool.*` entry after each."""
+    yield
+    for key in list(spark.conf.getAll):
+        if key.startswith("spark.cfgtool."):
+            spark.conf.unset(key)

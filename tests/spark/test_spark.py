@@ -1,0 +1,225 @@
+"""ConfigLoader on a real local Spark session: pinned versions per application, attach, datasets, broadcast."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from cfgtool.errors import CfgtoolError
+from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys
+from cfgtool.versions import publish, rollback
+from tests.conftest import copy_embedded
+
+if TYPE_CHECKING:
+    from tests.conftest import GitRepo
+
+TOPIC = "/data/tracking/PageViewEvent"
+PHANTOM = "/data/tracking/NewTopic"
+OUTSIDE = "/elsewhere/thing"
+
+
+def _set_partitions(repo: GitRepo, count: int, message: str) -> None:
+    conf = repo.root / "store/data/tracking/PageViewEvent/main.conf"
+    text = conf.read_text()
+    old = next(line for line in text.splitlines() if line.strip().startswith("kafka.partitions"))
+    conf.write_text(text.replace(old, f"kafka.partitions = {count}"))
+    subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", message], check=True)
+    publish(repo.root, message=message)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    """The embedded store published as v1 (128 partitions) and v2 (256 partitions)."""
+    repo = copy_embedded(tmp_path_factory.mktemp("spark") / "repo")
+    publish(repo.root, message="first")
+    _set_partitions(repo, 256, "second")
+    return repo
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+def test_loader_first_pins_later_loaders_read_the_pin(spark: Any, tmp_path: Path, cache: Path) -> None:
+    repo = copy_embedded(tmp_path / "repo")
+    publish(repo.root, message="first")
+    _set_partitions(repo, 256, "second")
+    first = ConfigLoader(spark, repo.root, cache_dir=cache)
+    assert first.version == 2
+    assert spark.conf.get(pin_keys("store")[1]) == "2"
+    assert spark.conf.get(pin_keys("store")[0]) == first.commit
+    _set_partitions(repo, 512, "third, mid-run")
+    later: list[ConfigLoader] = []
+    thread = threading.Thread(target=lambda: later.append(ConfigLoader(spark, repo.root, cache_dir=cache)))
+    thread.start()
+    thread.join()
+    assert later[0].version == 2 and later[0].commit == first.commit
+    row = later[0].configs([TOPIC]).collect()[0]
+    assert json.loads(row.config)["kafka"]["partitions"] == 256
+
+
+def test_loader_explicit_version_against_a_pin(spark: Any, published: GitRepo, cache: Path) -> None:
+    old = ConfigLoader(spark, published.root, version=1, cache_dir=cache)
+    assert old.version == 1
+    assert old.client.get_value(TOPIC, "kafka.partitions") == 128
+    assert ConfigLoader(spark, published.root, cache_dir=cache).version == 1  # reads the pin
+    assert ConfigLoader(spark, published.root, version=1, cache_dir=cache).version == 1
+    with pytest.raises(PinConflict, match="repin=True"):
+        ConfigLoader(spark, published.root, version=2, cache_dir=cache)
+    moved = ConfigLoader(spark, published.root, version=2, repin=True, cache_dir=cache)
+    assert moved.version == 2 and spark.conf.get(pin_keys("store")[1]) == "2"
+
+
+def test_loader_rolled_back_version_still_readable(spark: Any, tmp_path: Path, cache: Path) -> None:
+    repo = copy_embedded(tmp_path / "repo")
+    publish(repo.root, message="first")
+    _set_partitions(repo, 256, "second")
+    rollback(repo.root, reason="too many partitions")
+    assert ConfigLoader(spark, repo.root, cache_dir=cache).version == 1
+    spark.conf.unset(pin_keys("store")[0])
+    spark.conf.unset(pin_keys("store")[1])
+    pinned = ConfigLoader(spark, repo.root, version=2, cache_dir=cache)
+    rows = {r.key: r for r in pinned.configs().collect()}
+    assert rows[TOPIC].version == 2 and json.loads(rows[TOPIC].config)["kafka"]["partitions"] == 256
+
+
+def test_configs_dataframe_schema_and_rows(spark: Any, published: GitRepo, cache: Path) -> None:
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    df = loader.configs()
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        ("key", "string"),
+        ("version", "bigint"),
+        ("commit", "string"),
+        ("exists", "boolean"),
+        ("config", "string"),
+    ]
+    rows = {r.key: r for r in df.collect()}
+    assert set(rows) == set(loader.snapshot.nodes)
+    assert rows[TOPIC].exists and rows[TOPIC].commit == loader.commit
+    phantom = loader.configs([PHANTOM]).collect()[0]
+    assert phantom.exists is False and json.loads(phantom.config)["kafka"]["topic"] == "NewTopic"
+
+
+def _rows(spark: Any) -> Any:
+    keys = [TOPIC, TOPIC, PHANTOM, OUTSIDE, "demo:/data/tracking/LoginEvent", None]
+    return spark.createDataFrame([(i, k) for i, k in enumerate(keys)], "id int, dataset string")
+
+
+def test_attach_inherit_types_columns_from_schemas(spark: Any, published: GitRepo, cache: Path) -> None:
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    out = loader.attach(_rows(spark), paths=["kafka.partitions", "owner", "kafka.replication", "no.such"])
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types == {
+        "id": "int",
+        "dataset": "string",
+        "kafka_partitions": "bigint",
+        "owner": "string",
+        "kafka_replication": "string",
+        "no_such": "string",
+    }
+    rows = {r.id: r for r in out.collect()}
+    assert rows[0].kafka_partitions == 256 and rows[1].kafka_partitions == 256
+    assert isinstance(rows[0].owner, str) and json.loads(rows[0].kafka_replication)["factor"] >= 2
+    assert rows[0].no_such is None
+    tracking = loader.client.get("/data/tracking")
+    assert rows[2].kafka_partitions == tracking["kafka"]["partitions"]  # phantom: inherits /data/tracking
+    assert rows[3].kafka_partitions is None  # inherits the root, which has no kafka settings
+    assert rows[4].kafka_partitions is not None  # scheme-qualified key
+    assert rows[5].kafka_partitions is None  # null key: no match
+
+
+def test_attach_missing_null_and_error(spark: Any, published: GitRepo, cache: Path) -> None:
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    out = loader.attach(_rows(spark), paths={"parts": "kafka.partitions"}, missing="null", prefix="cfg_")
+    rows = {r.id: r for r in out.collect()}
+    assert rows[0].cfg_parts == 256 and rows[2].cfg_parts is None and rows[3].cfg_parts is None
+    with pytest.raises(CfgtoolError, match=r"2 key\(s\) have no node.*/data/tracking/NewTopic"):
+        loader.attach(_rows(spark), paths=["kafka.partitions"], missing="error")
+    only_known = _rows(spark).where("id < 2")
+    assert loader.attach(only_known, paths=["kafka.partitions"], missing="error").count() == 2
+    with pytest.raises(CfgtoolError, match="overwrite"):
+        loader.attach(_rows(spark), paths={"id": "kafka.partitions"})
+
+
+FLAGS_SCHEMA = """\
+$schema: https://json-schema.org/draft/2020-12/schema
+x-cfgtool:
+  applies_to:
+    keys: ["/data/tracking/**"]
+type: object
+properties:
+  sampling: {type: number}
+  audit: {type: object, properties: {enabled: {type: boolean}}}
+"""
+
+
+def test_attach_number_and_boolean_columns(spark: Any, tmp_path: Path, cache: Path) -> None:
+    repo = copy_embedded(tmp_path / "repo")
+    repo.write({"schemas/flags.yaml": FLAGS_SCHEMA})
+    conf = repo.root / "store/data/tracking/main.conf"
+    conf.write_text(conf.read_text() + "\nsampling = 1\naudit.enabled = true\n")
+    repo.commit("flags")
+    publish(repo.root, message="flags")
+    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    out = loader.attach(_rows(spark), paths=["sampling", "audit.enabled"])
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert types["sampling"] == "double" and types["audit_enabled"] == "boolean"
+    rows = {r.id: r for r in out.collect()}
+    assert rows[0].sampling == 1.0 and rows[0].audit_enabled is True
+    assert rows[3].sampling is None  # the root has no sampling
+
+
+def test_datasets_and_broadcast(spark: Any, published: GitRepo, cache: Path) -> None:
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    keys = [r.key for r in loader.datasets("/tags/priority/HIGH").collect()]
+    assert TOPIC in keys
+    view = loader.broadcast(keys=[PHANTOM])
+    topic_of = spark.sparkContext.parallelize([TOPIC, PHANTOM, "/data/tracking/Other", "/nowhere"], 2).map(
+        lambda k: (k, view.value.get_value(k, "kafka.topic"), view.value.exists(k))
+    )
+    got = dict((k, (t, e)) for k, t, e in topic_of.collect())
+    assert got[TOPIC] == ("PageViewEvent", True)
+    assert got[PHANTOM] == ("NewTopic", True)  # resolved on the driver, with its own name
+    assert got["/data/tracking/Other"][1] is False  # inherits /data/tracking on the executor
+    assert isinstance(view.value, SnapshotView) and view.value.version == loader.version
+
+
+def test_variables_from_spark_conf(spark: Any, published: GitRepo, cache: Path) -> None:
+    default = ConfigLoader(spark, published.root, cache_dir=cache)
+    assert default.client.get(TOPIC)["cluster"]["name"] == "ltx1"
+    spark.conf.set("spark.cfgtool.var.local_cluster.name", "lva1")
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    assert loader.variables == {"local_cluster.name": "lva1"}
+    out = loader.attach(_rows(spark).where("id = 0"), paths=["cluster.name"]).collect()
+    assert json.loads(out[0].cluster_name) == "lva1"  # no schema types cluster.name: a JSON column
+    explicit = ConfigLoader(spark, published.root, variables={"local_cluster.name": "ltx1"}, cache_dir=cache)
+    assert explicit.client.get(TOPIC)["cluster"]["name"] == "ltx1"
+
+
+def test_loader_without_pyspark_names_the_extra(monkeypatch: pytest.MonkeyPatch, spark: Any, tmp_path: Path) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def no_pyarrow(name: str, package: str | None = None) -> Any:
+        if name.startswith("pyarrow"):
+            raise ImportError(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_pyarrow)
+    with pytest.raises(SparkNotInstalled, match=r"pip install 'cfgtool\[spark\]'"):
+        ConfigLoader(spark, tmp_path)
+
+
+def test_loader_pin_of_another_repository_is_a_conflict(spark: Any, published: GitRepo, cache: Path) -> None:
+    commit_key, version_key = pin_keys("store")
+    spark.conf.set(commit_key, "0" * 40)
+    spark.conf.set(version_key, "2")
+    with pytest.raises(PinConflict, match="pinned to commit 000000000000"):
+        ConfigLoader(spark, published.root, cache_dir=cache)
