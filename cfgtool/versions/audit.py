@@ -214,7 +214,8 @@ def audit_key(
             continue
         new, exists, now = read
         if not same(new, value):
-            found.append(_Found(prev, version, value, new, exists, relevant | now))
+            # the first version has no earlier files to compare: only the files it resolves from count
+            found.append(_Found(prev, version, value, new, exists, now if prev is None else relevant | now))
         value, relevant, pending, prev = new, now, set(), version
 
     between = _commits_between(root, [(f.prev.commit if f.prev else None, f.version.commit) for f in found], baseline)

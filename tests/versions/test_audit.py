@@ -4,6 +4,7 @@ rollback markers (built as in test_diff.py), and one built through `publish` and
 from __future__ import annotations
 
 import shutil
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -192,3 +193,18 @@ def test_parse_since_accepts_iso_dates_and_relative_times(versioned: Versioned) 
 def test_parse_since_refuses_anything_else() -> None:
     with pytest.raises(UsageError, match="not a date"):
         parse_since("last tuesday-ish")
+
+
+def test_audit_key_first_version_lists_only_commits_that_touched_its_files(tmp_path: Path) -> None:
+    from cfgtool.versions import publish
+    from cfgtool.versions.audit import audit_key
+    from tests.conftest import copy_embedded
+
+    repo = copy_embedded(tmp_path / "repo")
+    (repo.root / "NOTES.md").write_text("unrelated\n")
+    subprocess.run(["git", "-C", str(repo.root), "add", "NOTES.md"], check=True)
+    subprocess.run(["git", "-C", str(repo.root), "commit", "-qm", "unrelated notes"], check=True)
+    publish(repo.root, message="v1")
+    [first] = audit_key(repo.root, "/data/tracking/AdClickEvent", "owner").history
+    subjects = [c.subject for c in first.commits]
+    assert subjects and "unrelated notes" not in subjects
