@@ -64,6 +64,7 @@ class ConfigClient:
         return self.snapshot.lookup(self._key(key), strict)
 
     def exists(self, key: str) -> bool:
+        """Whether `key` has a node of its own (else it reads as its nearest ancestor)."""
         return self.lookup(key).exists
 
     def get(self, key: str, strict: bool = False) -> Mapping[str, Any]:
@@ -85,21 +86,27 @@ class ConfigClient:
         return explain(self._full_snapshot(), self._key(key), path)
 
     def imports(self, key: str, recursive: bool = False) -> list[str]:
+        """Explicit imports, highest priority first; `recursive`: L(key) without the key (DESIGN 6)."""
         return self.snapshot.imports(self._key(key), recursive)
 
     def imported_by(self, key: str, recursive: bool = False) -> list[str]:
+        """Nodes whose includes name `key`; `recursive`: every node with `key` among its layers."""
         return self.snapshot.imported_by(self._key(key), recursive)
 
     def tags(self, key: str) -> list[str]:
+        """The tags among the layers of `key`, highest priority first."""
         return self.snapshot.tags(self._key(key))
 
     def datasets(self, tag: str) -> list[str]:
+        """The non-tag nodes that import `tag`, directly or through their layers."""
         return self.snapshot.datasets(self._key(tag))
 
     def children(self, key: str) -> list[str]:
+        """The child nodes of `key`."""
         return self.snapshot.children(self._key(key))
 
     def keys(self, prefix: str = ROOT) -> list[str]:
+        """Every node key at or under `prefix`, sorted."""
         return self.snapshot.keys(self._key(prefix))
 
     def __repr__(self) -> str:
