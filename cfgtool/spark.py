@@ -135,10 +135,10 @@ class ConfigLoader:
         t = self._types
         schema = t.StructType(
             [
-                t.StructField("key", t.StringType(), False),
-                t.StructField("version", t.LongType(), False),
-                t.StructField("commit", t.StringType(), False),
-                t.StructField("exists", t.BooleanType(), False),
+                t.StructField("key", t.StringType(), True),
+                t.StructField("version", t.LongType(), True),
+                t.StructField("commit", t.StringType(), True),
+                t.StructField("exists", t.BooleanType(), True),
                 t.StructField("config", t.StringType(), True),
             ]
         )
@@ -149,7 +149,7 @@ class ConfigLoader:
         keys = self.client.datasets(tag)
         table = self._pa.table({"key": self._pa.array(keys, self._pa.string())})
         t = self._types
-        return self._frame(table, t.StructType([t.StructField("key", t.StringType(), False)]))
+        return self._frame(table, t.StructType([t.StructField("key", t.StringType(), True)]))
 
     def attach(
         self,
@@ -189,6 +189,7 @@ class ConfigLoader:
         """The pyarrow table (column `key`: the raw keys as given, then one column per entry of `columns`) and
         the Spark schema that `attach` joins; public so a benchmark can time the build on its own."""
         found: dict[str, Mapping[str, Any] | None] = {}
+        nodes: set[str] = set()
         absent: list[str] = []
         for raw in raw_keys:
             try:
@@ -199,7 +200,11 @@ class ConfigLoader:
                 continue
             if not hit.exists:
                 absent.append(raw)
-            found[raw] = hit.config if hit.exists or missing == "inherit" else None
+            if hit.exists or missing == "inherit":
+                found[raw] = hit.config
+                nodes.add(hit.node)
+            else:
+                found[raw] = None
         if missing == "error" and absent:
             shown = ", ".join(sorted(absent)[:_SHOWN_MISSING])
             more = f" and {len(absent) - _SHOWN_MISSING} more" if len(absent) > _SHOWN_MISSING else ""
@@ -207,7 +212,6 @@ class ConfigLoader:
                 f"{len(absent)} key(s) have no node in store {self.store!r} version {self.version}: {shown}{more}",
                 hint="fix the keys, or pass missing='inherit' or missing='null'",
             )
-        nodes = {self.snapshot.nearest_node(self._key(r)) for r, c in found.items() if c is not None}
         declared = self._schema_types(nodes) if nodes else {}
         pa, t = self._pa, self._types
         arrow_types = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
@@ -219,7 +223,7 @@ class ConfigLoader:
         }
         keys = list(found)
         arrays = {"key": pa.array(keys, pa.string())}
-        fields = [t.StructField("key", t.StringType(), False)]
+        fields = [t.StructField("key", t.StringType(), True)]
         for column, path in columns.items():
             kind = declared.get(path)
             parts = split_path(path)
@@ -245,6 +249,7 @@ class ConfigLoader:
         return normalize_key(key, self.snapshot.name)
 
     def _frame(self, table: Any, schema: Any) -> Any:
+        # every field nullable, as in the Arrow table: a non-null Spark field costs a check of each batch
         return self.spark.createDataFrame(table, schema=schema)
 
     def _schema_types(self, keys: Iterable[str]) -> dict[str, str]:
@@ -309,8 +314,24 @@ def _conf_variables(spark: Any) -> dict[str, str]:
     return {k[len(VAR_PREFIX) :]: str(v) for k, v in entries.items() if k.startswith(VAR_PREFIX)}
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # C encoder; config order kept
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
+
+
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+}
+
+
+def _matches(value: Any, kind: str) -> bool:
+    """Whether a plain value is of the JSON Schema simple type `kind` (a bool is no number)."""
+    return isinstance(value, _PYTHON_TYPES[kind]) and not (kind != "boolean" and isinstance(value, bool))
 
 
 def _typed(config: Mapping[str, Any] | None, parts: tuple[str, ...], kind: str | None, key: str, path: str) -> Any:
@@ -322,13 +343,7 @@ def _typed(config: Mapping[str, Any] | None, parts: tuple[str, ...], kind: str |
         return None
     if kind is None:
         return _json(value)
-    ok = {
-        "string": isinstance(value, str),
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "number": isinstance(value, int | float) and not isinstance(value, bool),
-        "boolean": isinstance(value, bool),
-    }[kind]
-    if not ok:
+    if not _matches(value, kind):
         raise CfgtoolError(
             f"{key}: {path} is {_json(value)}, but the schemas declare it {kind}",
             hint="fix the config: `cfgtool compile` reports the schema violation",

@@ -18,4 +18,4 @@ def test_readme_lists_exactly_the_registered_diagnostic_codes() -> None:
 def test_readme_has_the_two_setup_commands_that_ci_runs() -> None:
     text = README.read_text(encoding="utf-8")
     assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/cfgtool compile" in text
-    assert "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest" in text
+    assert "python3 -m venv .venv && .venv/bin/pip install -e '.[dev,spark]' && .venv/bin/python -m pytest" in text
