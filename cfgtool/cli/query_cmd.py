@@ -6,6 +6,7 @@ answer (exit 1), then asks the Snapshot.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from enum import StrEnum
@@ -176,7 +177,7 @@ def imported_by(
       cfgtool imported-by -r /tags/retention/LONG
     """
     result = compile_for(ctx, ref, variables, check=False, version=version)
-    key = _key(result, key, reverse=True)
+    key = _existing(result, _key(result, key, reverse=True))
     found = result.snapshot.imported_by(key, recursive)
     _print_keys(fmt, found, {"key": key, "recursive": recursive, "imported_by": found})
 
@@ -221,7 +222,7 @@ def datasets(
       cfgtool datasets /tags/priority/HIGH --format json
     """
     result = compile_for(ctx, ref, variables, check=False, version=version)
-    tag = _key(result, tag, reverse=True)
+    tag = _existing(result, _key(result, tag, reverse=True))
     found = result.snapshot.datasets(tag)
     _print_keys(fmt, found, {"tag": tag, "datasets": found})
 
@@ -229,6 +230,15 @@ def datasets(
 # ------------------------------------------------------------------------------------------ helpers
 
 
+
+
+def _existing(result: CompileResult, key: str) -> str:
+    """`key` when it has a node: only nodes can be imported, so a key without one is a typo (exit 1)."""
+    if key in result.snapshot.nodes:
+        return key
+    close = difflib.get_close_matches(key, list(result.snapshot.nodes), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}?" if close else "list the keys with `cfgtool imports -r` or look under store/"
+    raise CfgtoolError(f"{key} has no node, so nothing can import it", hint=hint)
 
 
 def _key(result: CompileResult, text: str, *, reverse: bool) -> str:

@@ -411,3 +411,11 @@ def test_query_reads_a_published_version_with_version_option(
     assert missing.returncode == 2 and "version 9 does not exist" in missing.stderr
     both = run_cfgtool("--repo", str(repo.root), "tags", "--version", "1", "--ref", "HEAD", "/data")
     assert both.returncode == 2 and "--ref and --version" in both.stderr
+
+
+def test_datasets_of_a_key_without_a_node_is_an_error_with_a_suggestion(run_cfgtool: Run, shop: GitRepo) -> None:
+    proc = run_cfgtool("datasets", "/tags/dc/wesd", "--var", "dc=west", cwd=shop.root)
+    assert proc.returncode == 1
+    assert "/tags/dc/wesd has no node" in proc.stderr and "did you mean /tags/dc/west?" in proc.stderr
+    by = run_cfgtool("imported-by", "/nowhere", cwd=shop.root)
+    assert by.returncode == 1 and "/nowhere has no node" in by.stderr
