@@ -280,8 +280,12 @@ def write_atomic(path: Path, text: str) -> None:
     write_atomic_bytes(path, text.encode("utf-8"))
 
 
-def write_atomic_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file and a rename, so readers never see half a file."""
+def write_atomic_bytes(path: Path, data: bytes, *, replace: bool = True) -> bool:
+    """Write `data` to `path` through a temporary file, so readers never see half a file; True when written.
+
+    The temporary file is renamed over `path`, or with `replace=False` hard-linked to it, which fails (False,
+    nothing written) when `path` exists: never overwriting, even against a concurrent writer.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -292,7 +296,16 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+        return True
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

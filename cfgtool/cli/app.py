@@ -14,6 +14,7 @@ from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.diff_cmd import audit_command, diff_command
 from cfgtool.cli.error_handler import run_handled
+from cfgtool.cli.init_cmd import init_command
 from cfgtool.cli.versions_cmd import publish_command, rollback_command, versions_command
 
 HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
@@ -33,6 +34,7 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
+    app.command("init")(init_command)
     app.command("compile")(compile_cmd.compile_command)
     app.command("get")(query_cmd.get)
     app.command("explain")(query_cmd.explain_command)

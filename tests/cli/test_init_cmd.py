@@ -1,0 +1,155 @@
+"""`cfgtool init [DIR]` in real subprocesses: the scaffold compiles cleanly, nothing is ever overwritten, a store
+is refused unless --add-missing, and its pre-commit hook really runs `cfgtool compile`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cfgtool._version import __version__
+from cfgtool.scaffold import scaffold_files
+from cfgtool.snapshot import write_atomic_bytes
+from cfgtool.store.git import git_env
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+CHECKOUT = Path(__file__).resolve().parents[2]
+SCAFFOLD = sorted(rel for rel, _ in scaffold_files("cfgtool"))
+
+
+def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp_path: Path) -> None:
+    proc = run_cfgtool("init", "configs")
+    assert proc.returncode == 0, proc.stderr
+    root = tmp_path / "configs"
+    assert proc.stdout.startswith(f"scaffolded a config repository in {root} (new git repository, branch main)\n")
+    assert "  cd configs\n  cfgtool compile\n" in proc.stdout
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts) == (
+        SCAFFOLD
+    )
+    assert {
+        ".github/workflows/config-pr.yml",
+        ".github/workflows/config-publish.yml",
+        ".github/workflows/config-rollback.yml",
+        ".pre-commit-config.yaml",
+        "README.md",
+        "requirements.txt",
+        "store/_CONFIG_STORE",
+    } <= set(SCAFFOLD)
+    assert subprocess.run(["git", "symbolic-ref", "HEAD"], cwd=root, capture_output=True, text=True).stdout == (
+        "refs/heads/main\n"
+    )
+    assert (root / "requirements.txt").read_text(encoding="utf-8").endswith(f"\ncfgtool=={__version__}\n")
+
+    compiled = run_cfgtool("compile", "--strict", "--format", "json", cwd=root)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    report = json.loads(compiled.stdout)
+    assert (report["errors"], report["warnings"], report["nodes"]) == (0, 0, 6)
+    got = run_cfgtool("get", "/data/orders", "retention.days", "--format", "json", cwd=root)
+    assert got.stdout.strip() == "90"  # the example tag wins over /data's default
+
+
+def test_init_refuses_a_store_and_add_missing_never_overwrites(run_cfgtool: Run, tmp_path: Path) -> None:
+    assert run_cfgtool("init").returncode == 0
+    mine = "# our own settings\nname: ours\n"
+    (tmp_path / "store/_CONFIG_STORE").write_text(mine, encoding="utf-8")
+    (tmp_path / "README.md").unlink()
+
+    refused = run_cfgtool("init")
+    assert refused.returncode == 2
+    assert "already holds a store (store/_CONFIG_STORE)" in refused.stderr
+    assert "hint: pass --add-missing" in refused.stderr
+    assert not (tmp_path / "README.md").exists()
+
+    added = run_cfgtool("init", "--add-missing", "--format", "json")
+    assert added.returncode == 0, added.stderr
+    result = json.loads(added.stdout)
+    assert result["created"] == ["README.md"]
+    assert result["skipped"] == [rel for rel in SCAFFOLD if rel != "README.md"]
+    assert result["git_initialized"] is False
+    assert (tmp_path / "store/_CONFIG_STORE").read_text(encoding="utf-8") == mine
+
+    text = run_cfgtool("init", "--add-missing")
+    assert text.stdout.startswith("nothing to add: every scaffold file exists")
+    assert "  skipped  store/_CONFIG_STORE (exists; left as it is)\n" in text.stdout
+
+
+def test_init_inside_a_repository_does_not_nest_one(run_cfgtool: Run, tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=git_env())
+    proc = run_cfgtool("init", "configs", "--requirement", "cfgtool @ git+https://example.com/org/cfgtool@v1")
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "configs/.git").exists()
+    assert "new git repository" not in proc.stdout
+    assert (
+        (tmp_path / "configs/requirements.txt")
+        .read_text(encoding="utf-8")
+        .endswith("\ncfgtool @ git+https://example.com/org/cfgtool@v1\n")
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--store", "conf", "init"), "init always scaffolds store/"),
+        (("init", "a-file"), "is a file, not a directory"),
+    ],
+)
+def test_init_usage_errors_exit_2(run_cfgtool: Run, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    proc = run_cfgtool(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert not (tmp_path / "store").exists()
+
+
+def test_create_without_replacing_keeps_an_existing_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    assert write_atomic_bytes(path, b"first", replace=False) is True
+    assert write_atomic_bytes(path, b"second", replace=False) is False
+    assert path.read_bytes() == b"first"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]  # no temporary file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # an ordinary file, not mkstemp's private one
+
+
+def pre_commit(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run pre-commit in `cwd`, with its cache in `home`."""
+    scripts = sysconfig.get_path("scripts")
+    exe = shutil.which("pre-commit", path=f"{scripts}{os.pathsep}{os.environ['PATH']}")
+    assert exe, "pre-commit is not installed: pip install -e '.[dev]'"
+    env = {**git_env(), "PATH": f"{scripts}{os.pathsep}{os.environ['PATH']}", "PRE_COMMIT_HOME": str(home)}
+    return subprocess.run([exe, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_scaffolded_pre_commit_hook_runs_cfgtool_compile(run_cfgtool: Run, tmp_path: Path) -> None:
+    assert run_cfgtool("init", "repo").returncode == 0
+    root, home = tmp_path / "repo", tmp_path / "pre-commit-home"
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=git_env())
+    assert pre_commit(root, home, "validate-config", ".pre-commit-config.yaml").returncode == 0
+
+    clean = pre_commit(root, home, "run", "--all-files")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "cfgtool compile" in clean.stdout and "Passed" in clean.stdout
+
+    (root / "store/data/orders/main.conf").write_text("owner = [unclosed\n", encoding="utf-8")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=git_env())
+    broken = pre_commit(root, home, "run", "--all-files")
+    assert broken.returncode == 1
+    assert "store/data/orders/main.conf:1:" in broken.stdout and "E_SYNTAX" in broken.stdout
+
+
+def test_the_published_hook_manifest_is_valid_and_matches_the_scaffolded_hook(tmp_path: Path) -> None:
+    assert pre_commit(CHECKOUT, tmp_path, "validate-manifest", ".pre-commit-hooks.yaml").returncode == 0
+    (published,) = yaml.safe_load((CHECKOUT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    config = yaml.safe_load(dict(scaffold_files("cfgtool"))[".pre-commit-config.yaml"])
+    (local,) = config["repos"][0]["hooks"]
+    assert published.pop("language") == "python"  # installed by pre-commit from this repository
+    assert local.pop("language") == "system"  # the cfgtool that requirements.txt installs
+    assert published == local
