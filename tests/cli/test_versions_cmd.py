@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cfgtool.store.git import git_env
+from tests.remotes import RemoteWatch
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -23,32 +23,6 @@ Run = Callable[..., subprocess.CompletedProcess[str]]  # the run_cfgtool fixture
 
 PUBLISH_KEYS = {"published", "version", "tag", "commit", "reason"}
 VERSION_KEYS = {"version", "tag", "commit", "date", "status", "publisher", "message", "digest", "rolled_back"}
-
-
-class RemoteWatch:
-    """A bare remote; `check()` asserts that every tag seen so far is still there with the same target."""
-
-    def __init__(self, bare: Path) -> None:
-        self.bare = bare
-        self.seen: dict[str, str] = {}
-
-    def check(self) -> dict[str, str]:
-        out = subprocess.run(
-            ["git", "ls-remote", "--tags", str(self.bare)], capture_output=True, text=True, check=True, env=git_env()
-        ).stdout
-        now = {ref: oid for oid, _, ref in (line.partition("\t") for line in out.splitlines())}
-        for ref, oid in self.seen.items():
-            assert now.get(ref) == oid, f"{ref} was moved or deleted on the remote"
-        self.seen = now
-        return now
-
-    def tags(self) -> list[str]:
-        return sorted(r.removeprefix("refs/tags/") for r in self.check() if not r.endswith("^{}"))
-
-    def add_hook(self, script: str) -> None:
-        hook = self.bare / "hooks" / "pre-receive"
-        hook.write_text("#!/bin/sh\n" + script, encoding="utf-8")
-        hook.chmod(0o755)
 
 
 @pytest.fixture

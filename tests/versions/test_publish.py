@@ -16,43 +16,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from cfgtool.store.git import git_env
 from cfgtool.versions import PublishRefused, RemoteError, RemoteUnavailable, publish, versions
 from cfgtool.versions.messages import parse_message
+from tests.remotes import RemoteWatch
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
 
 STORE_PARTS = ("store", "schemas", "policies")
-
-
-class RemoteWatch:
-    """A bare remote; `check()` asserts that every tag seen so far is still there with the same target."""
-
-    def __init__(self, bare: Path) -> None:
-        self.bare = bare
-        self.seen: dict[str, str] = {}
-
-    def tags(self) -> dict[str, str]:
-        out = subprocess.run(
-            ["git", "ls-remote", "--tags", str(self.bare)], capture_output=True, text=True, check=True, env=git_env()
-        ).stdout
-        return {ref: oid for oid, _, ref in (line.partition("\t") for line in out.splitlines())}
-
-    def check(self) -> dict[str, str]:
-        now = self.tags()
-        for ref, oid in self.seen.items():
-            assert now.get(ref) == oid, f"{ref} was moved or deleted on the remote"
-        self.seen = now
-        return now
-
-    def versions(self) -> list[str]:
-        return sorted(r.removeprefix("refs/tags/") for r in self.check() if not r.endswith("^{}"))
-
-    def add_hook(self, script: str) -> None:
-        hook = self.bare / "hooks" / "pre-receive"
-        hook.write_text("#!/bin/sh\n" + script, encoding="utf-8")
-        hook.chmod(0o755)
 
 
 @pytest.fixture
@@ -105,7 +76,7 @@ def test_publish_embedded_store_creates_version_1_with_metadata(work: GitRepo, r
     result = publish(work.root, remote="origin", message="first release")
     assert (result.published, result.version, result.tag, result.commit) == (True, 1, "config/v1", head)
     assert result.reason is None and result.attempts == 1
-    assert remote.versions() == ["config/v1"]
+    assert remote.tags() == ["config/v1"]
     assert work.git("rev-parse", "config/v1^{commit}") == head
 
     text, meta = parse_message(work.git("for-each-ref", "--format=%(contents)", "refs/tags/config/v1"))
@@ -132,7 +103,7 @@ def test_publish_broken_commit_is_refused_and_creates_no_tag(work: GitRepo, remo
     assert err.value.exit_code == 1
     assert {d.code for d in err.value.diagnostics} == {"E_UNRESOLVED_REF"}
     assert local_version_tags(work) == []
-    assert remote.versions() == []
+    assert remote.tags() == []
 
 
 def test_publish_unchanged_snapshot_publishes_nothing(work: GitRepo, remote: RemoteWatch) -> None:
@@ -146,7 +117,7 @@ def test_publish_unchanged_snapshot_publishes_nothing(work: GitRepo, remote: Rem
     docs = publish(work.root, remote="origin")
     assert not docs.published
     assert docs.reason is not None and "has the same snapshot" in docs.reason
-    assert remote.versions() == ["config/v1"]
+    assert remote.tags() == ["config/v1"]
 
 
 def test_publish_unchanged_says_when_the_current_tag_is_not_on_the_remote(work: GitRepo, remote: RemoteWatch) -> None:
@@ -156,14 +127,14 @@ def test_publish_unchanged_says_when_the_current_tag_is_not_on_the_remote(work: 
     assert result.reason is not None
     assert "config/v1 exists only in this repository, not on origin" in result.reason
     assert "git push origin refs/tags/config/v1" in result.reason
-    assert remote.versions() == []
+    assert remote.tags() == []
 
 
 def test_publish_dry_run_runs_the_checks_and_creates_nothing(work: GitRepo, remote: RemoteWatch) -> None:
     result = publish(work.root, remote="origin", dry_run=True)
     assert (result.published, result.dry_run, result.version, result.tag) == (False, True, 1, "config/v1")
     assert result.reason is not None and result.reason.startswith("dry run: would create config/v1")
-    assert local_version_tags(work) == [] and remote.versions() == []
+    assert local_version_tags(work) == [] and remote.tags() == []
 
 
 def test_publish_dry_run_of_a_broken_commit_is_refused(work: GitRepo) -> None:
@@ -177,7 +148,7 @@ def test_publish_without_remote_creates_a_local_tag_only(work: GitRepo, remote: 
     result = publish(work.root, message="local")
     assert result.published and result.remote is None
     assert local_version_tags(work) == ["config/v1"]
-    assert remote.versions() == []
+    assert remote.tags() == []
 
 
 def test_publish_numbers_after_versions_known_only_on_the_remote(work: GitRepo, remote: RemoteWatch) -> None:
@@ -189,7 +160,7 @@ def test_publish_numbers_after_versions_known_only_on_the_remote(work: GitRepo, 
     bump(other, "3")
     result = publish(other.root, remote="origin")
     assert result.version == 3
-    assert remote.versions() == ["config/v1", "config/v2", "config/v3"]
+    assert remote.tags() == ["config/v1", "config/v2", "config/v3"]
 
 
 def test_publish_never_reuses_a_rolled_back_number(work: GitRepo, remote: RemoteWatch) -> None:
@@ -237,7 +208,7 @@ def test_publish_rejected_by_a_hook_gives_a_clear_error_and_leaves_no_local_tag(
     assert "pre-receive hook declined" in message
     assert "tag pushes are frozen until Monday" in message
     assert local_version_tags(work) == ["config/v1"]
-    assert remote.versions() == ["config/v1"]
+    assert remote.tags() == ["config/v1"]
 
 
 def test_publish_with_an_unreachable_remote_fails_before_creating_a_tag(work: GitRepo, tmp_path: Path) -> None:
@@ -258,7 +229,7 @@ def test_publish_reports_a_local_tag_that_differs_from_the_remote(work: GitRepo,
         publish(work.root, remote="origin")
     assert err.value.hint is not None and "git tag -d config/v1" in err.value.hint
     assert work.git("rev-parse", "refs/tags/config/v1") == mine  # reported, not replaced
-    assert remote.versions() == ["config/v1"]
+    assert remote.tags() == ["config/v1"]
 
 
 _PUBLISH = """
@@ -305,8 +276,8 @@ def test_two_processes_publishing_at_once_get_consecutive_versions(
     assert sorted(r["attempts"] for r in results) == [1, 2]  # the loser fetched, recomputed and retried
     after = remote.check()
     assert {k: after[k] for k in before} == before
-    assert remote.versions() == ["config/v1", "config/v2", "config/v3"]
-    on_remote = remote.tags()
+    assert remote.tags() == ["config/v1", "config/v2", "config/v3"]
+    on_remote = remote.check()
     for other, r in zip(clones, results, strict=True):
         assert on_remote[f"refs/tags/config/v{r['version']}^{{}}"] == other.git("rev-parse", "HEAD")
         for name in local_version_tags(other):  # no local tag that the remote does not have

@@ -4,7 +4,6 @@ store, a bare remote, and a second clone as another operator. Remote tags are ne
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from cfgtool.errors import UsageError
-from cfgtool.store.git import git_env
 from cfgtool.versions import (
     RemoteError,
     RollbackRefused,
@@ -24,30 +22,10 @@ from cfgtool.versions import (
     versions,
 )
 from cfgtool.versions.messages import parse_message
+from tests.remotes import RemoteWatch
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
-
-
-class RemoteWatch:
-    """A bare remote; `check()` asserts that every tag seen so far is still there with the same target."""
-
-    def __init__(self, bare: Path) -> None:
-        self.bare = bare
-        self.seen: dict[str, str] = {}
-
-    def check(self) -> dict[str, str]:
-        out = subprocess.run(
-            ["git", "ls-remote", "--tags", str(self.bare)], capture_output=True, text=True, check=True, env=git_env()
-        ).stdout
-        now = {ref: oid for oid, _, ref in (line.partition("\t") for line in out.splitlines())}
-        for ref, oid in self.seen.items():
-            assert now.get(ref) == oid, f"{ref} was moved or deleted on the remote"
-        self.seen = now
-        return now
-
-    def tags(self) -> list[str]:
-        return sorted(r.removeprefix("refs/tags/") for r in self.check() if not r.endswith("^{}"))
 
 
 def release(repo: GitRepo, n: int, remote: str | None = "origin") -> int:

@@ -1,0 +1,37 @@
+"""A bare git remote that remembers every tag it has shown, so a test can assert that none was moved or deleted."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from cfgtool.store.git import git_env
+
+
+class RemoteWatch:
+    """A bare remote; `check()` asserts that every tag seen so far is still there with the same target."""
+
+    def __init__(self, bare: Path) -> None:
+        self.bare = bare
+        self.seen: dict[str, str] = {}
+
+    def check(self) -> dict[str, str]:
+        """Every tag ref on the remote (peeled `^{}` entries included) -> object id, after the check."""
+        out = subprocess.run(
+            ["git", "ls-remote", "--tags", str(self.bare)], capture_output=True, text=True, check=True, env=git_env()
+        ).stdout
+        now = {ref: oid for oid, _, ref in (line.partition("\t") for line in out.splitlines())}
+        for ref, oid in self.seen.items():
+            assert now.get(ref) == oid, f"{ref} was moved or deleted on the remote"
+        self.seen = now
+        return now
+
+    def tags(self) -> list[str]:
+        """The remote's tag names, sorted, after the check."""
+        return sorted(r.removeprefix("refs/tags/") for r in self.check() if not r.endswith("^{}"))
+
+    def add_hook(self, script: str) -> None:
+        """Install a pre-receive hook (a /bin/sh script) on the remote."""
+        hook = self.bare / "hooks" / "pre-receive"
+        hook.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+        hook.chmod(0o755)
