@@ -5,16 +5,26 @@ node results by a fingerprint of everything a node resolves from: its key, L(K) 
 `main.conf` blob id, and its imports (`NodeCache`). A node whose fingerprint is cached is not resolved
 again, and the documents of its layers are not even read. A document that includes other files is never
 cached (its content is not captured by its own blob id), and neither is a node that resolves from one.
+
+A build with many nodes to resolve (a cold compile) is split over two processes: a forked worker parses and
+resolves half of them and sends back plain data (configs, content hashes, diagnostics, encoded cache
+entries); this process keeps everything else. The snapshot and diagnostics are the same as in one process.
 """
 
 from __future__ import annotations
 
 import hashlib
+import marshal
+import os
+import pickle
 import posixpath
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
+from typing import Any
 
-from cfgtool.cache import NodeCache, ParseCache
+from cfgtool.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.hocon import HoconError, Origin, Resolved, parse
 from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
@@ -25,6 +35,14 @@ from cfgtool.provenance import Provenance
 from cfgtool.snapshot import NodeSnapshot, node_hash
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, decode
+
+PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a forked worker
+_Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
+# What a worker sends back: results by key (None: failed), parse cache entries (marshalled), node cache
+# entries, diagnostics, keys whose main.conf includes files, the included files, keys it parsed.
+_Share = tuple[
+    dict[str, "NodeEntry | None"], bytes, list[tuple[str, Any]], list[Diagnostic], list[str], list[str], list[str]
+]
 
 
 class Builder:
@@ -40,6 +58,7 @@ class Builder:
         self.dynamic: set[str] = set()  # keys whose main.conf includes other files
         self.included: list[str] = []  # files read through `include`, for the snapshot's texts
         self._trees: dict[tuple[str, ...], Node | None] = {}
+        self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
         self.stats = {"parsed": 0, "resolved": 0, "reused": 0}  # what this compile did, for reports and tests
 
     def build(
@@ -48,7 +67,7 @@ class Builder:
         """A NodeSnapshot for each of `keys` (config None when it does not resolve). With `keep` False only
         the diagnostics matter (another variable value being checked): cached nodes are just counted."""
         out: dict[str, NodeSnapshot] = {}
-        todo: list[tuple[str, tuple[str, ...], tuple[str, ...], str]] = []
+        todo: list[_Todo] = []
         for key in keys:
             lkeys = graph.linearization(key)
             if lkeys is None:  # on or behind an import cycle: E_CYCLE was reported
@@ -63,19 +82,10 @@ class Builder:
             self.stats["reused"] += 1
             if not keep:
                 continue
-            config, intrinsic, content_hash = hit
-            out[key] = NodeSnapshot(
-                key=key,
-                config=config,
-                layers=lkeys,
-                imports=imports,
-                file=self._file(key),
-                intrinsic=intrinsic,
-                content_hash=content_hash,
-                provenance=Provenance(
-                    compute=partial(self._provenance, key, lkeys), reach=partial(_reached, graph, key)
-                ),
-            )
+            out[key] = self._cached(graph, key, lkeys, imports, hit)
+        if len(todo) >= PARALLEL_MIN and _can_fork():
+            out.update(self._build_split(graph, todo, notes))
+            return out
         self._load({k for _, lkeys, _, _ in todo for k in lkeys})
         for key, lkeys, imports, fingerprint in todo:
             out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
@@ -90,7 +100,86 @@ class Builder:
         self.parse_cache.flush()
         self.node_cache.flush()
 
+    # -- two processes ----------------------------------------------------------------------------------
+    def _build_split(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> dict[str, NodeSnapshot]:
+        """Resolve `todo` in two processes: a forked worker takes the first half (results, diagnostics and
+        cache entries come back as plain data), this process the rest. Results are the same as one process
+        gives; if the worker fails, its half is done here."""
+        half = len(todo) // 2
+        theirs, mine = todo[:half], todo[half:]
+        self._read({k for _, lkeys, _, _ in todo for k in lkeys})  # one git process, shared by both
+        join = _fork(partial(self._share, graph, theirs, notes))
+        out: dict[str, NodeSnapshot] = {}
+        try:
+            self._load({k for _, lkeys, _, _ in mine for k in lkeys})
+            for key, lkeys, imports, fingerprint in mine:
+                out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
+        finally:
+            data = join()  # also when this half failed: no worker is left behind
+        if data is None:
+            self._load({k for _, lkeys, _, _ in theirs for k in lkeys})
+            for key, lkeys, imports, fingerprint in theirs:
+                out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
+            return out
+        share: _Share = pickle.loads(data)
+        results, parsed, node_entries, diags, dynamic, included, parsed_keys = share
+        self.parse_cache.add_stored(marshal.loads(parsed))
+        self.node_cache.add_stored(node_entries)
+        self.diags += diags
+        self.dynamic.update(dynamic)
+        self.included += included
+        self.stats["resolved"] += len(theirs)
+        self.stats["parsed"] += len(set(parsed_keys) - self._parsed)
+        self._parsed.update(parsed_keys)
+        for key, lkeys, imports, _ in theirs:
+            entry = results[key]
+            if entry is None:
+                out[key] = NodeSnapshot(
+                    key=key, config=None, layers=lkeys, imports=imports,
+                    provenance=Provenance(reach=partial(_reached, graph, key)),
+                )
+            else:
+                out[key] = self._cached(graph, key, lkeys, imports, entry)
+        return out
+
+    def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
+        """In the worker: resolve `todo` and return what the parent needs, pickled (see `_build_split`)."""
+        start, included_start = len(self.diags), len(self.included)
+        before = set(self._parsed)
+        results: dict[str, NodeEntry | None] = {}
+        self._load({k for _, lkeys, _, _ in todo for k in lkeys})
+        for key, lkeys, imports, fingerprint in todo:
+            snap = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
+            config, content_hash = snap.config, snap.content_hash
+            results[key] = None if config is None or content_hash is None else (config, snap.intrinsic, content_hash)
+        share: _Share = (
+            results,
+            marshal.dumps(self.parse_cache.stored_new()),
+            self.node_cache.stored_new(),
+            self.diags[start:],
+            sorted(self.dynamic),
+            self.included[included_start:],
+            sorted(self._parsed - before),
+        )
+        return pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL)
+
     # -- resolution --------------------------------------------------------------------------------------
+    def _cached(
+        self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], entry: NodeEntry
+    ) -> NodeSnapshot:
+        """The snapshot of a node resolved before (cached, or by the worker): provenance only when asked."""
+        config, intrinsic, content_hash = entry
+        return NodeSnapshot(
+            key=key,
+            config=config,
+            layers=lkeys,
+            imports=imports,
+            file=self._file(key),
+            intrinsic=intrinsic,
+            content_hash=content_hash,
+            provenance=Provenance(compute=partial(self._provenance, key, lkeys), reach=partial(_reached, graph, key)),
+        )
+
     def _resolve(
         self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], fingerprint: str,
         notes: tuple[str, ...],
@@ -116,9 +205,10 @@ class Builder:
             intrinsic=resolved.used_extra,
             provenance=Provenance(resolved, self.docs.get(key), reach=reach),
         )
+        content_hash = node_hash(snap)  # once: the snapshot's digest and the node cache both need it
         if not any(k in self.dynamic for k in lkeys):
-            self.node_cache.put(fingerprint, (config, resolved.used_extra, node_hash(snap)))
-        return snap
+            self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash))
+        return replace(snap, content_hash=content_hash)
 
     def _provenance(self, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
         """Resolve a cached node again, for explain or `--output` (its provenance is not cached)."""
@@ -154,6 +244,16 @@ class Builder:
             main = node.main if node is not None else None
             parts.append(f"{layer}={main.oid if main is not None else '-'}")
         return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+
+    def _read(self, keys: Iterable[str]) -> None:
+        """Read (into the source's memory) the files of `keys` that `_load` would parse, in one batch."""
+        paths = []
+        for key in keys:
+            node = self.store.nodes.get(key)
+            main = node.main if node is not None else None
+            if key not in self.docs and main is not None and not self.parse_cache.has((main.oid, main.path)):
+                paths.append(main.path)
+        self.source.load(paths)
 
     def _load(self, keys: Iterable[str]) -> None:
         """Parse the documents of `keys` not loaded yet: from the parse cache, else read in one batch."""
@@ -196,7 +296,9 @@ class Builder:
             blob = self.source.read(target)
             return None if blob is None else blob.data.decode("utf-8-sig", "replace")
 
-        self.stats["parsed"] += 1
+        if key not in self._parsed:  # a worker's documents may be parsed here again (not counted twice)
+            self.stats["parsed"] += 1
+            self._parsed.add(key)
         try:
             doc = parse(text, path, reader=reader)
         except HoconError as exc:
@@ -222,3 +324,34 @@ def diagnostic(exc: HoconError, key: str, notes: tuple[str, ...] = ()) -> Diagno
     return Diagnostic.of(
         exc.code, exc.message, key=key, file=exc.file, line=exc.line, col=exc.col, notes=(*exc.notes, *notes)
     )
+
+
+def _can_fork() -> bool:
+    """Whether a worker process may be forked: POSIX, two CPUs or more, and no other thread (a lock held
+    by another thread at the fork would stay locked in the child)."""
+    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
+
+
+def _fork(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
+    """Run `work` in a forked child; the returned function waits for its bytes (None if the child failed)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        status = 1
+        try:
+            os.close(read_end)
+            data = work()
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+
+    def join() -> bytes | None:
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        return data if status == 0 else None
+
+    return join

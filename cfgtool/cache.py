@@ -4,30 +4,36 @@
   whichever commit, branch or working tree it is read from.
 - `NodeCache`: a node's resolved config by the fingerprint of everything it resolves from (`cfgtool.build`).
 
-Entries are sharded by the first two hex digits of their key; a shard is read when first needed and
-rewritten only when it gained entries. An unreadable shard is a cache miss, never an error.
+Entries are plain data (parse trees as nested tuples, see `encode_tree`) stored with `marshal`, which writes
+and reads them several times faster than pickling the node objects. They are sharded by the first hex digit
+of their key; a shard is read when first needed and rewritten only when it gained entries. A shard is
+written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss.
+An unreadable shard is a cache miss, never an error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
-import pickle
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from cfgtool import __version__
 from cfgtool.hocon import values
-from cfgtool.hocon.values import Obj
-from cfgtool.snapshot import write_atomic_bytes
+from cfgtool.hocon.origin import Origin
+from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
-FORMAT = 3  # the layout of the cache files
-# Pickled trees are instances of cfgtool.hocon.values: a change to that module must not read old ones.
+FORMAT = 4  # the layout of the cache files
+# Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+_new_origin = tuple.__new__  # Origin(...) without NamedTuple's Python-level __new__
 
 
 def cache_root() -> Path:
@@ -40,43 +46,94 @@ def cache_root() -> Path:
 
 
 class _Sharded(Generic[K, V]):
-    """A dict on disk, in 256 pickled shards chosen by `shard_of(key)`."""
+    """A dict on disk, in 16 marshalled shards chosen by `_shard_of(key)`; values are stored as `_dump`s.
+
+    New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._shards: dict[str, dict[K, V]] = {}
-        self._dirty: set[str] = set()
+        self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
+        self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
 
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
 
-    def _shard(self, name: str) -> dict[K, V]:
+    def _dump(self, value: V) -> Any:
+        """`value` as marshal-friendly plain data."""
+        return value
+
+    def _load(self, stored: Any) -> V:
+        """The value `_dump` stored."""
+        result: V = stored
+        return result
+
+    def _shard(self, name: str) -> dict[K, Any]:
         shard = self._shards.get(name)
         if shard is None:
             try:
-                loaded: Any = pickle.loads((self.directory / f"{name}.pickle").read_bytes())
+                loaded: Any = marshal.loads((self.directory / f"{name}.marshal").read_bytes())
                 shard = loaded if isinstance(loaded, dict) else {}
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError, ImportError):
+            except (OSError, EOFError, ValueError, TypeError):
                 shard = {}
             self._shards[name] = shard
         return shard
 
     def get(self, key: K) -> V | None:
-        return self._shard(self._shard_of(key)).get(key)
+        name = self._shard_of(key)
+        new = self._new.get(name)
+        if new is not None and key in new:
+            return new[key]
+        stored = self._shard(name).get(key)
+        if stored is None:
+            return None
+        try:
+            return self._load(stored)
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError):  # a damaged entry is a miss
+            return None
+
+    def has(self, key: K) -> bool:
+        name = self._shard_of(key)
+        return key in self._new.get(name, ()) or key in self._shard(name)
 
     def put(self, key: K, value: V) -> None:
-        name = self._shard_of(key)
-        self._shard(name)[key] = value
-        self._dirty.add(name)
+        self._new.setdefault(self._shard_of(key), {})[key] = value
+
+    def stored_new(self) -> list[tuple[K, Any]]:
+        """The entries put since the last flush, in stored form (for `add_stored` in another process)."""
+        return [(key, self._dump(value)) for new in self._new.values() for key, value in new.items()]
+
+    def add_stored(self, entries: list[tuple[K, Any]]) -> None:
+        """Add entries that `stored_new` returned; they are written by the next `flush`."""
+        for key, stored in entries:
+            name = self._shard_of(key)
+            self._shard(name)[key] = stored
+            self._new.setdefault(name, {})
 
     def flush(self) -> None:
         """Write every shard that gained entries; a cache that cannot be written is skipped silently."""
-        for name in sorted(self._dirty):
+        for name in sorted(self._new):
+            shard = self._shard(name)
+            shard.update((key, self._dump(value)) for key, value in self._new.pop(name).items())
             try:
-                write_atomic_bytes(self.directory / f"{name}.pickle", pickle.dumps(self._shards[name], protocol=5))
+                self._write(name, marshal.dumps(shard))
             except OSError:
                 return
-        self._dirty.clear()
+
+    def _write(self, name: str, data: bytes) -> None:
+        """Write one shard through a temporary file and a rename, so readers never see half a file."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.directory)
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it private; a cache file is an ordinary file
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, self.directory / f"{name}.marshal")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 class ParseCache(_Sharded[tuple[str, str], Obj]):
@@ -88,7 +145,15 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
         return cls(cache_root() / f"parse-v{FORMAT}-{__version__}-{_MODEL}")
 
     def _shard_of(self, key: tuple[str, str]) -> str:
-        return key[0][:2]
+        return key[0][:1]
+
+    def _dump(self, value: Obj) -> Any:
+        return encode_tree(value)
+
+    def _load(self, stored: Any) -> Obj:
+        tree = decode_tree(stored)
+        assert isinstance(tree, Obj)
+        return tree
 
 
 NodeEntry = tuple[Mapping[str, Any], bool, str]  # resolved config, uses intrinsics, content hash
@@ -102,4 +167,53 @@ class NodeCache(_Sharded[str, NodeEntry]):
         return cls(cache_root() / f"nodes-v{FORMAT}-{__version__}-{_MODEL}")
 
     def _shard_of(self, key: str) -> str:
-        return key[:2]
+        return key[:1]
+
+
+# Tags of encoded nodes: (tag, file, line, col, *fields).
+_SCALAR, _NUM, _WS, _OBJ, _LST, _SUBST, _CONCAT, _MERGE = range(8)
+
+
+def encode_tree(node: Node) -> tuple[Any, ...]:
+    """A parsed (unresolved) tree as nested tuples of plain values, which `decode_tree` turns back into it."""
+    o = node.origin
+    if type(node) is Scalar:  # exact types: Joined* (resolved values) are never parse results
+        return (_SCALAR, o[0], o[1], o[2], node.value, node.quoted)
+    if type(node) is Obj:
+        return (_OBJ, o[0], o[1], o[2], {k: encode_tree(v) for k, v in node.fields.items()})
+    if type(node) is Num:
+        return (_NUM, o[0], o[1], o[2], node.value, node.raw)
+    if type(node) is Subst:
+        return (_SUBST, o[0], o[1], o[2], node.path, node.optional, node.prefix)
+    if type(node) is Lst:
+        return (_LST, o[0], o[1], o[2], [encode_tree(v) for v in node.items])
+    if type(node) is Concat:
+        return (_CONCAT, o[0], o[1], o[2], [encode_tree(v) for v in node.parts])
+    if type(node) is Ws:
+        return (_WS, o[0], o[1], o[2], node.value)
+    if type(node) is Merge:
+        return (_MERGE, o[0], o[1], o[2], [encode_tree(v) for v in node.stack])
+    raise TypeError(f"{type(node).__name__} is not a parse result")
+
+
+def decode_tree(record: tuple[Any, ...]) -> Node:
+    """The tree `encode_tree` encoded (fresh nodes: the resolver may annotate them)."""
+    tag = record[0]
+    origin: Origin = _new_origin(Origin, record[1:4])
+    if tag == _SCALAR:
+        return Scalar(record[4], origin, record[5])
+    if tag == _OBJ:
+        return Obj({k: decode_tree(v) for k, v in record[4].items()}, origin)
+    if tag == _NUM:
+        return Num(record[4], origin, record[5])
+    if tag == _SUBST:
+        return Subst(record[4], record[5], origin, record[6])
+    if tag == _LST:
+        return Lst([decode_tree(v) for v in record[4]], origin)
+    if tag == _CONCAT:
+        return Concat([decode_tree(v) for v in record[4]], origin)
+    if tag == _WS:
+        return Ws(record[4], origin)
+    if tag == _MERGE:
+        return Merge([decode_tree(v) for v in record[4]], origin)
+    raise ValueError(f"unknown node tag {tag!r} in the parse cache")
