@@ -303,6 +303,12 @@ def write_atomic_bytes(path: Path, data: bytes, *, replace: bool = True) -> bool
             os.link(tmp, path)
         except FileExistsError:
             return False
+        except OSError:  # no hard links on this file system: exclusive create, written whole at once
+            try:
+                with open(path, "xb") as handle:
+                    handle.write(data)
+            except FileExistsError:
+                return False
         finally:
             os.unlink(tmp)
         return True

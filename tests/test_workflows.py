@@ -69,17 +69,32 @@ def test_ci_runs_the_ci_entry_point_with_java_for_spark() -> None:
     assert any(s.get("uses", "").startswith("actions/setup-java@") for s in steps)
 
 
-def test_publish_and_rollback_never_run_at_the_same_time() -> None:
-    publish, rollback = load(WORKFLOWS / "config-publish.yml"), load(WORKFLOWS / "config-rollback.yml")
-    assert publish["concurrency"] == rollback["concurrency"]
-    assert publish["concurrency"]["cancel-in-progress"] is False
+def checkout_step(workflow: str, job: str) -> dict[str, Any]:
+    steps = load(WORKFLOWS / workflow)["jobs"][job]["steps"]
+    found: dict[str, Any] = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    return found
+
+
+def test_what_the_harness_cannot_run_is_checked_here() -> None:
+    """The `uses:` steps, permissions and triggers, which the step runner below leaves out."""
+    pr, publish, rollback = (load(WORKFLOWS / name) for name in CONFIG_WORKFLOWS)
+    assert checkout_step("config-pr.yml", "compile")["with"]["fetch-depth"] >= 2  # HEAD^1, the target side
+    assert {"store/**", "schemas/**", "policies/**"} <= set(pr[True]["pull_request"]["paths"])
+    assert pr["permissions"] == {"contents": "read"}
+    for workflow, job in (("config-publish.yml", "publish"), ("config-rollback.yml", "rollback")):
+        assert checkout_step(workflow, job)["with"]["fetch-depth"] == 0  # every version tag
+    assert publish["permissions"] == rollback["permissions"] == {"contents": "write"}  # push tags
     assert publish[True] == {"push": {"branches": ["main"]}}  # YAML 1.1 reads the key `on` as True
     assert set(rollback[True]["workflow_dispatch"]["inputs"]) == {"version", "reason"}
 
 
-def test_the_pr_check_runs_on_changes_to_the_store_and_schemas() -> None:
-    paths = load(WORKFLOWS / "config-pr.yml")[True]["pull_request"]["paths"]
-    assert {"store/**", "schemas/**", "policies/**"} <= set(paths)
+def test_publishes_run_one_at_a_time_and_a_rollback_is_never_dropped() -> None:
+    """GitHub lets a newer run replace a waiting one of the same concurrency group: fine for publishes (the
+    newest main wins), never for a rollback, which therefore has no group (tags make it race-safe)."""
+    publish, rollback = load(WORKFLOWS / "config-publish.yml"), load(WORKFLOWS / "config-rollback.yml")
+    assert publish["concurrency"] == {"group": "config-publish", "cancel-in-progress": False}
+    assert "concurrency" not in rollback
+    assert all("concurrency" not in job for job in rollback["jobs"].values())
 
 
 # ------------------------------------------------------------------------------ running the steps
@@ -180,34 +195,61 @@ def origin(repo: GitRepo, tmp_path: Path) -> tuple[Path, Path]:
 
 def edit(clone: Path, rel: str, line: str, message: str) -> str:
     path = clone / rel
-    path.write_text(path.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
-    git(clone, "-c", "user.name=Bob", "-c", "user.email=bob@example.com", "commit", "-qam", message)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text((path.read_text(encoding="utf-8") if path.exists() else "") + line + "\n", encoding="utf-8")
+    git(clone, "add", "-A")
+    git(clone, "-c", "user.name=Bob", "-c", "user.email=bob@example.com", "commit", "-qm", message)
     return git(clone, "rev-parse", "HEAD")
 
 
-PR_CONTEXT = {"github.base_ref": "main", "github.event.pull_request.user.login": "alice"}
+def pull_request(clone: Path, branch: str, *changes: tuple[str, str]) -> None:
+    """Commit `changes` ((file, line to append)) on `branch`, then check out what GitHub checks out for a
+    pull_request event: a merge commit of the branch into main (HEAD^1 = main, HEAD^2 = the branch)."""
+    git(clone, "checkout", "-q", "-b", branch)
+    for rel, line in changes:
+        edit(clone, rel, line, f"{branch}: {rel}")
+    git(clone, "checkout", "-q", "--detach", "origin/main")
+    git(clone, "-c", "user.name=GitHub", "-c", "user.email=noreply@github.com", "merge", "-q", "--no-ff", branch)
+
+
+PR_CONTEXT = {"github.event.pull_request.user.login": "alice"}
 PR_ENV = {"GITHUB_BASE_REF": "main", "GITHUB_ACTOR": "alice"}
 
 
 def test_config_pr_passes_a_good_change_and_writes_the_diff_to_the_summary(origin: tuple[Path, Path]) -> None:
     _, clone = origin
-    git(clone, "checkout", "-q", "-b", "more-partitions")
-    edit(clone, "store/data/orders/main.conf", "partitions = 32", "More partitions for orders")
+    pull_request(clone, "more-partitions", ("store/data/orders/main.conf", "partitions = 32"))
 
     job = run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV)
 
     assert job.ok, job.steps
     assert job.output("Compile and validate against the target branch") == ""  # no annotations
-    assert "### Resolved config diff: `origin/main" in job.summary
+    assert "### Resolved config diff: `HEAD^1" in job.summary
     assert "| `partitions`: `16` → `32` | 1 | own main.conf |" in job.summary
+
+
+def test_config_pr_compares_with_the_target_as_merged_not_as_it_moved_on(origin: tuple[Path, Path]) -> None:
+    """main gains a change after GitHub made the merge commit: the PR is not blamed for reverting it."""
+    bare, clone = origin
+    pull_request(clone, "more-partitions", ("store/data/orders/main.conf", "partitions = 32"))
+    other = clone.parent / "other"
+    git(clone.parent, "clone", "-q", str(bare), str(other))
+    edit(other, "store/tags/retention/LONG/main.conf", "retention.days = 120", "LONG: 120 days")
+    git(other, "push", "-q", "origin", "main")
+    git(clone, "fetch", "-q", "origin")
+
+    job = run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV)
+
+    assert job.ok, job.steps
+    assert "retention.days" not in job.summary
+    assert "**1** keys changed" in job.summary
 
 
 def test_config_pr_fails_a_policy_violation_with_an_annotation_and_still_writes_the_diff(
     origin: tuple[Path, Path],
 ) -> None:
     _, clone = origin
-    git(clone, "checkout", "-q", "-b", "fewer-partitions")
-    edit(clone, "store/data/orders/main.conf", "partitions = 4", "Fewer partitions")
+    pull_request(clone, "fewer-partitions", ("store/data/orders/main.conf", "partitions = 4"))
 
     job = run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV)
 
@@ -220,11 +262,7 @@ def test_config_pr_fails_a_policy_violation_with_an_annotation_and_still_writes_
 
 def test_config_pr_fails_a_schema_error_in_a_new_dataset(origin: tuple[Path, Path]) -> None:
     _, clone = origin
-    git(clone, "checkout", "-q", "-b", "new-dataset")
-    (clone / "store/data/payments").mkdir()
-    (clone / "store/data/payments/main.conf").write_text('description = "Payments"\n', encoding="utf-8")
-    git(clone, "add", "-A")
-    git(clone, "-c", "user.name=Bob", "-c", "user.email=bob@example.com", "commit", "-qm", "payments")
+    pull_request(clone, "new-dataset", ("store/data/payments/main.conf", 'description = "Payments"'))
 
     job = run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV)
 
@@ -233,9 +271,33 @@ def test_config_pr_fails_a_schema_error_in_a_new_dataset(origin: tuple[Path, Pat
     assert "/data/payments" in job.summary
 
 
+def test_config_pr_passes_the_pull_request_that_adds_the_store(repo: GitRepo, tmp_path: Path) -> None:
+    """A repository adopting cfgtool: the target branch has no store yet, so every node is created."""
+    repo.write({"app.py": "print('hello')\n"})
+    repo.commit("An application without configs")
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    repo.git("remote", "add", "origin", str(bare))
+    repo.git("push", "-q", "origin", "main")
+    repo.git("checkout", "-q", "-b", "adopt-cfgtool")
+    subprocess.run([tool("cfgtool"), "init", str(repo.root)], check=True, capture_output=True, env=git_env())
+    repo.commit("Adopt cfgtool")
+    repo.git("checkout", "-q", "--detach", "origin/main")
+    repo.git("merge", "-q", "--no-ff", "adopt-cfgtool")
+
+    job = run_job("config-pr.yml", "compile", repo.root, PR_CONTEXT, PR_ENV)
+
+    assert job.ok, job.steps
+    assert "**0** keys changed, **6** added, **0** removed" in job.summary
+    assert "| `owner` |  | `\"checkout-team\"` | `store/data/orders/main.conf:3:9` |" in job.summary
+
+
 def publish_context(clone: Path, message: str) -> tuple[dict[str, str], dict[str, str]]:
     sha = git(clone, "rev-parse", "HEAD")
-    return {"github.event.head_commit.message": message}, {"GITHUB_SHA": sha, "GITHUB_ACTOR": "carol"}
+    return {"github.event.head_commit.message": message}, {"GITHUB_SHA": sha, "GITHUB_ACTOR": "carol", **ACTOR_ID}
+
+
+ACTOR_ID = {"GITHUB_ACTOR_ID": "1234"}
 
 
 def test_config_publish_tags_each_new_snapshot_once_and_pushes_it(origin: tuple[Path, Path]) -> None:
@@ -243,7 +305,8 @@ def test_config_publish_tags_each_new_snapshot_once_and_pushes_it(origin: tuple[
     job = run_job("config-publish.yml", "publish", clone, *publish_context(clone, "Start the config repository"))
     assert job.ok, job.steps
     assert "published version 1 (config/v1)" in job.output("Publish the pushed commit")
-    assert re.search(r"^1 .* current +carol <carol@users\.noreply\.github\.com>", job.output("Versions"), re.M)
+    versions = job.output("Versions")
+    assert re.search(r"^1 .* current +carol <1234\+carol@users\.noreply\.github\.com>", versions, re.M)
     assert remote_tags(bare) == {"config/v1": "Start the config repository|carol"}
 
     again = run_job("config-publish.yml", "publish", clone, *publish_context(clone, "again"))
@@ -274,11 +337,11 @@ def test_config_rollback_marks_the_version_and_pushes_the_marker(origin: tuple[P
     assert run_job("config-publish.yml", "publish", clone, *publish_context(clone, "second")).ok
 
     inputs = {"inputs.version": "2", "inputs.reason": "consumers need 90 days; restore v1"}
-    job = run_job("config-rollback.yml", "rollback", clone, inputs, {"GITHUB_ACTOR": "dave"})
+    job = run_job("config-rollback.yml", "rollback", clone, inputs, {"GITHUB_ACTOR": "dave", **ACTOR_ID})
 
     assert job.ok, job.steps
     assert "current version is now 1" in job.output("Roll back")
-    assert "rolled back by dave <dave@users.noreply.github.com>" in job.output("Versions")
+    assert "rolled back by dave <1234+dave@users.noreply.github.com>" in job.output("Versions")
     tags = remote_tags(bare)
     assert tags["config/rolledback/v2"].endswith("|dave")
     assert set(tags) == {"config/v1", "config/v2", "config/rolledback/v2"}
@@ -287,6 +350,40 @@ def test_config_rollback_marks_the_version_and_pushes_the_marker(origin: tuple[P
 def test_config_rollback_of_an_unknown_version_fails_and_pushes_nothing(origin: tuple[Path, Path]) -> None:
     bare, clone = origin
     assert run_job("config-publish.yml", "publish", clone, *publish_context(clone, "first")).ok
-    job = run_job("config-rollback.yml", "rollback", clone, {"inputs.version": "7", "inputs.reason": "x"}, {})
+    job = run_job("config-rollback.yml", "rollback", clone, {"inputs.version": "7", "inputs.reason": "x"}, ACTOR_ID)
     assert job.steps[0][1] == 2
+    assert "cfgtool: error: " in job.steps[0][2] and "7" in job.steps[0][2]
     assert set(remote_tags(bare)) == {"config/v1"}
+
+
+ONLY_CAROL = '''
+from cfgtool.policies import NodeRequest, PolicyViolation
+
+
+class OnlyCarol:
+    def configure(self, settings: object) -> None:
+        pass
+
+    def validate(self, request: NodeRequest) -> None:
+        if request.principal != "carol":
+            raise PolicyViolation(f"only carol publishes, not {request.principal}")
+
+    def close(self) -> None:
+        pass
+'''
+
+
+def test_config_publish_passes_the_pusher_to_the_policies_as_principal(origin: tuple[Path, Path]) -> None:
+    """The same kind of principal as the PR check (a login), not the git identity of the tagger."""
+    bare, clone = origin
+    edit(clone, "policies/who.py", ONLY_CAROL, "a policy on who publishes")
+    edit(clone, "store/_CONFIG_STORE", "  - class: policies.who:OnlyCarol", "use it")
+    context, env = publish_context(clone, "use it")
+
+    refused = run_job("config-publish.yml", "publish", clone, context, {**env, "GITHUB_ACTOR": "mallory"})
+    assert [status for _, status, _ in refused.steps] == [1]
+    assert "E_POLICY" in refused.steps[0][2] and "only carol publishes, not mallory" in refused.steps[0][2]
+    assert remote_tags(bare) == {}
+
+    assert run_job("config-publish.yml", "publish", clone, context, env).ok
+    assert list(remote_tags(bare)) == ["config/v1"]

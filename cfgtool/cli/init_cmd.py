@@ -13,14 +13,27 @@ import typer
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.versions_cmd import Fmt, OutputFormat
 from cfgtool.errors import UsageError
-from cfgtool.scaffold import REQUIREMENTS, STORE_DIR, InitResult, init_repository
+from cfgtool.scaffold import (
+    PUBLISH_BRANCH,
+    REQUIREMENTS,
+    STORE_DIR,
+    UNSET_REQUIREMENT,
+    InitResult,
+    init_repository,
+)
 
 
 def init_command(
     ctx: typer.Context,
     directory: Annotated[
-        Path, typer.Argument(metavar="DIR", help="Where to scaffold (created if missing).", show_default=".")
-    ] = Path("."),
+        Path | None,
+        typer.Argument(
+            metavar="DIR",
+            help="Where to scaffold (created if missing): a repository's root, or a directory outside any"
+            " repository (default: --repo, else the current directory).",
+            show_default=False,
+        ),
+    ] = None,
     add_missing: Annotated[
         bool,
         typer.Option(
@@ -34,8 +47,9 @@ def init_command(
         typer.Option(
             "--requirement",
             metavar="SPEC",
-            help="How CI installs cfgtool, written to requirements.txt (default: this installation, e.g."
-            " cfgtool==X.Y.Z or its git URL).",
+            help='How CI installs cfgtool, written to requirements.txt, e.g. "cfgtool @'
+            ' git+https://example.com/org/cfgtool@v0.1.0" (default: the git URL this cfgtool was installed from,'
+            " else a placeholder to replace).",
             show_default=False,
         ),
     ] = None,
@@ -50,8 +64,8 @@ def init_command(
     requirements.txt and a README; runs `git init` when DIR is in no git
     repository. Never overwrites a file: it lists the ones it skipped.
 
-    Exit status: 0 done, 2 DIR already holds a store (without --add-missing)
-    or cannot be written.
+    Exit status: 0 done; 2 DIR already holds a store (without --add-missing),
+    is inside a repository but not its root, or cannot be written.
 
     Examples:
       cfgtool init my-configs
@@ -61,23 +75,33 @@ def init_command(
     cli: CliContext = ctx.obj
     if cli.store != Path(STORE_DIR):
         raise UsageError(f"init always scaffolds {STORE_DIR}/ (the workflows name it)", hint="drop --store")
-    result = init_repository(directory, add_missing=add_missing, requirement=requirement)
-    typer.echo(json.dumps(result.to_json(), indent=2) if fmt is OutputFormat.JSON else render_init(result, directory))
+    target = directory or cli.repo or Path(".")
+    result = init_repository(target, add_missing=add_missing, requirement=requirement)
+    typer.echo(json.dumps(result.to_json(), indent=2) if fmt is OutputFormat.JSON else render_init(result, target))
 
 
 def render_init(result: InitResult, directory: Path) -> str:
     """What was created and skipped, and the next steps."""
-    git_note = " (new git repository, branch main)" if result.git_initialized else ""
+    git_note = f" (new git repository, branch {PUBLISH_BRANCH})" if result.git_initialized else ""
     head = "scaffolded a config repository" if result.created else "nothing to add: every scaffold file exists"
     lines = [f"{head} in {result.root}{git_note}"]
     lines += [f"  created  {rel}" for rel in result.created]
     lines += [f"  skipped  {rel} (exists; left as it is)" for rel in result.skipped]
     cd = [] if result.root == Path.cwd().resolve() else [f"  cd {shlex.quote(os.fspath(directory))}"]
-    lines += [
-        "next:",
-        *cd,
-        "  cfgtool compile",
-        '  git add -A && git commit -m "Start the config repository"',
-        f"  edit {REQUIREMENTS} so CI installs cfgtool from where your team gets it (now: {result.requirement})",
-    ]
+    add = "git add -A" if result.git_initialized else "git add " + " ".join(shlex.quote(r) for r in result.created)
+    lines += ["next:", *cd, "  cfgtool compile"]
+    if result.created:
+        lines.append(f'  {add} && git commit -m "Start the config repository"')
+    if result.requirement == UNSET_REQUIREMENT:
+        lines.append(
+            f"  set how CI installs cfgtool in {REQUIREMENTS} (its git URL, or --requirement SPEC next time);"
+            " the PyPI project named cfgtool is a different one"
+        )
+    else:
+        lines.append(f"  CI installs cfgtool as {result.requirement} ({REQUIREMENTS})")
+    if result.branch not in (None, PUBLISH_BRANCH):
+        lines.append(
+            f"note: config-publish.yml publishes pushes to {PUBLISH_BRANCH}; this repository is on {result.branch}:"
+            " edit its `branches:` if that is your main branch"
+        )
     return "\n".join(lines)

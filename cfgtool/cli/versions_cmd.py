@@ -58,6 +58,15 @@ def publish_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Run every check and say what would be published; create nothing.")
     ] = False,
+    principal: Annotated[
+        str | None,
+        typer.Option(
+            "--principal",
+            metavar="NAME",
+            help="Who publishes, as the policies see it (default: your git identity); CI passes the pusher's login.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Compile and validate REF and publish it as the next version (tag config/vN).
@@ -80,7 +89,7 @@ def publish_command(
     """
     cli: CliContext = ctx.obj
     try:
-        result = publish(cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run)
+        result = publish(cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run, principal=principal)
     except PublishRefused as refused:
         typer.echo(render_refused(refused, fmt), nl=False)
         raise  # the error handler prints the message and exits 1

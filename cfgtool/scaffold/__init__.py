@@ -16,7 +16,6 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
-from cfgtool._version import __version__
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.snapshot import write_atomic_bytes
 from cfgtool.store import git
@@ -24,22 +23,26 @@ from cfgtool.store import git
 TEMPLATES = Path(__file__).parent / "files"
 STORE_DIR = "store"
 REQUIREMENTS = "requirements.txt"
+PUBLISH_BRANCH = "main"  # the branch config-publish.yml publishes from
+UNSET_REQUIREMENT = "<set-how-ci-installs-cfgtool>"  # not a valid requirement: pip stops and shows this line
 _REQUIREMENTS_HEAD = """\
 # How the config workflows (.github/workflows/config-*.yml) and pre-commit's users install cfgtool.
-# Point it at where your team gets cfgtool: a package index (cfgtool==X.Y.Z) or a git URL
-# (cfgtool @ git+https://example.com/your-org/cfgtool@vX.Y.Z).
+# Point it at where your team gets cfgtool: its git URL (cfgtool @ git+https://example.com/your-org/cfgtool@v0.1.0)
+# or your own package index. Not `cfgtool==X.Y.Z` from PyPI: the PyPI project named cfgtool is a different one.
 """
 
 
 @dataclass(frozen=True)
 class InitResult:
-    """What `init_repository` did: files created and skipped (relative paths), and whether it ran `git init`."""
+    """What `init_repository` did: files created and skipped (relative paths), whether it ran `git init`, the
+    requirement it wrote (UNSET_REQUIREMENT when the user must set one) and the repository's current branch."""
 
     root: Path
     created: tuple[str, ...]
     skipped: tuple[str, ...]
     git_initialized: bool
     requirement: str
+    branch: str | None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,36 +51,54 @@ class InitResult:
             "skipped": list(self.skipped),
             "git_initialized": self.git_initialized,
             "requirement": self.requirement,
+            "branch": self.branch,
         }
 
 
 def init_repository(directory: Path, *, add_missing: bool = False, requirement: str | None = None) -> InitResult:
     """Scaffold a config repository in `directory` (created if needed; `git init` when it is in no repository).
 
-    Refuses (UsageError) a directory whose store already exists unless `add_missing`; even then, only missing
-    files are written. `requirement` is the pip requirement for cfgtool (default: this installation's).
+    UsageError, before anything is written, when the directory is not a repository's root (GitHub and
+    pre-commit read the workflows and the hook only there), when a scaffold path is blocked by a file, and when
+    the store exists unless `add_missing`; even then only missing files are written. `requirement` is the pip
+    requirement for cfgtool (default: this installation's git URL, else a placeholder the user must replace).
     """
     root = directory.resolve()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{directory} is a file, not a directory", hint="pass a new or existing directory")
+    top = _work_tree_root(root)
+    if top is not None and top != root:
+        raise UsageError(
+            f"{root} is inside the git repository {top}: the workflows and the pre-commit hook work only at a"
+            " repository's root",
+            hint=f"run `cfgtool init {top} --add-missing`, or pass a directory outside any repository",
+        )
     if (root / STORE_DIR / "_CONFIG_STORE").exists() and not add_missing:
         raise UsageError(
             f"{root} already holds a store ({STORE_DIR}/_CONFIG_STORE)",
             hint="pass --add-missing to add only the scaffold files it lacks (existing files are never overwritten)",
         )
     spec = requirement or installed_requirement()
+    files = list(scaffold_files(spec))
+    for rel, _ in files:
+        blocked = next((p for p in (root / rel).parents if p.is_relative_to(root) and p.is_file()), None)
+        if blocked is not None:
+            raise UsageError(
+                f"{blocked} is a file, so {rel} cannot be created", hint="move it away, or scaffold another directory"
+            )
     created: list[str] = []
     skipped: list[str] = []
     try:
         root.mkdir(parents=True, exist_ok=True)
-        for rel, text in scaffold_files(spec):
+        for rel, text in files:
             (created if _create_new(root / rel, text) else skipped).append(rel)
     except OSError as err:
-        raise SourceError(f"cannot write the scaffold in {root}: {err.strerror or err}") from err
-    git_initialized = not _in_work_tree(root)
+        raise SourceError(f"cannot write {err.filename or root}: {err.strerror or err}") from err
+    git_initialized = top is None
     if git_initialized:
-        git.run_git(root, "init", "-q", "-b", "main")
-    return InitResult(root, tuple(created), tuple(skipped), git_initialized, spec)
+        git.run_git(root, "init", "-q", "-b", PUBLISH_BRANCH)
+    branch = git.run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False).stdout.decode().strip() or None
+    return InitResult(root, tuple(created), tuple(skipped), git_initialized, spec, branch)
 
 
 def scaffold_files(requirement: str) -> Iterator[tuple[str, str]]:
@@ -92,7 +113,8 @@ def scaffold_files(requirement: str) -> Iterator[tuple[str, str]]:
 
 
 def installed_requirement() -> str:
-    """A pip requirement for the running cfgtool: its git URL and commit when installed from git, else its version."""
+    """A pip requirement for the running cfgtool: its git URL and commit when installed from a git remote, else
+    UNSET_REQUIREMENT (a version pin would fetch the unrelated PyPI project of the same name)."""
     try:
         text = distribution("cfgtool").read_text("direct_url.json")
     except PackageNotFoundError:
@@ -102,7 +124,7 @@ def installed_requirement() -> str:
         vcs = origin.get("vcs_info")
         if vcs and vcs.get("vcs") == "git" and not origin["url"].startswith("file:"):
             return f"cfgtool @ git+{origin['url']}@{vcs['commit_id']}"
-    return f"cfgtool=={__version__}"
+    return UNSET_REQUIREMENT
 
 
 def _output_name(part: str) -> str:
@@ -116,6 +138,8 @@ def _create_new(path: Path, text: str) -> bool:
     return write_atomic_bytes(path, text.encode("utf-8"), replace=False)
 
 
-def _in_work_tree(path: Path) -> bool:
-    proc = git.run_git(path, "rev-parse", "--is-inside-work-tree", check=False)
-    return proc.returncode == 0 and proc.stdout.strip() == b"true"
+def _work_tree_root(path: Path) -> Path | None:
+    """The root of the git work tree holding `path` (or its nearest existing ancestor), or None."""
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    proc = git.run_git(existing, "rev-parse", "--show-toplevel", check=False)
+    return Path(proc.stdout.decode().strip()).resolve() if proc.returncode == 0 else None

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool.compile import CompileResult, compile_store
+from cfgtool.compile import CompileResult, absent_store, compile_store
 from cfgtool.hocon import Origin, bulk
 from cfgtool.provenance import path_name
 from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.store import git
+from cfgtool.store.sources import StoreNotFoundError
 from cfgtool.versions.sides import WORKTREE, Side, resolve_side
 
 VIA_OWN = "own"  # `via` of a value the key sets in its own main.conf
@@ -155,14 +156,30 @@ def diff(
     """The resolved diff from side `a` to side `b` of the store in `repo` (see the module doc for specs)."""
     root = git.locate(repo if repo is not None else Path.cwd()).root
     sides = [resolve_side(root, spec, store) for spec in (a, b)]
-    results = []
+    results: list[CompileResult | None] = []
+    missing: list[StoreNotFoundError] = []
     for i, side in enumerate(sides):
-        result = compile_store(root, store, side.ref and side.commit, variables, check_variables=False, validate=False)
+        try:
+            ref = side.ref and side.commit
+            result = compile_store(root, store, ref, variables, check_variables=False, validate=False)
+        except StoreNotFoundError as err:  # a ref from before the store existed: every key is added (or removed)
+            if side.ref is None:
+                raise
+            missing.append(err)
+            results.append(None)
+            continue
         sides[i] = Side(side.spec, side.ref, side.commit, side.version, result.snapshot.source.dirty, result.errors)
         results.append(result)
-    old, new = results
-    changed = {path for path, _ in file_ids(old).items() ^ file_ids(new).items()}
-    return diff_snapshots(old.snapshot, new.snapshot, sides[0], sides[1], changed)
+    if len(missing) == 2:
+        raise missing[0]
+    present = next(r for r in results if r is not None)
+    old, new = (
+        r.snapshot if r is not None else absent_store(present.snapshot.store, side.ref or side.spec, side.commit)
+        for r, side in zip(results, sides, strict=True)
+    )
+    ids = [file_ids(r) if r is not None else {} for r in results]
+    changed = {path for path, _ in ids[0].items() ^ ids[1].items()}
+    return diff_snapshots(old, new, sides[0], sides[1], changed)
 
 
 def diff_snapshots(

@@ -102,8 +102,12 @@ def publish(
     message: str | None = None,
     dry_run: bool = False,
     publisher: str | None = None,
+    principal: str | None = None,
 ) -> PublishResult:
     """Publish the store at `ref` as the next version; see the module docstring.
+
+    `publisher` is recorded in the tag (default: the git identity); `principal` is who the policies see
+    (default: the publisher), e.g. the same login a pull-request check passed.
 
     Raises PublishRefused when the ref has compile or validation errors, RemoteError when the remote refuses
     for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
@@ -111,7 +115,7 @@ def publish(
     root = git.locate(repo if repo is not None else Path.cwd()).root
     tagger = identity(root)
     who = publisher or str(tagger)
-    result = compile_store(root, store, ref, None, check_variables=True, validate=True, principal=who)
+    result = compile_store(root, store, ref, None, check_variables=True, validate=True, principal=principal or who)
     snap = result.snapshot
     commit = snap.source.commit or ""
     if not result.ok():
@@ -226,5 +230,3 @@ def _back_off(attempt: int) -> None:
 
 def _with(base: PublishResult, **changes: Any) -> PublishResult:
     return replace(base, **changes)
-
-

@@ -3,6 +3,7 @@ is refused unless --add-missing, and its pre-commit hook really runs `cfgtool co
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -14,8 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cfgtool._version import __version__
-from cfgtool.scaffold import scaffold_files
+from cfgtool.scaffold import UNSET_REQUIREMENT, scaffold_files
 from cfgtool.snapshot import write_atomic_bytes
 from cfgtool.store.git import git_env
 
@@ -27,7 +27,7 @@ SCAFFOLD = sorted(rel for rel, _ in scaffold_files("cfgtool"))
 def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp_path: Path) -> None:
     proc = run_cfgtool("init", "configs")
     assert proc.returncode == 0, proc.stderr
-    root = tmp_path / "configs"
+    root = (tmp_path / "configs").resolve()
     assert proc.stdout.startswith(f"scaffolded a config repository in {root} (new git repository, branch main)\n")
     assert "  cd configs\n  cfgtool compile\n" in proc.stdout
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts) == (
@@ -45,7 +45,10 @@ def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp
     assert subprocess.run(["git", "symbolic-ref", "HEAD"], cwd=root, capture_output=True, text=True).stdout == (
         "refs/heads/main\n"
     )
-    assert (root / "requirements.txt").read_text(encoding="utf-8").endswith(f"\ncfgtool=={__version__}\n")
+    # an editable install has no git URL to pin, and `cfgtool==X` would fetch PyPI's unrelated cfgtool
+    assert (root / "requirements.txt").read_text(encoding="utf-8").endswith(f"\n{UNSET_REQUIREMENT}\n")
+    assert "set how CI installs cfgtool in requirements.txt" in proc.stdout
+    assert '  git add -A && git commit -m "Start the config repository"\n' in proc.stdout
 
     compiled = run_cfgtool("compile", "--strict", "--format", "json", cwd=root)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
@@ -80,17 +83,29 @@ def test_init_refuses_a_store_and_add_missing_never_overwrites(run_cfgtool: Run,
     assert "  skipped  store/_CONFIG_STORE (exists; left as it is)\n" in text.stdout
 
 
-def test_init_inside_a_repository_does_not_nest_one(run_cfgtool: Run, tmp_path: Path) -> None:
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=git_env())
-    proc = run_cfgtool("init", "configs", "--requirement", "cfgtool @ git+https://example.com/org/cfgtool@v1")
+def test_init_at_a_repository_root_adds_to_it_and_refuses_a_subdirectory(run_cfgtool: Run, tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "master", str(tmp_path)], check=True, env=git_env())
+    inside = run_cfgtool("init", "configs")
+    assert inside.returncode == 2
+    assert f"is inside the git repository {tmp_path.resolve()}" in inside.stderr
+    assert not (tmp_path / "configs").exists()
+
+    spec = "cfgtool @ git+https://example.com/org/cfgtool@v1"
+    proc = run_cfgtool("--repo", str(tmp_path), "init", "--requirement", spec)
     assert proc.returncode == 0, proc.stderr
-    assert not (tmp_path / "configs/.git").exists()
     assert "new git repository" not in proc.stdout
-    assert (
-        (tmp_path / "configs/requirements.txt")
-        .read_text(encoding="utf-8")
-        .endswith("\ncfgtool @ git+https://example.com/org/cfgtool@v1\n")
-    )
+    assert f"  CI installs cfgtool as {spec} (requirements.txt)\n" in proc.stdout
+    assert "  git add .github/workflows/config-pr.yml " in proc.stdout  # only what init created, not `-A`
+    assert "note: config-publish.yml publishes pushes to main; this repository is on master" in proc.stdout
+    assert (tmp_path / "requirements.txt").read_text(encoding="utf-8").endswith(f"\n{spec}\n")
+
+
+def test_init_refuses_before_writing_when_a_file_blocks_a_path(run_cfgtool: Run, tmp_path: Path) -> None:
+    (tmp_path / "store").write_text("not a directory", encoding="utf-8")
+    proc = run_cfgtool("init")
+    assert proc.returncode == 2
+    assert f"{tmp_path.resolve() / 'store'} is a file, so store/_CONFIG_STORE cannot be created" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
 
 
 @pytest.mark.parametrize(
@@ -117,6 +132,20 @@ def test_create_without_replacing_keeps_an_existing_file(tmp_path: Path) -> None
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # an ordinary file, not mkstemp's private one
+
+
+def test_create_without_replacing_where_the_file_system_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(src: object, dst: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)  # as on FAT or some network file systems
+    path = tmp_path / "f.txt"
+    assert write_atomic_bytes(path, b"first", replace=False) is True
+    assert write_atomic_bytes(path, b"second", replace=False) is False
+    assert path.read_bytes() == b"first"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
 
 
 def pre_commit(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
