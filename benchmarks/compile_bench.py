@@ -9,7 +9,8 @@ checked, timed inside the process, plus the peak RSS of the process and of its l
 worker that resolves half of a large build, or git), so nothing is shared between runs except the on-disk
 caches (parsed files, resolved nodes):
 - cold: empty caches, the generated commit;
-- warm: the caches filled by the cold run, then a commit that changes one dataset's main.conf.
+- warm: the caches filled by a cold run, then a commit that changes one dataset's main.conf (each warm run
+  has its own cold run's caches, so every one of them parses that file and resolves what depends on it).
 Both are measured without validation (issue 3's compile: parse, link, resolve) and with it (schemas and
 policies, issue 4).
 Targets: cold <= 5 s at 10,000 datasets on the 2-core machine, warm <= 1 s.
@@ -86,13 +87,14 @@ def main() -> None:
             ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
         ).stdout.strip()
         rows: list[tuple[str, str, str, str]] = []
-        head = base
         for validate in (False, True):
             label = "with schemas and policies" if validate else "parse, link, resolve"
             caches = [Path(tmp) / f"cache-{validate}-{i}" for i in range(args.repeat)]
             cold = min((measure(repo, base, c, validate) for c in caches), key=lambda f: f["seconds"])
-            head = change_one_file(repo)
-            warms = [measure(repo, head, caches[0], validate) for _ in range(args.repeat)]
+            warms = []  # each run: its own cold run's caches, and one more changed file than they have seen
+            for cache in caches:
+                head = change_one_file(repo)
+                warms.append(measure(repo, head, cache, validate))
             warm = min(warms, key=lambda f: f["seconds"])
             rows.append((f"cold compile, {label}", f"{cold['seconds']:.2f} s", f"<= {COLD_TARGET_S:.0f} s",
                          "PASS" if cold["seconds"] <= COLD_TARGET_S else "MISS"))

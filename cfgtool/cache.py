@@ -3,6 +3,8 @@
 - `ParseCache`: parsed `main.conf` trees by (git blob id, path): an unchanged file is never parsed twice,
   whichever commit, branch or working tree it is read from.
 - `NodeCache`: a node's resolved config by the fingerprint of everything it resolves from (`cfgtool.build`).
+- `SchemaPasses`: the (schema file, node content hash) pairs that passed a set of JSON Schemas: a node whose
+  content did not change is not validated again (`cfgtool.validate.schemas`).
 
 Entries are plain data (parse trees as nested tuples, see `encode_tree`) stored with `marshal`, which writes
 and reads them several times faster than pickling the node objects. They are sharded by the first hex digit
@@ -168,6 +170,19 @@ class NodeCache(_Sharded[str, NodeEntry]):
 
     def _shard_of(self, key: str) -> str:
         return key[:1]
+
+
+class SchemaPasses(_Sharded[tuple[str, str], bool]):
+    """(schema file, node content hash) pairs that passed, for one set of schemas (their digest names the
+    directory, so a changed schema, cfgtool or jsonschema starts afresh). Failures are never cached: their
+    messages are computed each time."""
+
+    @classmethod
+    def default(cls, schemas_digest: str) -> SchemaPasses:
+        return cls(cache_root() / f"schema-passes-v{FORMAT}-{__version__}-{schemas_digest[:16]}")
+
+    def _shard_of(self, key: tuple[str, str]) -> str:
+        return key[1][:1]
 
 
 # Tags of encoded nodes: (tag, file, line, col, *fields).

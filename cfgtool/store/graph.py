@@ -85,7 +85,8 @@ class Graph(StoreQueries):
             for key in self.dynamic:
                 self._edges[key] = self._node_imports(key)
                 self._out[key] = self._links(key)
-        self.failed: frozenset[str] = frozenset(self._find_cycles())
+        acyclic = base is not None and not base.failed and not self._cycle_from(self.dynamic)
+        self.failed: frozenset[str] = frozenset() if acyclic else frozenset(self._find_cycles())
         self._lin: dict[str, tuple[str, ...]] = {}
         self._reach: dict[str, dict[str, Reach]] = {}
         if base is None:
@@ -165,6 +166,33 @@ class Graph(StoreQueries):
         if p is not None:
             out.append((p, None))
         return out
+
+    def _cycle_from(self, roots: Iterable[str]) -> bool:
+        """Whether a cycle is reachable from `roots`. Over a base graph without cycles, a new cycle must take a
+        changed edge, that is pass through a node whose imports depend on variables: searching from those nodes
+        alone answers "no cycle" cheaply, and `_find_cycles` (which reports them) runs only otherwise."""
+        color: dict[str, int] = {}  # absent: unvisited, 1: on the stack, 2: done
+        for start in roots:
+            if start in color:
+                continue
+            color[start] = 1
+            stack = [iter(self._out[start])]
+            path = [start]
+            while stack:
+                nxt = next(stack[-1], None)
+                if nxt is None:
+                    color[path.pop()] = 2
+                    stack.pop()
+                    continue
+                target = nxt[0]
+                state = color.get(target)
+                if state == 1:
+                    return True
+                if state is None:
+                    color[target] = 1
+                    stack.append(iter(self._out[target]))
+                    path.append(target)
+        return False
 
     def _find_cycles(self) -> set[str]:
         """Report each cycle once (one per DFS back edge); return the nodes on or behind a cycle."""

@@ -21,6 +21,9 @@ switches validation off), and every violation in a selected node, at the file:li
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,9 +35,10 @@ import referencing
 import referencing.jsonschema
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore[import-untyped]
 
+from cfgtool.cache import SchemaPasses
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.hocon.resolver import render_path
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot import Snapshot, node_hash
 from cfgtool.store.keys import BadKeyError, glob_match, normalize_key
 from cfgtool.validate.documents import SCHEMA_SUFFIXES, Document, read_document
 from cfgtool.validate.locate import json_path, locate
@@ -228,6 +232,7 @@ def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagn
     """E_SCHEMA for every violation in every selected node with a resolved config, and for selector entries
     that match no node. The node key goes into `Diagnostic.key`, never into the message (for grouping)."""
     diags: list[Diagnostic] = []
+    passes = SchemaPasses.default(schemas_digest(specs))
     for spec in specs:
         selected = spec.selected(snapshot)
         diags += _unmatched(spec, snapshot, selected)
@@ -235,15 +240,36 @@ def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagn
             node = snapshot.nodes[key]
             if node.config is None:
                 continue
+            passed = (spec.file, node_hash(node))
+            if passes.has(passed):
+                continue
             try:
                 errors = sorted(spec.validator.iter_errors(node.config), key=_error_order)
             except referencing.exceptions.Unresolvable as err:
                 message = f"the schema cannot be applied: $ref {err.ref!r} names no schema file or $id"
                 diags.append(Diagnostic.of("E_SCHEMA", message, file=spec.file, line=1, col=1))
                 break
+            if not errors:
+                passes.put(passed, True)
             for error in errors:
                 diags += _violations(spec, snapshot, key, error)
+    passes.flush()
     return list(dict.fromkeys(diags))
+
+
+def schemas_digest(specs: Sequence[SchemaSpec]) -> str:
+    """What a node's verdict depends on besides its config: every schema (a `$ref` may name another file),
+    and the jsonschema that applies them."""
+    content = [jsonschema_version(), [[spec.file, spec.schema] for spec in specs]]
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=repr)  # YAML may hold dates
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def jsonschema_version() -> str:
+    try:
+        return importlib.metadata.version("jsonschema")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _error_order(error: jsonschema.ValidationError) -> tuple[list[str], str]:

@@ -322,3 +322,25 @@ def test_bad_import_path_reports_E_BAD_KEY_at_the_line(make_store: MakeStore) ->
 def test_import_with_store_scheme_is_accepted(make_store: MakeStore) -> None:
     store = make_store({"_CONFIG_STORE": "name: demo\n", "data/x/includes": "demo:/tags/t\n", "tags/t/main.conf": ""})
     assert Graph(store).imports("/data/x") == ["/tags/t"]
+
+
+def test_a_cycle_under_another_variable_value_is_found_over_an_acyclic_base(make_store: MakeStore) -> None:
+    """Over a base graph without cycles, only nodes whose includes use variables are searched for a new cycle;
+    what that finds must equal a full search."""
+    store = make_store(
+        {
+            "_CONFIG_STORE": "variables:\n  side: {values: [left, right], default: left}\n",
+            "tags/left/includes": "",
+            "tags/right/includes": "/tags/loop\n",
+            "tags/loop/includes": "/tags/${side}\n",
+            "data/x/includes": "/tags/loop\n",
+        }
+    )
+    base = Graph(store, {"side": "left"})
+    assert not base.failed
+    over_base, alone = Graph(store, {"side": "right"}, base=base), Graph(store, {"side": "right"})
+    assert over_base.failed == alone.failed == {"/tags/loop", "/tags/right", "/data/x"}
+    assert [d.message for d in over_base.diagnostics if d.code == "E_CYCLE"] == [
+        d.message for d in alone.diagnostics if d.code == "E_CYCLE"
+    ]
+    assert not Graph(store, {"side": "left"}, base=base).failed

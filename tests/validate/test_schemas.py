@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot import Snapshot, node_hash
 from cfgtool.validate import check_schemas, load_schemas, read_schema_files, schema_types
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout: the embedded store and schemas
@@ -498,3 +499,22 @@ def test_embedded_store_passes_every_schema() -> None:
     ]
     assert all(s.selected(snapshot) for s in specs)
     assert check_schemas(specs, snapshot) == []
+
+
+def test_passing_verdicts_are_reused_and_a_changed_schema_checks_again(
+    compile_files: Compile, schema_report: Report, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Nodes whose content passed a set of schemas are not validated again; failures always are, and a
+    changed schema starts a new set (its violation is found in a node that passed the old one)."""
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    result = compile_files({**BAD_STORE, "store/data/ok/main.conf": "owner = ok-team\ncontacts {}\n"})
+    first = rows(schema_report(result)[1])
+    assert first == rows(schema_report(result)[1])  # the failures are reported again, not cached away
+    (passes,) = (tmp_path / "cache").glob("schema-passes-*")
+    stored = {k for shard in passes.glob("*.marshal") for k in marshal.loads(shard.read_bytes())}
+    assert stored == {("schemas/data.yaml", node_hash(result.snapshot.nodes["/data/ok"]))}
+
+    stricter = DATA_SCHEMA.replace("required: [owner, contacts]", "required: [owner, contacts, sla]")
+    again = compile_files({"schemas/data.yaml": stricter})
+    violations = rows(schema_report(again)[1])
+    assert any(row[0] == "/data/ok" and "sla" in row[4] for row in violations)
