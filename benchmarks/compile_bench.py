@@ -6,7 +6,8 @@ Usage:
 
 Each measurement runs in a fresh Python process (`compile_store` on a git ref with every variable value
 checked, timed inside the process, plus the peak RSS of the process and of its largest child: the forked
-worker that resolves half of a large build, or git), so nothing is shared between runs except the on-disk
+worker that resolves half of a large build, or git; a forked child's RSS counts the pages it still shares
+with its parent, so that row is an upper bound), so nothing is shared between runs except the on-disk
 caches (parsed files, resolved nodes):
 - cold: empty caches, the generated commit;
 - warm: the caches filled by a cold run, then a commit that changes one dataset's main.conf (each warm run
@@ -104,7 +105,7 @@ def main() -> None:
                          f"{warm['parsed']:.0f} / {warm['resolved']:.0f} / {warm['reused']:.0f}", "", ""))
             rows.append((f"peak memory (cold / warm), {label}", f"{cold['peak_mb']:.0f} / {warm['peak_mb']:.0f} MB",
                          "", ""))
-            rows.append(("  largest child process (cold / warm): worker or git",
+            rows.append(("  largest child (cold / warm), shared pages counted too",
                          f"{cold['worker_mb']:.0f} / {warm['worker_mb']:.0f} MB", "", ""))
             nodes, assignments = int(cold["nodes"]), int(cold["checked"])
         print(f"store: {args.datasets:,} datasets, {nodes:,} nodes, {assignments} variable assignments checked; "
