@@ -7,10 +7,12 @@ Generates a store of `--datasets` datasets (benchmarks/gen_store.py), publishes 
 ConfigLoader (which compiles and caches the snapshot; not timed), then on local[2]:
 
 - `configs()`: the config DataFrame of every node, built through Arrow with an explicit schema, and counted
-  (target: at most 2 s for 100,000 keys);
-- `rows` rows over every dataset key, cached in memory, enriched with four values by `attach` (distinct keys
-  collected on the driver, lookup table built, broadcast join) and by a plain broadcast join of a precomputed
-  table of the same values, each written to the `noop` sink (target: attach at most 1.3 times the join).
+  (target: at most 2 s for 100,000 keys). The first call encodes every config as JSON and caches it beside
+  the snapshot (shown once); each timed call uses a new loader (not timed), as a new application would;
+- `rows` rows over every dataset key, cached in memory, enriched with four values by `attach` (one pass
+  for the distinct keys, lookup table built on the driver, broadcast join), each time by a new loader, and
+  by a plain broadcast join of a precomputed table of the same values, each written to the `noop` sink
+  (target: attach at most 1.3 times the join).
 """
 
 from __future__ import annotations
@@ -89,8 +91,21 @@ def main() -> None:
         nodes = len(loader.snapshot.nodes)
         keys = [k for k in loader.snapshot.keys("/data") if k.count("/") == 4]  # /data/<domain>/<group>/<dataset>
 
-        build = min(timed(lambda: loader.configs())[0] for _ in range(args.repeat))
-        counted = min(timed(lambda: loader.configs().count())[0] for _ in range(args.repeat))
+        def fresh() -> ConfigLoader:
+            """A new loader on the pinned version: nothing but the disk cache carries over."""
+            return ConfigLoader(spark, repo, cache_dir=cache)
+
+        def best(fn: Any) -> float:
+            """The best of `--repeat` timings of `fn(new loader)`, the loader built untimed."""
+            times = []
+            for _ in range(args.repeat):
+                new = fresh()
+                times.append(timed(lambda: fn(new))[0])  # noqa: B023  (called at once)
+            return min(times)
+
+        cold, _ = timed(lambda: loader.configs())
+        build = best(lambda new: new.configs())
+        counted = best(lambda new: new.configs().count())
 
         key_table = spark.createDataFrame([(i, k) for i, k in enumerate(keys)], "i long, dataset string")
         rows = (
@@ -110,12 +125,12 @@ def main() -> None:
             joined = rows.join(F.broadcast(precomputed), rows["dataset"] == precomputed["k"], "left").drop("k")
             joined.write.format("noop").mode("overwrite").save()
 
-        def attach() -> None:
-            loader.attach(rows, on="dataset", paths=PATHS).write.format("noop").mode("overwrite").save()
+        def attach(new: ConfigLoader) -> None:
+            new.attach(rows, on="dataset", paths=PATHS).write.format("noop").mode("overwrite").save()
 
         plain()  # warm up the JVM paths once
         plain_s = min(timed(plain)[0] for _ in range(args.repeat))
-        attach_s = min(timed(attach)[0] for _ in range(args.repeat))
+        attach_s = best(attach)
         lookup_s, _ = timed(lambda: loader.lookup_table(keys, columns, "inherit"))
         spark.stop()
 
@@ -127,12 +142,13 @@ def main() -> None:
     print(f"setup (generate + publish, not timed below)        {setup:.1f} s")
     print(f"first loader (compiles, caches the snapshot)      {first:.1f} s")
     target = "PASS" if counted <= CONFIGS_TARGET_S else "MISS"
+    print(f"first configs() of a version (encodes, caches)    {cold:.2f} s")
     print(f"configs() for {nodes:,} keys: build              {build:.2f} s")
     print(f"configs() for {nodes:,} keys: build + count      {counted:.2f} s  <= {CONFIGS_TARGET_S} s  {target}")
     print(f"plain broadcast join of a precomputed table        {plain_s:.2f} s")
     verdict = "PASS" if ratio <= RATIO_TARGET else "MISS"
     print(
-        f"attach (distinct keys, lookup table, join)         {attach_s:.2f} s  ({ratio:.2f}x <= {RATIO_TARGET}x  "
+        f"attach (keys pass, lookup table, join)            {attach_s:.2f} s  ({ratio:.2f}x <= {RATIO_TARGET}x  "
         f"{verdict})"
     )
     print(f"  of which the driver-side lookup table            {lookup_s:.2f} s")

@@ -3,7 +3,9 @@
 The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves, so
 a rollback or a new publish never changes what a running process reads. Compiled snapshots are cached on
 disk by (commit, store, variables, cfgtool version) and written atomically: a second process on the same
-version starts without compiling. A git URL is cloned into the cache directory and fetched once per client.
+version starts without compiling. Each node's config as JSON (`config_json()`, which the Spark loader ships)
+is cached beside the snapshot the first time it is asked for. A git URL is cloned into the cache directory
+and fetched once per client.
 """
 
 from __future__ import annotations
@@ -109,6 +111,13 @@ class ConfigClient:
         """Every node key at or under `prefix`, sorted."""
         return self.snapshot.keys(self._key(prefix))
 
+    def config_json(self) -> Mapping[str, str]:
+        """Every node's resolved config as compact JSON (`compact_json`), by key; a node that did not resolve
+        is absent. Encoded once per version and cached on disk beside the snapshot (written atomically)."""
+        if not hasattr(self, "_config_json"):
+            self._config_json: dict[str, str] = self._read_config_json()
+        return self._config_json
+
     def __repr__(self) -> str:
         where = f"{self.location!r}, store={self.store!r}"
         return f"ConfigClient({where}, version={self.version}, commit={self.commit[:7]})"
@@ -174,6 +183,21 @@ class ConfigClient:
             write_atomic_bytes(path, pickle.dumps(snapshot.to_json(provenance=False, texts=False), protocol=5))
         return snapshot
 
+    def _read_config_json(self) -> dict[str, str]:
+        path = self._cache_file().with_suffix(".json.pickle")
+        wanted = {key for key, snap in self.snapshot.nodes.items() if snap.config is not None}
+        try:
+            cached = pickle.loads(path.read_bytes())
+            if isinstance(cached, dict) and cached.keys() == wanted:
+                return cached
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+            pass  # not cached yet, or unreadable: encode
+        nodes = self.snapshot.nodes
+        encoded = {key: compact_json(nodes[key].config) for key in nodes if key in wanted}
+        with contextlib.suppress(OSError):
+            write_atomic_bytes(path, pickle.dumps(encoded, protocol=5))
+        return encoded
+
     def _compile(self) -> CompileResult:
         result = compile_store(
             self.repo, self.store, self.commit, self.variables, check_variables=False, validate=False
@@ -191,6 +215,14 @@ class ConfigClient:
         if not hasattr(self, "_full"):
             self._full: Snapshot = self._compile().snapshot
         return self._full
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # C encoder; config order kept
+
+
+def compact_json(value: Any) -> str:
+    """`value` as JSON without spaces, non-ASCII kept, keys in config order (what `config_json()` holds)."""
+    return _ENCODER.encode(value)
 
 
 class _CachedTexts(Mapping[str, str]):

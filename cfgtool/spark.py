@@ -13,13 +13,13 @@ pyspark, pyarrow and pandas are imported lazily; without them, constructing a lo
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool.client import ConfigClient
+from cfgtool.client import ConfigClient, compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
 from cfgtool.plain import MISSING, value_at
@@ -34,6 +34,7 @@ CONF_PREFIX = "spark.cfgtool."
 VAR_PREFIX = "spark.cfgtool.var."
 _PIN_LOCK = threading.Lock()  # loaders built from several driver threads agree on one pin
 _SHOWN_MISSING = 5  # how many missing keys an error lists
+_HASHES = ("__cfgtool_h1", "__cfgtool_h2")  # columns of the key hashes `attach` joins on
 
 
 class SparkNotInstalled(CfgtoolError):
@@ -122,14 +123,25 @@ class ConfigLoader:
         """DataFrame(key, version, commit, exists, config): every node, or the given keys (a key without
         a node reads as its nearest ancestor's config, with exists=false). `config` is JSON."""
         wanted = sorted(self.snapshot.nodes) if keys is None else [self._key(k) for k in keys]
-        found = [self.snapshot.lookup(k) for k in wanted]
-        table = self._pa.table(
+        cached = self.client.config_json()  # encoded once per version, then read from the client's cache
+        exists: list[bool] = []
+        configs: list[str] = []
+        for key in wanted:
+            text = cached.get(key)
+            exists.append(text is not None)
+            if text is None:  # no node of its own (or one that failed to resolve: lookup raises)
+                hit = self.snapshot.lookup(key)
+                inherited = hit.config is self.snapshot.nodes[hit.node].config
+                text = cached[hit.node] if inherited else compact_json(hit.config)
+            configs.append(text)
+        pa = self._pa
+        table = pa.table(
             {
-                "key": self._pa.array(wanted, self._pa.string()),
-                "version": self._pa.array([self.version] * len(found), self._pa.int64()),
-                "commit": self._pa.array([self.commit] * len(found), self._pa.string()),
-                "exists": self._pa.array([f.exists for f in found], self._pa.bool_()),
-                "config": self._pa.array([_json(f.config) for f in found], self._pa.string()),
+                "key": pa.array(wanted, pa.string()),
+                "version": pa.repeat(pa.scalar(self.version, pa.int64()), len(wanted)),
+                "commit": pa.repeat(pa.scalar(self.commit, pa.string()), len(wanted)),
+                "exists": pa.array(exists, pa.bool_()),
+                "config": pa.array(configs, pa.string()),
             }
         )
         t = self._types
@@ -177,13 +189,53 @@ class ConfigLoader:
         clash = sorted(set(columns) & set(df.columns))
         if clash:
             raise UsageError(f"attach would overwrite columns {clash}", hint="pass prefix= or a {column: path} mapping")
-        raw = [row[0] for row in df.select(on).distinct().collect() if row[0] is not None]
-        table, schema = self.lookup_table(raw, columns, missing)
+        with ThreadPoolExecutor(1) as pool:  # read the schemas from git while Spark finds the keys
+            loading = pool.submit(self._load_specs)
+            keys = self._distinct_keys(df, on)
+            loading.result()
+        table, schema = self.lookup_table(keys, columns, missing)
         join_key = "__cfgtool_key"
         lookup = self._frame(table, schema).withColumnRenamed("key", join_key)
         f = self._functions
         joined = df.join(f.broadcast(lookup), df[on] == lookup[join_key], "left")
         return joined.select(*[df[c] for c in df.columns], *[lookup[c] for c in columns])
+
+    def _hashes(self, column: Any) -> list[Any]:
+        """Two independent hashes of a key column (xxhash64 and murmur3: 96 bits), null for a null key.
+        Grouping them is several times cheaper than grouping the strings; two keys taken for one would need
+        a 96-bit collision."""
+        f = self._functions
+        return [f.when(column.isNotNull(), f.xxhash64(column)), f.hash(column)]
+
+    def _with_hashes(self, frame: Any) -> Any:
+        """`frame` with the `_hashes` of its `key` column first."""
+        hashes = [h.alias(name) for h, name in zip(self._hashes(frame["key"]), _HASHES, strict=True)]
+        return frame.select(*hashes, *frame.columns)
+
+    def _distinct_keys(self, df: Any, on: str) -> list[str]:
+        """The distinct non-null values of `df[on]`, from one pass that groups their hashes, matched to the
+        node keys in Spark; hashes of keys without a node are read back as strings by a second pass."""
+        f, t = self._functions, self._types
+        hashes = [h.alias(name) for h, name in zip(self._hashes(df[on]), _HASHES, strict=True)]
+        distinct = df.select(*hashes).where(f.col(_HASHES[0]).isNotNull()).distinct()
+        found = distinct.join(f.broadcast(self._node_hashes()), list(_HASHES), "left").toArrow()
+        keys: list[str] = found.column("key").drop_null().to_pylist()
+        unknown = found.filter(found.column("key").is_null()).select(list(_HASHES))
+        if unknown.num_rows:
+            schema = t.StructType([t.StructField(_HASHES[0], t.LongType()), t.StructField(_HASHES[1], t.IntegerType())])
+            rows = self._with_hashes(df.select(df[on].alias("key")))
+            rest = rows.join(f.broadcast(self._frame(unknown, schema)), list(_HASHES), "left_semi").select("key")
+            keys.extend(rest.distinct().toArrow().column("key").to_pylist())
+        return keys
+
+    def _node_hashes(self) -> Any:
+        """DataFrame(_HASHES..., key) of every node key, built once per loader."""
+        if not hasattr(self, "_nodes_hashed"):
+            pa, t = self._pa, self._types
+            table = pa.table({"key": pa.array(sorted(self.snapshot.nodes), pa.string())})
+            nodes = self._frame(table, t.StructType([t.StructField("key", t.StringType(), True)]))
+            self._nodes_hashed: Any = self._with_hashes(nodes)
+        return self._nodes_hashed
 
     def lookup_table(self, raw_keys: Sequence[str], columns: Mapping[str, str], missing: Missing) -> tuple[Any, Any]:
         """The pyarrow table (column `key`: the raw keys as given, then one column per entry of `columns`) and
@@ -192,6 +244,11 @@ class ConfigLoader:
         nodes: set[str] = set()
         absent: list[str] = []
         for raw in raw_keys:
+            node = self.snapshot.nodes.get(raw)
+            if node is not None and node.config is not None:  # a node key as written: the common case
+                found[raw] = node.config
+                nodes.add(raw)
+                continue
             try:
                 hit = self.snapshot.lookup(self._key(raw))
             except CfgtoolError:  # an invalid key: as missing as a key can be
@@ -226,9 +283,9 @@ class ConfigLoader:
         fields = [t.StructField("key", t.StringType(), True)]
         for column, path in columns.items():
             kind = declared.get(path)
-            parts = split_path(path)
-            values = [_typed(found[k], parts, kind, k, path) for k in keys]
-            arrays[column] = pa.array(values, arrow_types.get(kind or "", pa.string()))
+            arrays[column] = pa.array(
+                _column(found, split_path(path), kind, path), arrow_types.get(kind or "", pa.string())
+            )
             fields.append(t.StructField(column, spark_types.get(kind or "", t.StringType()), True))
         return pa.table(arrays), t.StructType(fields)
 
@@ -254,16 +311,22 @@ class ConfigLoader:
 
     def _schema_types(self, keys: Iterable[str]) -> dict[str, str]:
         """Declared simple types of config paths, from the schemas at the pinned commit that select `keys`."""
+        specs = self._load_specs()
+        return schema_types(specs, self.snapshot, keys) if specs else {}
+
+    def _load_specs(self) -> list[Any]:
+        """The schemas at the pinned commit, read once per loader."""
         if not hasattr(self, "_specs"):
-            self._specs: list[Any] = []
+            specs: list[Any] = []
             source = open_source(self.client.repo, self.store, self.commit)
             blob = source.read(source.path(SETTINGS_FILE))
             settings, _ = parse_settings(blob.text() if blob is not None else "", source.path(SETTINGS_FILE))
             schemas_dir = settings.schemas_dir(source.store)
             if schemas_dir is not None:
                 files = read_schema_files(self.client.repo, schemas_dir, self.commit)
-                self._specs, _ = load_schemas(files, settings.name)
-        return schema_types(self._specs, self.snapshot, keys) if self._specs else {}
+                specs, _ = load_schemas(files, settings.name)
+            self._specs: list[Any] = specs
+        return self._specs
 
 
 class SnapshotView:
@@ -314,13 +377,6 @@ def _conf_variables(spark: Any) -> dict[str, str]:
     return {k[len(VAR_PREFIX) :]: str(v) for k, v in entries.items() if k.startswith(VAR_PREFIX)}
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # C encoder; config order kept
-
-
-def _json(value: Any) -> str:
-    return _ENCODER.encode(value)
-
-
 _PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "integer": int,
@@ -334,21 +390,38 @@ def _matches(value: Any, kind: str) -> bool:
     return isinstance(value, _PYTHON_TYPES[kind]) and not (kind != "boolean" and isinstance(value, bool))
 
 
-def _typed(config: Mapping[str, Any] | None, parts: tuple[str, ...], kind: str | None, key: str, path: str) -> Any:
-    """The value at `parts` as the column type: the declared simple type, or JSON text."""
-    if config is None:
-        return None
-    value = value_at(config, parts)
-    if value is MISSING or value is None:
-        return None
-    if kind is None:
-        return _json(value)
-    if not _matches(value, kind):
-        raise CfgtoolError(
-            f"{key}: {path} is {_json(value)}, but the schemas declare it {kind}",
-            hint="fix the config: `cfgtool compile` reports the schema violation",
-        )
-    return float(value) if kind == "number" else value
+def _column(
+    found: Mapping[str, Mapping[str, Any] | None], parts: tuple[str, ...], kind: str | None, path: str
+) -> list[Any]:
+    """The value at `parts` of each config, as the column type: the declared simple type, or JSON text.
+    (`value_at` inlined: this runs for every key and path of an `attach`.)"""
+    texts: dict[tuple[type, Any], str] = {}  # JSON of scalars by (type, value): they repeat across keys
+    out: list[Any] = []
+    for key, config in found.items():
+        value: Any = config
+        try:
+            for part in parts:
+                value = value[part]
+        except (KeyError, TypeError):  # no such key, or not an object (plain configs only)
+            value = None
+        if value is None:
+            out.append(None)
+        elif kind is None:
+            if not isinstance(value, str | int | float):  # objects and lists
+                out.append(compact_json(value))
+                continue
+            text = texts.get((type(value), value))
+            if text is None:
+                text = texts[type(value), value] = compact_json(value)
+            out.append(text)
+        elif _matches(value, kind):
+            out.append(float(value) if kind == "number" else value)
+        else:
+            raise CfgtoolError(
+                f"{key}: {path} is {compact_json(value)}, but the schemas declare it {kind}",
+                hint="fix the config: `cfgtool compile` reports the schema violation",
+            )
+    return out
 
 
 __all__ = ["ConfigLoader", "PinConflict", "SnapshotView", "SparkNotInstalled", "pin_keys"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pickle
 import shutil
 import subprocess
 import time
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from cfgtool.client import ConfigClient, StoreNotFound
+from cfgtool.client import ConfigClient, StoreNotFound, compact_json
 from cfgtool.snapshot import KeyNotFound
 from cfgtool.versions import VersionNotFound, publish, rollback
 from tests.conftest import copy_embedded
@@ -102,3 +104,20 @@ def test_client_errors_are_clear(published: GitRepo, tmp_path: Path) -> None:
         subprocess.run(["git", "-C", str(empty), "tag", "-d", tag], check=True, capture_output=True)
     with pytest.raises(StoreNotFound, match="no published version"):
         ConfigClient(empty, cache_dir=tmp_path / "cache")
+
+
+def test_client_config_json_is_cached_beside_the_snapshot(published: GitRepo, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    client = ConfigClient(published.root, cache_dir=cache)
+    texts = client.config_json()
+    assert set(texts) == set(client.snapshot.nodes)
+    assert texts[TOPIC] == compact_json(client.get(TOPIC)) and json.loads(texts[TOPIC]) == client.get(TOPIC)
+    (cached,) = (cache / "snapshots").glob("*.json.pickle")
+    assert not [p for p in cached.parent.iterdir() if p.name.startswith(".")]  # no temporary file left
+    tampered = {**texts, TOPIC: '{"tampered":true}'}
+    cached.write_bytes(pickle.dumps(tampered))
+    assert ConfigClient(published.root, cache_dir=cache).config_json()[TOPIC] == '{"tampered":true}'  # read back
+    for stale in (b"garbage", pickle.dumps({TOPIC: "{}"})):  # unreadable, or not every node: encoded again
+        cached.write_bytes(stale)
+        again = ConfigClient(published.root, cache_dir=cache).config_json()
+        assert again == texts and pickle.loads(cached.read_bytes()) == texts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import threading
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cfgtool.client import compact_json
 from cfgtool.errors import CfgtoolError
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys
 from cfgtool.versions import publish, rollback
@@ -223,3 +225,41 @@ def test_loader_pin_of_another_repository_is_a_conflict(spark: Any, published: G
     spark.conf.set(version_key, "2")
     with pytest.raises(PinConflict, match="pinned to commit 000000000000"):
         ConfigLoader(spark, published.root, cache_dir=cache)
+
+
+def test_configs_ships_the_client_json_cache(spark: Any, tmp_path: Path, cache: Path) -> None:
+    repo = copy_embedded(tmp_path / "repo")
+    root = repo.root / "store/main.conf"  # without its `urn`, the root and some tags use no intrinsic
+    root.write_text("".join(line for line in root.read_text().splitlines(True) if not line.startswith("urn")))
+    repo.commit("no urn")
+    publish(repo.root, message="no urn")
+    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    plain = next(key for key, node in sorted(loader.snapshot.nodes.items()) if not node.intrinsic)
+    child = f"{plain.rstrip('/')}/NoSuchChild"  # inherits a config that needs no re-resolving
+    wanted = [TOPIC, PHANTOM, child]
+    rows = {r.key: r for r in loader.configs(wanted).collect()}
+    assert [rows[k].exists for k in wanted] == [True, False, False]
+    assert all(rows[k].config == compact_json(loader.client.get(k)) for k in wanted)
+    assert all(r.config == compact_json(loader.client.get(r.key)) for r in loader.configs().collect())
+    (cached,) = (cache / "snapshots").glob("*.json.pickle")
+    texts = pickle.loads(cached.read_bytes())
+    cached.write_bytes(pickle.dumps({**texts, TOPIC: '{"from":"cache"}', plain: '{"plain":1}'}))
+    again = ConfigLoader(spark, repo.root, cache_dir=cache).configs(wanted).collect()
+    expected = {TOPIC: '{"from":"cache"}', PHANTOM: rows[PHANTOM].config, child: '{"plain":1}'}
+    assert {r.key: r.config for r in again} == expected
+
+
+def test_attach_agrees_with_the_client_on_every_key(spark: Any, published: GitRepo, cache: Path) -> None:
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    odd = [PHANTOM, OUTSIDE, f"demo:{TOPIC}", "data/tracking/LoginEvent/", "/bad key", None]
+    keys = [*loader.snapshot.nodes, *odd] * 3
+    df = spark.createDataFrame(list(enumerate(keys)), "id int, dataset string")
+    out = loader.attach(df, paths=["kafka.partitions", "kafka.replication"]).collect()
+    assert sorted(r.id for r in out) == list(range(len(keys)))  # the join neither drops nor repeats rows
+    for row in out:
+        if row.dataset in (None, "/bad key"):
+            assert row.kafka_partitions is None and row.kafka_replication is None
+            continue
+        assert row.kafka_partitions == loader.client.get_value(row.dataset, "kafka.partitions", None)
+        replication = loader.client.get_value(row.dataset, "kafka.replication", None)
+        assert (json.loads(row.kafka_replication) if row.kafka_replication else None) == replication
