@@ -49,7 +49,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from cfgtool.spark import ConfigLoader
+    from cfgtool.spark import LOOKUP_KEY, ConfigLoader
 
     with tempfile.TemporaryDirectory(prefix="cfgtool-spark-bench-") as tmp:
         repo, cache = Path(tmp) / "repo", Path(tmp) / "cache"
@@ -118,7 +118,7 @@ def main() -> None:
         rows.count()
         columns = {p.replace(".", "_"): p for p in PATHS}
         table, schema = loader.lookup_table(keys, columns, "inherit")
-        precomputed = spark.createDataFrame(table, schema=schema).withColumnRenamed("key", "k").cache()
+        precomputed = spark.createDataFrame(table, schema=schema).withColumnRenamed(LOOKUP_KEY, "k").cache()
         precomputed.count()
 
         def plain() -> None:

@@ -35,6 +35,7 @@ VAR_PREFIX = "spark.cfgtool.var."
 _PIN_LOCK = threading.Lock()  # loaders built from several driver threads agree on one pin
 _SHOWN_MISSING = 5  # how many missing keys an error lists
 _HASHES = ("__cfgtool_h1", "__cfgtool_h2")  # columns of the key hashes `attach` joins on
+LOOKUP_KEY = "__cfgtool_key"  # the key column of `lookup_table` (any other name could be a requested column)
 
 
 class SparkNotInstalled(CfgtoolError):
@@ -194,10 +195,9 @@ class ConfigLoader:
             keys = self._distinct_keys(df, on)
             loading.result()
         table, schema = self.lookup_table(keys, columns, missing)
-        join_key = "__cfgtool_key"
-        lookup = self._frame(table, schema).withColumnRenamed("key", join_key)
+        lookup = self._frame(table, schema)
         f = self._functions
-        joined = df.join(f.broadcast(lookup), df[on] == lookup[join_key], "left")
+        joined = df.join(f.broadcast(lookup), df[on] == lookup[LOOKUP_KEY], "left")
         return joined.select(*[df[c] for c in df.columns], *[lookup[c] for c in columns])
 
     def _hashes(self, column: Any) -> list[Any]:
@@ -238,8 +238,8 @@ class ConfigLoader:
         return self._nodes_hashed
 
     def lookup_table(self, raw_keys: Sequence[str], columns: Mapping[str, str], missing: Missing) -> tuple[Any, Any]:
-        """The pyarrow table (column `key`: the raw keys as given, then one column per entry of `columns`) and
-        the Spark schema that `attach` joins; public so a benchmark can time the build on its own."""
+        """The pyarrow table (column LOOKUP_KEY: the raw keys as given, then one column per entry of `columns`)
+        and the Spark schema that `attach` joins; public so a benchmark can time the build on its own."""
         found: dict[str, Mapping[str, Any] | None] = {}
         nodes: set[str] = set()
         absent: list[str] = []
@@ -279,8 +279,8 @@ class ConfigLoader:
             "boolean": t.BooleanType(),
         }
         keys = list(found)
-        arrays = {"key": pa.array(keys, pa.string())}
-        fields = [t.StructField("key", t.StringType(), True)]
+        arrays = {LOOKUP_KEY: pa.array(keys, pa.string())}
+        fields = [t.StructField(LOOKUP_KEY, t.StringType(), True)]
         for column, path in columns.items():
             kind = declared.get(path)
             arrays[column] = pa.array(

@@ -149,6 +149,15 @@ def test_attach_missing_null_and_error(spark: Any, published: GitRepo, cache: Pa
         loader.attach(_rows(spark), paths={"id": "kafka.partitions"})
 
 
+def test_attach_a_column_named_key(spark: Any, published: GitRepo, cache: Path) -> None:
+    """The lookup's own key column has a reserved name, so `key` is a column like any other."""
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    out = loader.attach(_rows(spark), paths={"key": "owner"})
+    assert out.columns == ["id", "dataset", "key"]
+    rows = {r.id: r for r in out.collect()}
+    assert rows[0].key == loader.client.get_value(rows[0].dataset, "owner")
+
+
 FLAGS_SCHEMA = """\
 $schema: https://json-schema.org/draft/2020-12/schema
 x-cfgtool:
