@@ -1,0 +1,90 @@
+"""What finding the data's keys costs, against the join itself (issue 6: why `attach` is not within 1.3x).
+
+Usage:
+    python benchmarks/spark_key_pass.py [--keys 100000] [--rows 10000000] [--repeat 2]
+
+No cfgtool involved: `rows` rows over `keys` distinct key strings, cached, on local[2]. It prints the best time of
+- a plain broadcast join with four value columns, written to the `noop` sink (the baseline of spark_attach.py);
+- one pass that groups two hashes of every key (how `attach` finds the data's keys);
+- one pass that keeps the keys missing from a broadcast set of node keys (the cheapest alternative: it still
+  hashes every row's string, so it costs as much).
+`attach` needs one such pass before its join, because keys without a node are resolved on the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    n = args.keys
+    name = F.concat(F.lit("/data/g"), (F.col("id") % 30).cast("string"), F.lit("/t"), F.col("id").cast("string"))
+    keys = spark.range(n).select(name.alias("dataset"), F.col("id").alias("i")).cache()
+    rows = (
+        spark.range(args.rows)
+        .withColumn("i", (F.col("id") * 7919) % n)
+        .join(F.broadcast(keys), "i")
+        .select("id", "dataset")
+        .cache()
+    )
+    values = keys.select(
+        F.col("dataset").alias("k"),
+        (F.col("i") % 7).alias("a"),
+        F.lit("x").alias("b"),
+        (F.col("i") / 3.0).alias("c"),
+        (F.col("i") % 2 == 0).alias("d"),
+    ).cache()
+    nodes = keys.select(F.col("dataset").alias("key")).cache()
+    for frame in (keys, rows, values, nodes):
+        frame.count()
+
+    def join() -> None:
+        joined = rows.join(F.broadcast(values), rows["dataset"] == values["k"], "left").drop("k")
+        joined.write.format("noop").mode("overwrite").save()
+
+    def hashes() -> None:
+        rows.select(F.xxhash64("dataset"), F.hash("dataset")).distinct().count()
+
+    def missing() -> None:
+        without = rows.join(F.broadcast(nodes), rows["dataset"] == nodes["key"], "left_anti")
+        without.select("dataset").distinct().collect()
+
+    join()  # warm up
+    figures = {name: best(fn, args.repeat) for name, fn in (("join", join), ("hashes", hashes), ("missing", missing))}
+    spark.stop()
+    base = figures["join"]
+    print(f"{args.rows:,} rows over {args.keys:,} keys, local[2], best of {args.repeat}")
+    print(f"plain broadcast join (baseline)          {base:.2f} s")
+    labels = {"hashes": "pass grouping two key hashes (attach)", "missing": "pass keeping keys without a node"}
+    for name, label in labels.items():
+        print(f"{label:40s} {figures[name]:.2f} s  (+{figures[name] / base:.2f}x of the join)")
+
+
+if __name__ == "__main__":
+    main()
