@@ -88,3 +88,9 @@ def copy_embedded(root: Path) -> GitRepo:
 def embedded_repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     """The embedded store, committed; shared by the session, so tests must not change it."""
     return copy_embedded(tmp_path_factory.mktemp("embedded") / "repo")
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> GitRepo:
+    """A repository holding a committed copy of the embedded store, its own for each test (which may change it)."""
+    return copy_embedded(tmp_path / "repo")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cfgtool.store.git import git_env
+
+if TYPE_CHECKING:
+    from tests.conftest import GitRepo
 
 
 class RemoteWatch:
@@ -35,3 +39,11 @@ class RemoteWatch:
         hook = self.bare / "hooks" / "pre-receive"
         hook.write_text("#!/bin/sh\n" + script, encoding="utf-8")
         hook.chmod(0o755)
+
+
+def add_origin(repo: GitRepo, bare: Path) -> RemoteWatch:
+    """Create a bare repository at `bare`, add it to `repo` as `origin` and push main; watch it."""
+    repo.git("init", "-q", "--bare", str(bare))
+    repo.git("remote", "add", "origin", str(bare))
+    repo.git("push", "-q", "origin", "main")
+    return RemoteWatch(bare)

@@ -4,7 +4,6 @@ committed copy of the embedded store with a bare remote. Every remote tag is che
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.remotes import RemoteWatch
+from tests.remotes import RemoteWatch, add_origin
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -26,21 +25,9 @@ VERSION_KEYS = {"version", "tag", "commit", "date", "status", "publisher", "mess
 
 
 @pytest.fixture
-def work(repo: GitRepo, embedded_repo: GitRepo) -> GitRepo:
-    for part in ("store", "schemas", "policies"):
-        if (embedded_repo.root / part).is_dir():
-            shutil.copytree(embedded_repo.root / part, repo.root / part, ignore=shutil.ignore_patterns("__pycache__"))
-    repo.commit("the embedded store")
-    return repo
-
-
-@pytest.fixture
 def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
-    bare = tmp_path / "remote.git"
-    work.git("init", "-q", "--bare", str(bare))
-    work.git("remote", "add", "origin", str(bare))
-    work.git("push", "-q", "origin", "main")
-    watch = RemoteWatch(bare)
+    """A bare remote `origin` of `work`, with main pushed; checked for moved tags when the test ends."""
+    watch = add_origin(work, tmp_path / "remote.git")
     yield watch
     watch.check()
 

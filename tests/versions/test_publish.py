@@ -7,7 +7,6 @@ Every test that has a remote ends by checking that no tag on it was ever moved o
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,32 +17,17 @@ import pytest
 
 from cfgtool.versions import PublishRefused, RemoteError, RemoteUnavailable, publish, versions
 from cfgtool.versions.messages import parse_message
-from tests.remotes import RemoteWatch
+from tests.remotes import RemoteWatch, add_origin
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
 
-STORE_PARTS = ("store", "schemas", "policies")
-
-
-@pytest.fixture
-def work(repo: GitRepo, embedded_repo: GitRepo) -> GitRepo:
-    """`repo` holding a committed copy of the embedded store."""
-    for part in STORE_PARTS:
-        if (embedded_repo.root / part).is_dir():
-            shutil.copytree(embedded_repo.root / part, repo.root / part, ignore=shutil.ignore_patterns("__pycache__"))
-    repo.commit("the embedded store")
-    return repo
 
 
 @pytest.fixture
 def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
     """A bare remote `origin` of `work`, with main pushed; checked for moved tags when the test ends."""
-    bare = tmp_path / "remote.git"
-    work.git("init", "-q", "--bare", str(bare))
-    work.git("remote", "add", "origin", str(bare))
-    work.git("push", "-q", "origin", "main")
-    watch = RemoteWatch(bare)
+    watch = add_origin(work, tmp_path / "remote.git")
     yield watch
     watch.check()
 

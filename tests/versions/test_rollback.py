@@ -22,7 +22,7 @@ from cfgtool.versions import (
     versions,
 )
 from cfgtool.versions.messages import parse_message
-from tests.remotes import RemoteWatch
+from tests.remotes import RemoteWatch, add_origin
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -39,12 +39,8 @@ def release(repo: GitRepo, n: int, remote: str | None = "origin") -> int:
 
 @pytest.fixture
 def remote(store_repo: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
-    bare = tmp_path / "remote.git"
     store_repo.commit("empty store")
-    store_repo.git("init", "-q", "--bare", str(bare))
-    store_repo.git("remote", "add", "origin", str(bare))
-    store_repo.git("push", "-q", "origin", "main")
-    watch = RemoteWatch(bare)
+    watch = add_origin(store_repo, tmp_path / "remote.git")
     yield watch
     watch.check()
 
