@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cfgtool.store.git import git_env
+from tests.remotes import RemoteWatch, add_origin
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -94,3 +95,11 @@ def embedded_repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 def work(tmp_path: Path) -> GitRepo:
     """A repository holding a committed copy of the embedded store, its own for each test (which may change it)."""
     return copy_embedded(tmp_path / "repo")
+
+
+@pytest.fixture
+def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
+    """A bare remote `origin` of `work`, with main pushed; checked for moved tags when the test ends."""
+    watch = add_origin(work, tmp_path / "remote.git")
+    yield watch
+    watch.check()

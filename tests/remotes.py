@@ -1,4 +1,5 @@
-"""A bare git remote that remembers every tag it has shown, so a test can assert that none was moved or deleted."""
+"""Helpers of the version tests: a bare git remote that remembers every tag it has shown (so a test can assert
+that none was moved or deleted), and a commit that changes the store."""
 
 from __future__ import annotations
 
@@ -47,3 +48,10 @@ def add_origin(repo: GitRepo, bare: Path) -> RemoteWatch:
     repo.git("remote", "add", "origin", str(bare))
     repo.git("push", "-q", "origin", "main")
     return RemoteWatch(bare)
+
+
+def bump(repo: GitRepo, value: str) -> str:
+    """Commit a change to the store's root config; returns the commit."""
+    path = repo.root / "store" / "main.conf"
+    path.write_text(path.read_text(encoding="utf-8") + f"\nbump = {value}\n", encoding="utf-8")
+    return repo.commit(f"bump {value}")

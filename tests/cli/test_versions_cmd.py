@@ -7,13 +7,13 @@ import json
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.remotes import RemoteWatch, add_origin
+from tests.remotes import RemoteWatch, bump
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -22,20 +22,6 @@ Run = Callable[..., subprocess.CompletedProcess[str]]  # the run_cfgtool fixture
 
 PUBLISH_KEYS = {"published", "version", "tag", "commit", "reason"}
 VERSION_KEYS = {"version", "tag", "commit", "date", "status", "publisher", "message", "digest", "rolled_back"}
-
-
-@pytest.fixture
-def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
-    """A bare remote `origin` of `work`, with main pushed; checked for moved tags when the test ends."""
-    watch = add_origin(work, tmp_path / "remote.git")
-    yield watch
-    watch.check()
-
-
-def bump(repo: GitRepo, value: str) -> str:
-    path = repo.root / "store" / "main.conf"
-    path.write_text(path.read_text(encoding="utf-8") + f"\nbump = {value}\n", encoding="utf-8")
-    return repo.commit(f"bump {value}")
 
 
 def run_json(run: Run, repo: GitRepo, *args: str) -> tuple[int, Any]:

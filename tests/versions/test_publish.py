@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,26 +16,10 @@ import pytest
 
 from cfgtool.versions import PublishRefused, RemoteError, RemoteUnavailable, publish, versions
 from cfgtool.versions.messages import parse_message
-from tests.remotes import RemoteWatch, add_origin
+from tests.remotes import RemoteWatch, bump
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
-
-
-
-@pytest.fixture
-def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
-    """A bare remote `origin` of `work`, with main pushed; checked for moved tags when the test ends."""
-    watch = add_origin(work, tmp_path / "remote.git")
-    yield watch
-    watch.check()
-
-
-def bump(repo: GitRepo, value: str) -> str:
-    """Commit a change to the store's root config; returns the commit."""
-    path = repo.root / "store" / "main.conf"
-    path.write_text(path.read_text(encoding="utf-8") + f"\nbump = {value}\n", encoding="utf-8")
-    return repo.commit(f"bump {value}")
 
 
 def clone(work: GitRepo, remote: RemoteWatch, name: str) -> GitRepo:
