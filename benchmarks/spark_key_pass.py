@@ -5,9 +5,11 @@ Usage:
 
 No cfgtool involved: `rows` rows over `keys` distinct key strings, cached, on local[2]. It prints the best time of
 - a plain broadcast join with four value columns, written to the `noop` sink (the baseline of spark_attach.py);
+- the same join keyed on a 64-bit hash of the key (xxhash64, a long: Spark probes a compact long map), without
+  and with a comparison of the strings (what an exact join on a hash must add);
 - one pass that groups two hashes of every key (how `attach` finds the data's keys);
-- one pass that keeps the keys missing from a broadcast set of node keys (the cheapest alternative: it still
-  hashes every row's string, so it costs as much).
+- one pass that keeps the keys missing from a broadcast set of node keys, compared as strings and as 64-bit
+  hashes (the cheapest pass there is: it only tests membership).
 `attach` needs one such pass before its join, because keys without a node are resolved on the driver.
 """
 
@@ -61,12 +63,23 @@ def main() -> None:
         (F.col("i") % 2 == 0).alias("d"),
     ).cache()
     nodes = keys.select(F.col("dataset").alias("key")).cache()
-    for frame in (keys, rows, values, nodes):
+    hashed = values.select(F.xxhash64("k").alias("h"), *values.columns).cache()
+    node_hashes = nodes.select(F.xxhash64("key").alias("h")).cache()
+    for frame in (keys, rows, values, nodes, hashed, node_hashes):
         frame.count()
 
     def join() -> None:
         joined = rows.join(F.broadcast(values), rows["dataset"] == values["k"], "left").drop("k")
         joined.write.format("noop").mode("overwrite").save()
+
+    def hash_join() -> None:
+        joined = rows.join(F.broadcast(hashed), F.xxhash64(rows["dataset"]) == hashed["h"], "left")
+        joined.drop("k", "h").write.format("noop").mode("overwrite").save()
+
+    def hash_join_checked() -> None:
+        same = (F.xxhash64(rows["dataset"]) == hashed["h"]) & hashed["k"].startswith(rows["dataset"])
+        joined = rows.join(F.broadcast(hashed), same & rows["dataset"].startswith(hashed["k"]), "left")
+        joined.drop("k", "h").write.format("noop").mode("overwrite").save()
 
     def hashes() -> None:
         rows.select(F.xxhash64("dataset"), F.hash("dataset")).distinct().count()
@@ -75,15 +88,35 @@ def main() -> None:
         without = rows.join(F.broadcast(nodes), rows["dataset"] == nodes["key"], "left_anti")
         without.select("dataset").distinct().collect()
 
+    def missing_hash() -> None:
+        key = rows["dataset"]
+        without = rows.join(F.broadcast(node_hashes), F.xxhash64(key) == node_hashes["h"], "left_anti")
+        without.select("dataset").distinct().collect()
+
     join()  # warm up
-    figures = {name: best(fn, args.repeat) for name, fn in (("join", join), ("hashes", hashes), ("missing", missing))}
+    passes = (
+        ("join", join),
+        ("hash_join", hash_join),
+        ("hash_join_checked", hash_join_checked),
+        ("hashes", hashes),
+        ("missing", missing),
+        ("missing_hash", missing_hash),
+    )
+    figures = {name: best(fn, args.repeat) for name, fn in passes}
     spark.stop()
     base = figures["join"]
     print(f"{args.rows:,} rows over {args.keys:,} keys, local[2], best of {args.repeat}")
     print(f"plain broadcast join (baseline)          {base:.2f} s")
-    labels = {"hashes": "pass grouping two key hashes (attach)", "missing": "pass keeping keys without a node"}
-    for name, label in labels.items():
-        print(f"{label:40s} {figures[name]:.2f} s  (+{figures[name] / base:.2f}x of the join)")
+    joins = {"hash_join": "join on a 64-bit hash", "hash_join_checked": "join on a hash, strings compared"}
+    for kind, label in joins.items():
+        print(f"{label:40s} {figures[kind]:.2f} s  ({figures[kind] / base:.2f}x of the join)")
+    labels = {
+        "hashes": "pass grouping two key hashes (attach)",
+        "missing": "pass keeping keys without a node",
+        "missing_hash": "the same pass on a 64-bit hash",
+    }
+    for kind, label in labels.items():
+        print(f"{label:40s} {figures[kind]:.2f} s  (+{figures[kind] / base:.2f}x of the join)")
 
 
 if __name__ == "__main__":

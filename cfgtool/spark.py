@@ -22,6 +22,7 @@ from typing import Any, Literal
 from cfgtool.client import ConfigClient, compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
+from cfgtool.hocon.resolver import render_path
 from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
@@ -36,6 +37,7 @@ _PIN_LOCK = threading.Lock()  # loaders built from several driver threads agree 
 _SHOWN_MISSING = 5  # how many missing keys an error lists
 _HASHES = ("__cfgtool_h1", "__cfgtool_h2")  # columns of the key hashes `attach` joins on
 LOOKUP_KEY = "__cfgtool_key"  # the key column of `lookup_table` (any other name could be a requested column)
+_LOOKUP_HASH = "__cfgtool_key_hash"  # the xxhash64 of LOOKUP_KEY: the equi-key of `attach`'s join
 
 
 class SparkNotInstalled(CfgtoolError):
@@ -175,9 +177,11 @@ class ConfigLoader:
         """`df` with one column per path (named prefix + path with `.` as `_`, or as given by a mapping
         {column: path}), read from the config of each row's `on` key, by a broadcast join.
 
-        Columns are typed where the JSON Schemas give the path a simple type (string, integer as long,
-        number as double, boolean); other values arrive as JSON strings. A key without a node reads its
-        nearest ancestor's config (`missing="inherit"`), nulls (`"null"`), or fails (`"error"`)."""
+        Columns are typed where the version's JSON Schemas give the path a simple type (string, integer as
+        long, number as double, boolean) and every node's value there has it; other values arrive as JSON
+        strings. The output schema thus depends on the version and the paths, not on the data's keys. A key
+        without a node reads its nearest ancestor's config (`missing="inherit"`), nulls (`"null"`), or fails
+        (`"error"`)."""
         if missing not in ("inherit", "null", "error"):
             raise UsageError(f"missing={missing!r}: expected 'inherit', 'null' or 'error'")
         if on not in df.columns:
@@ -195,9 +199,10 @@ class ConfigLoader:
             keys = self._distinct_keys(df, on)
             loading.result()
         table, schema = self.lookup_table(keys, columns, missing)
-        lookup = self._frame(table, schema)
         f = self._functions
-        joined = df.join(f.broadcast(lookup), df[on] == lookup[LOOKUP_KEY], "left")
+        lookup = self._frame(table, schema)
+        lookup = lookup.select(f.xxhash64(lookup[LOOKUP_KEY]).alias(_LOOKUP_HASH), *lookup.columns)
+        joined = df.join(f.broadcast(lookup), _same_key(f, df[on], lookup), "left")
         return joined.select(*[df[c] for c in df.columns], *[lookup[c] for c in columns])
 
     def _hashes(self, column: Any) -> list[Any]:
@@ -238,16 +243,16 @@ class ConfigLoader:
         return self._nodes_hashed
 
     def lookup_table(self, raw_keys: Sequence[str], columns: Mapping[str, str], missing: Missing) -> tuple[Any, Any]:
-        """The pyarrow table (column LOOKUP_KEY: the raw keys as given, then one column per entry of `columns`)
-        and the Spark schema that `attach` joins; public so a benchmark can time the build on its own."""
+        """The pyarrow table (column LOOKUP_KEY: the raw keys as given, then one column per entry of `columns`,
+        typed by `_column_kind`) and the Spark schema that `attach` joins; public so a benchmark can time the
+        build on its own."""
         found: dict[str, Mapping[str, Any] | None] = {}
-        nodes: set[str] = set()
         absent: list[str] = []
+        nodes = self.snapshot.nodes
         for raw in raw_keys:
-            node = self.snapshot.nodes.get(raw)
+            node = nodes.get(raw)
             if node is not None and node.config is not None:  # a node key as written: the common case
                 found[raw] = node.config
-                nodes.add(raw)
                 continue
             try:
                 hit = self.snapshot.lookup(self._key(raw))
@@ -257,11 +262,7 @@ class ConfigLoader:
                 continue
             if not hit.exists:
                 absent.append(raw)
-            if hit.exists or missing == "inherit":
-                found[raw] = hit.config
-                nodes.add(hit.node)
-            else:
-                found[raw] = None
+            found[raw] = hit.config if hit.exists or missing == "inherit" else None
         if missing == "error" and absent:
             shown = ", ".join(sorted(absent)[:_SHOWN_MISSING])
             more = f" and {len(absent) - _SHOWN_MISSING} more" if len(absent) > _SHOWN_MISSING else ""
@@ -269,7 +270,6 @@ class ConfigLoader:
                 f"{len(absent)} key(s) have no node in store {self.store!r} version {self.version}: {shown}{more}",
                 hint="fix the keys, or pass missing='inherit' or missing='null'",
             )
-        declared = self._schema_types(nodes) if nodes else {}
         pa, t = self._pa, self._types
         arrow_types = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
         spark_types = {
@@ -278,14 +278,18 @@ class ConfigLoader:
             "number": t.DoubleType(),
             "boolean": t.BooleanType(),
         }
-        keys = list(found)
-        arrays = {LOOKUP_KEY: pa.array(keys, pa.string())}
+        configs = list(found.values())
+        arrays = {LOOKUP_KEY: pa.array(list(found), pa.string())}
         fields = [t.StructField(LOOKUP_KEY, t.StringType(), True)]
         for column, path in columns.items():
-            kind = declared.get(path)
-            arrays[column] = pa.array(
-                _column(found, split_path(path), kind, path), arrow_types.get(kind or "", pa.string())
-            )
+            parts = split_path(path)
+            kind = self._column_kind(path, parts)
+            values = _values(configs, parts)
+            if kind is None:
+                arrays[column] = pa.array(_json_texts(values), pa.string())
+            else:  # every node conforms (`_column_kind`); intrinsics re-resolved for keys without a node are strings
+                typed = [None if v is None else float(v) for v in values] if kind == "number" else values
+                arrays[column] = pa.array(typed, arrow_types[kind])
             fields.append(t.StructField(column, spark_types.get(kind or "", t.StringType()), True))
         return pa.table(arrays), t.StructType(fields)
 
@@ -309,10 +313,22 @@ class ConfigLoader:
         # every field nullable, as in the Arrow table: a non-null Spark field costs a check of each batch
         return self.spark.createDataFrame(table, schema=schema)
 
-    def _schema_types(self, keys: Iterable[str]) -> dict[str, str]:
-        """Declared simple types of config paths, from the schemas at the pinned commit that select `keys`."""
-        specs = self._load_specs()
-        return schema_types(specs, self.snapshot, keys) if specs else {}
+    def _column_kind(self, path: str, parts: tuple[str, ...]) -> str | None:
+        """The simple type of `path`'s column: the one the version's schemas declare, if every node's value
+        there has it (a node no such schema selects may hold another); else None, JSON text. Decided over
+        every node, never the keys at hand, so the output schema depends on the version and paths only."""
+        if not hasattr(self, "_kinds"):
+            specs = self._load_specs()
+            self._declared: dict[str, str] = schema_types(specs, self.snapshot) if specs else {}
+            self._kinds: dict[str, str | None] = {}
+        if path not in self._kinds:
+            kind = self._declared.get(render_path(parts))
+            if kind is not None:
+                configs = [snap.config for snap in self.snapshot.nodes.values()]
+                if not all(v is None or _matches(v, kind) for v in _values(configs, parts)):
+                    kind = None
+            self._kinds[path] = kind
+        return self._kinds[path]
 
     def _load_specs(self) -> list[Any]:
         """The schemas at the pinned commit, read once per loader."""
@@ -371,12 +387,22 @@ class SnapshotView:
         return f"SnapshotView({len(self.configs)} keys, version={self.version}, commit={self.commit[:7]})"
 
 
+def _same_key(f: Any, key: Any, lookup: Any) -> Any:
+    """The condition joining a data key to its lookup row: equal xxhash64 (a long, so Spark probes a compact
+    long map, cheaper than hashing and matching strings: `benchmarks/spark_key_pass.py`), then equal strings.
+    The string test is two prefix tests so that Spark keeps it a condition, not a second join key."""
+    other = lookup[LOOKUP_KEY]
+    key = key.cast("string")  # a no-op on strings, which keys are
+    return (f.xxhash64(key) == lookup[_LOOKUP_HASH]) & other.startswith(key) & key.startswith(other)
+
+
 def _conf_variables(spark: Any) -> dict[str, str]:
     """`spark.cfgtool.var.<name>` entries of the Spark conf, as variables."""
     entries: Mapping[str, str] = getattr(spark.conf, "getAll", None) or dict(spark.sparkContext.getConf().getAll())
     return {k[len(VAR_PREFIX) :]: str(v) for k, v in entries.items() if k.startswith(VAR_PREFIX)}
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "integer": int,
@@ -386,41 +412,37 @@ _PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def _matches(value: Any, kind: str) -> bool:
-    """Whether a plain value is of the JSON Schema simple type `kind` (a bool is no number)."""
+    """Whether a plain value is of the JSON Schema simple type `kind` and fits its column (a bool is no
+    number; an integer column is 64-bit)."""
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool) and _INT64_MIN <= value <= _INT64_MAX
     return isinstance(value, _PYTHON_TYPES[kind]) and not (kind != "boolean" and isinstance(value, bool))
 
 
-def _column(
-    found: Mapping[str, Mapping[str, Any] | None], parts: tuple[str, ...], kind: str | None, path: str
-) -> list[Any]:
-    """The value at `parts` of each config, as the column type: the declared simple type, or JSON text.
-    (`value_at` inlined: this runs for every key and path of an `attach`.)"""
-    texts: dict[tuple[type, Any], str] = {}  # JSON of scalars by (type, value): they repeat across keys
-    out: list[Any] = []
-    for key, config in found.items():
-        value: Any = config
-        try:
-            for part in parts:
-                value = value[part]
-        except (KeyError, TypeError):  # no such key, or not an object (plain configs only)
-            value = None
+def _values(configs: Sequence[Mapping[str, Any] | None], parts: tuple[str, ...]) -> list[Any]:
+    """The value at `parts` of each config, None where it has none (`value_at` inlined: this runs for
+    every key and path of an `attach`; configs are plain dicts)."""
+    first, *rest = parts
+    out = [config.get(first) if config is not None else None for config in configs]
+    for part in rest:
+        out = [value.get(part) if isinstance(value, dict) else None for value in out]
+    return out
+
+
+def _json_texts(values: Sequence[Any]) -> list[str | None]:
+    """`values` as compact JSON text; scalars repeat across keys, so their texts are shared."""
+    texts: dict[tuple[type, Any], str] = {}
+    out: list[str | None] = []
+    for value in values:
         if value is None:
             out.append(None)
-        elif kind is None:
-            if not isinstance(value, str | int | float):  # objects and lists
-                out.append(compact_json(value))
-                continue
+        elif not isinstance(value, str | int | float):  # objects and lists
+            out.append(compact_json(value))
+        else:
             text = texts.get((type(value), value))
             if text is None:
                 text = texts[type(value), value] = compact_json(value)
             out.append(text)
-        elif _matches(value, kind):
-            out.append(float(value) if kind == "number" else value)
-        else:
-            raise CfgtoolError(
-                f"{key}: {path} is {compact_json(value)}, but the schemas declare it {kind}",
-                hint="fix the config: `cfgtool compile` reports the schema violation",
-            )
     return out
 
 

@@ -328,19 +328,16 @@ def _violations(spec: SchemaSpec, snapshot: Snapshot, key: str, error: jsonschem
     return out
 
 
-def schema_types(
-    specs: Sequence[SchemaSpec], snapshot: Snapshot | None = None, keys: Iterable[str] | None = None
-) -> dict[str, str]:
+def schema_types(specs: Sequence[SchemaSpec], snapshot: Snapshot | None = None) -> dict[str, str]:
     """The declared JSON type ("string", "integer", "number" or "boolean") of dotted paths, from simple
     `type` keywords under nested `properties` of the schemas (`$ref`, `allOf`, type lists: absent).
 
-    With a snapshot, only schemas selecting at least one of `keys` (default: any node) count. Schemas that
-    disagree on a path leave it out, except integer with number, which is number.
+    With a snapshot, only schemas selecting at least one of its nodes count. Schemas that disagree on a
+    path leave it out, except integer with number, which is number.
     """
     chosen = list(specs)
     if snapshot is not None:
-        wanted = list(keys) if keys is not None else list(snapshot.nodes)
-        chosen = [s for s in specs if any(s.selector.selects(snapshot, k) for k in wanted)]
+        chosen = [s for s in specs if any(s.selector.selects(snapshot, k) for k in snapshot.nodes)]
     found: dict[str, set[str]] = {}
     for spec in chosen:
         _collect_types(spec.schema, (), found)

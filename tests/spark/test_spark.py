@@ -167,23 +167,58 @@ type: object
 properties:
   sampling: {type: number}
   audit: {type: object, properties: {enabled: {type: boolean}}}
+  big: {type: integer}
 """
 
 
-def test_attach_number_and_boolean_columns(spark: Any, tmp_path: Path, cache: Path) -> None:
+def _flags_loader(spark: Any, tmp_path: Path, cache: Path, additions: dict[str, str]) -> ConfigLoader:
+    """A loader on the embedded store published with FLAGS_SCHEMA and `additions` ({main.conf: lines})."""
     repo = copy_embedded(tmp_path / "repo")
     repo.write({"schemas/flags.yaml": FLAGS_SCHEMA})
-    conf = repo.root / "store/data/tracking/main.conf"
-    conf.write_text(conf.read_text() + "\nsampling = 1\naudit.enabled = true\n")
+    for conf, lines in additions.items():
+        path = repo.root / conf
+        path.write_text(path.read_text() + f"\n{lines}\n")
     repo.commit("flags")
     publish(repo.root, message="flags")
-    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    return ConfigLoader(spark, repo.root, cache_dir=cache)
+
+
+TRACKING_CONF = "store/data/tracking/main.conf"
+
+
+def test_attach_number_and_boolean_columns(spark: Any, tmp_path: Path, cache: Path) -> None:
+    loader = _flags_loader(spark, tmp_path, cache, {TRACKING_CONF: "sampling = 1\naudit.enabled = true"})
     out = loader.attach(_rows(spark), paths=["sampling", "audit.enabled"])
     types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
     assert types["sampling"] == "double" and types["audit_enabled"] == "boolean"
     rows = {r.id: r for r in out.collect()}
     assert rows[0].sampling == 1.0 and rows[0].audit_enabled is True
     assert rows[3].sampling is None  # the root has no sampling
+
+
+def test_attach_column_types_do_not_depend_on_the_data(spark: Any, tmp_path: Path, cache: Path) -> None:
+    """A schema typing a path for some nodes types the column even when the data holds none of them, so
+    one job writes one output schema whatever keys today's data happens to hold."""
+    loader = _flags_loader(spark, tmp_path, cache, {TRACKING_CONF: "sampling = 1"})
+    outside = spark.createDataFrame([(0, OUTSIDE), (1, "/data/databases")], "id int, dataset string")
+    out = loader.attach(outside, paths=["sampling"])
+    assert dict(out.dtypes)["sampling"] == "double"  # flags.yaml selects only /data/tracking/**
+    assert [r.sampling for r in out.orderBy("id").collect()] == [None, None]
+
+
+def test_attach_a_value_the_type_does_not_cover_makes_a_json_column(spark: Any, tmp_path: Path, cache: Path) -> None:
+    """A node no typing schema selects may hold another type at that path: the column is then JSON text,
+    rather than a failure that would depend on whether the data holds that node."""
+    big = 2**70  # an integer, but not a 64-bit one
+    additions = {TRACKING_CONF: f"sampling = 0.5\nbig = {big}", "store/data/databases/main.conf": 'sampling = "high"'}
+    loader = _flags_loader(spark, tmp_path, cache, additions)
+    df = spark.createDataFrame([(0, TOPIC), (1, "/data/databases")], "id int, dataset string")
+    out = loader.attach(df, paths=["sampling", "big"])
+    assert dict(out.dtypes)["sampling"] == "string" and dict(out.dtypes)["big"] == "string"
+    rows = out.orderBy("id").collect()
+    assert [json.loads(r.sampling) for r in rows] == [0.5, "high"] and json.loads(rows[0].big) == big
+    only_tracking = loader.attach(df.where("id = 0"), paths=["sampling"])  # the data need not hold that node
+    assert dict(only_tracking.dtypes)["sampling"] == "string"
 
 
 def test_datasets_and_broadcast(spark: Any, published: GitRepo, cache: Path) -> None:

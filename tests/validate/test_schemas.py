@@ -477,14 +477,16 @@ def test_schema_types_from_simple_type_keywords() -> None:
     }
 
 
-def test_schema_types_only_schemas_selecting_the_keys() -> None:
+def test_schema_types_only_schemas_selecting_a_node() -> None:
     snapshot = embedded_snapshot()
-    specs, diags = load_schemas(read_schema_files(REPO_ROOT, "schemas"), "demo")
+    files = read_schema_files(REPO_ROOT, "schemas")
+    nowhere = 'x-cfgtool: {applies_to: {keys: ["/nowhere/**"]}}\nproperties: {ghost: {type: string}}\n'
+    specs, diags = load_schemas({**files, "schemas/nowhere.yaml": nowhere}, "demo")
     assert diags == []
-    types = schema_types(specs, snapshot, ["/data/databases/identity/members"])
-    assert types["retention.ms"] == "integer"
-    assert "kafka.partitions" not in types
-    assert schema_types(specs, snapshot)["kafka.partitions"] == "integer"
+    types = schema_types(specs, snapshot)
+    assert types["retention.ms"] == "integer" and types["kafka.partitions"] == "integer"
+    assert "ghost" not in types  # its schema selects no node
+    assert schema_types(specs)["ghost"] == "string"  # without a snapshot, every schema counts
 
 
 def test_embedded_store_passes_every_schema() -> None:
