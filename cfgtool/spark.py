@@ -13,6 +13,7 @@ pyspark, pyarrow and pandas are imported lazily; without them, constructing a lo
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -181,7 +182,11 @@ class ConfigLoader:
         long, number as double, boolean) and every node's value there has it; other values arrive as JSON
         strings. The output schema thus depends on the version and the paths, not on the data's keys. A key
         without a node reads its nearest ancestor's config (`missing="inherit"`), nulls (`"null"`), or fails
-        (`"error"`)."""
+        (`"error"`).
+
+        The join is keyed on a hash of the key. With "inherit" and "error", one pass over `df` first finds
+        its keys, since keys without a node are resolved on the driver; "null" needs no pass: every node is
+        in the lookup, and Spark puts each key in canonical form itself."""
         if missing not in ("inherit", "null", "error"):
             raise UsageError(f"missing={missing!r}: expected 'inherit', 'null' or 'error'")
         if on not in df.columns:
@@ -194,16 +199,32 @@ class ConfigLoader:
         clash = sorted(set(columns) & set(df.columns))
         if clash:
             raise UsageError(f"attach would overwrite columns {clash}", hint="pass prefix= or a {column: path} mapping")
-        with ThreadPoolExecutor(1) as pool:  # read the schemas from git while Spark finds the keys
-            loading = pool.submit(self._load_specs)
-            keys = self._distinct_keys(df, on)
-            loading.result()
-        table, schema = self.lookup_table(keys, columns, missing)
+        key = df[on]
+        if missing == "null":  # keys without a node read nulls: every node is the lookup, and no pass is needed
+            node_keys = sorted(k for k, snap in self.snapshot.nodes.items() if snap.config is not None)
+            table, schema = self.lookup_table(node_keys, columns, missing)
+            key = self._canonical(key)
+        else:
+            with ThreadPoolExecutor(1) as pool:  # read the schemas from git while Spark finds the keys
+                loading = pool.submit(self._load_specs)
+                keys = self._distinct_keys(df, on)
+                loading.result()
+            table, schema = self.lookup_table(keys, columns, missing)
         f = self._functions
         lookup = self._frame(table, schema)
         lookup = lookup.select(f.xxhash64(lookup[LOOKUP_KEY]).alias(_LOOKUP_HASH), *lookup.columns)
-        joined = df.join(f.broadcast(lookup), _same_key(f, df[on], lookup), "left")
+        joined = df.join(f.broadcast(lookup), _same_key(f, key, lookup), "left")
         return joined.select(*[df[c] for c in df.columns], *[lookup[c] for c in columns])
+
+    def _canonical(self, key: Any) -> Any:
+        """A key column in the canonical form of `normalize_key` (store scheme stripped, leading `/`, no
+        trailing `/`), computed in Spark; an invalid key stays invalid, so it matches no node. Keys that are
+        canonical already, nearly all of them, skip the regular expression."""
+        f = self._functions
+        key = key.cast("string")
+        canonical = key.startswith("/") & ((key == ROOT) | ~key.endswith("/"))
+        scheme = f"(?:{re.escape(self.snapshot.name)}:(?=/))?" if self.snapshot.name else ""
+        return f.when(canonical, key).otherwise(f.regexp_replace(key, f"^{scheme}/?(.*?)/?$", "/$1"))
 
     def _hashes(self, column: Any) -> list[Any]:
         """Two independent hashes of a key column (xxhash64 and murmur3: 96 bits), null for a null key.

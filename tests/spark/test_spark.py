@@ -293,6 +293,30 @@ def test_configs_ships_the_client_json_cache(spark: Any, tmp_path: Path, cache: 
     assert {r.key: r.config for r in again} == expected
 
 
+def test_attach_missing_null_agrees_with_the_client_on_every_spelling(
+    spark: Any, published: GitRepo, cache: Path
+) -> None:
+    """missing="null" joins without a pass over the data, so Spark itself must read every spelling of a key
+    as `normalize_key` does: a node key in any spelling gets its values, anything else nulls."""
+    loader = ConfigLoader(spark, published.root, cache_dir=cache)
+    login = "/data/tracking/LoginEvent"
+    spellings = [f"demo:{login}", login[1:], f"{login}/", f"{login[1:]}/", "demo:/", "//", "", "/"]
+    nothing = [PHANTOM, OUTSIDE, "/bad key", "other:/data", "demo:data/tracking", "/data//tracking", "///", None]
+    keys = [*loader.snapshot.nodes, *spellings, *nothing]
+    df = spark.createDataFrame(list(enumerate(keys)), "id int, dataset string")
+    out = loader.attach(df, paths=["kafka.partitions", "owner"], missing="null").collect()
+    assert sorted(r.id for r in out) == list(range(len(keys)))
+    for row in out:
+        try:
+            hit = loader.snapshot.lookup(loader._key(row.dataset)) if row.dataset is not None else None
+        except CfgtoolError:
+            hit = None
+        expected = hit.config if hit is not None and hit.exists else {}
+        assert row.kafka_partitions == expected.get("kafka", {}).get("partitions"), row.dataset
+        assert row.owner == expected.get("owner"), row.dataset
+    assert sum(r.kafka_partitions is not None for r in out if r.dataset in spellings) == 4  # the LoginEvent ones
+
+
 def test_attach_agrees_with_the_client_on_every_key(spark: Any, published: GitRepo, cache: Path) -> None:
     loader = ConfigLoader(spark, published.root, cache_dir=cache)
     odd = [PHANTOM, OUTSIDE, f"demo:{TOPIC}", "data/tracking/LoginEvent/", "/bad key", None]
