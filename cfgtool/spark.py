@@ -27,8 +27,8 @@ from cfgtool.hocon.resolver import render_path
 from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
-from cfgtool.store.settings import SETTINGS_FILE, parse_settings
-from cfgtool.store.sources import open_source
+from cfgtool.store.settings import parse_settings
+from cfgtool.store.sources import settings_at
 from cfgtool.validate import load_schemas, read_schema_files, schema_types
 
 Missing = Literal["inherit", "null", "error"]
@@ -355,10 +355,9 @@ class ConfigLoader:
         """The schemas at the pinned commit, read once per loader."""
         if not hasattr(self, "_specs"):
             specs: list[Any] = []
-            source = open_source(self.client.repo, self.store, self.commit)
-            blob = source.read(source.path(SETTINGS_FILE))
-            settings, _ = parse_settings(blob.text() if blob is not None else "", source.path(SETTINGS_FILE))
-            schemas_dir = settings.schemas_dir(source.store)
+            store_dir, settings_path, text = settings_at(self.client.repo, self.store, self.commit)
+            settings, _ = parse_settings(text, settings_path)
+            schemas_dir = settings.schemas_dir(store_dir)
             if schemas_dir is not None:
                 files = read_schema_files(self.client.repo, schemas_dir, self.commit)
                 specs, _ = load_schemas(files, settings.name)

@@ -119,6 +119,17 @@ def ls_tree(root: Path, commit: str, directory: str) -> dict[str, str]:
     return entries
 
 
+def read_file(root: Path, commit: str, path: str) -> bytes | None:
+    """The content of the regular file `path` at `commit`, None when there is none (no tree listing)."""
+    meta, _, _ = run_git(root, "ls-tree", "-z", "--full-tree", commit, "--", path).stdout.partition(b"\t")
+    if not meta:
+        return None
+    mode, kind, oid = meta.split(b" ")
+    if kind != b"blob" or mode == b"120000":
+        return None
+    return cat_blobs(root, [oid.decode()])[oid.decode()]
+
+
 def cat_blobs(root: Path, oids: Iterable[str]) -> dict[str, bytes]:
     """Contents of many blobs from ONE `git cat-file --batch --buffer` process.
 

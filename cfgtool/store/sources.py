@@ -133,6 +133,16 @@ class Source(ABC):
             )
 
 
+def settings_at(repo: Path, store: str | Path, commit: str) -> tuple[str, str, str]:
+    """(the store's repo-relative directory, its settings file's repo-relative path, that file's text, ''
+    when absent) at `commit`, reading that one file: a `GitSource` lists the whole store first."""
+    root = git.locate(repo).root
+    store_dir = _store_dir(root, store)
+    path = f"{store_dir}/{SETTINGS_FILE}" if store_dir else SETTINGS_FILE
+    data = git.read_file(root, commit, path)
+    return store_dir, path, data.decode("utf-8-sig", "replace") if data is not None else ""
+
+
 def _store_dir(root: Path, store: str | Path) -> str:
     """The store directory relative to the repository root, as a normalized POSIX path ('' = the root)."""
     path = Path(store)

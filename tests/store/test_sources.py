@@ -8,7 +8,14 @@ import pytest
 
 from cfgtool.errors import SourceError
 from cfgtool.store.git import NotAGitRepoError, UnknownRefError, cat_blobs, git_env
-from cfgtool.store.sources import GitSource, StoreNotFoundError, WorkTreeSource, blob_id, open_source
+from cfgtool.store.sources import (
+    GitSource,
+    StoreNotFoundError,
+    WorkTreeSource,
+    blob_id,
+    open_source,
+    settings_at,
+)
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -107,6 +114,18 @@ def test_source_store_at_repo_root_and_absolute_store_path(repo: GitRepo) -> Non
     assert source.path("data/main.conf") == "data/main.conf"
     nested = WorkTreeSource(repo.root / "data", store=repo.root)
     assert nested.repo_root == repo.root and nested.store == ""
+
+
+def test_settings_at_reads_the_one_file_at_a_commit(repo: GitRepo) -> None:
+    repo.write({"store/_CONFIG_STORE": "schemas: ../schemas\n", "store/data/main.conf": "a = 1\n"})
+    first = repo.commit()
+    repo.write({"store/_CONFIG_STORE": "name: demo\n"})
+    repo.commit()
+    assert settings_at(repo.root, "store", first) == ("store", "store/_CONFIG_STORE", "schemas: ../schemas\n")
+    assert settings_at(repo.root / "store", repo.root / "store", "HEAD")[2] == "name: demo\n"
+    repo.write({"_CONFIG_STORE/x": "a directory, not the file\n"})
+    repo.commit()
+    assert settings_at(repo.root, ".", "HEAD") == ("", "_CONFIG_STORE", "")  # no such file at the root
 
 
 def test_source_found_from_a_subdirectory(store_repo: GitRepo) -> None:
