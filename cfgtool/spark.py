@@ -309,7 +309,8 @@ class ConfigLoader:
             if kind is None:
                 arrays[column] = pa.array(_json_texts(values), pa.string())
             else:  # every node conforms (`_column_kind`); intrinsics re-resolved for keys without a node are strings
-                typed = [None if v is None else float(v) for v in values] if kind == "number" else values
+                convert = {"number": float, "integer": int}.get(kind)
+                typed = [None if v is None else convert(v) for v in values] if convert else values
                 arrays[column] = pa.array(typed, arrow_types[kind])
             fields.append(t.StructField(column, spark_types.get(kind or "", t.StringType()), True))
         return pa.table(arrays), t.StructType(fields)
@@ -433,8 +434,10 @@ _PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
 
 def _matches(value: Any, kind: str) -> bool:
     """Whether a plain value is of the JSON Schema simple type `kind` and fits its column (a bool is no
-    number; an integer column is 64-bit)."""
+    number; an integer may be written `8.0`, as in JSON Schema; an integer column is 64-bit)."""
     if kind == "integer":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         return isinstance(value, int) and not isinstance(value, bool) and _INT64_MIN <= value <= _INT64_MAX
     return isinstance(value, _PYTHON_TYPES[kind]) and not (kind != "boolean" and isinstance(value, bool))
 

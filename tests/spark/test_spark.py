@@ -168,6 +168,7 @@ properties:
   sampling: {type: number}
   audit: {type: object, properties: {enabled: {type: boolean}}}
   big: {type: integer}
+  count: {type: integer}
 """
 
 
@@ -187,12 +188,13 @@ TRACKING_CONF = "store/data/tracking/main.conf"
 
 
 def test_attach_number_and_boolean_columns(spark: Any, tmp_path: Path, cache: Path) -> None:
-    loader = _flags_loader(spark, tmp_path, cache, {TRACKING_CONF: "sampling = 1\naudit.enabled = true"})
-    out = loader.attach(_rows(spark), paths=["sampling", "audit.enabled"])
+    additions = {TRACKING_CONF: "sampling = 1\naudit.enabled = true\ncount = 8.0"}  # 8.0 is a JSON Schema integer
+    loader = _flags_loader(spark, tmp_path, cache, additions)
+    out = loader.attach(_rows(spark), paths=["sampling", "audit.enabled", "count"])
     types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
-    assert types["sampling"] == "double" and types["audit_enabled"] == "boolean"
+    assert types["sampling"] == "double" and types["audit_enabled"] == "boolean" and types["count"] == "bigint"
     rows = {r.id: r for r in out.collect()}
-    assert rows[0].sampling == 1.0 and rows[0].audit_enabled is True
+    assert rows[0].sampling == 1.0 and rows[0].audit_enabled is True and rows[0]["count"] == 8
     assert rows[3].sampling is None  # the root has no sampling
 
 
