@@ -44,6 +44,14 @@ CODES: dict[str, str] = {
     "W_DUPLICATE_IMPORT": "An includes file names the same key twice; the repeated line has no effect.",
     "W_REDUNDANT_IMPORT": "A node imports its own ancestor, which it inherits anyway: no effect.",
     "W_IMPORT_ORDER": "An earlier import pulls in a later one, so the later one loses its priority.",
+    "E_UNSAFE_PATH": "A path in the store is a symbolic link, or leads outside the repository; it is never read.",
+    "E_ACL": "The ACL file does not parse or validate; until it is fixed only super users are allowed.",
+    "E_ACCESS_DENIED": "The principal may not make this change (create, alter or delete a node, or change the rules).",
+    "E_SECRET_IN_CLEAR": "A secret path (writeOnly in a schema) holds something other than a sealed envelope.",
+    "E_SECRET_BINDING": "A sealed secret was made for another store, node or path (copied from elsewhere).",
+    "E_SECRET_CONCAT": "A secret is concatenated into a string, which would put it in clear.",
+    "W_RULES_CHANGED": "The change edits rule files (settings, schemas, policies, ACL, recipients); they apply after merge.",
+    "W_ACL_PREFIX": "A prefixed ACL key does not end with '/', so it also matches keys that merely start alike.",
 }
 
 GROUP_MIN = 5  # this many nodes failing the same way are shown as one entry

@@ -65,7 +65,8 @@ def test_codes_registry_has_every_design_code_with_a_description() -> None:
         "E_SYNTAX", "E_BAD_KEY", "E_SETTINGS", "E_DUPLICATE_INCLUDES", "E_MISSING_IMPORT", "E_CYCLE",
         "E_UNDECLARED_VARIABLE", "E_UNRESOLVED_VARIABLE", "E_UNRESOLVED_REF", "E_REF_CYCLE", "E_TYPE",
         "E_UNSUPPORTED_INCLUDE", "E_SCHEMA", "E_POLICY", "E_POLICY_ERROR", "W_DUPLICATE_IMPORT",
-        "W_REDUNDANT_IMPORT", "W_IMPORT_ORDER",
+        "W_REDUNDANT_IMPORT", "W_IMPORT_ORDER", "E_LIMIT", "E_UNSAFE_PATH", "E_ACL", "E_ACCESS_DENIED",
+        "E_SECRET_IN_CLEAR", "E_SECRET_BINDING", "E_SECRET_CONCAT", "W_RULES_CHANGED", "W_ACL_PREFIX",
     ]  # fmt: skip
     if design.exists():  # the shared spec is beside the repository in development and CI
         section = design.read_text(encoding="utf-8").split("Diagnostic codes are stable", 1)[1].split("`--format", 1)[0]
