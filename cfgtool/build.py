@@ -290,7 +290,8 @@ class Builder:
         used: list[str] = []
 
         def reader(target: str) -> str | None:
-            if (root and not (target == root or target.startswith(root + "/"))) or target.startswith("../"):
+            outside = target.startswith(("/", "../")) or target == ".."
+            if outside or (root and not (target == root or target.startswith(root + "/"))):
                 raise HoconError(E_UNSUPPORTED_INCLUDE, f"include {target!r} is outside the store {root or '.'}/")
             used.append(target)
             blob = self.source.read(target)

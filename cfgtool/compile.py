@@ -19,10 +19,11 @@ from cfgtool.build import Builder
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.errors import UsageError
 from cfgtool.hocon import bulk
+from cfgtool.rules import Rules, rule_changes, rules_of
 from cfgtool.snapshot import Snapshot, SourceInfo
 from cfgtool.store import git
 from cfgtool.store.graph import Graph
-from cfgtool.store.nodes import Store, discover
+from cfgtool.store.nodes import Store, discover, read_settings
 from cfgtool.store.settings import assignments
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
 from cfgtool.validate import check_policies, check_schemas, load_schemas, read_schema_files
@@ -37,6 +38,7 @@ class CompileResult:
     snapshot: Snapshot
     diagnostics: tuple[Diagnostic, ...]
     store: Store
+    rules: Rules  # what it was checked with
     checked: tuple[Mapping[str, str], ...]  # every variable assignment that was compiled
     stats: Mapping[str, int]  # files parsed, nodes resolved, nodes reused from the cache
 
@@ -80,20 +82,30 @@ def compile_store(
     """Compile the store in `repo` at `ref` (None: the working tree); see `compile_source`.
 
     `base` names a ref to compare with: policies then see each node as created, altered, deleted or
-    unchanged against the store at that ref (DESIGN 8.2); `principal` is who asks (a PR's author).
+    unchanged against the store at that ref (DESIGN 8.2), and every rule (settings, schemas, policy code,
+    ACL, recipients) is the base's, never the change's own (DESIGN 15); `principal` is who asks (a PR's
+    author).
     """
     source = open_source(repo, store, ref)
-    base_snapshot = None
-    if base is not None:
-        try:
-            base_source = open_source(source.repo_root, store, base)
-        except StoreNotFoundError:  # the change adds the store (a repository adopting cfgtool): all is created
-            base_snapshot = absent_store(source.store, base, git.resolve_commit(source.repo_root, base))
-        else:
-            base_snapshot = compile_source(base_source, variables, check_variables=False, validate=False).snapshot
+    if base is None:
+        return compile_source(
+            source, variables, check_variables=check_variables, validate=validate, principal=principal
+        )
+    try:
+        base_source = open_source(source.repo_root, store, base)
+    except StoreNotFoundError:  # the change adds the store (a repository adopting cfgtool): all is created
+        base_snapshot = absent_store(source.store, base, git.resolve_commit(source.repo_root, base))
+        result = compile_source(
+            source, variables, check_variables=check_variables, validate=validate, base=base_snapshot,
+            principal=principal,
+        )  # fmt: skip
+        added = rule_changes({}, result.rules.files(), None)  # no trusted rules yet: its own, flagged
+        return replace(result, diagnostics=result.diagnostics + tuple(added))
+    based = compile_source(base_source, variables, check_variables=False, validate=False)
     return compile_source(
-        source, variables, check_variables=check_variables, validate=validate, base=base_snapshot, principal=principal
-    )
+        source, variables, check_variables=check_variables, validate=validate, base=based.snapshot,
+        principal=principal, trusted=based.rules,
+    )  # fmt: skip
 
 
 def absent_store(store: str, ref: str, commit: str | None) -> Snapshot:
@@ -117,18 +129,21 @@ def compile_source(
     validate: bool = True,
     base: Snapshot | None = None,
     principal: str | None = None,
+    trusted: Rules | None = None,
 ) -> CompileResult:
     """Compile every node of the store in `source`, then (with `validate`) check schemas and policies.
 
     The snapshot uses `variables`, falling back to the declared defaults (then to each variable's first value).
     With `check_variables`, every other declared value of every variable a node depends on is compiled too,
-    and its problems are reported with the values that caused them (DESIGN 5.3).
+    and its problems are reported with the values that caused them (DESIGN 5.3). `trusted`: the rules to
+    compile and check with instead of the source's own (a `--base` ref's); every rule file the source
+    changes against them is W_RULES_CHANGED.
     """
     with _gc_paused():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
-        result = _compile(source, variables, check_variables)
+        result = _compile(source, variables, check_variables, trusted)
         if not validate:
             return result
-        problems = validate_snapshot(result.store, result.snapshot, base, principal)
+        problems = validate_snapshot(result.store, result.snapshot, result.rules, base, principal)
     return replace(result, diagnostics=result.diagnostics + tuple(problems))
 
 
@@ -152,44 +167,60 @@ def _gc_paused() -> Iterator[None]:
 
 
 def validate_snapshot(
-    store: Store, snapshot: Snapshot, base: Snapshot | None = None, principal: str | None = None
+    store: Store, snapshot: Snapshot, rules: Rules, base: Snapshot | None = None, principal: str | None = None
 ) -> list[Diagnostic]:
-    """JSON Schemas and policies (DESIGN 8) on a compiled snapshot: one problem never stops the others."""
-    source = store.source
-    settings = store.settings
+    """JSON Schemas and policies (DESIGN 8) of `rules` on a compiled snapshot: one problem never stops the
+    others."""
+    source = rules.source
     diags: list[Diagnostic] = []
-    schemas_dir = settings.schemas_dir(source.store)
+    schemas_dir = rules.schemas_dir
     if schemas_dir is not None:
-        files = read_schema_files(source.repo_root, schemas_dir, source.commit if source.ref is not None else None)
+        links: list[str] = []
+        files = read_schema_files(
+            source.repo_root, schemas_dir, source.commit if source.ref is not None else None, links
+        )
+        diags += [
+            Diagnostic.of(
+                "E_UNSAFE_PATH",
+                f"{link} is a symbolic link; cfgtool never reads schemas through links, so it is ignored",
+                file=link,
+                notes=("a link can lead outside the repository: commit the schema itself instead",),
+            )
+            for link in links
+        ]
         if not files:
             diags.append(
                 Diagnostic.of(
                     "E_SETTINGS",
-                    f"schemas: {settings.schemas!r} names {schemas_dir}/, which holds no schema files",
-                    file=store.settings_file,
+                    f"schemas: {rules.settings.schemas!r} names {schemas_dir}/, which holds no schema files",
+                    file=rules.settings_file,
                     notes=("add *.yaml or *.json JSON Schemas there, or remove the setting",),
                 )
             )
-        specs, problems = load_schemas(files, settings.name)
+        specs, problems = load_schemas(files, rules.settings.name)
         diags += problems
         diags += check_schemas(specs, snapshot)
-    if settings.policies:
-        blob = source.read(store.settings_file)
+    if rules.settings.policies:
         diags += check_policies(
-            settings.policies,
+            rules.settings.policies,
             source.repo_root,
             snapshot,
             base,
             principal,
-            settings_file=store.settings_file,
-            settings_text=blob.text() if blob is not None else None,
+            settings_file=rules.settings_file,
+            settings_text=rules.settings_text,
             present=store.nodes.keys(),
+            code_root=rules.policy_root(),
         )
     return diags
 
 
-def _compile(source: Source, variables: Mapping[str, str] | None, check_variables: bool) -> CompileResult:
-    store = discover(source)
+def _compile(
+    source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None
+) -> CompileResult:
+    store = discover(source, None if trusted is None else (trusted.settings, trusted.settings_file))
+    own = rules_of(source, *read_settings(source)) if trusted is not None else None
+    rules = trusted or rules_of(source, store.settings, store.settings_file)
     settings = store.settings
     for name in variables or {}:
         declared = settings.variables.get(name)
@@ -209,6 +240,8 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
     chosen.update(variables or {})
 
     diags: list[Diagnostic] = list(store.diagnostics)
+    if own is not None and trusted is not None:
+        diags += trusted.changes(own)
     graph = Graph(store, chosen)
     diags += graph.diagnostics
     builder = Builder(store, diags)
@@ -235,14 +268,24 @@ def _compile(source: Source, variables: Mapping[str, str] | None, check_variable
     snapshot = Snapshot(
         store=source.store,
         name=settings.name,
-        source=SourceInfo(source.ref, source.commit, source.dirty),
+        source=SourceInfo(source.ref, source.commit, _dirty(source, rules)),
         variables=chosen,
         tag_roots=tuple(settings.tag_roots),
         nodes=nodes,
         cfgtool_version=__version__,
         texts=source.texts(builder.texts_paths()),
     )
-    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, tuple(checked), dict(builder.stats))
+    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), dict(builder.stats))
+
+
+def _dirty(source: Source, rules: Rules) -> bool:
+    """Whether a working tree differs from HEAD in anything the compile reads: the store, and the rules
+    when they come from the working tree too (schemas and policy code may live outside the store)."""
+    if source.ref is not None:
+        return False
+    if source.dirty:
+        return True
+    return rules.source is source and git.is_dirty(source.repo_root, *rules.paths())
 
 
 def _new_problems(reported: list[Diagnostic], others: list[Diagnostic]) -> list[Diagnostic]:

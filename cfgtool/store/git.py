@@ -102,20 +102,50 @@ def resolve_commit(root: Path, ref: str) -> str | None:
 def ls_tree(root: Path, commit: str, directory: str) -> dict[str, str]:
     """`{path: blob id}` of every regular file under `directory` ('' = everything) at `commit`.
 
-    Symlinks and submodules are skipped (the working tree source skips symlinks too).
+    Symlinks and submodules are left out (`tree_files` also names the symlinks).
+    """
+    return tree_files(root, commit, directory)[0]
+
+
+def tree_files(root: Path, commit: str, directory: str) -> tuple[dict[str, str], list[str]]:
+    """(`{path: blob id}` of the regular files, paths of the symbolic links) under `directory` at `commit`.
+
+    A symlink blob (mode 120000) is never read or followed (DESIGN 15); callers report it. Submodules
+    (commits in the tree) are skipped.
     """
     args = ["ls-tree", "-r", "-z", "--full-tree", commit]
     if directory:
         args += ["--", directory + "/"]
     out = run_git(root, *args).stdout
     entries: dict[str, str] = {}
+    links: list[str] = []
     for record in out.split(b"\0"):
         if not record:
             continue
         meta, _, path = record.partition(b"\t")
         mode, kind, oid = meta.split(b" ")
-        if kind == b"blob" and mode != b"120000":
-            entries[path.decode("utf-8", "surrogateescape")] = oid.decode()
+        if kind != b"blob":
+            continue
+        name = path.decode("utf-8", "surrogateescape")
+        if mode == b"120000":
+            links.append(name)
+        else:
+            entries[name] = oid.decode()
+    return entries, links
+
+
+def tree_entries(root: Path, commit: str) -> list[tuple[str, str, str]]:
+    """The top level of `commit`'s tree, not recursive: (kind 'blob' | 'tree' | ..., blob or tree id, name);
+    symlinks are left out."""
+    out = run_git(root, "ls-tree", "-z", "--full-tree", commit).stdout
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, kind, oid = meta.split(b" ")
+        if mode != b"120000":
+            entries.append((kind.decode(), oid.decode(), path.decode("utf-8", "surrogateescape")))
     return entries
 
 
@@ -191,9 +221,10 @@ def ls_files(root: Path, directory: str) -> list[str]:
     return list(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p))
 
 
-def is_dirty(root: Path, directory: str) -> bool:
-    """Whether the work tree (staged, modified or untracked files) under `directory` differs from HEAD."""
+def is_dirty(root: Path, *paths: str) -> bool:
+    """Whether the work tree (staged, modified or untracked files) at any of `paths` (directories or files,
+    repo-relative; none or '' = everything) differs from HEAD."""
     args: Sequence[str] = ["status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules"]
-    if directory:
-        args = [*args, "--", directory + "/"]
+    if paths and "" not in paths:
+        args = [*args, "--", *paths]
     return bool(run_git(root, *args).stdout.strip(b"\0"))

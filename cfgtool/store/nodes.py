@@ -61,8 +61,12 @@ class Store:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def discover(source: Source) -> Store:
-    """The nodes of the store in `source`, with every discovery problem as a diagnostic."""
+def discover(source: Source, rules: tuple[Settings, str] | None = None) -> Store:
+    """The nodes of the store in `source`, with every discovery problem as a diagnostic.
+
+    `rules`: the settings to compile with and their file, when they come from elsewhere (a `--base` ref,
+    DESIGN 15); the source's own `_CONFIG_STORE` is still checked, and its problems reported.
+    """
     diags: list[Diagnostic] = []
     dirs: dict[str, str] = {"": keys.ROOT}  # store-relative dir -> key, for every node
     rejected: set[str] = set()  # store-relative dirs that are not nodes (so neither is anything under them)
@@ -83,6 +87,9 @@ def discover(source: Source) -> Store:
 
     settings, settings_diags = _settings(blobs.get(settings_path), settings_path)
     diags += settings_diags
+    if rules is not None:
+        settings, settings_path = rules
+    diags += _unsafe(source, dirs)
     nodes: dict[str, Node] = {}
     for directory, key in sorted(dirs.items(), key=lambda item: item[1]):
         names = files_of.get(directory, set())
@@ -92,6 +99,26 @@ def discover(source: Source) -> Store:
         includes = _includes(names, node_dir, key, blobs, settings, diags)
         nodes[key] = Node(key, node_dir, main, includes)
     return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags))
+
+
+def _unsafe(source: Source, dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """E_UNSAFE_PATH for each symbolic link in the store, against the node whose directory holds it."""
+    out = []
+    for path in source.unsafe:
+        parent = source.rel(path).rpartition("/")[0] if path != source.store else ""
+        while parent not in dirs:
+            parent = parent.rpartition("/")[0]
+        out.append(
+            Diagnostic.of(
+                "E_UNSAFE_PATH",
+                f"{path} is a symbolic link; cfgtool never reads through links, so it and everything under it "
+                "are ignored",
+                key=dirs[parent],
+                file=path,
+                notes=("a link can lead outside the repository: commit the files themselves instead",),
+            )
+        )
+    return out
 
 
 def _join(directory: str, name: str) -> str:
@@ -131,6 +158,12 @@ def _node_dir(
         return False
     dirs[directory] = keys.join(parent_key, name)
     return True
+
+
+def read_settings(source: Source) -> tuple[Settings, str]:
+    """The settings of the store in `source` (invalid ones at their defaults) and their file's path."""
+    path = source.path(SETTINGS_FILE)
+    return _settings(source.read(path), path)[0], path
 
 
 def _settings(blob: Blob | None, path: str) -> tuple[Settings, list[Diagnostic]]:

@@ -26,6 +26,8 @@ from cfgtool.store.keys import BadKeyError, normalize_key
 from cfgtool.yamlmarks import duplicate_keys, mark
 
 SETTINGS_FILE = "_CONFIG_STORE"
+ACL_FILE = "_ACL.yaml"  # the default ACL file at the store root (DESIGN 13)
+RECIPIENTS_FILE = "_RECIPIENTS"  # the age recipients that secrets are sealed to (DESIGN 14)
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,17 @@ class Settings:
     variables: Mapping[str, Variable] = field(default_factory=lambda: MappingProxyType({}))
     schemas: str | None = None
     policies: tuple[PolicySpec, ...] = ()
+    acl: str | None = None  # the ACL file, relative to the store root (DESIGN 13); None: ACL_FILE
 
     def schemas_dir(self, store_dir: str) -> str | None:
         """The schemas directory relative to the repository root, given the store's repo-relative dir."""
         if self.schemas is None:
             return None
         return posixpath.normpath(posixpath.join(store_dir or ".", self.schemas))
+
+    def acl_file(self, store_dir: str) -> str:
+        """The ACL file's repo-relative path (DESIGN 13), given the store's repo-relative dir."""
+        return posixpath.normpath(posixpath.join(store_dir or ".", self.acl or ACL_FILE))
 
 
 @cache
@@ -95,9 +102,18 @@ def parse_settings(text: str, file: str = SETTINGS_FILE) -> tuple[Settings, list
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     for error in errors:
         diags.extend(_schema_diagnostics(error, root, file))
-    bad = {_scope(tuple(e.absolute_path)) for e in errors}
+    bad = set().union(*(_invalidated(e) for e in errors))
     settings, more = _build(data if isinstance(data, dict) else {}, bad, root, file)
     return settings, sorted(diags + more, key=lambda d: (d.line or 0, d.col or 0))
+
+
+def _invalidated(error: jsonschema.ValidationError) -> set[tuple[str, ...]]:
+    """The settings an error makes unusable: an unknown setting only itself (the others are kept), an
+    error inside a variable that variable, anything else the whole top-level setting."""
+    if error.validator == "additionalProperties" and not error.absolute_path and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        return {(str(k),) for k in error.instance if k not in known}
+    return {_scope(tuple(error.absolute_path))}
 
 
 def _scope(path: tuple[Any, ...]) -> tuple[str, ...]:
@@ -116,7 +132,7 @@ def _build(
     diags: list[Diagnostic] = []
     ok = {k: v for k, v in data.items() if (k,) not in bad}
     kwargs: dict[str, Any] = {}
-    for name in ("name", "version_tag_prefix", "rollback_tag_prefix", "schemas"):
+    for name in ("name", "version_tag_prefix", "rollback_tag_prefix", "schemas", "acl"):
         if name in ok:
             kwargs[name] = ok[name]
     if "tag_roots" in ok:

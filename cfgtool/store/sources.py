@@ -56,6 +56,7 @@ class Source(ABC):
 
     def __init__(self) -> None:
         self._cache: dict[str, Blob] = {}
+        self.unsafe: list[str] = []  # symbolic links in the store: never read or followed (E_UNSAFE_PATH)
 
     @abstractmethod
     def files(self) -> list[str]:
@@ -161,7 +162,11 @@ def _store_dir(root: Path, store: str | Path) -> str:
 
 
 class WorkTreeSource(Source):
-    """The store as it is on disk, restricted to files git would commit (ignored files are left out)."""
+    """The store as it is on disk, restricted to files git would commit (ignored files are left out).
+
+    Nothing is read through a symbolic link (DESIGN 15): a link in the store, or a directory on the way to a
+    file that is a link, is listed in `unsafe` instead, and `load` only reads files inside the repository.
+    """
 
     def __init__(self, repo: Path, store: str | Path = DEFAULT_STORE) -> None:
         super().__init__()
@@ -172,9 +177,25 @@ class WorkTreeSource(Source):
             )
         self.repo_root = located.root
         self.store = _store_dir(self.repo_root, store)
+        self._links = Containment(self.repo_root)
+        link = self._links.link_of(self.store) if self.store else None
+        if link is not None:
+            raise StoreNotFoundError(
+                f"the store directory {self.store} is reached through the symbolic link {link}",
+                hint="cfgtool never follows links out of the repository: pass --store with the real directory",
+            )
         self.ref = None
         self.commit = git.resolve_commit(self.repo_root, "HEAD")
-        self._files = sorted(p for p in git.ls_files(self.repo_root, self.store) if _is_file(self.repo_root / p))
+        files: list[str] = []
+        unsafe: set[str] = set()
+        for p in git.ls_files(self.repo_root, self.store):
+            link = self._links.link_of(p)
+            if link is not None:
+                unsafe.add(link)
+            elif _is_file(self.repo_root / p):
+                files.append(p)
+        self._files = sorted(files)
+        self.unsafe = sorted(unsafe)
         self._check_store(self._files)
 
     def files(self) -> list[str]:
@@ -183,6 +204,8 @@ class WorkTreeSource(Source):
     def _read(self, paths: list[str]) -> dict[str, Blob]:
         out: dict[str, Blob] = {}
         for p in paths:
+            if self._links.link_of(p) is not None:
+                continue
             full = self.repo_root / p
             if not _is_file(full):
                 continue
@@ -197,6 +220,36 @@ class WorkTreeSource(Source):
     def dirty(self) -> bool:
         """Whether the store differs from HEAD (staged, modified, untracked files); True with no commit."""
         return self.commit is None or git.is_dirty(self.repo_root, self.store)
+
+
+class Containment:
+    """Which repo-relative paths of a working tree can be read without leaving it: none whose path is
+    absolute, climbs with `..`, or passes through (or is) a symbolic link. Directories are checked once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._dirs: dict[str, str | None] = {"": None}  # directory -> the link on its way (None: safe)
+
+    def link_of(self, rel: str) -> str | None:
+        """The first part of `rel` that is a symbolic link (or `rel` itself when it is not a plain relative
+        path), None when `rel` can be read safely (it need not exist)."""
+        if not rel or rel.startswith("/") or ".." in rel.split("/") or "\0" in rel:
+            return rel or None
+        parent, _, _ = rel.rpartition("/")
+        found = self._dir(parent)
+        if found is not None:
+            return found
+        return rel if _is_link(self.root / rel) else None
+
+    def _dir(self, directory: str) -> str | None:
+        if directory in self._dirs:
+            return self._dirs[directory]
+        parent, _, _ = directory.rpartition("/")
+        found = self._dir(parent)
+        if found is None and _is_link(self.root / directory):
+            found = directory
+        self._dirs[directory] = found
+        return found
 
 
 class GitSource(Source):
@@ -214,7 +267,7 @@ class GitSource(Source):
                 hint="check the name with `git tag` or `git branch -a`, or fetch it first",
             )
         self.commit = commit
-        self._entries = git.ls_tree(self.repo_root, commit, self.store)
+        self._entries, self.unsafe = git.tree_files(self.repo_root, commit, self.store)
         self._files = sorted(self._entries)
         self._check_store(self._files)
 
@@ -262,6 +315,13 @@ class _Texts(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._paths)
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _is_file(path: Path) -> bool:

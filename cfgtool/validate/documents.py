@@ -15,6 +15,7 @@ import yaml
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store import git
+from cfgtool.store.sources import Containment
 from cfgtool.yamlmarks import duplicate_keys, mark
 
 SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
@@ -85,24 +86,34 @@ def _duplicate_keys(doc: Document, node: yaml.Node) -> Iterator[Diagnostic]:
         yield Diagnostic.of("E_SCHEMA", message, file=doc.file, line=line, col=col)
 
 
-def read_schema_files(repo_root: Path, directory: str, commit: str | None = None) -> dict[str, str | None]:
+def read_schema_files(
+    repo_root: Path, directory: str, commit: str | None = None, links: list[str] | None = None
+) -> dict[str, str | None]:
     """`{repo-relative path: text}` of every schema file (`.yaml`, `.yml`, `.json`) under `directory`, read
-    from the working tree (`commit` None: files git would commit) or from `commit`; None: not UTF-8."""
+    from the working tree (`commit` None: files git would commit) or from `commit`; None: not UTF-8.
+    Nothing is read through a symbolic link (DESIGN 15): the links found are appended to `links`."""
     directory = directory.strip("/")
     if directory in ("", "."):
         directory = ""
     texts: dict[str, str | None] = {}
+    found: set[str] = set()
     if commit is None:
+        containment = Containment(repo_root)
         for rel in git.ls_files(repo_root, directory):
             path = repo_root / rel
-            if rel.endswith(SCHEMA_SUFFIXES) and path.is_file() and not path.is_symlink():
+            link = containment.link_of(rel)
+            if link is not None:
+                found.add(link)
+            elif rel.endswith(SCHEMA_SUFFIXES) and path.is_file():
                 texts[rel] = _decode(path.read_bytes())
     else:
-        entries = {
-            p: oid for p, oid in git.ls_tree(repo_root, commit, directory).items() if p.endswith(SCHEMA_SUFFIXES)
-        }
+        files, tree_links = git.tree_files(repo_root, commit, directory)
+        found.update(tree_links)
+        entries = {p: oid for p, oid in files.items() if p.endswith(SCHEMA_SUFFIXES)}
         blobs = git.cat_blobs(repo_root, entries.values())
         texts = {p: _decode(blobs[oid]) for p, oid in entries.items()}
+    if links is not None:
+        links += sorted(found)
     return dict(sorted(texts.items()))
 
 

@@ -66,32 +66,37 @@ def load_policies(
     repo_root: Path,
     settings_file: str = SETTINGS_FILE,
     settings_text: str | None = None,
+    code_root: Path | None = None,
 ) -> tuple[list[LoadedPolicy], list[Diagnostic]]:
     """Import, create and configure each policy, in order. A policy that fails is E_POLICY_ERROR (at its
-    entry in `settings_file`, located in `settings_text` when given) and left out; the others are loaded."""
+    entry in `settings_file`, located in `settings_text` when given) and left out; the others are loaded.
+
+    `code_root` holds the repository's own modules when they come from a git ref (`cfgtool.rules`); the
+    working tree of `repo_root` is then kept off `sys.path` while importing.
+    """
     marks = _entry_marks(settings_text)
     loaded: list[LoadedPolicy] = []
     diags: list[Diagnostic] = []
     for index, spec in enumerate(specs):
         line, col = marks[index] if index < len(marks) else (None, None)
         try:
-            policy = _create(spec, repo_root)
+            policy = _create(spec, code_root or repo_root, repo_root)
         except _LoadError as err:
             message = f"policy {spec.class_path}: {err.message}"
             diags.append(
                 Diagnostic.of("E_POLICY_ERROR", message, file=settings_file, line=line, col=col, notes=err.notes)
             )
             continue
-        loaded.append(LoadedPolicy(spec.class_path, policy, settings_file, line, col, repo_root))
+        loaded.append(LoadedPolicy(spec.class_path, policy, settings_file, line, col, code_root or repo_root))
     return loaded, diags
 
 
-def _create(spec: PolicySpec, repo_root: Path) -> Policy:
+def _create(spec: PolicySpec, repo_root: Path, work_tree: Path) -> Policy:
     module_name, sep, class_name = spec.class_path.partition(":")
     if not sep or not module_name or not class_name:
         raise _LoadError("a policy is named 'module:Class', e.g. policies.retention:MaxRetention")
     try:
-        with _repository_on_path(repo_root, module_name):
+        with _repository_on_path(repo_root, module_name, work_tree):
             module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
@@ -123,29 +128,37 @@ def _create(spec: PolicySpec, repo_root: Path) -> Policy:
 
 
 @contextmanager
-def _repository_on_path(repo_root: Path, module_name: str) -> Iterator[None]:
+def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | None = None) -> Iterator[None]:
     """Import from `repo_root` first, fresh; afterwards restore `sys.path` and `sys.modules`.
 
     A module family the repository provides but that was already imported from elsewhere (`policies` of
     another repository) is set aside while importing and put back afterwards; the repository's modules
     imported meanwhile are removed again. Installed packages (even in a virtualenv inside the repository)
     stay imported, and cfgtool itself is never re-imported: policies share the runner's classes.
+    When `repo_root` is a ref's materialized code (not `work_tree`), the working tree and the current
+    directory are taken off `sys.path` and no bytecode is written, so nothing of the checkout is imported.
     """
     root = str(repo_root.resolve())
     top = module_name.split(".")[0]
     saved_path = list(sys.path)
+    saved_bytecode = sys.dont_write_bytecode
     before = set(sys.modules)
     stashed: dict[str, ModuleType] = {}
     if _provides(repo_root, top) and top in sys.modules and not _inside(sys.modules[top], root):
         stashed = {n: m for n, m in sys.modules.items() if n == top or n.startswith(top + ".")}
         for name in stashed:
             del sys.modules[name]
+    if work_tree is not None and work_tree.resolve() != Path(root):
+        checkout = work_tree.resolve()
+        sys.path[:] = [p for p in sys.path if p and not _under(Path(p), checkout)]
+        sys.dont_write_bytecode = True
     sys.path.insert(0, root)
     importlib.invalidate_caches()
     try:
         yield
     finally:
         sys.path[:] = saved_path
+        sys.dont_write_bytecode = saved_bytecode
         for name in set(sys.modules) - before:
             if _provides(repo_root, name.split(".")[0]) and _inside(sys.modules[name], root):
                 del sys.modules[name]
@@ -153,6 +166,15 @@ def _repository_on_path(repo_root: Path, module_name: str) -> Iterator[None]:
             sys.modules.pop(name, None)
         sys.modules.update(stashed)
         importlib.invalidate_caches()
+
+
+def _under(path: Path, directory: Path) -> bool:
+    """Whether `path` (resolved) is `directory` or inside it; a virtualenv inside the checkout is not."""
+    try:
+        resolved = path.resolve()
+    except OSError:
+        return False
+    return resolved.is_relative_to(directory) and "site-packages" not in resolved.parts
 
 
 def _provides(repo_root: Path, top: str) -> bool:
@@ -326,7 +348,8 @@ def check_policies(
     settings_file: str = SETTINGS_FILE,
     settings_text: str | None = None,
     present: Collection[str] = (),
+    code_root: Path | None = None,
 ) -> list[Diagnostic]:
     """Load, run and close the policies of `specs` (what compile does): every diagnostic, in order."""
-    policies, diags = load_policies(specs, repo_root, settings_file, settings_text)
+    policies, diags = load_policies(specs, repo_root, settings_file, settings_text, code_root)
     return diags + run_policies(policies, snapshot, base, principal, present=present)
