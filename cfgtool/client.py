@@ -16,10 +16,12 @@ import json
 import pickle
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cfgtool import __version__
+from cfgtool.access.secrets import SecretError, load_identities, open_envelope, store_label, with_secrets
 from cfgtool.cache import cache_root
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.errors import CfgtoolError, SourceError
@@ -49,8 +51,11 @@ class ConfigClient:
         variables: Mapping[str, str] | None = None,
         version: int | None = None,
         cache_dir: str | Path | None = None,
+        identity: str | Path | None = None,
     ) -> None:
         self.location = str(location)
+        # secrets (DESIGN 14) read as Secret values; with an identity they open lazily, in this process only
+        self._identities = load_identities(identity) if identity is not None else None
         self.store = store
         self.variables = dict(variables or {})
         self._cache = Path(cache_dir) if cache_dir is not None else cache_root()
@@ -62,8 +67,22 @@ class ConfigClient:
 
     # -- reads -------------------------------------------------------------------------------------------
     def lookup(self, key: str, strict: bool = False) -> Lookup:
-        """The config of `key` and whether it has a node (a key without one reads as its nearest ancestor's)."""
-        return self.snapshot.lookup(self._key(key), strict)
+        """The config of `key` and whether it has a node (a key without one reads as its nearest ancestor's).
+        Its secrets are `Secret` values: `[hidden]` as text, `.reveal()` opens them given an identity."""
+        found = self.snapshot.lookup(self._key(key), strict)
+        sealed = self.snapshot.secrets.get(found.node)
+        if not sealed:
+            return found
+        return replace(found, config=with_secrets(found.config, sealed, self._open))
+
+    def _open(self, envelope: str) -> str:
+        if self._identities is None:
+            raise SecretError(
+                "this secret is sealed: the client has no identity to open it",
+                hint="create the client with ConfigClient(..., identity=PATH_TO_AGE_IDENTITY)",
+            )
+        label = store_label(self.snapshot.name, self.snapshot.store)
+        return open_envelope(envelope, self._identities, label).value
 
     def exists(self, key: str) -> bool:
         """Whether `key` has a node of its own (else it reads as its nearest ancestor)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cfgtool import __version__
+from cfgtool.access.enforce import acl_problems, change_problems
 from cfgtool.build import Builder
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.errors import UsageError
@@ -26,9 +27,13 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover, read_settings
 from cfgtool.store.settings import assignments
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
-from cfgtool.validate import check_policies, check_schemas, load_schemas, read_schema_files
+from cfgtool.validate import check_policies, check_schemas
 
-VALIDATION_CODES = frozenset({"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR"})
+# Errors that leave every resolved config as it is (validation, secrets, access): reads still answer.
+VALIDATION_CODES = frozenset(
+    {"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR", "E_SECRET_IN_CLEAR", "E_SECRET_BINDING", "E_SECRET_CONCAT",
+     "E_ACL", "E_ACCESS_DENIED"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,15 @@ def compile_store(
         added = rule_changes({}, result.rules.files(), None)  # no trusted rules yet: its own, flagged
         return replace(result, diagnostics=result.diagnostics + tuple(added))
     based = compile_source(base_source, variables, check_variables=False, validate=False)
-    return compile_source(
+    result = compile_source(
         source, variables, check_variables=check_variables, validate=validate, base=based.snapshot,
         principal=principal, trusted=based.rules,
     )  # fmt: skip
+    if principal is None:
+        return result
+    changed_rules = [d.file for d in result.diagnostics if d.code == "W_RULES_CHANGED" and d.file]
+    denied = change_problems(based.rules, based.store, result.store, principal, changed_rules)
+    return replace(result, diagnostics=result.diagnostics + tuple(denied))
 
 
 def absent_store(store: str, ref: str, commit: str | None) -> Snapshot:
@@ -141,10 +151,22 @@ def compile_source(
     """
     with _gc_paused():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
         result = _compile(source, variables, check_variables, trusted)
-        if not validate:
-            return result
-        problems = validate_snapshot(result.store, result.snapshot, result.rules, base, principal)
-    return replace(result, diagnostics=result.diagnostics + tuple(problems))
+        hidden, problems = hide_secrets(result.rules, result.snapshot)
+        problems += acl_problems(source, result.rules)
+        if validate:
+            problems += validate_snapshot(result.store, hidden, result.rules, base, principal)
+    return replace(result, snapshot=hidden, diagnostics=result.diagnostics + tuple(problems))
+
+
+def hide_secrets(rules: Rules, snapshot: Snapshot) -> tuple[Snapshot, list[Diagnostic]]:
+    """The snapshot with every secret `[hidden]` (DESIGN 14), and its secrets' problems. It runs right after
+    resolution, before validation and before anything reads the snapshot; stores without recipients or
+    writeOnly schemas skip it."""
+    if not rules.uses_secrets:
+        return snapshot, []
+    from cfgtool.access.redact import seal_snapshot
+
+    return seal_snapshot(snapshot, rules.schemas[0])
 
 
 @contextmanager
@@ -175,10 +197,7 @@ def validate_snapshot(
     diags: list[Diagnostic] = []
     schemas_dir = rules.schemas_dir
     if schemas_dir is not None:
-        links: list[str] = []
-        files = read_schema_files(
-            source.repo_root, schemas_dir, source.commit if source.ref is not None else None, links
-        )
+        files, links = rules.schema_files
         diags += [
             Diagnostic.of(
                 "E_UNSAFE_PATH",
@@ -197,7 +216,7 @@ def validate_snapshot(
                     notes=("add *.yaml or *.json JSON Schemas there, or remove the setting",),
                 )
             )
-        specs, problems = load_schemas(files, rules.settings.name)
+        specs, problems = rules.schemas
         diags += problems
         diags += check_schemas(specs, snapshot)
     if rules.settings.policies:

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from cfgtool.access.hidden import HIDDEN
 from cfgtool.hocon import Origin, split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.plain import MISSING, value_at
@@ -99,9 +100,11 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
     if not read.exists:
         keys = (key, *keys)
         reached = (f"{key} itself (no node)", f"nearest ancestor of {key} (which has no node)", *reached[1:])
+    secret = name in snapshot.secrets.get(read.node, ())
     for layer, how in zip(keys, reached, strict=True):
         own = snapshot.nodes[layer].own.get(name) if layer in snapshot.nodes else None
-        layers.append(LayerValue(layer, how, own.text if own else None, own.origin if own else None))
+        text = None if own is None else HIDDEN if secret else snapshot.own_text(layer, name, own.text)
+        layers.append(LayerValue(layer, how, text, own.origin if own else None))
     return Explanation(
         key=key,
         node=read.node,

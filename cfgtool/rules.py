@@ -17,13 +17,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cfgtool.cache import cache_root
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store import git
 from cfgtool.store.settings import RECIPIENTS_FILE, Settings
 from cfgtool.store.sources import Containment, Source, blob_id
-from cfgtool.validate.documents import SCHEMA_SUFFIXES
+from cfgtool.validate.documents import SCHEMA_SUFFIXES, read_schema_files
+
+if TYPE_CHECKING:
+    from cfgtool.validate.schemas import SchemaSpec
 
 CODE_DIR = "policy-code"  # under the cache root: one directory per materialized set of policy files
 
@@ -51,6 +55,31 @@ class Rules:
     def recipients_file(self) -> str:
         """The recipients file's repo-relative path (it may not exist)."""
         return self.source.path(RECIPIENTS_FILE)
+
+    @cached_property
+    def schema_files(self) -> tuple[dict[str, str | None], list[str]]:
+        """(`{path: text}` of the schema files, the symbolic links found among them, never read)."""
+        if self.schemas_dir is None:
+            return {}, []
+        links: list[str] = []
+        source = self.source
+        commit = source.commit if source.ref is not None else None
+        return read_schema_files(source.repo_root, self.schemas_dir, commit, links), links
+
+    @cached_property
+    def schemas(self) -> tuple[list[SchemaSpec], list[Diagnostic]]:
+        """The compiled schemas, and the problems of the schema files (compiled once per compile)."""
+        from cfgtool.validate.schemas import load_schemas  # jsonschema: only when schemas are needed
+
+        return load_schemas(self.schema_files[0], self.settings.name)
+
+    @property
+    def uses_secrets(self) -> bool:
+        """Whether the store may hold secrets (DESIGN 14): it has recipients, or a schema marks a path
+        writeOnly. Stores without either skip the secret checks."""
+        if self.text(self.recipients_file) is not None:
+            return True
+        return any(text and "writeOnly" in text for text in self.schema_files[0].values())
 
     def text(self, path: str) -> str | None:
         """The text of a rule file inside the store (the ACL, the recipients), None when absent."""

@@ -19,8 +19,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from cfgtool.access.hidden import HIDDEN, PREFIX, hide
 from cfgtool.errors import CfgtoolError, SourceError
-from cfgtool.hocon import Origin, bulk, parse
+from cfgtool.hocon import Origin, bulk, parse, split_path
 from cfgtool.hocon.values import Obj
 from cfgtool.layers import resolve_layers
 from cfgtool.provenance import OwnValue, Provenance
@@ -103,6 +104,9 @@ class Snapshot(StoreQueries):
     nodes: Mapping[str, NodeSnapshot]
     cfgtool_version: str
     texts: Mapping[str, str] = field(default_factory=dict)  # repo-relative path -> text of every file read
+    # node -> {path: sealed envelope, or None for a value that was not sealed}: what `cfgtool.access.hidden`
+    # replaced by [hidden] in that node's config (DESIGN 14); clients with an identity open the envelopes
+    secrets: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
 
     @cached_property
     def failed(self) -> frozenset[str]:
@@ -134,7 +138,8 @@ class Snapshot(StoreQueries):
         found = self._phantoms.get(key)
         if found is None:
             docs = [self._doc(self.nodes[layer].file) for layer in nearest.layers]
-            found = self._phantoms[key] = resolve_layers(docs, key).value
+            paths = {split_path(p) for p in self.secrets.get(nearest.key, ())}  # resolved again: hide again
+            found = self._phantoms[key] = hide(resolve_layers(docs, key).value, paths)[0]
         return found
 
     def _doc(self, file: str | None) -> Obj:
@@ -153,13 +158,20 @@ class Snapshot(StoreQueries):
     def _docs(self) -> dict[str, Obj]:
         return {}
 
+    def own_text(self, key: str, path: str, text: str) -> str:
+        """An assignment of `key`'s own config as written, `[hidden]` when it is a secret (DESIGN 14)."""
+        return HIDDEN if PREFIX in text or path in self.secrets.get(key, ()) else text
+
     # -- serialization -----------------------------------------------------------------------------------
     def content(self) -> dict[str, Any]:
         """What the digest covers: each node's content hash (config, layers, imports) and the variables."""
-        return {
+        content: dict[str, Any] = {
             "variables": dict(sorted(self.variables.items())),
             "nodes": {key: node_hash(snap) for key, snap in sorted(self.nodes.items())},
         }
+        if self.secrets:  # a changed or resealed secret is a new version, though both read [hidden]
+            content["secrets"] = {k: dict(v) for k, v in self.secrets.items()}
+        return content
 
     @cached_property
     def digest(self) -> str:
@@ -189,7 +201,7 @@ class Snapshot(StoreQueries):
                 node["reached"] = list(snap.reached)
                 node["origins"] = {p: org(o) for p, o in snap.origins.items()}
                 node["sources"] = {p: [org(o) for o in os_] for p, os_ in snap.sources.items()}
-                node["own"] = {p: [v.text, *org(v.origin)] for p, v in snap.own.items()}
+                node["own"] = {p: [self.own_text(key, p, v.text), *org(v.origin)] for p, v in snap.own.items()}
             nodes[key] = node
         return {
             "$schema": SCHEMA,
@@ -204,6 +216,7 @@ class Snapshot(StoreQueries):
             "files": list(files),
             "nodes": nodes,
             "texts": dict(sorted(self.texts.items())) if texts else {},
+            "secrets": {k: dict(sorted(v.items())) for k, v in sorted(self.secrets.items())},
         }
 
     @classmethod
@@ -232,6 +245,7 @@ class Snapshot(StoreQueries):
                 nodes=nodes,
                 cfgtool_version=data["cfgtool_version"],
                 texts=data["texts"] if texts is None else texts,
+                secrets=data.get("secrets") or {},
             )
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc

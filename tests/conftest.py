@@ -116,14 +116,18 @@ def _cfgtool_command() -> list[str]:
 
 @pytest.fixture
 def run_cfgtool(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`run_cfgtool(*args, cwd=tmp_path, env=None)`: the finished process, stdout and stderr as text."""
+    """`run_cfgtool(*args, cwd=tmp_path, env=None, input=None)`: the finished process, stdout and stderr as
+    text (`input` is its standard input)."""
     base_env = {k: v for k, v in os.environ.items() if k != "CFGTOOL_DEBUG"}
 
-    def run(*args: str, cwd: Path = tmp_path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path = tmp_path, env: dict[str, str] | None = None, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [*_cfgtool_command(), *args],
             cwd=cwd,
             env={**base_env, **(env or {})},
+            input=input if input is not None else "",
             capture_output=True,
             text=True,
             encoding="utf-8",

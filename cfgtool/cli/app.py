@@ -11,10 +11,12 @@ import typer
 
 from cfgtool._version import __version__
 from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
+from cfgtool.cli.acl_cmd import acl_app
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.diff_cmd import audit_command, diff_command
 from cfgtool.cli.error_handler import run_handled
 from cfgtool.cli.init_cmd import init_command
+from cfgtool.cli.secret_cmd import secret_app
 from cfgtool.cli.versions_cmd import publish_command, rollback_command, versions_command
 
 HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
@@ -48,6 +50,8 @@ def build_app() -> typer.Typer:
     app.command("versions")(versions_command)
     app.command("diff")(diff_command)
     app.command("audit")(audit_command)
+    app.add_typer(acl_app)
+    app.add_typer(secret_app)
     return app
 
 

@@ -63,7 +63,8 @@ def publish_command(
         typer.Option(
             "--principal",
             metavar="NAME",
-            help="Who publishes, as the policies see it (default: your git identity); CI passes the pusher's login.",
+            help="Who publishes: checked against the current version's ACL, and seen by the policies (default: your"
+            " git identity, not checked); CI passes the pusher's login.",
             show_default=False,
         ),
     ] = None,
@@ -122,6 +123,15 @@ def rollback_command(
         ),
     ] = None,
     remote: Remote = None,
+    principal: Annotated[
+        str | None,
+        typer.Option(
+            "--principal",
+            metavar="NAME",
+            help="Who rolls back, checked against the current version's ACL (User:NAME; a bare NAME is a user).",
+            show_default=False,
+        ),
+    ] = None,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Withdraw a bad version: mark it rolled back (tag config/rolledback/vN).
@@ -139,7 +149,7 @@ def rollback_command(
       cfgtool rollback --to 9 -m "back to the last known good" --format json
     """
     cli: CliContext = ctx.obj
-    result = rollback(cli.repo, version, to=to, reason=message, remote=remote, store=cli.store)
+    result = rollback(cli.repo, version, to=to, reason=message, remote=remote, store=cli.store, principal=principal)
     typer.echo(
         json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
     )

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cfgtool.access.hidden import HIDDEN
 from cfgtool.compile import CompileResult, absent_store, compile_store
-from cfgtool.hocon import Origin, bulk
+from cfgtool.hocon import Origin, bulk, split_path
 from cfgtool.provenance import path_name
 from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.store import git
@@ -168,7 +169,8 @@ def diff(
             missing.append(err)
             results.append(None)
             continue
-        sides[i] = Side(side.spec, side.ref, side.commit, side.version, result.snapshot.source.dirty, result.errors)
+        errors = len(result.errors_affecting(None))  # problems that change no resolved value do not count
+        sides[i] = Side(side.spec, side.ref, side.commit, side.version, result.snapshot.source.dirty, errors)
         results.append(result)
     if len(missing) == 2:
         raise missing[0]
@@ -204,7 +206,8 @@ def diff_snapshots(
                 continue
             if candidates is not None and key not in candidates:
                 continue
-            change = _diff_node(key, before, after, owners)
+            secrets = (old.secrets.get(key, {}), new.secrets.get(key, {}))
+            change = _diff_node(key, before, after, owners, secrets)
             if change is not None:
                 changes.append(change)
         return Diff(a, b, tuple(changes), _group(changes), tuple(unresolved))
@@ -269,13 +272,23 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _diff_node(key: str, before: NodeSnapshot | None, after: NodeSnapshot | None, owners: _Owners) -> KeyChange | None:
+def _diff_node(
+    key: str,
+    before: NodeSnapshot | None,
+    after: NodeSnapshot | None,
+    owners: _Owners,
+    secrets: tuple[Mapping[str, str | None], Mapping[str, str | None]] = ({}, {}),
+) -> KeyChange | None:
     old_cfg = before.config if before is not None else None
     new_cfg = after.config if after is not None else None
-    if old_cfg is not None and new_cfg is not None and same(old_cfg, new_cfg):
+    resealed = sorted(p for p in secrets[0].keys() & secrets[1].keys() if secrets[0][p] != secrets[1][p])
+    if old_cfg is not None and new_cfg is not None and same(old_cfg, new_cfg) and not resealed:
         return None
     pairs: list[tuple[tuple[str, ...], Any, Any]] = []
     _walk(old_cfg or {}, new_cfg or {}, (), pairs)
+    walked = {path_name(p) for p, _, _ in pairs}
+    # a secret reads [hidden] on both sides: say that it changed, showing neither value (DESIGN 14)
+    pairs += [(split_path(p), HIDDEN, HIDDEN) for p in resealed if p not in walked]
     kind: Kind = "added" if before is None else "removed" if after is None else "changed"
     if not pairs and kind == "changed":
         return None

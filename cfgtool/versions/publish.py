@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool._version import __version__
+from cfgtool.access.enforce import require
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic, plural
 from cfgtool.errors import CfgtoolError
@@ -115,6 +116,7 @@ def publish(
     root = git.locate(repo if repo is not None else Path.cwd()).root
     tagger = identity(root)
     who = publisher or str(tagger)
+    acl_principal = principal  # only an explicit principal is checked against the ACL: CI passes the pusher
     result = compile_store(root, store, ref, None, check_variables=True, validate=True, principal=principal or who)
     snap = result.snapshot
     commit = snap.source.commit or ""
@@ -158,6 +160,9 @@ def publish(
         if remote is not None:
             fetch_tags(root, remote, scheme)
         known = read_history(root, scheme)
+        if attempt == 1 and acl_principal is not None:  # the current version's ACL decides (DESIGN 13)
+            current = known.current
+            require(root, store, current.commit if current is not None else commit, acl_principal, "publish")
         unchanged = _unchanged(root, known, base)
         if unchanged is not None:
             return unchanged

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool._version import __version__
+from cfgtool.access.enforce import require
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.store import git
 from cfgtool.versions.messages import format_message
@@ -67,6 +68,7 @@ def rollback(
     remote: str | None = None,
     by: str | None = None,
     store: str | Path = "store",
+    principal: str | None = None,
 ) -> RollbackResult:
     """Roll back `version`, or every good version above `to`, or (neither given) the current version.
 
@@ -84,6 +86,9 @@ def rollback(
         fetch_tags(root, remote, scheme)
     known = read_history(root, scheme)
     targets = _targets(known, version, to)
+    current = known.current
+    if principal is not None and current is not None:  # the current version's ACL decides (DESIGN 13)
+        require(root, store, current.commit, principal, "rollback")
     left = [n for n in known.numbers if not known.is_rolled_back(n) and n not in targets]
     if not left:
         shown = ", ".join(str(n) for n in targets)

@@ -104,7 +104,7 @@ def test_init_refuses_before_writing_when_a_file_blocks_a_path(run_cfgtool: Run,
     (tmp_path / "store").write_text("not a directory", encoding="utf-8")
     proc = run_cfgtool("init")
     assert proc.returncode == 2
-    assert f"{tmp_path.resolve() / 'store'} is a file, so store/_CONFIG_STORE cannot be created" in proc.stderr
+    assert f"{tmp_path.resolve() / 'store'} is a file, so store/_ACL.yaml cannot be created" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
 
 

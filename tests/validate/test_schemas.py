@@ -494,6 +494,7 @@ def test_embedded_store_passes_every_schema() -> None:
     specs, diags = load_schemas(read_schema_files(REPO_ROOT, "schemas"), "demo")
     assert diags == []
     assert sorted(s.file for s in specs) == [
+        "schemas/credentials.yaml",
         "schemas/owner.yaml",
         "schemas/partitions.yaml",
         "schemas/retention.yaml",

@@ -1,0 +1,141 @@
+"""Kafka's StandardAuthorizer, for config keys and the store (DESIGN 13).
+
+A decision: a super user is allowed; else any matching `deny` denies; else any matching `allow` allows;
+else, when no entry at all names the resource, `allow_everyone_if_no_acl_found` decides; else denied. An
+`allow` of read, create, alter or delete also allows describe, and one of alter_acl allows describe_acl; a
+`deny` implies nothing. Entries are indexed once (literal keys in a dict, prefixes by length), so a decision
+over thousands of entries costs a few dictionary lookups, not a scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cfgtool.access.acl import OPERATIONS, STORE, STORE_OPERATIONS, Acl, Entry
+from cfgtool.errors import UsageError
+
+_IMPLIES = {"describe": frozenset({"read", "create", "alter", "delete"}), "describe_acl": frozenset({"alter_acl"})}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether `principal` may do `operation` on `resource` (a key, or `store`), why, and the deciding entry."""
+
+    allowed: bool
+    reason: str
+    rule: Entry | None
+    principal: str = ""
+    operation: str = ""
+    resource: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """DESIGN 13's `acl check --format json` object."""
+        return {
+            "principal": self.principal,
+            "operation": self.operation,
+            "resource": self.resource,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "rule": None if self.rule is None else self.rule.to_json(),
+        }
+
+
+class Authorizer:
+    """Decisions under one ACL (`authorize`), and the entries that apply to a principal or key (`entries`)."""
+
+    def __init__(self, acl: Acl) -> None:
+        self.acl = acl
+        self._literal: dict[str, list[Entry]] = {}
+        self._prefixed: dict[str, list[Entry]] = {}
+        self._wildcard: list[Entry] = []
+        self._store: list[Entry] = []
+        for entry in acl.entries:
+            if entry.key is None:
+                self._store.append(entry)
+            elif entry.prefixed:
+                self._prefixed.setdefault(entry.key, []).append(entry)
+            elif entry.key == "*":
+                self._wildcard.append(entry)
+            else:
+                self._literal.setdefault(entry.key, []).append(entry)
+        self._lengths = sorted({len(prefix) for prefix in self._prefixed})
+        self._groups: dict[str, set[str]] = {}
+        for group, members in acl.groups.items():
+            for member in members:
+                self._groups.setdefault(member, set()).add(group)
+
+    def identities(self, principal: str) -> frozenset[str]:
+        """The principal and the groups it belongs to."""
+        return frozenset({principal, *self._groups.get(principal, ())})
+
+    def authorize(self, principal: str, operation: str, resource: str | None, host: str | None = None) -> Decision:
+        """May `principal` (`User:x`, `Group:g`) do `operation` on `resource` (a normalized key; None or
+        `store` for the store) from `host` (None: no address, so only entries for any host apply)?"""
+        on_store = resource is None or resource == STORE
+        shown = STORE if on_store else str(resource)
+        if operation not in OPERATIONS:
+            raise UsageError(f"unknown operation {operation!r}", hint=f"use one of {', '.join(OPERATIONS)}")
+        if on_store != (operation in STORE_OPERATIONS):
+            kind = "the store" if operation in STORE_OPERATIONS else "keys"
+            raise UsageError(f"{operation} is an operation on {kind}", hint="check the operation and the resource")
+
+        def decide(allowed: bool, reason: str, rule: Entry | None = None) -> Decision:
+            return Decision(allowed, reason, rule, principal, operation, shown)
+
+        acl = self.acl
+        if not acl.present:
+            return decide(True, "the store has no ACL file: access control is off")
+        identities = self.identities(principal)
+        if identities & acl.super_users:
+            return decide(True, "super user")
+        if acl.broken:
+            return decide(False, f"the ACL file {acl.file} has errors (E_ACL): only super users are allowed")
+        candidates = self._store if on_store else self._for_key(str(resource))
+        if not candidates:
+            flag = str(acl.allow_everyone_if_no_acl_found).lower()
+            return decide(acl.allow_everyone_if_no_acl_found, f"no ACL names this resource; "
+                          f"allow_everyone_if_no_acl_found is {flag}")  # fmt: skip
+        user = principal.startswith("User:")
+        allow: Entry | None = None
+        deny: Entry | None = None
+        implied_by = _IMPLIES.get(operation, frozenset())
+        for entry in candidates:
+            if not (entry.principal in identities or (user and entry.principal == "User:*")):
+                continue
+            if entry.host != "*" and entry.host != host:
+                continue
+            exact = entry.operation in (operation, "all")
+            if entry.permission == "deny":
+                if exact and (deny is None or _order(entry) < _order(deny)):
+                    deny = entry
+            elif (exact or entry.operation in implied_by) and (allow is None or _order(entry) < _order(allow)):
+                allow = entry
+        if deny is not None:
+            return decide(False, deny.describe(), deny)
+        if allow is not None:
+            return decide(True, allow.describe(), allow)
+        return decide(False, f"no ACL entry allows {principal} to {operation} {shown}")
+
+    def _for_key(self, key: str) -> list[Entry]:
+        found = [*self._literal.get(key, ()), *self._wildcard]
+        for length in self._lengths:
+            if length > len(key):
+                break
+            found += self._prefixed.get(key[:length], ())
+        return found
+
+    def entries(self, principal: str | None = None, key: str | None = None) -> list[Entry]:
+        """The entries that apply to `principal` (its groups and `User:*` included) and to `key` (its
+        literal, wildcard and prefix entries), in file order; None: any."""
+        pool: Iterable[Entry] = self.acl.entries if key is None else self._for_key(key)
+        if principal is not None:
+            identities = self.identities(principal)
+            user = principal.startswith("User:")
+            pool = [e for e in pool if e.principal in identities or (user and e.principal == "User:*")]
+        return sorted(pool, key=_order)
+
+
+def _order(entry: Entry) -> tuple[str, int]:
+    return (entry.file or "", entry.line or 0)

@@ -1,0 +1,122 @@
+"""Compile's secret checks and the redaction of a compiled snapshot (DESIGN 14).
+
+`secret_paths` reads which paths are secret from the schemas (`writeOnly: true`, under `properties`, at any
+depth, also inside `allOf` / `anyOf` / `oneOf`); `seal_snapshot` hides them (`cfgtool.access.hidden`) in every
+node of a snapshot, right after resolution and before validation, so nothing later sees a secret, and
+reports E_SECRET_IN_CLEAR (a secret path holding anything but an envelope), E_SECRET_CONCAT (an envelope
+concatenated into a string) and E_SECRET_BINDING (an envelope assigned at another store, node or path than
+the one it was sealed for, read from the clear binding: the compiler never opens anything).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from cfgtool.access.hidden import PREFIX, hide
+from cfgtool.access.secrets import binding, bound_to, store_label
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.hocon import HoconError, parse, split_path
+from cfgtool.hocon.resolver import render_path
+from cfgtool.hocon.values import Scalar
+from cfgtool.provenance import own_leaves
+from cfgtool.snapshot import NodeSnapshot, Snapshot
+from cfgtool.validate.locate import locate
+from cfgtool.validate.schemas import SchemaSpec
+
+_COMBINATORS = ("allOf", "anyOf", "oneOf")
+
+
+def writeonly_paths(schema: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every path a schema marks `writeOnly: true`."""
+    if not isinstance(schema, Mapping):
+        return
+    if schema.get("writeOnly") is True and path:
+        yield path
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        for name, sub in properties.items():
+            yield from writeonly_paths(sub, (*path, str(name)))
+    for combinator in _COMBINATORS:
+        for sub in schema.get(combinator) or ():
+            yield from writeonly_paths(sub, path)
+
+
+def secret_paths(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> dict[str, frozenset[tuple[str, ...]]]:
+    """The secret paths of each node: those of every schema that selects it."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for spec in specs:
+        paths = set(writeonly_paths(spec.schema))
+        if paths:
+            for key in spec.selected(snapshot):
+                out.setdefault(key, set()).update(paths)
+    return {key: frozenset(paths) for key, paths in out.items()}
+
+
+def seal_snapshot(snapshot: Snapshot, specs: Sequence[SchemaSpec]) -> tuple[Snapshot, list[Diagnostic]]:
+    """`snapshot` with every secret hidden, and the problems of its secrets."""
+    paths_of = secret_paths(specs, snapshot)
+    store = store_label(snapshot.name, snapshot.store)
+    diags: list[Diagnostic] = []
+    nodes: dict[str, NodeSnapshot] = {}
+    changed = False
+    secrets: dict[str, dict[str, str | None]] = {}
+    owner = {node.file: key for key, node in snapshot.nodes.items() if node.file is not None}
+    for key, node in snapshot.nodes.items():
+        paths = paths_of.get(key, frozenset())
+        if node.config is None or not (paths or PREFIX in json.dumps(node.config, ensure_ascii=False, default=str)):
+            nodes[key] = node
+            continue
+        concats: list[tuple[str, ...]] = []
+        config, found = hide(node.config, paths, concats.append)
+        for path in concats:
+            file, line, col = locate(node, snapshot.store, path)
+            message = f"{render_path(path)}: a secret is concatenated into a string, which would put it in clear"
+            diags.append(Diagnostic.of("E_SECRET_CONCAT", message, key=key, file=file, line=line, col=col,
+                                       notes=("copy a secret whole: x = ${db.password}",)))  # fmt: skip
+        for name, envelope in found.items():
+            if envelope is None:
+                file, line, col = locate(node, snapshot.store, split_path(name))
+                message = f"{name} is a secret (writeOnly in a schema) but holds a value that is not sealed"
+                where = owner.get(file, key) if file is not None else key
+                diags.append(Diagnostic.of("E_SECRET_IN_CLEAR", message, key=key, file=file, line=line, col=col,
+                                           notes=(f"seal it: cfgtool secret set {where} {name} < value-file",
+                                                  "a value once committed in clear stays in git history: "
+                                                  "change the secret itself")))  # fmt: skip
+        if found:
+            secrets[key] = found
+        if config is not node.config:
+            changed = True
+            node = replace(node, config=config, content_hash=None)
+        nodes[key] = node
+    diags += _bindings(snapshot, store)
+    hidden = replace(snapshot, nodes=nodes, secrets=secrets) if changed else snapshot
+    return hidden, diags
+
+
+def _bindings(snapshot: Snapshot, store: str) -> list[Diagnostic]:
+    """E_SECRET_BINDING for each envelope assigned where it was not sealed for (its clear binding)."""
+    diags = []
+    for key, node in snapshot.nodes.items():
+        if node.file is None:
+            continue
+        text = snapshot.texts.get(node.file)
+        if not text or PREFIX not in text:
+            continue
+        try:
+            doc = parse(text, node.file)
+        except HoconError:
+            continue  # its syntax error is reported already
+        for path, leaf in own_leaves(doc):
+            if not isinstance(leaf, Scalar) or bound_to(str(leaf.value)) is None:
+                continue
+            name = render_path(path)
+            if bound_to(str(leaf.value)) != binding(store, key, name):
+                o = leaf.origin
+                message = f"{name}: this secret was sealed for another store, node or path (it was copied here)"
+                note = f"seal the value here: cfgtool secret set {key} {name}"
+                diags.append(Diagnostic.of("E_SECRET_BINDING", message, key=key, file=o.file, line=o.line,
+                                           col=o.col, notes=(note,)))  # fmt: skip
+    return diags

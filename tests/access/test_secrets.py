@@ -1,0 +1,219 @@
+"""Sealed secrets (DESIGN 14), end to end on a copy of the embedded store: `secret set` and `reseal`, compile's
+checks, and redaction at one choke point, checked from the outside: a known secret is planted, every command runs
+in every format, and its clear text (and its sealed payload) must appear in no output, no artifact, no cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pyrage  # type: ignore[import-untyped]
+import pytest
+
+from cfgtool import ConfigClient
+from cfgtool.access.hidden import ENVELOPE, HIDDEN
+from cfgtool.access.secrets import Secret, SecretError
+from tests.conftest import CHECKOUT, GitRepo
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+DEMO_IDENTITY = CHECKOUT / "examples" / "demo-age-identity.txt"
+DB = "/data/databases/identity"
+TABLE = "/data/databases/identity/emails"
+PASSWORD = "database.credentials.password"
+CONF = "store/data/databases/identity/main.conf"
+PLANTED = "planted-Secret-7f3a9c"
+
+
+def ok(proc: subprocess.CompletedProcess[str], status: int = 0) -> str:
+    assert proc.returncode == status, f"exit {proc.returncode}, expected {status}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+def envelope_of(repo: GitRepo) -> str:
+    match = ENVELOPE.search((repo.root / CONF).read_text(encoding="utf-8"))
+    assert match, "the store has no sealed secret"
+    return match.group(0)
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> dict[str, str]:
+    """A cache directory of this test's own, so that the test can read everything cfgtool cached."""
+    return {"CFGTOOL_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def test_secret_set_seals_stdin_into_main_conf_and_keeps_the_rest_of_the_file(work: GitRepo, run_cfgtool: Run) -> None:
+    before = (work.root / CONF).read_text(encoding="utf-8").splitlines()
+    out = ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root, input=PLANTED + "\n"))
+    assert f"sealed {DB} {PASSWORD}: replaced at {CONF}:" in out
+    after = (work.root / CONF).read_text(encoding="utf-8").splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert len(changed) == 1 and changed[0][1].startswith(f"{PASSWORD} = \"ENC[cfgtool:v1,age,for=")
+    assert PLANTED not in "\n".join(after)
+    # a path not yet assigned gets a line of its own; the compile stays clean
+    ok(run_cfgtool("secret", "set", TABLE, "database.credentials.password", cwd=work.root, input="x"))
+    conf = (work.root / "store/data/databases/identity/emails/main.conf").read_text(encoding="utf-8")
+    assert conf.splitlines()[-1].startswith('database.credentials.password = "ENC[cfgtool:v1,age,for=')
+    assert "0 errors" in ok(run_cfgtool("compile", cwd=work.root))
+    # the value comes from stdin only, and an empty one is refused
+    assert "the secret is empty" in ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root), 2)
+
+
+def test_the_client_opens_a_secret_only_with_an_identity(work: GitRepo, run_cfgtool: Run) -> None:
+    ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root, input=PLANTED))
+    work.commit("seal")
+    ok(run_cfgtool("publish", "-m", "v1", cwd=work.root))
+    client = ConfigClient(work.root, identity=DEMO_IDENTITY)
+    for key in (DB, TABLE):  # inherited secrets open as well
+        secret = client.get_value(key, PASSWORD)
+        assert isinstance(secret, Secret)
+        assert (str(secret), repr(secret), json.dumps(secret)) == (HIDDEN, HIDDEN, f'"{HIDDEN}"')
+        assert PLANTED not in repr(client.get(key)) and PLANTED not in json.dumps(client.get(key))
+        assert secret.reveal() == PLANTED
+    sealed = ConfigClient(work.root).get_value(DB, PASSWORD)
+    with pytest.raises(SecretError, match="no identity"):
+        sealed.reveal()
+    stranger = work.root.parent / "stranger.txt"
+    stranger.write_text(str(pyrage.x25519.Identity.generate()) + "\n", encoding="utf-8")
+    with pytest.raises(SecretError, match="cannot open"):
+        ConfigClient(work.root, identity=stranger).get_value(DB, PASSWORD).reveal()
+
+
+def test_compile_rejects_a_secret_in_clear_without_printing_it(work: GitRepo, run_cfgtool: Run) -> None:
+    with (work.root / CONF).open("a", encoding="utf-8") as f:
+        f.write(f'{PASSWORD} = "{PLANTED}"\n')
+    for fmt in ("text", "json", "github", "markdown"):
+        out = ok(run_cfgtool("compile", "--format", fmt, cwd=work.root), 1)
+        assert "E_SECRET_IN_CLEAR" in out and PLANTED not in out, fmt
+    text = ok(run_cfgtool("compile", cwd=work.root), 1)
+    assert f"{CONF}:12:33: E_SECRET_IN_CLEAR" in text
+    assert f"seal it: cfgtool secret set {DB} {PASSWORD}" in text
+    for args in (("get", DB), ("get", TABLE, PASSWORD, "--format", "json"), ("explain", DB, PASSWORD)):
+        out = ok(run_cfgtool(*args, cwd=work.root))
+        assert HIDDEN in out and PLANTED not in out, args
+
+
+def test_a_copied_envelope_is_a_binding_error_and_does_not_open(work: GitRepo, run_cfgtool: Run) -> None:
+    envelope = envelope_of(work)
+    work.write({"store/data/databases/jobs/main.conf": f'database.credentials.password = "{envelope}"\n'})
+    diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root), 1))["diagnostics"]
+    binding = [d for d in diags if d["code"] == "E_SECRET_BINDING"]
+    assert [(d["file"], d["line"]) for d in binding] == [("store/data/databases/jobs/main.conf", 1)]
+
+
+def test_a_secret_may_be_copied_whole_but_not_concatenated(work: GitRepo, run_cfgtool: Run) -> None:
+    with (work.root / CONF).open("a", encoding="utf-8") as f:
+        f.write("backup.password = ${database.credentials.password}\n")
+    assert "0 errors" in ok(run_cfgtool("compile", cwd=work.root))
+    assert ok(run_cfgtool("get", TABLE, "backup.password", cwd=work.root)).strip() == HIDDEN
+    with (work.root / CONF).open("a", encoding="utf-8") as f:
+        f.write('dsn = "snapshotter:"${database.credentials.password}"@identity"\n')
+    diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root), 1))["diagnostics"]
+    concat = [d for d in diags if d["code"] == "E_SECRET_CONCAT"]
+    assert concat and {(d["file"], d["line"]) for d in concat} == {(CONF, 13)}
+
+
+def test_reseal_seals_every_secret_to_the_current_recipients(work: GitRepo, run_cfgtool: Run) -> None:
+    ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root, input=PLANTED))
+    work.commit("seal")
+    ok(run_cfgtool("publish", "-m", "v1", cwd=work.root))
+    newcomer = pyrage.x25519.Identity.generate()
+    key_file = work.root.parent / "newcomer.txt"
+    key_file.write_text(str(newcomer) + "\n", encoding="utf-8")
+    with (work.root / "store/_RECIPIENTS").open("a", encoding="utf-8") as f:
+        f.write(f"{newcomer.to_public()}  # the newcomer\n")
+    before = envelope_of(work)
+    out = ok(run_cfgtool("secret", "reseal", "--identity", str(DEMO_IDENTITY), cwd=work.root))
+    assert f"resealed {CONF}" in out and "1 file(s) resealed" in out
+    assert envelope_of(work) != before
+    work.commit("reseal")
+    ok(run_cfgtool("publish", "-m", "v2", cwd=work.root))
+    assert ConfigClient(work.root, identity=key_file).get_value(DB, PASSWORD).reveal() == PLANTED
+    assert ConfigClient(work.root, version=1, identity=key_file).get_value(DB, PASSWORD) is not None
+    with pytest.raises(SecretError):  # version 1 was sealed before the newcomer was a recipient
+        ConfigClient(work.root, version=1, identity=key_file).get_value(DB, PASSWORD).reveal()
+    stranger = work.root.parent / "stranger.txt"
+    stranger.write_text(str(pyrage.x25519.Identity.generate()) + "\n", encoding="utf-8")
+    assert "cannot open a sealed secret" in ok(run_cfgtool("secret", "reseal", "-i", str(stranger), cwd=work.root), 1)
+    assert "cannot read the identity file" in ok(run_cfgtool("secret", "reseal", "-i", "none", cwd=work.root), 2)
+
+
+# ------------------------------------------------------------------------------------------ every output
+
+# Each command that reads the store, with the formats it has.
+COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
+    (("compile",), ("text", "json", "github", "markdown")),
+    (("compile", "--ref", "HEAD"), ("text", "json", "github", "markdown")),
+    (("compile", "--base", "HEAD~1"), ("text", "json", "github", "markdown")),
+    *[((("get", *args)), ("text", "json", "hocon", "yaml", "properties")) for args in [
+        (DB,), (TABLE,), (DB, "database"), (DB, "--version", "2"), (TABLE, "--ref", "HEAD~1")]],
+    *[(args, ("text", "json")) for args in [
+        ("explain", DB, PASSWORD), ("explain", TABLE, PASSWORD), ("explain", DB, "database"),
+        ("imports", TABLE), ("imported-by", "/tags/cluster/ltx1"), ("tags", TABLE),
+        ("datasets", "/tags/retention/LONG"), ("versions", "--all"), ("audit",),
+        ("audit", "--key", DB, "--path", PASSWORD), ("audit", "--key", TABLE), ("publish", "--dry-run"),
+        ("acl", "list"), ("acl", "check", "User:alice", "read", DB)]],
+    *[(("diff", *sides), ("text", "json", "markdown")) for sides in [
+        ("HEAD~1", "HEAD"), ("config/v1", "config/v2"), ("HEAD~2", "HEAD")]],
+]  # fmt: skip
+
+
+def test_no_output_of_any_command_shows_a_secret(
+    work: GitRepo, run_cfgtool: Run, cache: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planted secret is sealed, re-sealed (so diff sees it change) and published; then every command
+    runs in every format. Neither its clear text nor any sealed payload may appear in any output."""
+    ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root, input=PLANTED, env=cache))
+    work.commit("seal the planted secret")
+    ok(run_cfgtool("publish", "-m", "v1", cwd=work.root, env=cache))
+    ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root, input=PLANTED + "-rotated", env=cache))
+    with (work.root / CONF).open("a", encoding="utf-8") as f:
+        f.write("backup.password = ${database.credentials.password}\n")
+    work.commit("rotate it and copy it whole")
+    ok(run_cfgtool("publish", "-m", "v2", cwd=work.root, env=cache))
+    payloads = {m.group(2) for m in ENVELOPE.finditer(work.git("log", "-p", "--all", "--", CONF))}
+    assert len(payloads) >= 2
+
+    def assert_clean(text: str, what: str) -> None:
+        assert PLANTED not in text, f"{what} shows the secret in clear"
+        leaked = [p for p in payloads if p[:40] in text]
+        assert not leaked, f"{what} shows a sealed payload instead of {HIDDEN}"
+
+    runs = [(*args, "--format", fmt) for args, formats in COMMANDS for fmt in formats]
+    shown_hidden = 0
+    for args in runs:
+        proc = run_cfgtool(*args, cwd=work.root, env=cache)
+        assert proc.returncode in (0, 1), f"{args}: exit {proc.returncode}\n{proc.stderr}"
+        assert_clean(proc.stdout + proc.stderr, " ".join(args))
+        shown_hidden += HIDDEN in proc.stdout
+    assert shown_hidden >= 40, "the commands that show values must show the secret as [hidden]"
+
+    artifact = tmp_path / "snapshot.json"
+    ok(run_cfgtool("compile", "--format", "json", "--output", str(artifact), cwd=work.root, env=cache))
+    # the artifact carries the envelopes (ciphertext, as in git: a client given an identity opens them from
+    # it), never the clear text, and every config in it reads [hidden]
+    text = artifact.read_text(encoding="utf-8")
+    assert PLANTED not in text
+    configs = json.dumps([node["config"] for node in json.loads(text)["nodes"].values()])
+    assert_clean(configs, "the configs of compile --output")
+    assert HIDDEN in configs
+    ok(run_cfgtool("rollback", "-m", "bad password", "--format", "json", cwd=work.root, env=cache))
+    assert_clean(ok(run_cfgtool("versions", "--all", cwd=work.root, env=cache)), "versions after rollback")
+
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", cache["CFGTOOL_CACHE_DIR"])  # the client caches there too
+    client = ConfigClient(work.root, identity=DEMO_IDENTITY)  # reads version 1 (2 is rolled back)
+    for key in (DB, TABLE):
+        config = client.get(key)
+        assert_clean(repr(config) + str(config) + json.dumps(config) + repr(client), f"the client's {key}")
+    assert client.get_value(DB, PASSWORD).reveal() == PLANTED
+
+    cached = 0
+    for root, _, files in os.walk(cache["CFGTOOL_CACHE_DIR"]):
+        for name in files:
+            data = (Path(root) / name).read_bytes()
+            assert PLANTED.encode() not in data, f"the cache file {name} holds the secret in clear"
+            cached += 1
+    assert cached, "the commands cached nothing: the cache check checked nothing"
