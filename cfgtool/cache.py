@@ -6,29 +6,32 @@
 - `SchemaPasses`: the (schema file, node content hash) pairs that passed a set of JSON Schemas: a node whose
   content did not change is not validated again (`cfgtool.validate.schemas`).
 
-Entries are plain data (parse trees as nested tuples, see `encode_tree`) stored with `marshal`, which writes
-and reads them several times faster than pickling the node objects. They are sharded by the first hex digit
-of their key; a shard is read when first needed and rewritten only when it gained entries. A shard is
+Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that
+holds data only (pickle and marshal can carry code, and a cache directory may be shared or planted; DESIGN
+15), and reads them several times faster than pickling the node objects. They are sharded by the first hex
+digit of their key; a shard is read when first needed and rewritten only when it gained entries. A shard is
 written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss.
-An unreadable shard is a cache miss, never an error.
+Every entry is checked as it is decoded: a damaged, truncated, foreign or hostile shard or entry is a cache
+miss, never an error. Cache directories are created private (0700).
 """
 
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import msgpack  # type: ignore[import-untyped]
+
 from cfgtool import __version__
 from cfgtool.hocon import values
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
-FORMAT = 4  # the layout of the cache files
+FORMAT = 5  # the layout of the cache files (5: msgpack)
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -47,8 +50,37 @@ def cache_root() -> Path:
     return Path(base) / "cfgtool"
 
 
+# What a damaged or hostile cache file can raise while it is read and decoded: all of it is a miss.
+DAMAGED = (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError, msgpack.UnpackException)
+
+
+def pack(value: Any) -> bytes:
+    """`value` (plain data: dicts, lists, tuples, str, bytes, numbers, bools, None) as msgpack bytes."""
+    data: bytes = msgpack.packb(value, use_bin_type=True)
+    return data
+
+
+def unpack(data: bytes) -> Any:
+    """What `pack` packed (arrays come back as lists); raises one of DAMAGED for anything else."""
+    return msgpack.unpackb(data, raw=False, strict_map_key=True)
+
+
+def private_dir(path: Path) -> None:
+    """Create `path` and its missing parents with mode 0700 (`mkdir(parents=True)` ignores the mode for the
+    parents): a cache is no one else's to read or plant files in."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
 class _Sharded(Generic[K, V]):
-    """A dict on disk, in 16 marshalled shards chosen by `_shard_of(key)`; values are stored as `_dump`s.
+    """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
+    strings (`_key_text`: tuples joined with NUL).
 
     New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time.
     """
@@ -61,8 +93,15 @@ class _Sharded(Generic[K, V]):
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
 
+    def _key_text(self, key: K) -> str:
+        return "\0".join(key) if isinstance(key, tuple) else str(key)
+
+    def _key_of(self, text: str) -> K:
+        key: Any = tuple(text.split("\0")) if "\0" in text else text
+        return key  # type: ignore[no-any-return]
+
     def _dump(self, value: V) -> Any:
-        """`value` as marshal-friendly plain data."""
+        """`value` as plain data for msgpack."""
         return value
 
     def _load(self, stored: Any) -> V:
@@ -74,9 +113,9 @@ class _Sharded(Generic[K, V]):
         shard = self._shards.get(name)
         if shard is None:
             try:
-                loaded: Any = marshal.loads((self.directory / f"{name}.marshal").read_bytes())
-                shard = loaded if isinstance(loaded, dict) else {}
-            except (OSError, EOFError, ValueError, TypeError):
+                loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
+                shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+            except (OSError, *DAMAGED):
                 shard = {}
             self._shards[name] = shard
         return shard
@@ -91,7 +130,7 @@ class _Sharded(Generic[K, V]):
             return None
         try:
             return self._load(stored)
-        except (ValueError, TypeError, IndexError, KeyError, AttributeError):  # a damaged entry is a miss
+        except (*DAMAGED, RecursionError):  # a damaged entry is a miss
             return None
 
     def has(self, key: K) -> bool:
@@ -118,21 +157,18 @@ class _Sharded(Generic[K, V]):
             shard = self._shard(name)
             shard.update((key, self._dump(value)) for key, value in self._new.pop(name).items())
             try:
-                self._write(name, marshal.dumps(shard))
-            except OSError:
+                self._write(name, pack({self._key_text(k): v for k, v in shard.items()}))
+            except (OSError, ValueError, TypeError, OverflowError):
                 return
 
     def _write(self, name: str, data: bytes) -> None:
         """Write one shard through a temporary file and a rename, so readers never see half a file."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.directory)
         try:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes it private; a cache file is an ordinary file
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            os.replace(tmp, self.directory / f"{name}.marshal")
+            os.replace(tmp, self.directory / f"{name}.msgpack")
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -171,6 +207,12 @@ class NodeCache(_Sharded[str, NodeEntry]):
     def _shard_of(self, key: str) -> str:
         return key[:1]
 
+    def _load(self, stored: Any) -> NodeEntry:
+        if not (isinstance(stored, (list, tuple)) and len(stored) == 3 and isinstance(stored[0], dict)
+                and isinstance(stored[1], bool) and isinstance(stored[2], str)):  # fmt: skip
+            raise ValueError("not a node cache entry")
+        return stored[0], stored[1], stored[2]
+
 
 class SchemaPasses(_Sharded[tuple[str, str], bool]):
     """(schema file, node content hash) pairs that passed, for one set of schemas (their digest names the
@@ -183,6 +225,11 @@ class SchemaPasses(_Sharded[tuple[str, str], bool]):
 
     def _shard_of(self, key: tuple[str, str]) -> str:
         return key[1][:1]
+
+    def _load(self, stored: Any) -> bool:
+        if stored is not True:
+            raise ValueError("not a schema pass")
+        return True
 
 
 # Tags of encoded nodes: (tag, file, line, col, *fields).
@@ -211,24 +258,34 @@ def encode_tree(node: Node) -> tuple[Any, ...]:
     raise TypeError(f"{type(node).__name__} is not a parse result")
 
 
-def decode_tree(record: tuple[Any, ...]) -> Node:
-    """The tree `encode_tree` encoded (fresh nodes: the resolver may annotate them)."""
-    tag = record[0]
-    origin: Origin = _new_origin(Origin, record[1:4])
-    if tag == _SCALAR:
-        return Scalar(record[4], origin, record[5])
-    if tag == _OBJ:
-        return Obj({k: decode_tree(v) for k, v in record[4].items()}, origin)
-    if tag == _NUM:
-        return Num(record[4], origin, record[5])
-    if tag == _SUBST:
-        return Subst(record[4], record[5], origin, record[6])
-    if tag == _LST:
-        return Lst([decode_tree(v) for v in record[4]], origin)
-    if tag == _CONCAT:
-        return Concat([decode_tree(v) for v in record[4]], origin)
-    if tag == _WS:
-        return Ws(record[4], origin)
-    if tag == _MERGE:
-        return Merge([decode_tree(v) for v in record[4]], origin)
-    raise ValueError(f"unknown node tag {tag!r} in the parse cache")
+def decode_tree(record: Any) -> Node:
+    """The tree `encode_tree` encoded (fresh nodes: the resolver may annotate them). Every field is checked:
+    anything else than what `encode_tree` writes raises ValueError (a damaged entry is a cache miss)."""
+    tag, file, line, col = record[0], record[1], record[2], record[3]
+    if not (isinstance(file, str) and type(line) is int and type(col) is int and len(record) >= 5):
+        raise ValueError("a damaged parse cache entry")
+    origin: Origin = _new_origin(Origin, (file, line, col))
+    a = record[4]
+    if tag == _SCALAR and (a is None or type(a) in (str, bool)) and type(record[5]) is bool:
+        return Scalar(a, origin, record[5])
+    if tag == _OBJ and type(a) is dict:
+        return Obj({_text(k): decode_tree(v) for k, v in a.items()}, origin)
+    if tag == _NUM and type(a) in (int, float) and isinstance(record[5], str):
+        return Num(a, origin, record[5])
+    if tag == _SUBST and type(a) is list and type(record[5]) is bool and type(record[6]) is int:
+        return Subst(tuple(_text(k) for k in a), record[5], origin, record[6])
+    if tag == _LST and type(a) is list:
+        return Lst([decode_tree(v) for v in a], origin)
+    if tag == _CONCAT and type(a) is list:
+        return Concat([decode_tree(v) for v in a], origin)
+    if tag == _WS and type(a) is str:
+        return Ws(a, origin)
+    if tag == _MERGE and type(a) is list:
+        return Merge([decode_tree(v) for v in a], origin)
+    raise ValueError(f"unknown or damaged node {tag!r} in the parse cache")
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueError("a damaged parse cache entry")
+    return value

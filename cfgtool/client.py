@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import pickle
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
@@ -22,7 +21,7 @@ from typing import Any
 
 from cfgtool import __version__
 from cfgtool.access.secrets import SecretError, load_identities, open_envelope, store_label, with_secrets
-from cfgtool.cache import cache_root
+from cfgtool.cache import DAMAGED, cache_root, pack, private_dir, unpack
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.explain import Explanation, explain
@@ -160,8 +159,8 @@ class ConfigClient:
             # branches may move; tags never do (a tag that changed upstream is an error, not an update)
             self._git(clone, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
         else:
-            clone.parent.mkdir(parents=True, exist_ok=True)
-            self._git(clone.parent, "clone", "--quiet", "--bare", self.location, str(clone))
+            private_dir(clone.parent)
+            self._git(clone.parent, "clone", "--quiet", "--bare", "--", self.location, str(clone))
         return clone
 
     def _git(self, cwd: Path, *args: str) -> None:
@@ -185,36 +184,42 @@ class ConfigClient:
     def _cache_file(self) -> Path:
         variables = json.dumps(self.variables, sort_keys=True)
         key = hashlib.sha256(f"{self.commit}\0{self.store}\0{variables}\0{__version__}".encode()).hexdigest()
-        return self._cache / "snapshots" / f"{key}.pickle"
+        return self._cache / "snapshots" / f"{key}.msgpack"
 
     def _snapshot(self) -> Snapshot:
-        """The pinned snapshot from the disk cache, else compiled (and cached atomically)."""
+        """The pinned snapshot from the disk cache, else compiled (and cached atomically). The cache holds
+        plain data (msgpack, never pickle: DESIGN 15); an entry that is damaged, foreign or of another commit
+        is a miss."""
         path = self._cache_file()
-        texts_path = path.with_suffix(".texts.pickle")
+        texts_path = path.with_suffix(".texts.msgpack")
         try:
             with bulk():  # thousands of small dicts: keep the cyclic GC from rescanning them while they load
-                return Snapshot.from_json(pickle.loads(path.read_bytes()), _CachedTexts(texts_path))
-        except (OSError, pickle.UnpicklingError, EOFError, SnapshotFormatError, ValueError, TypeError):
+                cached = Snapshot.from_json(unpack(path.read_bytes()), _CachedTexts(texts_path))
+            if cached.source.commit == self.commit:
+                return cached
+        except (OSError, SnapshotFormatError, RecursionError, *DAMAGED):
             pass  # not cached yet, or unreadable: compile
         snapshot = self._compile().snapshot
-        with contextlib.suppress(OSError):  # a read-only cache only costs time; the texts go first
-            write_atomic_bytes(texts_path, pickle.dumps(dict(snapshot.texts), protocol=5))
-            write_atomic_bytes(path, pickle.dumps(snapshot.to_json(provenance=False, texts=False), protocol=5))
+        with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):  # a read-only cache costs time
+            private_dir(path.parent)
+            write_atomic_bytes(texts_path, pack(dict(snapshot.texts)))  # the texts first: the snapshot needs them
+            write_atomic_bytes(path, pack(snapshot.to_json(provenance=False, texts=False)))
         return snapshot
 
     def _read_config_json(self) -> dict[str, str]:
-        path = self._cache_file().with_suffix(".json.pickle")
+        path = self._cache_file().with_suffix(".json.msgpack")
         wanted = {key for key, snap in self.snapshot.nodes.items() if snap.config is not None}
         try:
-            cached = pickle.loads(path.read_bytes())
-            if isinstance(cached, dict) and cached.keys() == wanted:
+            cached = unpack(path.read_bytes())
+            if isinstance(cached, dict) and cached.keys() == wanted and all(type(v) is str for v in cached.values()):
                 return cached
-        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+        except (OSError, *DAMAGED):
             pass  # not cached yet, or unreadable: encode
         nodes = self.snapshot.nodes
         encoded = {key: compact_json(nodes[key].config) for key in nodes if key in wanted}
-        with contextlib.suppress(OSError):
-            write_atomic_bytes(path, pickle.dumps(encoded, protocol=5))
+        with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):
+            private_dir(path.parent)
+            write_atomic_bytes(path, pack(encoded))
         return encoded
 
     def _compile(self) -> CompileResult:
@@ -255,10 +260,11 @@ class _CachedTexts(Mapping[str, str]):
     def _load(self) -> dict[str, str]:
         if self._texts is None:
             try:
-                loaded = pickle.loads(self._path.read_bytes())
-            except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+                loaded = unpack(self._path.read_bytes())
+            except (OSError, *DAMAGED):
                 loaded = {}
-            self._texts = loaded if isinstance(loaded, dict) else {}
+            ok = isinstance(loaded, dict) and all(type(k) is str and type(v) is str for k, v in loaded.items())
+            self._texts = loaded if ok else {}
         return self._texts
 
     def __getitem__(self, path: str) -> str:

@@ -66,8 +66,8 @@ def test_encode_tree_refuses_resolved_values() -> None:
 
 
 def test_decode_tree_rejects_an_unknown_tag() -> None:
-    with pytest.raises(ValueError, match="unknown node tag 99"):
-        decode_tree((99, "f", 1, 1))
+    with pytest.raises(ValueError, match="unknown or damaged node 99"):
+        decode_tree((99, "f", 1, 1, None))
 
 
 def test_node_cache_round_trips_plain_entries(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_node_cache_round_trips_plain_entries(tmp_path: Path) -> None:
 
 
 def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
-    (tmp_path / "0.marshal").write_bytes(b"\x00not marshal data")
+    (tmp_path / "0.msgpack").write_bytes(b"\xc1not msgpack data")
     cache = NodeCache(tmp_path)
     assert cache.get("0123") is None
     cache.put("0123", ({}, False, "h"))
@@ -102,7 +102,7 @@ def test_cache_flush_writes_whole_files_only(tmp_path: Path) -> None:
         cache.put(f"{i:x}{i}", ({"i": i}, False, str(i)))
     cache.flush()
     names = sorted(p.name for p in (tmp_path / "nodes").iterdir())
-    assert names == sorted({f"{i:x}"[0] + ".marshal" for i in range(40)})  # no temporary files are left
+    assert names == sorted({f"{i:x}"[0] + ".msgpack" for i in range(40)})  # no temporary files are left
     fresh = NodeCache(tmp_path / "nodes")
     assert all(fresh.get(f"{i:x}{i}") == ({"i": i}, False, str(i)) for i in range(40))
 

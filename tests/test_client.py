@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cfgtool.cache import pack, unpack
 from cfgtool.client import ConfigClient, StoreNotFound, compact_json
 from cfgtool.snapshot import KeyNotFound
 from cfgtool.versions import VersionNotFound, publish, rollback
@@ -75,7 +77,7 @@ def test_client_queries_and_explain(published: GitRepo, tmp_path: Path) -> None:
 
 def test_client_second_process_reads_the_cached_snapshot(published: GitRepo, tmp_path: Path) -> None:
     ConfigClient(published.root, cache_dir=tmp_path / "cache")
-    cached = [p for p in (tmp_path / "cache" / "snapshots").glob("*.pickle") if not p.name.endswith(".texts.pickle")]
+    cached = [p for p in (tmp_path / "cache" / "snapshots").glob("*.msgpack") if p.name.count(".") == 1]
     assert len(cached) == 1
     started = time.perf_counter()
     again = ConfigClient(published.root, cache_dir=tmp_path / "cache")
@@ -112,12 +114,67 @@ def test_client_config_json_is_cached_beside_the_snapshot(published: GitRepo, tm
     texts = client.config_json()
     assert set(texts) == set(client.snapshot.nodes)
     assert texts[TOPIC] == compact_json(client.get(TOPIC)) and json.loads(texts[TOPIC]) == client.get(TOPIC)
-    (cached,) = (cache / "snapshots").glob("*.json.pickle")
+    (cached,) = (cache / "snapshots").glob("*.json.msgpack")
     assert not [p for p in cached.parent.iterdir() if p.name.startswith(".")]  # no temporary file left
     tampered = {**texts, TOPIC: '{"tampered":true}'}
-    cached.write_bytes(pickle.dumps(tampered))
+    cached.write_bytes(pack(tampered))
     assert ConfigClient(published.root, cache_dir=cache).config_json()[TOPIC] == '{"tampered":true}'  # read back
-    for stale in (b"garbage", pickle.dumps({TOPIC: "{}"})):  # unreadable, or not every node: encoded again
+    for stale in (b"garbage", pack({TOPIC: "{}"})):  # unreadable, or not every node: encoded again
         cached.write_bytes(stale)
         again = ConfigClient(published.root, cache_dir=cache).config_json()
-        assert again == texts and pickle.loads(cached.read_bytes()) == texts
+        assert again == texts and unpack(cached.read_bytes()) == texts
+
+
+class _Payload:
+    """What a crafted pickle would run on load."""
+
+    def __init__(self, canary: Path) -> None:
+        self.canary = canary
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (os.system, (f"touch {self.canary}",))
+
+
+def test_damaged_and_hostile_cache_files_are_misses_and_nothing_runs(
+    published: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(tmp_path / "shared"))  # the parse and node caches
+    cache = tmp_path / "cache"
+    client = ConfigClient(published.root, cache_dir=cache)
+    expected = client.get(TOPIC)
+    client.config_json()
+    canary = tmp_path / "pwned"
+    files = sorted((cache / "snapshots").glob("*.msgpack"))
+    assert len(files) == 3  # the snapshot, its texts, the config JSON
+    hostile = [
+        pickle.dumps(_Payload(canary)),  # a crafted pickle where the cache expects its own format
+        b"",  # empty
+        pack({"nodes": "not a mapping"}),  # a foreign shape
+        pack([1, 2, 3]),  # a foreign type
+        b"\x91" * 100_000,  # nested 100,000 deep
+        os.urandom(4096),  # random bytes
+    ]
+    originals = {f: f.read_bytes() for f in files}
+    for f in files:
+        for bad in [*hostile, originals[f][: len(originals[f]) // 2]]:  # ... and truncated
+            f.write_bytes(bad)
+            again = ConfigClient(published.root, cache_dir=cache)
+            assert again.get(TOPIC) == expected
+            assert json.loads(again.config_json()[TOPIC]) == expected
+            f.write_bytes(originals[f])
+    assert not canary.exists()
+    shards = list((tmp_path / "shared").glob("*/*.msgpack"))
+    assert {p.parent.name.split("-v")[0] for p in shards} >= {"parse", "nodes"}
+    for shard in shards:
+        shard.write_bytes(pickle.dumps(_Payload(canary)))
+    first = ConfigClient(published.root, cache_dir=tmp_path / "another", version=1)  # compiles: reads the shards
+    assert first.get(TOPIC) == ConfigClient(published.root, version=1, cache_dir=cache).get(TOPIC)
+    assert not canary.exists()
+
+
+def test_cache_directories_are_private(published: GitRepo, tmp_path: Path) -> None:
+    cache = tmp_path / "fresh" / "cache"
+    ConfigClient(published.root, cache_dir=cache).config_json()
+    folders = [cache, *(p for p in cache.rglob("*") if p.is_dir())]
+    assert len(folders) >= 2
+    assert {oct(p.stat().st_mode & 0o777) for p in folders} == {"0o700"}

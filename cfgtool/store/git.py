@@ -91,6 +91,11 @@ def locate(path: Path) -> Repo:
     return Repo(Path(root), bare)
 
 
+def git_dir(root: Path) -> Path:
+    """The absolute git directory of the repository at `root` (`.git` of a work tree, or the bare one)."""
+    return Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.decode().strip())
+
+
 def resolve_commit(root: Path, ref: str) -> str | None:
     """The commit sha `ref` names (annotated tags peeled), or None when it names no commit."""
     if not ref or ref.startswith("-"):

@@ -11,18 +11,33 @@ subject, a tag made by hand simply has no metadata, and thousands of lines decod
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from cfgtool.errors import UsageError
+
 METADATA_KEY = "cfgtool-metadata"
 _PREFIX = METADATA_KEY + ": "
-_SIGNATURES = ("-----BEGIN PGP SIGNATURE-----", "-----BEGIN SSH SIGNATURE-----")
+_SIGNATURE = re.compile(r"^-----BEGIN (?:PGP|SSH) SIGNATURE-----$", re.MULTILINE)
 
 
 def format_message(text: str, metadata: Mapping[str, Any]) -> str:
-    """A tag message: `text` for people, a blank line, then `cfgtool-metadata: {json}` on ONE line."""
+    """A tag message: `text` for people, a blank line, then `cfgtool-metadata: {json}` on ONE line.
+
+    No text can strip or alter the metadata (DESIGN 15): a line of `text` that git would take for the start
+    of a signature (`-----BEGIN ...`, after which git drops the rest) is indented by one space, and the
+    metadata line is always the last, so a `cfgtool-metadata:` line inside the text is never read.
+    """
     line = json.dumps(dict(metadata), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return f"{text.strip()}\n\n{_PREFIX}{line}\n"
+    safe = "\n".join(" " + t if t.startswith("-----BEGIN ") else t for t in text.strip().splitlines())
+    return f"{safe}\n\n{_PREFIX}{line}\n"
+
+
+def check_text(text: str | None, what: str) -> None:
+    """UsageError for a message or reason git cannot store as given (NUL and other control characters)."""
+    if text is not None and any((c < " " and c not in "\n\t") or c == "\x7f" for c in text):
+        raise UsageError(f"the {what} holds control characters", hint="write plain text (newlines are fine)")
 
 
 def parse_message(contents: str) -> tuple[str, dict[str, Any]]:
@@ -63,6 +78,7 @@ def loads(line: str) -> Any:
 
 
 def strip_signature(contents: str) -> str:
-    """A tag message without the signature git appends to signed tags."""
-    cuts = [i for i in (contents.find(s) for s in _SIGNATURES) if i >= 0]
-    return contents[: min(cuts)] if cuts else contents
+    """A tag message without the signature git appends to signed tags (a `-----BEGIN ... SIGNATURE-----`
+    line; the same words inside a line, as in the metadata's JSON, are text)."""
+    found = _SIGNATURE.search(contents)
+    return contents[: found.start()] if found else contents

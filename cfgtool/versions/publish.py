@@ -1,13 +1,14 @@
-"""`publish`: compile and validate a ref and release it as the next numbered version tag (DESIGN 9).
+"""`publish`: compile and validate a ref and release it as the next numbered version tag (DESIGN 9, 15).
 
-compile + validate REF (refuse on errors) -> fetch the remote's version tags -> nothing to do when the snapshot
-digest equals the current version's -> N = 1 + the highest version known -> create the annotated tag ->
-push it without force. When the push is rejected because the remote already has that tag (a concurrent
-publisher took N), the local tag, which never reached the remote, is deleted, and publish fetches, recomputes
-and tries again (bounded, with jitter). Any other rejection is a `RemoteError` naming what the remote said;
-the local tag is removed then too, so no local tag ever exists that the remote does not have.
+compile + validate REF (refuse on errors) -> fetch the remote's version tags (refusing when this repository has
+version tags the remote lacks: pushing past them would leave a gap) -> nothing to do when the snapshot digest
+equals the current version's -> N = 1 + the highest version known -> write the tag object -> push it by object
+id without force -> write the local tag. The local tag is written only after the remote accepted the push, so
+a kill at any instant leaves either nothing, or a version on the remote that the next fetch brings here. When
+the push is rejected because the remote already has that name (a concurrent publisher took N), publish fetches,
+recomputes and tries again (bounded, with jitter). Any other rejection is a `RemoteError` naming what the remote
+said.
 """
-
 from __future__ import annotations
 
 import random
@@ -22,19 +23,22 @@ from cfgtool.compile import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic, plural
 from cfgtool.errors import CfgtoolError
 from cfgtool.store import git
-from cfgtool.versions.messages import format_message
+from cfgtool.versions.messages import check_text, format_message
 from cfgtool.versions.refs import (
     RemoteError,
-    create_tag,
-    drop_local_tag,
+    checked_remote,
+    clear_stale_locks,
     fetch_tags,
     identity,
+    make_tag,
     push_tags,
     remote_tags,
+    require_pushed,
+    write_tags,
 )
 from cfgtool.versions.tags import History, TagScheme, read_history
 
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 20  # 12 concurrent publishers need at most 12; jitter spreads the retries
 METADATA_SCHEMA = 1
 
 
@@ -114,6 +118,9 @@ def publish(
     for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
+    check_text(message, "message")
+    if remote is not None:
+        remote = checked_remote(root, remote)
     tagger = identity(root)
     who = publisher or str(tagger)
     acl_principal = principal  # only an explicit principal is checked against the ACL: CI passes the pusher
@@ -156,9 +163,12 @@ def publish(
         "publisher": who,
         "message": message,
     }
+    clear_stale_locks(root, scheme)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         if remote is not None:
             fetch_tags(root, remote, scheme)
+            if attempt == 1:
+                require_pushed(root, remote, scheme)
         known = read_history(root, scheme)
         if attempt == 1 and acl_principal is not None:  # the current version's ACL decides (DESIGN 13)
             current = known.current
@@ -173,8 +183,8 @@ def publish(
             reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
             return _with(base, version=n, tag=name, reason=reason, attempts=0)
         text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
-        oid = create_tag(root, name, commit, format_message(text, {**meta, "version": n}), tagger)
-        if oid and (remote is None or _pushed(root, remote, name, oid)):
+        oid = make_tag(root, name, commit, format_message(text, {**meta, "version": n}), tagger)
+        if (remote is None or _pushed(root, remote, name, oid)) and _written(root, name, oid, remote):
             return _with(base, published=True, version=n, tag=name, attempts=attempt)
         _back_off(attempt)  # another publisher took N (here or on the remote): recompute
     raise PublishRaceLost(
@@ -196,41 +206,43 @@ def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult
             f"{head} has the same snapshot (digest {base.digest[:19]}...) as the current version"
             f" {current.version} ({current.tag}, commit {current.commit[:7]})"
         )
-    if base.remote is not None and current.tag not in remote_tags(root, base.remote, [current.tag]):
-        reason += (
-            f"; but {current.tag} exists only in this repository, not on {base.remote}:"
-            f" push it with `git push {base.remote} refs/tags/{current.tag}`"
-        )
     return _with(base, reason=reason, same_as=current.version)
 
 
 def _pushed(root: Path, remote: str, name: str, oid: str) -> bool:
-    """Push the new tag. True when the remote has it; False (local tag deleted) when another publisher took
-    the name; RemoteError (local tag deleted) for any other refusal."""
-    try:
-        outcome = push_tags(root, remote, [name])
-        if outcome.ok:
-            return True
-        theirs = remote_tags(root, remote, [name]).get(name)
-        if theirs == oid:  # the push landed although its report did not say so
-            return True
-    except BaseException:
-        drop_local_tag(root, name, oid)  # interrupted or failed: the remote is the truth, fetch brings it back
-        raise
-    drop_local_tag(root, name, oid)
+    """Push the new tag object. True when the remote has it; False when another publisher took the name;
+    RemoteError for any other refusal. Nothing local exists yet, so nothing needs undoing."""
+    outcome = push_tags(root, remote, {name: oid})
+    if outcome.ok:
+        return True
+    theirs = remote_tags(root, remote, [name]).get(name)
+    if theirs == oid:  # the push landed although its report did not say so
+        return True
     if theirs is not None:
         return False
     status = outcome.rejected.get(name, "rejected")
     said = f"; the remote said: {outcome.remote_said}" if outcome.remote_said else ""
     raise RemoteError(
-        f"the remote {remote!r} refused the version tag {name}: {status}{said}. Nothing was published and the"
-        " local tag was removed",
+        f"the remote {remote!r} refused the version tag {name}: {status}{said}. Nothing was published",
         hint="ask the remote's administrators whether this repository accepts tag pushes from you",
     )
 
 
+def _written(root: Path, name: str, oid: str, remote: str | None) -> bool:
+    """Write the local tag. Without a remote, False when another local publisher took the name (try the next
+    number); after a push, the remote has the version whatever happens here, so a local clash is an error."""
+    if write_tags(root, {name: oid}):
+        return True
+    if remote is None:
+        return False
+    raise RemoteError(
+        f"published {name} on {remote!r}, but this repository has another tag of that name",
+        hint=f"delete the local copy (git tag -d {name}) and fetch: git fetch {remote} 'refs/tags/*:refs/tags/*'",
+    )
+
+
 def _back_off(attempt: int) -> None:
-    time.sleep(random.uniform(0.05, 0.3) * attempt)
+    time.sleep(random.uniform(0.05, 0.3) * min(attempt, 5))
 
 
 def _with(base: PublishResult, **changes: Any) -> PublishResult:

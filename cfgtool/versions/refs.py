@@ -1,12 +1,13 @@
 """Writing version tags safely: create without overwriting, push without force, fetch without clobbering.
 
-Every write here is create-only. A local tag is made with `git mktag` + `git update-ref --stdin` `create`
-(fails when the name exists, so two local publishers cannot overwrite each other); it is pushed with
-`git push --porcelain` and no force; tags are fetched with a non-forcing refspec, so a tag that differs between
-here and the remote is reported, never replaced. The only deletion is of a LOCAL tag this process just created
-and that never reached the remote (`drop_local_tag` checks its target first).
+Every write here is create-only and ordered so that a kill at any instant leaves the versions intact (DESIGN
+15). A tag object is made with `git mktag` (no ref yet); with a remote it is pushed by object id
+(`<oid>:refs/tags/<name>`, `git push --porcelain`, no force) and the local tag is written only once the
+remote has it, so a local tag never exists that the remote lacks; the local write is `git update-ref --stdin`
+`create` (fails when the name exists, so two local publishers cannot overwrite each other). Tags are fetched
+with a non-forcing refspec, so a tag that differs between here and the remote is reported, never replaced.
+Nothing here deletes a tag; `clear_stale_locks` removes the lock files a killed git left behind.
 """
-
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cfgtool.errors import CfgtoolError, SourceError
+from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.versions.tags import TagScheme
 
@@ -66,35 +67,135 @@ def identity(root: Path) -> Identity:
     return Identity(name, email)
 
 
-def create_tag(root: Path, name: str, commit: str, message: str, tagger: Identity) -> str:
-    """Create the annotated tag `name` on `commit` (only if no tag of that name exists); its object id.
-
-    Returns "" when the name is already taken locally (another local publisher was faster).
-    """
+def make_tag(root: Path, name: str, commit: str, message: str, tagger: Identity) -> str:
+    """Write the annotated tag object `name` on `commit` (no ref points at it yet); its object id."""
     now = time.time()
     offset = time.localtime(now).tm_gmtoff // 60
     sign = "+" if offset >= 0 else "-"
     zone = f"{sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
     person = f"{_clean(tagger.name)} <{_clean(tagger.email).strip('<>')}>"
     text = f"object {commit}\ntype commit\ntag {name}\ntagger {person} {int(now)} {zone}\n\n{message}"
-    oid = git.run_git(root, "mktag", input=text.encode("utf-8")).stdout.decode().strip()
-    proc = git.run_git(root, "update-ref", "--stdin", input=f"create refs/tags/{name} {oid}\n".encode(), check=False)
-    if proc.returncode != 0:
-        if git.resolve_commit(root, f"refs/tags/{name}") is not None:
-            return ""
-        raise git.GitError(f"could not create tag {name}: {proc.stderr.decode(errors='replace').strip()}")
-    return oid
+    return git.run_git(root, "mktag", input=text.encode("utf-8")).stdout.decode().strip()
 
 
-def drop_local_tag(root: Path, name: str, oid: str) -> None:
-    """Delete the local tag `name` only while it still is the tag object `oid` this process created."""
-    git.run_git(root, "update-ref", "--stdin", input=f"delete refs/tags/{name} {oid}\n".encode(), check=False)
+def write_tags(root: Path, tags: Mapping[str, str]) -> bool:
+    """Point each local `refs/tags/<name>` at its tag object, all or none, never moving an existing tag.
+
+    True when every tag now points where asked (created, or already there: a fetch brought it); False when a
+    name is held by another object (nothing is written then).
+    """
+    existing = local_tags(root, list(tags))
+    todo = {name: oid for name, oid in tags.items() if existing.get(name) != oid}
+    if any(name in existing for name in todo):
+        return False
+    if not todo:
+        return True
+    script = "".join(f"create refs/tags/{name} {oid}\n" for name, oid in todo.items())
+    proc = git.run_git(root, "update-ref", "--stdin", input=script.encode(), check=False)
+    if proc.returncode == 0:
+        return True
+    if local_tags(root, list(todo)):
+        return False  # another process in this repository was faster
+    raise git.GitError(f"could not create {', '.join(todo)}: {proc.stderr.decode(errors='replace').strip()}")
+
+
+def create_tag(root: Path, name: str, commit: str, message: str, tagger: Identity) -> str:
+    """Create the local annotated tag `name` on `commit` (only if no tag of that name exists); its object id.
+
+    Returns "" when the name is already taken locally (another local publisher was faster).
+    """
+    oid = make_tag(root, name, commit, message, tagger)
+    return oid if write_tags(root, {name: oid}) else ""
+
+
+def local_tags(root: Path, names: Sequence[str]) -> dict[str, str]:
+    """`{name: object id}` of those of `names` that exist as local tags."""
+    refs = [f"refs/tags/{name}" for name in names]
+    out = git.run_git(root, "for-each-ref", "--format=%(objectname) %(refname)", "--end-of-options", *refs).stdout
+    found = {}
+    for line in out.decode().splitlines():
+        oid, _, ref = line.partition(" ")
+        found[ref.removeprefix("refs/tags/")] = oid
+    return {name: found[name] for name in names if name in found}
+
+
+def local_only(root: Path, remote: str, scheme: TagScheme) -> list[str]:
+    """The version tags and rollback markers of this repository that `remote` lacks (run after a fetch)."""
+    out = git.run_git(root, "for-each-ref", "--format=%(refname)", *scheme.patterns()).stdout.decode()
+    local = [ref.removeprefix("refs/tags/") for ref in out.split()]
+    if not local:
+        return []
+    theirs = remote_tags(root, remote, [p.removeprefix("refs/tags/") for p in scheme.patterns()])
+    return sorted(set(local) - set(theirs))
+
+
+def require_pushed(root: Path, remote: str, scheme: TagScheme) -> None:
+    """RemoteError, saying exactly what to run, when this repository has version tags or rollback markers
+    that `remote` lacks: a version published here without `--remote`. Publishing past it would leave a gap in
+    the remote's versions, rolling back would skip it."""
+    missing = local_only(root, remote, scheme)
+    if not missing:
+        return
+    names = ", ".join(missing)
+    refs = " ".join(f"refs/tags/{name}" for name in missing)
+    raise RemoteError(
+        f"{names} exist{'s' if len(missing) == 1 else ''} only in this repository, not on {remote!r} (published"
+        " or rolled back here without --remote): nothing was done",
+        hint=f"publish them as they are (git push {remote} {refs}), or drop them if they must not be published"
+        f" (git tag -d {' '.join(missing)}); then run the command again",
+    )
+
+
+def clear_stale_locks(root: Path, scheme: TagScheme, older_than: float = 10.0) -> list[str]:
+    """Remove the ref locks a killed git left under the version tags (git holds one for milliseconds; a
+    leftover `config/vN.lock` makes every later write of that tag fail). Returns what was removed."""
+    gitdir = git.git_dir(root)
+    now = time.time()
+    candidates = [gitdir / "packed-refs.lock"]
+    for pattern in scheme.patterns():
+        folder = gitdir / pattern.rsplit("/", 1)[0]
+        if folder.is_dir():
+            candidates += folder.glob("*.lock")
+    removed = []
+    for lock in candidates:
+        try:
+            if lock.is_file() and not lock.is_symlink() and now - lock.stat().st_mtime > older_than:
+                lock.unlink()
+                removed.append(str(lock.relative_to(gitdir)))
+        except OSError:
+            continue
+    return removed
+
+
+# The URLs a remote may be given as (git's own transports; `ext::` and other helpers are refused), and the
+# scp-like `user@host:path` form.
+_URL = re.compile(r"(?:https?|ssh|git|file)://[^\s]+|[\w.+-]+@[\w.-]+:[^\s]*")
+
+
+def checked_remote(root: Path, remote: str) -> str:
+    """`remote` when it is the name of a remote configured in the repository, a URL or an absolute path;
+    UsageError otherwise.
+
+    User text reaches git only as data (DESIGN 15): `--remote '--upload-pack=...'` or `ext::sh ...` must never
+    become an option or a command.
+    """
+    if not remote.startswith("-"):
+        names = git.run_git(root, "remote").stdout.decode(errors="replace").split()
+        if remote in names or _URL.fullmatch(remote) or Path(remote).is_absolute():
+            return remote
+    raise UsageError(
+        f"--remote {remote!r} is neither a remote of this repository nor a URL",
+        hint="name a configured remote (git remote -v lists them), or give an https://, ssh://, git:// or file://"
+        " URL, or an absolute path",
+    )
 
 
 def fetch_tags(root: Path, remote: str, scheme: TagScheme) -> None:
     """Fetch every version tag and rollback marker from `remote`, never overwriting a local tag."""
     specs = [f"{p}:{p}" for p in scheme.patterns()]
-    proc = git.run_git(root, "fetch", "--no-tags", "--no-write-fetch-head", remote, *specs, check=False)
+    proc = git.run_git(
+        root, "fetch", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, *specs, check=False
+    )
     if proc.returncode == 0:
         return
     stderr = proc.stderr.decode(errors="replace")
@@ -111,11 +212,14 @@ def fetch_tags(root: Path, remote: str, scheme: TagScheme) -> None:
     )
 
 
-def push_tags(root: Path, remote: str, names: Sequence[str]) -> PushOutcome:
-    """Push tags without force, atomically when there are several; read each ref's status line."""
-    refs = [f"refs/tags/{n}:refs/tags/{n}" for n in names]
+def push_tags(root: Path, remote: str, tags: Mapping[str, str]) -> PushOutcome:
+    """Push tag objects (`{name: object id}`, no local ref needed) without force, atomically when there are
+    several; read each ref's status line."""
+    names = list(tags)
+    refs = [f"{oid}:refs/tags/{name}" for name, oid in tags.items()]
     atomic = ["--atomic"] if len(refs) > 1 else []
-    proc = git.run_git(root, "push", "--porcelain", "--no-verify", *atomic, remote, *refs, check=False)
+    proc = git.run_git(root, "push", "--porcelain", "--no-verify", *atomic, "--end-of-options", remote, *refs,
+                       check=False)  # fmt: skip
     rejected: dict[str, str] = {}
     seen: set[str] = set()
     for line in proc.stdout.decode(errors="replace").splitlines():
@@ -138,7 +242,8 @@ def push_tags(root: Path, remote: str, names: Sequence[str]) -> PushOutcome:
 
 def remote_tags(root: Path, remote: str, names: Sequence[str]) -> dict[str, str]:
     """`{name: object id}` of those of `names` that exist on `remote` (one `git ls-remote`)."""
-    proc = git.run_git(root, "ls-remote", "--tags", remote, *(f"refs/tags/{n}" for n in names), check=False)
+    patterns = (f"refs/tags/{n}" for n in names)
+    proc = git.run_git(root, "ls-remote", "--tags", "--end-of-options", remote, *patterns, check=False)
     if proc.returncode != 0:
         stderr = proc.stderr.decode(errors="replace")
         raise RemoteUnavailable(f"could not list tags on {remote!r}: {_last_lines(stderr)}")

@@ -3,12 +3,15 @@
 Rolling back version N creates the annotated marker tag `<rollback_tag_prefix>N` (default
 `config/rolledback/vN`) on N's commit, with who, when (the tagger date) and why in its message. The version
 tag stays, so processes already pinned to N keep reading it; new readers get the highest version without a
-marker. Markers are pushed like version tags: without force, all at once (`--atomic`), and a marker that the
-remote refuses is removed locally again.
+marker. Markers are written like version tags (`cfgtool.versions.refs`): the marker objects first, pushed by
+object id without force and all at once (`--atomic`), the local markers only once the remote has them. Before
+the push, a journal in the git directory records what is being rolled back, so a rollback killed after its
+push and run again (with the same reason) finishes that same rollback instead of withdrawing the next version.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,16 +19,20 @@ from typing import Any
 from cfgtool._version import __version__
 from cfgtool.access.enforce import require
 from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.snapshot import write_atomic
 from cfgtool.store import git
-from cfgtool.versions.messages import format_message
+from cfgtool.versions.messages import check_text, format_message
 from cfgtool.versions.refs import (
     RemoteError,
-    create_tag,
-    drop_local_tag,
+    checked_remote,
+    clear_stale_locks,
     fetch_tags,
     identity,
+    make_tag,
     push_tags,
     remote_tags,
+    require_pushed,
+    write_tags,
 )
 from cfgtool.versions.tags import History, read_history, scheme_for
 
@@ -81,10 +88,21 @@ def rollback(
     if not reason.strip():
         raise UsageError("a rollback needs a reason", hint='say why with -m "REASON"; it is shown in `versions`')
     root = git.locate(repo if repo is not None else Path.cwd()).root
+    check_text(reason, "reason")
+    if remote is not None:
+        remote = checked_remote(root, remote)
     scheme = scheme_for(root, store)
+    clear_stale_locks(root, scheme)
+    journal = git.git_dir(root) / "cfgtool" / "rollback-journal.json"
+    pending = _pending(journal)
     if remote is not None:
         fetch_tags(root, remote, scheme)
+        if pending is not None and not pending.get("done"):
+            return _finish(root, remote, journal, pending, version, reason)
+        require_pushed(root, remote, scheme)
     known = read_history(root, scheme)
+    if pending is not None and _same_again(pending, known, version, to, reason):
+        return _result(pending)  # the previous run did it all but was killed before it could say so
     targets = _targets(known, version, to)
     current = known.current
     if principal is not None and current is not None:  # the current version's ACL decides (DESIGN 13)
@@ -99,39 +117,91 @@ def rollback(
         )
     tagger = identity(root)
     who = by or str(tagger)
-    created: list[tuple[str, str]] = []
-    try:
-        for n in targets:
-            name = scheme.rollback_tag(n)
-            meta = {
-                "kind": "rollback",
-                "schema": METADATA_SCHEMA,
-                "version": n,
-                "tag": scheme.version_tag(n),
-                "commit": known.tag(n).commit,
-                "by": who,
-                "reason": reason,
-                "cfgtool_version": __version__,
-            }
-            text = f"roll back {scheme.version_tag(n)}: {reason}"
-            oid = create_tag(root, name, known.tag(n).commit, format_message(text, meta), tagger)
-            if not oid:
-                raise RollbackRefused(f"version {n} was rolled back meanwhile by another process ({name} exists)")
-            created.append((name, oid))
-        if remote is not None:
-            _push(root, remote, created)
-    except BaseException:
-        for name, oid in created:
-            drop_local_tag(root, name, oid)
-        raise
-    return RollbackResult(
-        rolled_back=tuple(targets),
-        current=max(left),
-        tags=tuple(name for name, _ in created),
-        reason=reason,
-        by=who,
-        remote=remote,
+    markers: dict[str, str] = {}
+    for n in targets:
+        name = scheme.rollback_tag(n)
+        meta = {
+            "kind": "rollback",
+            "schema": METADATA_SCHEMA,
+            "version": n,
+            "tag": scheme.version_tag(n),
+            "commit": known.tag(n).commit,
+            "by": who,
+            "reason": reason,
+            "cfgtool_version": __version__,
+        }
+        text = f"roll back {scheme.version_tag(n)}: {reason}"
+        markers[name] = make_tag(root, name, known.tag(n).commit, format_message(text, meta), tagger)
+    result = RollbackResult(
+        rolled_back=tuple(targets), current=max(left), tags=tuple(markers), reason=reason, by=who, remote=remote
     )
+    if remote is not None:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers}))
+        _push(root, remote, markers, journal)
+    if not write_tags(root, markers):
+        raise RollbackRefused(f"version {targets[0]} was rolled back meanwhile by another process in this repository")
+    if remote is not None:
+        write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers, "done": True}))
+    return result
+
+
+def _same_again(pending: dict[str, Any], known: History, version: int | None, to: int | None, reason: str) -> bool:
+    """Whether this run repeats the journaled, finished rollback: the same reason and versions, and nothing
+    published or rolled back since (the current version is still the one it left)."""
+    r = pending["result"]
+    current = known.current
+    asked = [version] if version is not None else None
+    return (
+        r.get("reason") == reason
+        and to is None
+        and asked in (None, r.get("rolled_back"))
+        and current is not None
+        and current.version == r.get("current")
+        and all(known.is_rolled_back(int(n)) for n in r.get("rolled_back", ()))
+    )
+
+
+def _result(pending: dict[str, Any]) -> RollbackResult:
+    r = pending["result"]
+    return RollbackResult(
+        rolled_back=tuple(int(n) for n in r["rolled_back"]), current=int(r["current"]), tags=tuple(r["tags"]),
+        reason=str(r["reason"]), by=str(r["by"]), remote=r.get("remote"),
+    )  # fmt: skip
+
+
+def _pending(journal: Path) -> dict[str, Any] | None:
+    """The rollback an earlier run journaled and did not finish (None: none, or an unreadable journal)."""
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("result"), dict) and isinstance(data.get("markers"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _finish(
+    root: Path, remote: str, journal: Path, pending: dict[str, Any], version: int | None, reason: str
+) -> RollbackResult:
+    """Finish the journaled rollback when this run asks for the same one; else say how to finish it."""
+    r = pending["result"]
+    markers = {str(k): str(v) for k, v in pending["markers"].items()}
+    versions = [int(n) for n in r["rolled_back"]]
+    if r["reason"] != reason or (version is not None and version not in versions):
+        shown = ", ".join(str(n) for n in versions)
+        raise RollbackRefused(
+            f"an interrupted rollback of version {shown} ({r['reason']!r}) is unfinished in this repository",
+            hint=f"finish it first: cfgtool rollback {versions[0]} -m {json.dumps(r['reason'])} --remote {remote}"
+            f" (or delete {journal} if it must not happen)",
+        )
+    theirs = remote_tags(root, remote, list(markers))
+    missing = {name: oid for name, oid in markers.items() if name not in theirs}
+    if missing:
+        _push(root, remote, missing, journal)
+    write_tags(root, {name: oid for name, oid in markers.items() if theirs.get(name, oid) == oid})
+    write_atomic(journal, json.dumps({**pending, "done": True}))
+    return _result(pending)
 
 
 def _targets(known: History, version: int | None, to: int | None) -> list[int]:
@@ -165,16 +235,17 @@ def _targets(known: History, version: int | None, to: int | None) -> list[int]:
     return [current.version]
 
 
-def _push(root: Path, remote: str, created: list[tuple[str, str]]) -> None:
-    """Push the markers; RollbackRefused when someone else rolled one back meanwhile, else RemoteError."""
-    names = [name for name, _ in created]
-    outcome = push_tags(root, remote, names)
+def _push(root: Path, remote: str, markers: dict[str, str], journal: Path) -> None:
+    """Push the marker objects; RollbackRefused when someone else rolled one back meanwhile, else RemoteError
+    (the journal is dropped then: nothing was rolled back)."""
+    outcome = push_tags(root, remote, markers)
     if outcome.ok:
         return
-    theirs = remote_tags(root, remote, names)
-    if all(theirs.get(name) == oid for name, oid in created):
+    theirs = remote_tags(root, remote, list(markers))
+    if all(theirs.get(name) == oid for name, oid in markers.items()):
         return  # the push landed although its report did not say so
-    taken = [name for name, oid in created if name in theirs and theirs[name] != oid]
+    journal.unlink(missing_ok=True)
+    taken = [name for name, oid in markers.items() if name in theirs and theirs[name] != oid]
     if taken:
         raise RollbackRefused(
             f"{', '.join(taken)} already exists on {remote!r}: another rollback got there first; nothing was pushed",
@@ -183,7 +254,6 @@ def _push(root: Path, remote: str, created: list[tuple[str, str]]) -> None:
     status = "; ".join(f"{name}: {why}" for name, why in outcome.rejected.items()) or "rejected"
     said = f"; the remote said: {outcome.remote_said}" if outcome.remote_said else ""
     raise RemoteError(
-        f"the remote {remote!r} refused the rollback markers ({status}){said}. Nothing was rolled back and the"
-        " local markers were removed",
+        f"the remote {remote!r} refused the rollback markers ({status}){said}. Nothing was rolled back",
         hint="ask the remote's administrators whether this repository accepts tag pushes from you",
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pickle
 import subprocess
 import threading
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cfgtool.cache import pack, unpack
 from cfgtool.client import compact_json
 from cfgtool.errors import CfgtoolError
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys
@@ -287,9 +287,9 @@ def test_configs_ships_the_client_json_cache(spark: Any, tmp_path: Path, cache: 
     assert [rows[k].exists for k in wanted] == [True, False, False]
     assert all(rows[k].config == compact_json(loader.client.get(k)) for k in wanted)
     assert all(r.config == compact_json(loader.client.get(r.key)) for r in loader.configs().collect())
-    (cached,) = (cache / "snapshots").glob("*.json.pickle")
-    texts = pickle.loads(cached.read_bytes())
-    cached.write_bytes(pickle.dumps({**texts, TOPIC: '{"from":"cache"}', plain: '{"plain":1}'}))
+    (cached,) = (cache / "snapshots").glob("*.json.msgpack")
+    texts = unpack(cached.read_bytes())
+    cached.write_bytes(pack({**texts, TOPIC: '{"from":"cache"}', plain: '{"plain":1}'}))
     again = ConfigLoader(spark, repo.root, cache_dir=cache).configs(wanted).collect()
     expected = {TOPIC: '{"from":"cache"}', PHANTOM: rows[PHANTOM].config, child: '{"plain":1}'}
     assert {r.key: r.config for r in again} == expected

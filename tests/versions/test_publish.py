@@ -87,14 +87,17 @@ def test_publish_unchanged_snapshot_publishes_nothing(work: GitRepo, remote: Rem
     assert remote.tags() == ["config/v1"]
 
 
-def test_publish_unchanged_says_when_the_current_tag_is_not_on_the_remote(work: GitRepo, remote: RemoteWatch) -> None:
+def test_publish_refuses_to_go_past_a_version_the_remote_lacks(work: GitRepo, remote: RemoteWatch) -> None:
     publish(work.root)  # local only
-    result = publish(work.root, remote="origin")
-    assert not result.published
-    assert result.reason is not None
-    assert "config/v1 exists only in this repository, not on origin" in result.reason
-    assert "git push origin refs/tags/config/v1" in result.reason
+    bump(work, "next")
+    with pytest.raises(RemoteError, match="config/v1 exists only in this repository, not on 'origin'") as err:
+        publish(work.root, remote="origin")  # as v2, it would leave a gap on the remote
+    assert err.value.hint is not None and "git push origin refs/tags/config/v1" in err.value.hint
+    assert "git tag -d config/v1" in err.value.hint
     assert remote.tags() == []
+    work.git("push", "-q", "origin", "refs/tags/config/v1")  # what the hint says
+    assert publish(work.root, remote="origin").version == 2
+    assert remote.tags() == ["config/v1", "config/v2"]
 
 
 def test_publish_dry_run_runs_the_checks_and_creates_nothing(work: GitRepo, remote: RemoteWatch) -> None:
@@ -249,3 +252,31 @@ def test_two_processes_publishing_at_once_get_consecutive_versions(
         assert on_remote[f"refs/tags/config/v{r['version']}^{{}}"] == other.git("rev-parse", "HEAD")
         for name in local_version_tags(other):  # no local tag that the remote does not have
             assert on_remote[f"refs/tags/{name}"] == other.git("rev-parse", f"refs/tags/{name}")
+
+
+def test_eight_publishers_from_separate_clones_get_distinct_contiguous_versions(
+    work: GitRepo, remote: RemoteWatch
+) -> None:
+    publish(work.root, remote="origin")
+    clones = [clone(work, remote, f"crowd{i}") for i in range(8)]
+    for i, other in enumerate(clones):
+        bump(other, f"crowd{i}")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PUBLISH, str(other.root), other.root.name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for other in clones
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["version"] for r in results) == list(range(2, 10))
+    assert remote.tags() == [f"config/v{n}" for n in range(1, 10)]
+    on_remote = remote.check()
+    for other, r in zip(clones, results, strict=True):
+        assert on_remote[f"refs/tags/config/v{r['version']}^{{}}"] == other.git("rev-parse", "HEAD")

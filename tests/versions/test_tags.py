@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ from cfgtool.versions import (
     versions,
 )
 from cfgtool.versions.messages import format_message, parse_message
-from cfgtool.versions.refs import Identity, create_tag, drop_local_tag, identity
+from cfgtool.versions.refs import Identity, clear_stale_locks, create_tag, identity, make_tag, write_tags
 from cfgtool.versions.tags import DEFAULT_SHOWN, read_history, scheme_for
 
 if TYPE_CHECKING:
@@ -268,13 +270,32 @@ def test_create_tag_writes_an_annotated_tag_with_the_tagger(repo_with_commit: Gi
     )
 
 
-def test_drop_local_tag_deletes_only_the_tag_object_it_was_given(repo_with_commit: GitRepo) -> None:
+def test_write_tags_writes_all_or_none_and_never_moves_a_tag(repo_with_commit: GitRepo) -> None:
     repo = repo_with_commit
-    oid = make_version(repo, 1)
-    drop_local_tag(repo.root, "config/v1", "0" * 40)  # not ours: kept
-    assert repo.git("rev-parse", "refs/tags/config/v1") == oid
-    drop_local_tag(repo.root, "config/v1", oid)
-    assert repo.git("tag", "--list", "config/v1") == ""
+    head = repo.git("rev-parse", "HEAD")
+    first = make_version(repo, 1)
+    two = make_tag(repo.root, "config/v2", head, "two\n", ALICE)
+    other_one = make_tag(repo.root, "config/v1", head, "another one\n", ALICE)
+    assert repo.git("tag", "--list", "config/v2") == ""  # an object only: no ref yet
+    assert not write_tags(repo.root, {"config/v1": other_one, "config/v2": two})
+    assert repo.git("rev-parse", "refs/tags/config/v1") == first
+    assert repo.git("tag", "--list", "config/v2") == ""  # none written
+    assert write_tags(repo.root, {"config/v1": first, "config/v2": two})  # v1 already there: fine
+    assert repo.git("rev-parse", "refs/tags/config/v2") == two
+
+
+def test_a_stale_lock_left_by_a_killed_git_is_cleared(repo_with_commit: GitRepo) -> None:
+    repo = repo_with_commit
+    make_version(repo, 1)
+    lock = repo.root / ".git/refs/tags/config/v2.lock"
+    lock.write_text("", encoding="utf-8")
+    fresh = repo.root / ".git/refs/tags/config/v3.lock"
+    fresh.write_text("", encoding="utf-8")
+    os.utime(lock, (time.time() - 60, time.time() - 60))
+    assert clear_stale_locks(repo.root, TagScheme()) == ["refs/tags/config/v2.lock"]
+    assert not lock.exists() and fresh.exists()  # a lock git may still hold is left alone
+    head = repo.git("rev-parse", "HEAD")
+    assert create_tag(repo.root, "config/v2", head, "two\n", ALICE)
 
 
 def test_identity_prefers_git_config(repo_with_commit: GitRepo) -> None:

@@ -1,0 +1,191 @@
+"""Kill sweep (issue 12, DESIGN 15): SIGKILL `publish` and `rollback` at points spread over their run, against a
+bare remote, from one persistent clone, and check what a crashing CI runner leaves behind.
+
+Usage:
+    python benchmarks/kill_sweep.py [--publish 200] [--rollback 100] [--seed 15]
+
+After every kill: no tag on the remote moved, the remote's versions are contiguous, every local version tag is
+on the remote with the same object, and the same command run again does the right thing (publish: the commit
+becomes the next version, once; rollback: the version that was current before the killed run is rolled back,
+and no other). Prints how many runs were killed before, during and after the push, and any failure.
+`tests/versions/test_kill_sweep.py` runs a few dozen of these points in the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    proc = subprocess.run(("git", *args), cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def cfgtool(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cfgtool", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the kill takes git's children too
+    )
+
+
+def remote_tags(bare: Path) -> dict[str, str]:
+    out = git(bare, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags")
+    return dict(line.split(" ") for line in out.splitlines())
+
+
+def numbers(tags: dict[str, str], prefix: str) -> list[int]:
+    return sorted(int(ref.removeprefix(prefix)) for ref in tags if ref.startswith(prefix))
+
+
+@dataclass
+class Sweep:
+    """A persistent clone `work` of a config repository whose remote `origin` is the bare repository `bare`."""
+
+    work: Path
+    bare: Path
+
+    @classmethod
+    def create(cls, root: Path) -> Sweep:
+        work, bare = root / "work", root / "remote.git"
+        work.mkdir(parents=True)
+        for name in ("store", "schemas", "policies"):
+            shutil.copytree(CHECKOUT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        git(work, "init", "-q", "-b", "main")
+        git(work, "config", "user.name", "Sweep")
+        git(work, "config", "user.email", "sweep@example.com")
+        git(work, "add", "-A")
+        git(work, "commit", "-qm", "store")
+        git(root, "init", "-q", "--bare", str(bare))
+        git(work, "remote", "add", "origin", str(bare))
+        git(work, "push", "-q", "origin", "main")
+        sweep = cls(work, bare)
+        sweep.bump("start")
+        sweep.run("publish", "--remote", "origin", "-m", "start")
+        return sweep
+
+    def bump(self, value: str) -> str:
+        conf = self.work / "store" / "main.conf"
+        conf.write_text(conf.read_text(encoding="utf-8") + f"\nsweep = {value}\n", encoding="utf-8")
+        git(self.work, "commit", "-qam", f"sweep {value}")
+        return git(self.work, "rev-parse", "HEAD")
+
+    def run(self, *args: str) -> str:
+        proc = cfgtool(*args, cwd=self.work)
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            raise AssertionError(f"cfgtool {' '.join(args)}: exit {proc.returncode}\n{out}{err}")
+        return out
+
+    def killed(self, delay: float, *args: str) -> bool:
+        """Run cfgtool and SIGKILL it (and its git children) after `delay` seconds; True if it was killed."""
+        proc = cfgtool(*args, cwd=self.work)
+        try:
+            proc.wait(timeout=delay)
+            return False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+
+    def check(self, before: dict[str, str]) -> dict[str, str]:
+        """The remote's tags, after asserting that none moved and the versions are contiguous."""
+        after = remote_tags(self.bare)
+        moved = {ref: oid for ref, oid in before.items() if after.get(ref) != oid}
+        assert not moved, f"tags moved or deleted on the remote: {moved}"
+        versions = numbers(after, "refs/tags/config/v")
+        assert versions == list(range(1, len(versions) + 1)), f"the remote's versions have a gap: {versions}"
+        for line in git(self.work, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags").splitlines():
+            ref, oid = line.split(" ")
+            assert after.get(ref) == oid, f"{ref} exists here but not (or differently) on the remote"
+        return after
+
+    def publish_round(self, delay: float) -> str:
+        """Kill a publish after `delay` s, publish again; the outcome: how far the killed run got."""
+        head = self.bump(f"p{time.monotonic_ns()}")
+        before = remote_tags(self.bare)
+        was_killed = self.killed(delay, "publish", "--remote", "origin", "-m", "sweep")
+        mid = self.check(before)
+        pushed = len(numbers(mid, "refs/tags/config/v")) > len(numbers(before, "refs/tags/config/v"))
+        self.run("publish", "--remote", "origin", "-m", "sweep")
+        after = self.check(mid)
+        versions = numbers(after, "refs/tags/config/v")
+        assert len(versions) == len(numbers(before, "refs/tags/config/v")) + 1, "not exactly one new version"
+        assert git(self.bare, "rev-parse", f"refs/tags/config/v{versions[-1]}^{{commit}}") == head
+        return "finished" if not was_killed else "killed after the push" if pushed else "killed before the push"
+
+    def rollback_round(self, delay: float) -> str:
+        """Publish a version, kill its rollback after `delay` s, run the same rollback again."""
+        self.bump(f"r{time.monotonic_ns()}")
+        self.run("publish", "--remote", "origin", "-m", "to roll back")
+        before = remote_tags(self.bare)
+        target = numbers(before, "refs/tags/config/v")[-1]
+        good = set(numbers(before, "refs/tags/config/v")) - set(numbers(before, "refs/tags/config/rolledback/v"))
+        was_killed = self.killed(delay, "rollback", "-m", f"bad {target}", "--remote", "origin")
+        mid = self.check(before)
+        marked = target in numbers(mid, "refs/tags/config/rolledback/v")
+        if was_killed:
+            self.run("rollback", "-m", f"bad {target}", "--remote", "origin")
+        after = self.check(mid)
+        rolled = set(numbers(after, "refs/tags/config/rolledback/v")) - set(
+            numbers(before, "refs/tags/config/rolledback/v")
+        )
+        assert rolled == {target}, f"rolled back {sorted(rolled)} instead of {target} (good before: {sorted(good)})"
+        return "finished" if not was_killed else "killed after the push" if marked else "killed before the push"
+
+
+def durations(sweep: Sweep) -> tuple[float, float]:
+    """How long one publish and one rollback take here (the kill points are spread over them)."""
+    sweep.bump("timing")
+    t0 = time.perf_counter()
+    sweep.run("publish", "--remote", "origin", "-m", "timing")
+    t1 = time.perf_counter()
+    sweep.run("rollback", "-m", "timing", "--remote", "origin")
+    return t1 - t0, time.perf_counter() - t1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--publish", type=int, default=200, help="publish runs to kill")
+    parser.add_argument("--rollback", type=int, default=100, help="rollback runs to kill")
+    parser.add_argument("--seed", type=int, default=15)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep = Sweep.create(Path(tmp))
+        publish_s, rollback_s = durations(sweep)
+        print(f"one publish {publish_s:.2f} s, one rollback {rollback_s:.2f} s; load average {os.getloadavg()[0]:.2f}")
+        for kind, runs, span, round_ in (
+            ("publish", args.publish, publish_s, sweep.publish_round),
+            ("rollback", args.rollback, rollback_s, sweep.rollback_round),
+        ):
+            outcomes: Counter[str] = Counter()
+            for _ in range(runs):
+                try:
+                    outcomes[round_(rng.uniform(0.0, span * 1.1))] += 1
+                except AssertionError as err:
+                    outcomes["FAILED"] += 1
+                    print(f"{kind}: {err}")
+            shown = ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items()))
+            print(f"{kind}: {runs} runs: {shown}")
+
+
+if __name__ == "__main__":
+    main()

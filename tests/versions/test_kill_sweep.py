@@ -1,0 +1,39 @@
+"""A crashing CI runner (DESIGN 15): publish and rollback SIGKILLed at points spread over their run, from a
+persistent clone, against a bare remote. After every kill no remote tag moved, the remote's versions are
+contiguous, no local version tag is missing from the remote, and running the same command again does the right
+thing. The sweep itself is `benchmarks/kill_sweep.py` (which runs hundreds of points); here a few dozen."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def kill_sweep() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kill_sweep", CHECKOUT / "benchmarks" / "kill_sweep.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kill_sweep"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_publish_and_rollback_killed_anywhere_leave_the_versions_intact(tmp_path: Path) -> None:
+    sweep_module = kill_sweep()
+    sweep = sweep_module.Sweep.create(tmp_path)
+    publish_s, rollback_s = sweep_module.durations(sweep)
+    rng = random.Random(12)
+    outcomes: Counter[str] = Counter()
+    for i in range(16):  # evenly spread over the run, jittered
+        outcomes["publish " + sweep.publish_round(publish_s * (i + rng.random()) / 15)] += 1
+    for i in range(10):
+        outcomes["rollback " + sweep.rollback_round(rollback_s * (i + rng.random()) / 9)] += 1
+    killed = sum(n for what, n in outcomes.items() if "killed" in what)
+    assert killed >= 16, outcomes  # most points fall inside the run
+    assert outcomes["publish killed before the push"] and outcomes["rollback killed before the push"], outcomes
