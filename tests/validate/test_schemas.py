@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import marshal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cfgtool.cache import unpack
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.snapshot import Snapshot, node_hash
@@ -514,7 +514,7 @@ def test_passing_verdicts_are_reused_and_a_changed_schema_checks_again(
     first = rows(schema_report(result)[1])
     assert first == rows(schema_report(result)[1])  # the failures are reported again, not cached away
     (passes,) = (tmp_path / "cache").glob("schema-passes-*")
-    stored = {k for shard in passes.glob("*.marshal") for k in marshal.loads(shard.read_bytes())}
+    stored = {tuple(k.split("\0")) for shard in passes.glob("*.msgpack") for k in unpack(shard.read_bytes())}
     assert stored == {("schemas/data.yaml", node_hash(result.snapshot.nodes["/data/ok"]))}
 
     stricter = DATA_SCHEMA.replace("required: [owner, contacts]", "required: [owner, contacts, sla]")
