@@ -332,7 +332,12 @@ def write_atomic_bytes(path: Path, data: bytes, *, replace: bool = True) -> bool
 
 
 def save(snapshot: Snapshot, path: Path) -> None:
-    """Write a snapshot's artifact atomically (SourceError when the file cannot be written)."""
+    """Write a snapshot's artifact atomically (SourceError when the file cannot be written). Only into an
+    existing directory: a typo in the path must not create directories (outside the repository, too)."""
+    if not path.parent.is_dir():
+        raise SourceError(
+            f"cannot write {path}: the directory {path.parent} does not exist", hint="create it first, or fix the path"
+        )
     try:
         write_atomic(path, json.dumps(snapshot.to_json(), ensure_ascii=False, separators=(",", ":")))
     except OSError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,7 +31,7 @@ def build_app() -> typer.Typer:
         name="cfgtool",
         help=HELP,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
@@ -63,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     gc.disable()
     command = typer.main.get_command(build_app())
+    _flags_without_metavar(command)
 
     def invoke() -> int:
         try:
@@ -72,6 +73,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     return run_handled(invoke)
+
+
+def _flags_without_metavar(command: typer.core.TyperCommand | typer.core.TyperGroup | object) -> None:
+    """Show flags as flags in help (`--strict`, not `--strict <bool>`, which reads as if it took a value)."""
+    for param in getattr(command, "params", ()):
+        if isinstance(param, typer.core.TyperOption) and param.is_flag:
+            param.metavar = ""
+    make_help = getattr(command, "get_help_option", None)
+    if make_help is not None:  # the help option is made afresh for each context
+
+        def help_option(ctx: typer.Context, make: Any = make_help) -> Any:
+            option = make(ctx)
+            if option is not None:
+                option.metavar = ""
+            return option
+
+        setattr(command, "get_help_option", help_option)  # noqa: B010 (an instance attribute over the method)
+    for sub in getattr(command, "commands", {}).values():
+        _flags_without_metavar(sub)
 
 
 def _exit_status(code: object) -> int:

@@ -131,7 +131,7 @@ def render_json_report(result: CompileResult) -> str:
         variables=dict(sorted(snap.variables.items())),
         nodes=len(result.store.nodes),
         resolved=len(snap.nodes) - len(snap.failed),
-        digest=snap.digest,
+        digest=snap.digest if not result.errors else None,
         checked=[dict(sorted(a.items())) for a in result.checked],
     )
 
@@ -150,7 +150,7 @@ def render_summary(result: CompileResult, output: Path | None = None) -> str:
     lines = [f"store      {snap.name or '(unnamed)'} ({store_dir})", f"source     {_describe_source(result)}"]
     lines.append(f"nodes      {_describe_nodes(result)}")
     lines.append(f"variables  {_describe_variables(result)}")
-    lines.append(f"digest     {snap.digest}")
+    lines.append(f"digest     {snap.digest}" if not result.errors else "digest     none: the compile has errors")
     if output is not None:
         lines.append(f"snapshot   {output}")
     lines.append(f"{plural(result.errors, 'error')}, {plural(result.warnings, 'warning')}")

@@ -27,6 +27,11 @@ def hocon(
 ) -> None:
     """Parse standalone HOCON files, merge them (the first file wins), resolve once and print the config.
 
-    Resolution is hermetic: ${...} never reads environment variables.
+    Resolution is hermetic: ${...} never reads environment variables. It reads
+    no store and needs no repository: a quick way to try HOCON.
+
+    Examples:
+      cfgtool hocon application.conf
+      cfgtool hocon overrides.conf defaults.conf --format hocon
     """
     typer.echo(render(resolve_files(files).value, fmt), nl=False)

@@ -153,6 +153,8 @@ def imports(
     result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=False)
     snap = result.snapshot
+    if not recursive:  # no includes file without a node; -r still shows what it inherits (DESIGN 5.4)
+        _existing(result, key, "has no node, so it imports nothing (-r lists the layers it inherits)")
     exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
     found = snap.imports(key, recursive)
     _print_keys(fmt, found, {"key": key, "exists": exists, "recursive": recursive, "imports": found})
@@ -223,6 +225,12 @@ def datasets(
     """
     result = compile_for(ctx, ref, variables, check=False, version=version)
     tag = _existing(result, _key(result, tag, reverse=True))
+    roots = result.store.settings.tag_roots
+    if not any(tag == r or tag.startswith(r.rstrip("/") + "/") for r in roots):
+        raise CfgtoolError(
+            f"{tag} is not a tag (tags are the nodes under {', '.join(roots)}): datasets lists those that import a tag",
+            hint=f"`cfgtool imported-by {tag}` lists the nodes that import any key",
+        )
     found = result.snapshot.datasets(tag)
     _print_keys(fmt, found, {"tag": tag, "datasets": found})
 
@@ -232,13 +240,13 @@ def datasets(
 
 
 
-def _existing(result: CompileResult, key: str) -> str:
-    """`key` when it has a node: only nodes can be imported, so a key without one is a typo (exit 1)."""
+def _existing(result: CompileResult, key: str, problem: str = "has no node, so nothing can import it") -> str:
+    """`key` when it has a node: only nodes import or are imported, so a key without one is a typo (exit 1)."""
     if key in result.snapshot.nodes:
         return key
     close = difflib.get_close_matches(key, list(result.snapshot.nodes), n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}?" if close else "list the keys with `cfgtool imports -r` or look under store/"
-    raise CfgtoolError(f"{key} has no node, so nothing can import it", hint=hint)
+    hint = f"did you mean {close[0]}?" if close else "list the keys with `cfgtool imports -r /` or look under store/"
+    raise CfgtoolError(f"{key} {problem}", hint=hint)
 
 
 def _key(result: CompileResult, text: str, *, reverse: bool) -> str:

@@ -68,6 +68,13 @@ def publish_command(
             show_default=False,
         ),
     ] = None,
+    allow_rolled_back: Annotated[
+        bool,
+        typer.Option(
+            "--allow-rolled-back",
+            help="Publish even when REF's snapshot is a rolled-back version's (restoring it on purpose).",
+        ),
+    ] = False,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Compile and validate REF and publish it as the next version (tag config/vN).
@@ -78,6 +85,9 @@ def publish_command(
     another publisher took the number meanwhile, it recomputes and retries.
 
     Restoring an old version is publishing it again: a new version on its commit.
+    Refuses when REF's snapshot is that of a rolled-back version (the rollback
+    trap: a merge of a branch that still holds the bad change would re-release
+    it); revert the change on the branch, or pass --allow-rolled-back.
 
     Exit status: 0 published (or nothing to publish, or a dry run), 1 refused
     (config errors, or the remote rejected the tag), 2 usage or environment error.
@@ -90,7 +100,10 @@ def publish_command(
     """
     cli: CliContext = ctx.obj
     try:
-        result = publish(cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run, principal=principal)
+        result = publish(
+            cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run, principal=principal,
+            allow_rolled_back=allow_rolled_back,
+        )  # fmt: skip
     except PublishRefused as refused:
         typer.echo(render_refused(refused, fmt), nl=False)
         raise  # the error handler prints the message and exits 1
@@ -139,6 +152,11 @@ def rollback_command(
     Nothing is deleted: processes already running on the version keep reading
     it; new readers get the highest version that is not rolled back. Refuses
     when no good version would remain, or when the version is already rolled back.
+
+    Then revert the bad change on the branch you publish from (git revert):
+    publish refuses to re-release a rolled-back version's content, so the next
+    merge fails to publish until it is reverted. A rollback killed midway is
+    finished by running the same command again (same reason).
 
     Exit status: 0 rolled back, 1 refused (or the remote rejected the marker),
     2 usage error (e.g. an unknown version).
@@ -233,23 +251,29 @@ def render_rollback(result: RollbackResult) -> str:
     )
 
 
+TABLE_WIDTH = 100  # the versions table fits a 100-column terminal
+
+
 def render_versions(shown: Sequence[Version], total: int) -> str:
     """One row per version (rolled-back ones followed by who, when and why); a note when some are hidden."""
     if not shown:
         return "no version has been published yet (cfgtool publish creates version 1)\n"
-    rows = [("VERSION", "DATE", "COMMIT", "STATUS", "PUBLISHER", "MESSAGE")]
+    rows = [("VERSION", "DATE", "COMMIT", "STATUS", "PUBLISHER")]
+    messages = ["MESSAGE"]
     extra: dict[int, str] = {}
     for v in shown:
         status = "rolled back" if v.rolled_back else v.status
-        message = (v.message or "").splitlines()[0] if v.message else ""
-        rows.append((str(v.version), _date(v), v.commit[:7], status, v.publisher or "", _cut(message, 60)))
+        rows.append((str(v.version), _date(v), v.commit[:7], status, _cut(_name(v.publisher or ""), 20)))
+        messages.append((v.message or "").splitlines()[0] if v.message else "")
         if v.rolled_back is not None:
             rb = v.rolled_back
-            extra[len(rows) - 1] = f"    rolled back by {rb.by} on {rb.date.isoformat(' ', 'minutes')}: {rb.reason}"
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+            said = f"    rolled back by {_name(rb.by)} on {rb.date.isoformat(' ', 'minutes')}: {rb.reason}"
+            extra[len(rows) - 1] = _cut(said.splitlines()[0], TABLE_WIDTH)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    room = max(TABLE_WIDTH - sum(widths) - 2 * len(widths), 20)  # the message takes what is left of the line
     out = []
-    for i, row in enumerate(rows):
-        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1])
+    for i, (row, message) in enumerate(zip(rows, messages, strict=True)):
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + "  " + _cut(message, room))
         if i in extra:
             out.append(extra[i])
     lines = [line.rstrip() for line in out]
@@ -260,6 +284,12 @@ def render_versions(shown: Sequence[Version], total: int) -> str:
 
 def _date(v: Version) -> str:
     return v.date.isoformat(" ", "minutes")
+
+
+def _name(person: str) -> str:
+    """`Ann Example <ann@example.com>` as `Ann Example` (the table's width; --format json has it whole)."""
+    name = person.split("<", 1)[0].strip()
+    return name or person
 
 
 def _cut(text: str, width: int) -> str:

@@ -16,6 +16,7 @@ version, not from the old one), never with one git call per version or per file.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import posixpath
 import re
@@ -189,6 +190,7 @@ def audit_key(
     if not chain:
         if baseline is not None:
             reader.read(baseline.commit)  # still check the key
+            reader.require_node()
         return KeyHistory(reader.key or key, shown_path, ())
 
     changes = _changed_files(root, [v.commit for v in [*([baseline] if baseline else []), *chain]], reader.store_dir)
@@ -218,6 +220,7 @@ def audit_key(
             found.append(_Found(prev, version, value, new, exists, now if prev is None else relevant | now))
         value, relevant, pending, prev = new, now, set(), version
 
+    reader.require_node()
     between = _commits_between(root, [(f.prev.commit if f.prev else None, f.version.commit) for f in found], baseline)
     events = [
         ValueChangeEvent(
@@ -274,6 +277,8 @@ class _Reader:
         self.root, self.store, self.variables, self.raw, self.parts = root, store, variables, key, parts
         self.store_dir = store_path(root, store)
         self.key: str | None = None
+        self.existed = False  # whether the key had a node in any version read
+        self.nodes: list[str] = []  # the node keys of the last version read (for "did you mean")
 
     def read(self, commit: str) -> tuple[Any, bool, _Relevant] | None:
         """(value or ABSENT, whether the key has a node, the files it resolves from); None when it does not
@@ -286,10 +291,24 @@ class _Reader:
             found = snapshot.lookup(self.key)
         except CfgtoolError:
             return None
+        self.existed = self.existed or found.exists
+        self.nodes = list(snapshot.nodes)
         value: Any = found.config
         for part in self.parts:
             value = value.get(part, ABSENT) if isinstance(value, dict) else ABSENT
         return value, found.exists, self._relevant(snapshot, self.key, result.store.settings_file)
+
+    def require_node(self) -> None:
+        """CfgtoolError when the key had no node in any version read: its history would only be inherited
+        values, which reads as if someone had changed it (most likely a typo)."""
+        if self.existed or not self.nodes:
+            return
+        key = self.key or self.raw
+        close = difflib.get_close_matches(key, self.nodes, n=1, cutoff=0.6)
+        raise CfgtoolError(
+            f"{key} has no node in any published version: nothing was ever set for it",
+            hint=f"did you mean {close[0]}?" if close else "`cfgtool versions` and `cfgtool get KEY` show what exists",
+        )
 
     def _relevant(self, snapshot: Snapshot, key: str, settings_file: str) -> _Relevant:
         """Its layers' directories, the directories that would create a node between it and its nearest

@@ -54,6 +54,11 @@ class PublishRefused(CfgtoolError):
         return self.result.diagnostics
 
 
+class RolledBackContent(CfgtoolError):
+    """The ref's snapshot is the one of a rolled-back version: publishing it would silently undo the rollback
+    (exit 1). `--allow-rolled-back` restores it on purpose."""
+
+
 class PublishRaceLost(CfgtoolError):
     """Other publishers kept taking the next version number; nothing was published (exit 1)."""
 
@@ -108,13 +113,15 @@ def publish(
     dry_run: bool = False,
     publisher: str | None = None,
     principal: str | None = None,
+    allow_rolled_back: bool = False,
 ) -> PublishResult:
     """Publish the store at `ref` as the next version; see the module docstring.
 
     `publisher` is recorded in the tag (default: the git identity); `principal` is who the policies see
     (default: the publisher), e.g. the same login a pull-request check passed.
 
-    Raises PublishRefused when the ref has compile or validation errors, RemoteError when the remote refuses
+    Raises PublishRefused when the ref has compile or validation errors, RolledBackContent when its snapshot
+    is a rolled-back version's (unless `allow_rolled_back`), RemoteError when the remote refuses
     for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
@@ -176,6 +183,8 @@ def publish(
         unchanged = _unchanged(root, known, base)
         if unchanged is not None:
             return unchanged
+        if not allow_rolled_back:
+            _refuse_rolled_back(known, base)
         n = known.highest + 1
         name = scheme.version_tag(n)
         if dry_run:
@@ -207,6 +216,23 @@ def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult
             f" {current.version} ({current.tag}, commit {current.commit[:7]})"
         )
     return _with(base, reason=reason, same_as=current.version)
+
+
+def _refuse_rolled_back(known: History, base: PublishResult) -> None:
+    """RolledBackContent when a rolled-back version has the same snapshot digest as the ref: the rollback
+    trap (a merge of main that still holds the bad change would re-release it as the next version)."""
+    same = [v for v in known.listing(all=True) if v.rolled_back is not None and v.digest == base.digest]
+    if not same:
+        return
+    v = same[0]
+    rb = v.rolled_back
+    assert rb is not None
+    raise RolledBackContent(
+        f"{base.ref} (commit {base.commit[:7]}) has the same snapshot as version {v.version} ({v.tag}), which"
+        f" {rb.by} rolled back on {rb.date:%Y-%m-%d %H:%M}: {rb.reason}. Nothing was published",
+        hint="revert the bad change on the branch (git revert) and publish that; to restore this content on"
+        " purpose, publish again with --allow-rolled-back",
+    )
 
 
 def _pushed(root: Path, remote: str, name: str, oid: str) -> bool:

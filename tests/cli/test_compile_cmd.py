@@ -39,7 +39,7 @@ store      shop (store/)
 source     working tree at HEAD COMMIT (clean)
 nodes      5 (1 dataset, 2 tags, 2 groups), 1 not resolved
 variables  none declared
-digest     sha256:DIGEST
+digest     none: the compile has errors
 1 error, 1 warning
 """
 
@@ -116,6 +116,7 @@ def test_compile_var_fixes_the_value_checked(run_cfgtool: Run, embedded_repo: Gi
 
 def test_compile_output_writes_the_snapshot(run_cfgtool: Run, embedded_repo: GitRepo, tmp_path: Path) -> None:
     target = tmp_path / "out" / "snapshot.json"
+    target.parent.mkdir()
     proc = run_cfgtool("compile", "--output", str(target), "--format", "json", cwd=embedded_repo.root)
     assert proc.returncode == 0, proc.stderr
     snapshot = json.loads(target.read_text(encoding="utf-8"))
@@ -441,3 +442,25 @@ def test_compile_help_documents_options_and_an_example(run_cfgtool: Run) -> None
     assert proc.returncode == 0
     for word in ("--ref", "--var", "--format", "--output", "--strict", "--color", "Example", "Exit status"):
         assert word in proc.stdout
+
+
+def test_output_goes_only_into_an_existing_directory(run_cfgtool: Run, embedded_repo: GitRepo, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "dir" / "snapshot.json"
+    proc = run_cfgtool("compile", "-o", str(target), cwd=embedded_repo.root)
+    assert proc.returncode == 2, proc.stdout
+    assert f"the directory {target.parent} does not exist" in proc.stderr
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "out").mkdir()
+    assert run_cfgtool("compile", "-o", str(tmp_path / "out" / "s.json"), cwd=embedded_repo.root).returncode == 0
+
+
+def test_a_failed_compile_has_no_digest(run_cfgtool: Run, work: GitRepo) -> None:
+    digests = set()
+    for broken in ("a = ${nowhere}\n", "b = [1, \n"):
+        (work.root / "store" / "main.conf").write_text(broken, encoding="utf-8")
+        proc = run_cfgtool("compile", cwd=work.root)
+        assert proc.returncode == 1
+        assert "digest     none: the compile has errors" in proc.stdout
+        doc = json.loads(run_cfgtool("compile", "--format", "json", cwd=work.root).stdout)
+        digests.add(doc["digest"])
+    assert digests == {None}

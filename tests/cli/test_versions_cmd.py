@@ -181,7 +181,7 @@ def test_rollback_json_contract_then_versions_shows_it(run_cfgtool: Run, two: Gi
     text = run_cfgtool("versions", cwd=two.root).stdout.splitlines()
     assert text[0].split() == ["VERSION", "DATE", "COMMIT", "STATUS", "PUBLISHER", "MESSAGE"]
     assert "rolled back" in text[1] and text[1].startswith("2 ")
-    assert text[2].strip().startswith("rolled back by Test <test@example.com> on ")
+    assert text[2].strip().startswith("rolled back by Test on ")  # the email is in --format json
     assert text[2].endswith(": bad retention")
     assert "current" in text[3] and text[3].endswith("one")
 
@@ -209,9 +209,21 @@ def test_rollback_text_and_refusals(run_cfgtool: Run, two: GitRepo, remote: Remo
     assert both.returncode == 2 and "not both" in both.stderr
 
 
-def test_restore_by_publishing_an_old_version(run_cfgtool: Run, two: GitRepo, remote: RemoteWatch) -> None:
-    assert run_cfgtool("rollback", "-m", "bad", "--remote", "origin", cwd=two.root).returncode == 0
-    code, doc = run_json(run_cfgtool, two, "publish", "--ref", "config/v2", "-m", "restore v2", "--remote", "origin")
+def test_the_rollback_trap_refuses_and_restoring_takes_a_flag(
+    run_cfgtool: Run, two: GitRepo, remote: RemoteWatch
+) -> None:
+    assert run_cfgtool("rollback", "-m", "bad retention", "--remote", "origin", cwd=two.root).returncode == 0
+    # the next merge still holds version 2's change: publishing main must not silently re-release it
+    trapped = run_cfgtool("publish", "--remote", "origin", cwd=two.root)
+    assert trapped.returncode == 1, trapped.stdout
+    assert "has the same snapshot as version 2 (config/v2), which Test <test@example.com> rolled back on" in (
+        trapped.stderr
+    )
+    assert ": bad retention. Nothing was published" in trapped.stderr
+    assert "git revert" in trapped.stderr and "--allow-rolled-back" in trapped.stderr
+    assert remote.tags() == ["config/rolledback/v2", "config/v1", "config/v2"]
+    code, doc = run_json(run_cfgtool, two, "publish", "--ref", "config/v2", "-m", "restore v2", "--remote", "origin",
+                         "--allow-rolled-back")  # fmt: skip
     assert code == 0
     assert (doc["published"], doc["version"]) == (True, 3)
     assert doc["commit"] == two.git("rev-parse", "config/v2^{commit}")
@@ -254,3 +266,16 @@ def test_every_version_command_has_help_with_examples(run_cfgtool: Run, command:
     assert proc.returncode == 0
     assert "Examples:" in proc.stdout
     assert f"cfgtool {command}" in proc.stdout
+
+
+def test_the_versions_table_fits_100_columns(run_cfgtool: Run, two: GitRepo) -> None:
+    long = "a reason that goes on and on " * 8
+    two.git("config", "user.name", "Maximilian Alexander von Somewhere-Very-Long")
+    assert run_cfgtool("rollback", "-m", long, cwd=two.root).returncode == 0
+    bump(two, "three")
+    assert run_cfgtool("publish", "-m", "a message that goes on " * 10, cwd=two.root).returncode == 0
+    text = run_cfgtool("versions", cwd=two.root).stdout.splitlines()
+    assert max(len(line) for line in text) <= 100, text
+    assert text[1].split()[-1].endswith("...") and "Maximilian" in text[1]
+    whole = json.loads(run_cfgtool("versions", "--format", "json", cwd=two.root).stdout)
+    assert whole[0]["message"] == "a message that goes on " * 10
