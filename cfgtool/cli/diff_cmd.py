@@ -136,7 +136,7 @@ def audit_command(
         if path is not None:
             raise UsageError("--path needs --key", hint="write --key KEY --path PATH")
         events = audit(cli.repo, when, cli.store)
-        typer.echo(to_json(events.to_json()) if fmt is AuditFormat.JSON else render_events_text(events), nl=False)
+        typer.echo(to_json(events.to_json()) if fmt is AuditFormat.JSON else render_events_text(events, when), nl=False)
         return
     found = audit_key(cli.repo, key, path, when, cli.store, parse_variables(variables))
-    typer.echo(to_json(found.to_json()) if fmt is AuditFormat.JSON else render_history_text(found), nl=False)
+    typer.echo(to_json(found.to_json()) if fmt is AuditFormat.JSON else render_history_text(found, when), nl=False)

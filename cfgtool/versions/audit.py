@@ -410,8 +410,10 @@ def _commits_between(
 # ------------------------------------------------------------------------------------------ text
 
 
-def render_events_text(events: AuditEvents) -> str:
+def render_events_text(events: AuditEvents, since: datetime | None = None) -> str:
     if not events.events:
+        if since is not None:
+            return f"no version was published or rolled back since {_when(_aware(since))} (--since)\n"
         return "no version has been published or rolled back\n"
     lines = []
     for e in events.events:
@@ -420,15 +422,16 @@ def render_events_text(events: AuditEvents) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_history_text(found: KeyHistory) -> str:
+def render_history_text(found: KeyHistory, since: datetime | None = None) -> str:
     what = f"{found.key} {found.path}" if found.path else found.key
     if not found.history:
-        return f"{what}: no version changed it\n"
+        after = f" since {_when(_aware(since))} (--since)" if since is not None else ""
+        return f"{what}: no version changed it{after}\n"
     lines = [f"{what}: changed in {len(found.history)} version{'s' if len(found.history) != 1 else ''}"]
     for h in found.history:
-        since = f"since v{h.previous}" if h.previous is not None else "first version"
+        base = f"since v{h.previous}" if h.previous is not None else "first version"
         flags = "  (rolled back)" if h.rolled_back else ""
-        lines += ["", f"v{h.version}  {_when(h.date)}  {h.commit[:7]}  ({since}){flags}"]
+        lines += ["", f"v{h.version}  {_when(h.date)}  {h.commit[:7]}  ({base}){flags}"]
         if found.path is not None:
             lines.append(f"    {value_text(h.old)} -> {value_text(h.new)}")
         else:

@@ -279,3 +279,23 @@ def test_the_versions_table_fits_100_columns(run_cfgtool: Run, two: GitRepo) -> 
     assert text[1].split()[-1].endswith("...") and "Maximilian" in text[1]
     whole = json.loads(run_cfgtool("versions", "--format", "json", cwd=two.root).stdout)
     assert whole[0]["message"] == "a message that goes on " * 10
+
+
+def test_audit_says_when_since_excludes_everything_and_refuses_unknown_keys(run_cfgtool: Run, two: GitRepo) -> None:
+    later = run_cfgtool("audit", "--since", "2099-01-01", cwd=two.root)
+    assert later.returncode == 0
+    assert later.stdout == "no version was published or rolled back since 2099-01-01 00:00 +0000 (--since)\n"
+    key = run_cfgtool("audit", "--key", "/data/tracking/PageViewEvent", "--since", "2099-01-01", cwd=two.root)
+    assert key.stdout.endswith("no version changed it since 2099-01-01 00:00 +0000 (--since)\n")
+    typo = run_cfgtool("audit", "--key", "/data/trackin", cwd=two.root)
+    assert typo.returncode == 1 and "has no node in any published version" in typo.stderr
+    assert "did you mean /data/tracking?" in typo.stderr
+
+
+def test_imports_and_datasets_refuse_what_they_cannot_answer(run_cfgtool: Run, two: GitRepo) -> None:
+    no_node = run_cfgtool("imports", "/data/trackin", cwd=two.root)
+    assert no_node.returncode == 1 and "has no node, so it imports nothing" in no_node.stderr
+    assert "did you mean /data/tracking?" in no_node.stderr
+    not_a_tag = run_cfgtool("datasets", "/data/tracking", cwd=two.root)
+    assert not_a_tag.returncode == 1 and "/data/tracking is not a tag" in not_a_tag.stderr
+    assert run_cfgtool("datasets", "/tags/retention/LONG", cwd=two.root).returncode == 0
