@@ -3,15 +3,25 @@
 The public API is exactly the names in `__all__`; everything else is internal and may change.
 `compile` is `cfgtool.compile.compile_store`: the one path from a store (working tree or git ref) to a
 `Snapshot` and its `Diagnostic`s.
+
+The names are imported when first used (PEP 562), so that `import cfgtool.<module>` (every CLI command does)
+does not pay for the client, the compiler and jsonschema.
 """
 
-from cfgtool._version import __version__
-from cfgtool.client import ConfigClient, StoreNotFound
-from cfgtool.compile import CompileResult
-from cfgtool.compile import compile_store as compile
-from cfgtool.diagnostics import Diagnostic
-from cfgtool.errors import CfgtoolError
-from cfgtool.snapshot import KeyNotFound, Snapshot
+import typing as _typing
+
+from cfgtool._lazy import make_lazy as _make_lazy
+
+if _typing.TYPE_CHECKING:
+    from cfgtool._version import __version__ as __version__
+    from cfgtool.client import ConfigClient as ConfigClient
+    from cfgtool.client import StoreNotFound as StoreNotFound
+    from cfgtool.compile import CompileResult as CompileResult
+    from cfgtool.compile import compile_store as compile
+    from cfgtool.diagnostics import Diagnostic as Diagnostic
+    from cfgtool.errors import CfgtoolError as CfgtoolError
+    from cfgtool.snapshot import KeyNotFound as KeyNotFound
+    from cfgtool.snapshot import Snapshot as Snapshot
 
 __all__ = [
     "CfgtoolError",
@@ -24,3 +34,18 @@ __all__ = [
     "__version__",
     "compile",
 ]
+
+_make_lazy(
+    __name__,
+    {
+        "CfgtoolError": ("cfgtool.errors", "CfgtoolError"),
+        "CompileResult": ("cfgtool.compile", "CompileResult"),
+        "ConfigClient": ("cfgtool.client", "ConfigClient"),
+        "Diagnostic": ("cfgtool.diagnostics", "Diagnostic"),
+        "KeyNotFound": ("cfgtool.snapshot", "KeyNotFound"),
+        "Snapshot": ("cfgtool.snapshot", "Snapshot"),
+        "StoreNotFound": ("cfgtool.client", "StoreNotFound"),
+        "__version__": ("cfgtool._version", "__version__"),
+        "compile": ("cfgtool.compile", "compile_store"),
+    },
+)

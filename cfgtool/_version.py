@@ -1,10 +1,4 @@
-"""The installed cfgtool version, read from package metadata (a source tree that is not installed says so)."""
+"""The cfgtool version: the one place it is written (pyproject.toml reads it from here), so that printing it
+needs no package metadata lookup (`cfgtool --version` is paid by every script that checks it)."""
 
-from __future__ import annotations
-
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("cfgtool")
-except PackageNotFoundError:  # running from a source tree that was never pip-installed
-    __version__ = "0+unknown"
+__version__ = "0.1.0"

@@ -15,22 +15,21 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
 import yaml
 
+from cfgtool.access.operations import KEY_OPERATIONS, STORE, STORE_OPERATIONS
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import UsageError
 from cfgtool.store.keys import BadKeyError, normalize_key
 from cfgtool.yamlmarks import duplicate_keys, mark
 
-KEY_OPERATIONS = ("read", "describe", "create", "alter", "delete")
-STORE_OPERATIONS = ("publish", "rollback", "alter_store", "alter_acl", "describe_acl")
-OPERATIONS = (*KEY_OPERATIONS, *STORE_OPERATIONS)
+if TYPE_CHECKING:
+    import jsonschema
+
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PRINCIPAL = re.compile(r"(User:([^\s:*]+|\*)|Group:[^\s:*]+)")
-STORE = "store"  # the name of the store resource in messages
 Permission = Literal["allow", "deny"]
 
 
@@ -130,6 +129,8 @@ def parse_acl(text: str | None, file: str, store_name: str | None = None) -> tup
                       col=col)
         for path, ln, col in duplicate_keys(root)
     ]  # fmt: skip
+    import jsonschema  # only when there is an ACL to check (`cfgtool acl --help` must not pay for it)
+
     for error in sorted(jsonschema.Draft202012Validator(acl_schema()).iter_errors(data), key=lambda e: e.path):
         diags.append(_schema_problem(error, root, file))
     if diags:  # fail closed, but the super users it names (when they can be read) still pass

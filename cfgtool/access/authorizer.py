@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cfgtool.access.acl import OPERATIONS, STORE, STORE_OPERATIONS, Acl, Entry
+from cfgtool.access.acl import Acl, Entry
+from cfgtool.access.operations import OPERATIONS, STORE, STORE_OPERATIONS
 from cfgtool.errors import UsageError
 
 _IMPLIES = {"describe": frozenset({"read", "create", "alter", "delete"}), "describe_acl": frozenset({"alter_acl"})}

@@ -7,9 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cfgtool.access.acl import OPERATIONS, STORE_OPERATIONS
-from cfgtool.access.acl import principal as as_principal
-from cfgtool.access.enforce import authorizer_at
+from cfgtool.access.operations import OPERATIONS, STORE_OPERATIONS
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import Ref
 from cfgtool.cli.query_cmd import QueryFmt, QueryFormat
@@ -72,6 +70,9 @@ def check(
       cfgtool acl check User:release-bot publish
       cfgtool acl check User:mallory read /data/x --host 10.0.0.9 --ref origin/main
     """
+    from cfgtool.access.acl import principal as as_principal  # here, not when the CLI is built
+    from cfgtool.access.enforce import authorizer_at
+
     cli: CliContext = ctx.obj
     authorizer, problems, name = authorizer_at(cli.repo, cli.store, ref)
     _warn(problems)
@@ -118,6 +119,9 @@ def list_entries(
       cfgtool acl list --principal User:alice --key /data/tracking/PageViewEvent
       cfgtool acl list --format json
     """
+    from cfgtool.access.acl import principal as as_principal  # here, not when the CLI is built
+    from cfgtool.access.enforce import authorizer_at
+
     cli: CliContext = ctx.obj
     authorizer, problems, name = authorizer_at(cli.repo, cli.store, ref)
     _warn(problems)

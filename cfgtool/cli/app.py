@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from cfgtool._version import __version__
 from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
 from cfgtool.cli.acl_cmd import acl_app
 from cfgtool.cli.context import CliContext
@@ -104,6 +103,8 @@ def _exit_status(code: object) -> int:
 
 def _show_version(value: bool) -> None:
     if value:
+        from cfgtool._version import __version__
+
         typer.echo(f"cfgtool {__version__}")
         raise typer.Exit()
 

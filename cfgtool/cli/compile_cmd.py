@@ -6,15 +6,16 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cfgtool.cli.options import Ref, Vars, compile_for
-from cfgtool.compile import CompileResult
 from cfgtool.diagnostics import plural, render_github, render_json, render_markdown, render_text
-from cfgtool.snapshot import save
 from cfgtool.store.keys import parent
+
+if TYPE_CHECKING:
+    from cfgtool.compile import CompileResult
 
 
 class ReportFormat(StrEnum):
@@ -99,6 +100,8 @@ def compile_command(
     result = compile_for(ctx, ref, variables, check=True, base=base, principal=principal)
     ok = result.ok(strict)
     if output is not None and ok:
+        from cfgtool.snapshot import save
+
         save(result.snapshot, output)
     if fmt is ReportFormat.TEXT:
         painted = _use_color(color)

@@ -11,11 +11,7 @@ from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import Vars, parse_variables
 from cfgtool.diagnostics import plural
 from cfgtool.errors import UsageError
-from cfgtool.formats import to_json
-from cfgtool.versions.audit import audit, audit_key, parse_since, render_events_text, render_history_text
-from cfgtool.versions.diff import diff
-from cfgtool.versions.diff_render import render_json, render_markdown, render_text
-from cfgtool.versions.sides import WORKTREE
+from cfgtool.versions.names import WORKTREE
 
 
 class DiffFormat(StrEnum):
@@ -69,6 +65,9 @@ def diff_command(
       cfgtool diff origin/main HEAD -f markdown > comment.md
       cfgtool diff config/v12        # version 12 -> the working tree
     """
+    from cfgtool.versions.diff import diff  # here, not when the CLI is built
+    from cfgtool.versions.diff_render import render_json, render_markdown, render_text
+
     cli: CliContext = ctx.obj
     result = diff(cli.repo, a, b, cli.store, parse_variables(variables))
     if fmt is DiffFormat.JSON:
@@ -130,6 +129,9 @@ def audit_command(
       cfgtool audit --since "2 weeks ago"
       cfgtool audit --key /data/tracking/PageViewEvent --path retention.ms
     """
+    from cfgtool.formats import to_json
+    from cfgtool.versions.audit import audit, audit_key, parse_since, render_events_text, render_history_text
+
     cli: CliContext = ctx.obj
     when = parse_since(since, cli.repo) if since is not None else None
     if key is None:

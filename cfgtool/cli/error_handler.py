@@ -13,10 +13,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from cfgtool._version import __version__
 from cfgtool.errors import EXIT_CONFIG_ERROR, CfgtoolError
-from cfgtool.hocon.errors import HoconError
+
+if TYPE_CHECKING:
+    from cfgtool.hocon.errors import HoconError
 
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL_ERROR = 3
@@ -30,13 +32,16 @@ def run_handled(func: Callable[[], int]) -> int:
     except CfgtoolError as exc:
         _report(exc, format_cfgtool_error(exc))
         return exc.exit_code
-    except HoconError as exc:
-        _report(exc, format_hocon_error(exc))
-        return EXIT_CONFIG_ERROR
     except KeyboardInterrupt:
         _report(None, "cfgtool: interrupted")
         return EXIT_INTERRUPTED
     except Exception as exc:
+        from cfgtool._version import __version__  # here, not at start-up (DESIGN: every command pays imports)
+        from cfgtool.hocon.errors import HoconError
+
+        if isinstance(exc, HoconError):
+            _report(exc, format_hocon_error(exc))
+            return EXIT_CONFIG_ERROR
         message = (
             f"cfgtool: internal error: {type(exc).__name__}: {exc}\n"
             f"  hint: this is a bug in cfgtool {__version__}, not in your config; rerun with "

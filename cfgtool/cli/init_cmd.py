@@ -6,21 +6,16 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.versions_cmd import Fmt, OutputFormat
 from cfgtool.errors import UsageError
-from cfgtool.scaffold import (
-    PUBLISH_BRANCH,
-    REQUIREMENTS,
-    STORE_DIR,
-    UNSET_REQUIREMENT,
-    InitResult,
-    init_repository,
-)
+
+if TYPE_CHECKING:
+    from cfgtool.scaffold import InitResult
 
 
 def init_command(
@@ -72,6 +67,8 @@ def init_command(
       cfgtool init . --add-missing
       cfgtool init my-configs --requirement "cfgtool @ git+https://example.com/org/cfgtool@v0.1.0"
     """
+    from cfgtool.scaffold import STORE_DIR, init_repository  # here, not when the CLI is built
+
     cli: CliContext = ctx.obj
     if cli.store != Path(STORE_DIR):
         raise UsageError(f"init always scaffolds {STORE_DIR}/ (the workflows name it)", hint="drop --store")
@@ -82,6 +79,8 @@ def init_command(
 
 def render_init(result: InitResult, directory: Path) -> str:
     """What was created and skipped, and the next steps."""
+    from cfgtool.scaffold import PUBLISH_BRANCH, REQUIREMENTS, UNSET_REQUIREMENT
+
     git_note = f" (new git repository, branch {PUBLISH_BRANCH})" if result.git_initialized else ""
     head = "scaffolded a config repository" if result.created else "nothing to add: every scaffold file exists"
     lines = [f"{head} in {result.root}{git_note}"]

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cfgtool.cli.context import CliContext
-from cfgtool.compile import CompileResult, compile_store
 from cfgtool.errors import UsageError
-from cfgtool.versions import resolve_version
+
+if TYPE_CHECKING:
+    from cfgtool.compile import CompileResult
 
 Ref = Annotated[
     str | None,
@@ -77,6 +78,9 @@ def compile_for(
     `check` also compiles every other value of every variable and validates schemas and policies (what
     `compile` reports); queries skip both, since neither changes a resolved config.
     """
+    from cfgtool.compile import compile_store  # imported by the commands that compile, not at start-up
+    from cfgtool.versions import resolve_version
+
     cli: CliContext = ctx.obj
     if version is not None:
         if ref is not None:

@@ -10,17 +10,19 @@ import difflib
 import json
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cfgtool.cli.options import Ref, Vars, Version, compile_for
-from cfgtool.compile import CompileResult
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.explain import explain
-from cfgtool.formats import Format, render, to_json
-from cfgtool.hocon import HoconError, split_path
 from cfgtool.store.keys import normalize_key
+
+if TYPE_CHECKING:
+    from cfgtool.compile import CompileResult
+
+# The library (compile, explain, formats, the HOCON engine) is imported inside the commands: building the CLI,
+# `--help` and `--version` must not pay for it.
 
 
 class QueryFormat(StrEnum):
@@ -96,6 +98,8 @@ def get(
         _note_phantom(read.key, read.node, read.exists)
         value: Any = read.config
     else:
+        from cfgtool.explain import explain
+
         found = explain(result.snapshot, key, _path(path))
         _note_phantom(found.key, found.node, found.exists)
         if not found.found:
@@ -124,6 +128,9 @@ def explain_command(
     Example:
       cfgtool explain /data/tracking/PageViewEvent retention.ms
     """
+    from cfgtool.explain import explain
+    from cfgtool.formats import to_json
+
     result = compile_for(ctx, ref, variables, check=False, version=version)
     key = _key(result, key, reverse=False)
     found = explain(result.snapshot, key, _path(path))
@@ -273,6 +280,8 @@ def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
 
 def _render_value(value: Any, fmt: GetFormat) -> str:
     """`get` output: text is HOCON, except that a scalar prints bare (`lz4`, `8`, `true`) for shell scripts."""
+    from cfgtool.formats import Format, render
+
     if fmt is not GetFormat.TEXT:
         return render(value, Format(fmt.value))
     if isinstance(value, Mapping | list):
@@ -282,6 +291,8 @@ def _render_value(value: Any, fmt: GetFormat) -> str:
 
 def _path(text: str) -> str:
     """Check a HOCON path expression given on the command line (a malformed one is a usage error)."""
+    from cfgtool.hocon import HoconError, split_path
+
     try:
         split_path(text)
     except HoconError as exc:
@@ -298,6 +309,8 @@ def _note_phantom(key: str, node: str, exists: bool) -> bool:
 
 
 def _print_keys(fmt: QueryFormat, found: list[str], doc: Mapping[str, Any]) -> None:
+    from cfgtool.formats import to_json
+
     if fmt is QueryFormat.JSON:
         typer.echo(to_json(doc), nl=False)
     elif found:

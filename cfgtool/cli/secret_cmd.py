@@ -9,8 +9,6 @@ from typing import Annotated
 
 import typer
 
-from cfgtool.access.secrets import load_identities
-from cfgtool.access.store_secrets import reseal, set_secret
 from cfgtool.cli.context import CliContext
 from cfgtool.errors import UsageError
 
@@ -55,6 +53,8 @@ def set_command(
       printf %s "$DB_PASSWORD" | cfgtool secret set /data/databases/orders db.password
       cfgtool secret set /data/databases/orders db.password < password.txt
     """
+    from cfgtool.access.store_secrets import set_secret  # here, not when the CLI is built
+
     cli: CliContext = ctx.obj
     result = set_secret(cli.repo, cli.store, key, path, _read_value())
     how = "replaced" if result.replaced else "added"
@@ -77,6 +77,9 @@ def reseal_command(
     Examples:
       cfgtool secret reseal --identity ~/.config/age/key.txt
     """
+    from cfgtool.access.secrets import load_identities
+    from cfgtool.access.store_secrets import reseal
+
     cli: CliContext = ctx.obj
     files = reseal(cli.repo, cli.store, load_identities(identity))
     for file in files:

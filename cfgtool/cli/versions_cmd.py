@@ -5,22 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cfgtool.cli.context import CliContext
 from cfgtool.diagnostics import render_text, summary_line
-from cfgtool.versions import (
-    PublishRefused,
-    PublishResult,
-    RollbackResult,
-    Version,
-    history,
-    publish,
-    rollback,
-)
-from cfgtool.versions.tags import DEFAULT_SHOWN
+from cfgtool.versions.names import DEFAULT_SHOWN
+
+if TYPE_CHECKING:  # the commands import them: building the CLI must not pay for the compiler
+    from cfgtool.versions import PublishRefused, PublishResult, RollbackResult, Version
 
 
 class OutputFormat(StrEnum):
@@ -99,6 +93,8 @@ def publish_command(
       cfgtool publish --ref config/v5 -m "restore v5" --remote origin
     """
     cli: CliContext = ctx.obj
+    from cfgtool.versions import PublishRefused, publish
+
     try:
         result = publish(
             cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run, principal=principal,
@@ -167,6 +163,8 @@ def rollback_command(
       cfgtool rollback --to 9 -m "back to the last known good" --format json
     """
     cli: CliContext = ctx.obj
+    from cfgtool.versions import rollback
+
     result = rollback(cli.repo, version, to=to, reason=message, remote=remote, store=cli.store, principal=principal)
     typer.echo(
         json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
@@ -191,6 +189,8 @@ def versions_command(
       cfgtool versions --all --format json
     """
     cli: CliContext = ctx.obj
+    from cfgtool.versions import history
+
     found = history(cli.repo, cli.store)
     shown = found.listing(all=show_all)
     if fmt is OutputFormat.JSON:

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.keys import BadKeyError, normalize_key
 from cfgtool.yamlmarks import duplicate_keys, mark
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SETTINGS_FILE = "_CONFIG_STORE"
 ACL_FILE = "_ACL.yaml"  # the default ACL file at the store root (DESIGN 13)
@@ -98,6 +100,8 @@ def parse_settings(text: str, file: str = SETTINGS_FILE) -> tuple[Settings, list
     if root is None or data is None:
         return Settings(), []
     diags = list(_duplicate_keys(root, file))
+    import jsonschema  # when there are settings to check, not whenever the module is imported
+
     validator = jsonschema.Draft202012Validator(settings_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     for error in errors:

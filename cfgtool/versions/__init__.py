@@ -5,20 +5,29 @@
 - `publish`, `rollback`: the two commands that write tags. Nothing here ever moves or deletes a published tag.
 """
 
-from cfgtool.versions.publish import PublishRaceLost, PublishRefused, PublishResult, publish
-from cfgtool.versions.refs import RemoteError, RemoteUnavailable
-from cfgtool.versions.rollback import RollbackRefused, RollbackResult, rollback
-from cfgtool.versions.tags import (
-    History,
-    RolledBack,
-    TagScheme,
-    Version,
-    VersionNotFound,
-    current_version,
-    history,
-    resolve_version,
-    versions,
-)
+import typing as _typing
+
+from cfgtool._lazy import make_lazy as _make_lazy
+
+if _typing.TYPE_CHECKING:
+    from cfgtool.versions.publish import PublishRaceLost as PublishRaceLost
+    from cfgtool.versions.publish import PublishRefused as PublishRefused
+    from cfgtool.versions.publish import PublishResult as PublishResult
+    from cfgtool.versions.publish import publish as publish
+    from cfgtool.versions.refs import RemoteError as RemoteError
+    from cfgtool.versions.refs import RemoteUnavailable as RemoteUnavailable
+    from cfgtool.versions.rollback import RollbackRefused as RollbackRefused
+    from cfgtool.versions.rollback import RollbackResult as RollbackResult
+    from cfgtool.versions.rollback import rollback as rollback
+    from cfgtool.versions.tags import History as History
+    from cfgtool.versions.tags import RolledBack as RolledBack
+    from cfgtool.versions.tags import TagScheme as TagScheme
+    from cfgtool.versions.tags import Version as Version
+    from cfgtool.versions.tags import VersionNotFound as VersionNotFound
+    from cfgtool.versions.tags import current_version as current_version
+    from cfgtool.versions.tags import history as history
+    from cfgtool.versions.tags import resolve_version as resolve_version
+    from cfgtool.versions.tags import versions as versions
 
 __all__ = [
     "History",
@@ -40,3 +49,27 @@ __all__ = [
     "rollback",
     "versions",
 ]
+
+_make_lazy(
+    __name__,
+    {
+        "History": ("cfgtool.versions.tags", "History"),
+        "PublishRaceLost": ("cfgtool.versions.publish", "PublishRaceLost"),
+        "PublishRefused": ("cfgtool.versions.publish", "PublishRefused"),
+        "PublishResult": ("cfgtool.versions.publish", "PublishResult"),
+        "RemoteError": ("cfgtool.versions.refs", "RemoteError"),
+        "RemoteUnavailable": ("cfgtool.versions.refs", "RemoteUnavailable"),
+        "RollbackRefused": ("cfgtool.versions.rollback", "RollbackRefused"),
+        "RollbackResult": ("cfgtool.versions.rollback", "RollbackResult"),
+        "RolledBack": ("cfgtool.versions.tags", "RolledBack"),
+        "TagScheme": ("cfgtool.versions.tags", "TagScheme"),
+        "Version": ("cfgtool.versions.tags", "Version"),
+        "VersionNotFound": ("cfgtool.versions.tags", "VersionNotFound"),
+        "current_version": ("cfgtool.versions.tags", "current_version"),
+        "history": ("cfgtool.versions.tags", "history"),
+        "publish": ("cfgtool.versions.publish", "publish"),
+        "resolve_version": ("cfgtool.versions.tags", "resolve_version"),
+        "rollback": ("cfgtool.versions.rollback", "rollback"),
+        "versions": ("cfgtool.versions.tags", "versions"),
+    },
+)

@@ -29,7 +29,8 @@ from cfgtool.provenance import path_name
 from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.store import git
 from cfgtool.store.sources import StoreNotFoundError
-from cfgtool.versions.sides import WORKTREE, Side, resolve_side
+from cfgtool.versions.names import WORKTREE
+from cfgtool.versions.sides import Side, resolve_side
 
 VIA_OWN = "own"  # `via` of a value the key sets in its own main.conf
 

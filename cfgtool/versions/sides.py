@@ -20,9 +20,8 @@ from typing import Any
 
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.store import git
+from cfgtool.versions.names import WORKTREE
 from cfgtool.versions.tags import TagScheme, read_history, scheme_for
-
-WORKTREE = "worktree"
 
 _SHORT_VERSION = re.compile(r"v?([1-9][0-9]*)")
 _NUMBER = re.compile(r"[1-9][0-9]*")

@@ -24,10 +24,10 @@ from cfgtool.errors import SourceError
 from cfgtool.store import git
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
 from cfgtool.versions.messages import decode_all, split_message
+from cfgtool.versions.names import DEFAULT_SHOWN
 
 Status = Literal["current", "good", "rolled_back"]
 
-DEFAULT_SHOWN = 20  # versions() without `all`: the newest this many (plus the current one)
 
 # `%(creator)` is the tagger line of an annotated tag (the committer of a lightweight tag's commit): name,
 # email, timestamp and zone in one field, cheaper than three. Fields end with NUL, which a message cannot

@@ -9,7 +9,8 @@ import pytest
 
 from cfgtool.errors import UsageError
 from cfgtool.store.git import UnknownRefError
-from cfgtool.versions.sides import WORKTREE, resolve_side
+from cfgtool.versions.names import WORKTREE
+from cfgtool.versions.sides import resolve_side
 from cfgtool.versions.tags import VersionNotFound
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from cfgtool.versions import (
     versions,
 )
 from cfgtool.versions.messages import format_message, parse_message
+from cfgtool.versions.names import DEFAULT_SHOWN
 from cfgtool.versions.refs import Identity, clear_stale_locks, create_tag, identity, make_tag, write_tags
-from cfgtool.versions.tags import DEFAULT_SHOWN, read_history, scheme_for
+from cfgtool.versions.tags import read_history, scheme_for
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
