@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -95,13 +95,13 @@ def get(
     key = _key(result, key, reverse=False)
     if path is None:
         read = result.snapshot.lookup(key)
-        _note_phantom(read.key, read.node, read.exists)
+        _note_phantom(read.key, read.node, read.exists, result.snapshot.nodes)
         value: Any = read.config
     else:
         from cfgtool.explain import explain
 
         found = explain(result.snapshot, key, _path(path))
-        _note_phantom(found.key, found.node, found.exists)
+        _note_phantom(found.key, found.node, found.exists, result.snapshot.nodes)
         if not found.found:
             raise CfgtoolError(
                 f"{found.path} is not set in the config of {key}", hint=f"list what is set with `cfgtool get {key}`"
@@ -301,10 +301,15 @@ def _path(text: str) -> str:
     return text
 
 
-def _note_phantom(key: str, node: str, exists: bool) -> bool:
-    """Say on stderr when KEY has no node and the answer comes from its nearest ancestor."""
+def _note_phantom(key: str, node: str, exists: bool, nodes: Collection[str] = ()) -> bool:
+    """Say on stderr when KEY has no node and the answer comes from its nearest ancestor (DESIGN 5.4), and
+    name a sibling node with a close name: a typo reads as a valid, inherited answer otherwise."""
     if not exists:
         typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
+        siblings = [k for k in nodes if k.rpartition("/")[0] == key.rpartition("/")[0] and k != key]
+        close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.75)
+        if close:
+            typer.echo(f"cfgtool: note: did you mean {close[0]}?", err=True)
     return exists
 
 
