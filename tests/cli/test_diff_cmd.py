@@ -142,7 +142,8 @@ def test_audit_bad_since_is_a_usage_error(run_cfgtool: Run, shop: GitRepo) -> No
 
 def test_audit_since_in_the_future_is_empty(run_cfgtool: Run, shop: GitRepo) -> None:
     proc = run_cfgtool("--repo", str(shop.root), "audit", "--since", "2999-01-01")
-    assert proc.returncode == 0 and proc.stdout == "no version has been published or rolled back\n"
+    assert proc.returncode == 0
+    assert proc.stdout == "no version was published or rolled back since 2999-01-01 00:00 +0000 (--since)\n"
 
 
 def test_diff_against_a_side_that_does_not_compile_fails(run_cfgtool: Run, shop: GitRepo) -> None:
