@@ -4,6 +4,8 @@ bare remote, from one persistent clone, and check what a crashing CI runner leav
 Usage:
     python benchmarks/kill_sweep.py [--publish 200] [--rollback 100] [--seed 15]
 
+Half the kill points are spread over the whole run, half over its last 40% (the push and the local write).
+
 After every kill: no tag on the remote moved, the remote's versions are contiguous, every local version tag is
 on the remote with the same object, and the same command run again does the right thing (publish: the commit
 becomes the next version, once; rollback: the version that was current before the killed run is rolled back,
@@ -177,9 +179,12 @@ def main() -> None:
             ("rollback", args.rollback, rollback_s, sweep.rollback_round),
         ):
             outcomes: Counter[str] = Counter()
-            for _ in range(runs):
+            for i in range(runs):
+                # half the points anywhere in the run, half in its last 40% (where the push and the local write
+                # are: a uniform spread would spend most kills on the compile)
+                delay = rng.uniform(0.0, span * 1.1) if i % 2 else rng.uniform(span * 0.6, span * 1.1)
                 try:
-                    outcomes[round_(rng.uniform(0.0, span * 1.1))] += 1
+                    outcomes[round_(delay)] += 1
                 except AssertionError as err:
                     outcomes["FAILED"] += 1
                     print(f"{kind}: {err}")

@@ -306,10 +306,11 @@ def _note_phantom(key: str, node: str, exists: bool, nodes: Collection[str] = ()
     name a sibling node with a close name: a typo reads as a valid, inherited answer otherwise."""
     if not exists:
         typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
-        siblings = [k for k in nodes if k.rpartition("/")[0] == key.rpartition("/")[0] and k != key]
-        close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.75)
+        folder, _, name = key.rpartition("/")
+        siblings = {k.rpartition("/")[2]: k for k in nodes if k.rpartition("/")[0] == folder and k != key}
+        close = difflib.get_close_matches(name, list(siblings), n=1, cutoff=0.8)  # names: the prefix is shared
         if close:
-            typer.echo(f"cfgtool: note: did you mean {close[0]}?", err=True)
+            typer.echo(f"cfgtool: note: did you mean {siblings[close[0]]}?", err=True)
     return exists
 
 
