@@ -1,18 +1,26 @@
-"""Small wrappers around the git CLI: locate a repository, resolve refs, list trees, read blobs in bulk.
+"""The one way cfgtool reaches git (DESIGN 3): GitPython's `Git` command runner, wrapped in the few calls cfgtool
+needs: locate a repository, resolve refs, list trees, read blobs in bulk, run a plumbing command.
 
-The git CLI is used directly (not GitPython's object model) because one `git ls-tree -r -z` plus one
-`git cat-file --batch` reads a 20,000-file tree about 15x faster (DESIGN 14). Inherited `GIT_*` variables
-(set when running inside a git hook) are stripped so they cannot redirect git to another repository.
+The git commands run through `gitpython.Git.execute` (one process each; `cat-file --batch --buffer` as one
+streaming process for any number of blobs) rather than GitPython's object model, because one `ls-tree -r -z`
+plus one `cat-file --batch` reads a 20,000-file tree about 15x faster. GitPython's exceptions become cfgtool's
+here, once. Inherited `GIT_*` variables that would point git at another repository (set when cfgtool runs
+inside a git hook) are kept from every git process. Nothing else in cfgtool starts a process (a test checks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import git as gitpython
 
 from cfgtool.errors import SourceError
 
@@ -51,20 +59,72 @@ def git_env() -> dict[str, str]:
     }
 
 
-def run_git(
-    cwd: Path, *args: str, input: bytes | None = None, check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
+@dataclass(frozen=True)
+class Completed:
+    """A finished git command: its exit status and its raw output."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _clean_environ() -> Iterator[None]:
+    """Keep inherited `GIT_*` variables that redirect git from the git process about to start.
+
+    GitPython builds a child's environment from `os.environ` and can only add to it, so the few variables
+    `git_env` drops are taken out of `os.environ` while the process starts, under a lock, and put back; when
+    none is set (the usual case) nothing is touched.
+    """
+    drop = [k for k in os.environ if k.startswith("GIT_") and k not in git_env()]
+    if not drop:
+        yield
+        return
+    with _ENV_LOCK:
+        saved = {k: os.environ.pop(k) for k in drop if k in os.environ}
+        try:
+            yield
+        finally:
+            os.environ.update(saved)
+
+
+def _runner(cwd: Path) -> gitpython.Git:
+    """GitPython's command runner for `cwd`, which must be an existing directory: given a missing one,
+    GitPython would run git in the current directory instead."""
+    if not cwd.is_dir():
+        raise NotAGitRepoError(f"not a directory: {cwd}", hint="pass --repo PATH")
+    return gitpython.Git(cwd)
+
+
+def run_git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> Completed:
     """Run `git args...` in `cwd` and capture its output; raises GitError when it fails (if `check`)."""
-    try:
-        proc = subprocess.run(("git", *args), cwd=cwd, input=input, capture_output=True, env=git_env())
-    except FileNotFoundError as err:
-        raise GitError("git is not installed or not on PATH", hint="install git") from err
-    except NotADirectoryError as err:
-        raise NotAGitRepoError(f"not a directory: {cwd}", hint="pass --repo PATH") from err
-    if check and proc.returncode != 0:
-        stderr = proc.stderr.decode(errors="replace").strip()
-        raise GitError(f"git {args[0]} failed in {cwd}: {stderr}")
-    return proc
+    runner = _runner(cwd)
+    with contextlib.ExitStack() as stack:
+        stdin: Any = None
+        if input is not None:  # GitPython passes stdin as a file: a temporary one holds the input
+            stdin = stack.enter_context(tempfile.TemporaryFile())
+            stdin.write(input)
+            stdin.seek(0)
+        try:
+            with _clean_environ():
+                status, out, err = runner.execute(
+                    ["git", *args],
+                    istream=stdin,
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    stdout_as_string=False,
+                    strip_newline_in_stdout=False,
+                )
+        except gitpython.GitCommandNotFound as exc:
+            raise GitError("git is not installed or not on PATH", hint="install git") from exc
+    stdout = out if isinstance(out, bytes) else str(out).encode()
+    stderr = err.encode(errors="surrogateescape") if isinstance(err, str) else bytes(err)
+    if check and status != 0:
+        raise GitError(f"git {args[0]} failed in {cwd}: {stderr.decode(errors='replace').strip()}")
+    return Completed(int(status), stdout, stderr)
 
 
 @dataclass(frozen=True)
@@ -175,18 +235,16 @@ def cat_blobs(root: Path, oids: Iterable[str]) -> dict[str, bytes]:
     if not wanted:
         return {}
     request = "".join(f"{oid}\n" for oid in wanted).encode()
+    runner = _runner(root)
     try:
-        proc = subprocess.Popen(
-            ("git", "cat-file", "--batch", "--buffer"),
-            cwd=root,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=git_env(),
-        )
-    except FileNotFoundError as err:
+        with _clean_environ():
+            # keep GitPython's handle alive while reading: dropping it terminates the process
+            batch = ["git", "cat-file", "--batch", "--buffer"]
+            handle = runner.execute(batch, as_process=True, istream=subprocess.PIPE)
+    except gitpython.GitCommandNotFound as err:
         raise GitError("git is not installed or not on PATH", hint="install git") from err
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc = handle.proc
+    assert proc is not None and proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     stdin = proc.stdin
 
     def write() -> None:
