@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -211,6 +211,25 @@ print(json.dumps(result.to_json()))
 """
 
 
+def publish_at_once(clones: list[GitRepo]) -> list[dict[str, Any]]:
+    """Start one publishing process per clone at once (each with --remote origin); their results, in order."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PUBLISH, str(other.root), f"from {other.root.name}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for other in clones
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    return results
+
+
 def test_two_processes_publishing_at_once_get_consecutive_versions(
     work: GitRepo, remote: RemoteWatch, tmp_path: Path
 ) -> None:
@@ -227,20 +246,7 @@ def test_two_processes_publishing_at_once_get_consecutive_versions(
     clones = [clone(work, remote, f"publisher{i}") for i in (1, 2)]
     for i, other in enumerate(clones):
         bump(other, f"publisher{i}")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _PUBLISH, str(other.root), f"from {other.root.name}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for other in clones
-    ]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        results.append(json.loads(out))
+    results = publish_at_once(clones)
     assert sorted(r["version"] for r in results) == [2, 3]
     assert all(r["published"] for r in results)
     assert sorted(r["attempts"] for r in results) == [1, 2]  # the loser fetched, recomputed and retried
@@ -261,20 +267,7 @@ def test_eight_publishers_from_separate_clones_get_distinct_contiguous_versions(
     clones = [clone(work, remote, f"crowd{i}") for i in range(8)]
     for i, other in enumerate(clones):
         bump(other, f"crowd{i}")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _PUBLISH, str(other.root), other.root.name],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for other in clones
-    ]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err
-        results.append(json.loads(out))
+    results = publish_at_once(clones)
     assert sorted(r["version"] for r in results) == list(range(2, 10))
     assert remote.tags() == [f"config/v{n}" for n in range(1, 10)]
     on_remote = remote.check()
