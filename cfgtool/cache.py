@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import msgpack  # type: ignore[import-untyped]
 
-from cfgtool import __version__
+from cfgtool._version import __version__
 from cfgtool.hocon import values
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws

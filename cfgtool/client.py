@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cfgtool import __version__
+from cfgtool._version import __version__
 from cfgtool.access.secrets import SecretError, load_identities, open_envelope, store_label, with_secrets
 from cfgtool.cache import DAMAGED, cache_root, pack, private_dir, unpack
 from cfgtool.compile import CompileResult, compile_store

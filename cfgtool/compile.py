@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cfgtool import __version__
+from cfgtool._version import __version__
 from cfgtool.access.enforce import acl_problems, change_problems
 from cfgtool.build import Builder
 from cfgtool.diagnostics import Diagnostic, count

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cfgtool.access.hidden import HIDDEN
+from cfgtool.hidden import HIDDEN
 from cfgtool.hocon import Origin, split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.plain import MISSING, value_at

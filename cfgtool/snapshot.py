@@ -19,8 +19,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from cfgtool.access.hidden import HIDDEN, PREFIX, hide
 from cfgtool.errors import CfgtoolError, SourceError
+from cfgtool.hidden import HIDDEN, PREFIX, hide
 from cfgtool.hocon import Origin, bulk, parse, split_path
 from cfgtool.hocon.values import Obj
 from cfgtool.layers import resolve_layers
@@ -104,7 +104,7 @@ class Snapshot(StoreQueries):
     nodes: Mapping[str, NodeSnapshot]
     cfgtool_version: str
     texts: Mapping[str, str] = field(default_factory=dict)  # repo-relative path -> text of every file read
-    # node -> {path: sealed envelope, or None for a value that was not sealed}: what `cfgtool.access.hidden`
+    # node -> {path: sealed envelope, or None for a value that was not sealed}: what `cfgtool.hidden`
     # replaced by [hidden] in that node's config (DESIGN 14); clients with an identity open the envelopes
     secrets: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
 

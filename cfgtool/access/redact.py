@@ -1,7 +1,7 @@
 """Compile's secret checks and the redaction of a compiled snapshot (DESIGN 14).
 
 `secret_paths` reads which paths are secret from the schemas (`writeOnly: true`, under `properties`, at any
-depth, also inside `allOf` / `anyOf` / `oneOf`); `seal_snapshot` hides them (`cfgtool.access.hidden`) in every
+depth, also inside `allOf` / `anyOf` / `oneOf`); `seal_snapshot` hides them (`cfgtool.hidden`) in every
 node of a snapshot, right after resolution and before validation, so nothing later sees a secret, and
 reports E_SECRET_IN_CLEAR (a secret path holding anything but an envelope), E_SECRET_CONCAT (an envelope
 concatenated into a string) and E_SECRET_BINDING (an envelope assigned at another store, node or path than
@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cfgtool.access.hidden import PREFIX, hide
 from cfgtool.access.secrets import binding, bound_to, store_label
 from cfgtool.diagnostics import Diagnostic
+from cfgtool.hidden import PREFIX, hide
 from cfgtool.hocon import HoconError, parse, split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.hocon.values import Scalar

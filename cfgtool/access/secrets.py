@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfgtool.access.hidden import ENVELOPE, HIDDEN
 from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.hidden import ENVELOPE, HIDDEN
 from cfgtool.hocon import split_path
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfgtool.access.hidden import ENVELOPE
 from cfgtool.access.secrets import SecretError, open_envelope, parse_recipients, seal, store_label
 from cfgtool.errors import UsageError
+from cfgtool.hidden import ENVELOPE
 from cfgtool.hocon import HoconError, parse, split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.hocon.values import Node, Scalar

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool.access.hidden import HIDDEN
 from cfgtool.compile import CompileResult, absent_store, compile_store
+from cfgtool.hidden import HIDDEN
 from cfgtool.hocon import Origin, bulk, split_path
 from cfgtool.provenance import path_name
 from cfgtool.snapshot import NodeSnapshot, Snapshot

@@ -14,8 +14,8 @@ import pyrage  # type: ignore[import-untyped]
 import pytest
 
 from cfgtool import ConfigClient
-from cfgtool.access.hidden import ENVELOPE, HIDDEN
 from cfgtool.access.secrets import Secret, SecretError
+from cfgtool.hidden import ENVELOPE, HIDDEN
 from tests.conftest import CHECKOUT, GitRepo
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
