@@ -25,13 +25,11 @@ def spark_missing() -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Skip this directory's tests, with the reason, where Spark cannot run (a conftest may not skip itself);
-    run them all on one pytest-xdist worker, so that the run starts one Spark session, not one per worker."""
+    """Skip this directory's tests, with the reason, where Spark cannot run (a conftest may not skip itself)."""
     reason = spark_missing()
-    for item in items:
-        if "tests/spark/" in str(item.path).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
-            if reason is not None:
+    if reason is not None:
+        for item in items:
+            if "tests/spark/" in str(item.path).replace(os.sep, "/"):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 

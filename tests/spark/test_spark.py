@@ -17,6 +17,9 @@ from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInsta
 from cfgtool.versions import publish, rollback
 from tests.conftest import copy_embedded
 
+# One pytest-xdist worker runs them all (`--dist loadgroup`): one Spark session per run, not one per worker.
+pytestmark = pytest.mark.xdist_group("spark")
+
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
 
