@@ -18,11 +18,12 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import git as gitpython
+from typing import TYPE_CHECKING, Any
 
 from cfgtool.errors import SourceError
+
+if TYPE_CHECKING:
+    import git as gitpython
 
 # GIT_* variables that configure how git runs rather than which repository it reads (as pre-commit keeps).
 _KEEP_GIT_ENV = {
@@ -91,12 +92,23 @@ def _clean_environ() -> Iterator[None]:
             os.environ.update(saved)
 
 
+def _gitpython() -> Any:
+    """GitPython, imported on first use. Importing it looks for the git executable and raises ImportError when
+    there is none; that is an environment error (exit 2) like any other missing git, not a crash."""
+    try:
+        import git as gitpython
+    except ImportError as err:
+        raise GitError(f"git is not installed or not on PATH ({str(err).splitlines()[0]})", hint="install git") from err
+    return gitpython
+
+
 def _runner(cwd: Path) -> gitpython.Git:
     """GitPython's command runner for `cwd`, which must be an existing directory: given a missing one,
     GitPython would run git in the current directory instead."""
     if not cwd.is_dir():
         raise NotAGitRepoError(f"not a directory: {cwd}", hint="pass --repo PATH")
-    return gitpython.Git(cwd)
+    runner: gitpython.Git = _gitpython().Git(cwd)
+    return runner
 
 
 def run_git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> Completed:
@@ -118,7 +130,7 @@ def run_git(cwd: Path, *args: str, input: bytes | None = None, check: bool = Tru
                     stdout_as_string=False,
                     strip_newline_in_stdout=False,
                 )
-        except gitpython.GitCommandNotFound as exc:
+        except _gitpython().GitCommandNotFound as exc:
             raise GitError("git is not installed or not on PATH", hint="install git") from exc
     stdout = out if isinstance(out, bytes) else str(out).encode()
     stderr = err.encode(errors="surrogateescape") if isinstance(err, str) else bytes(err)
@@ -241,7 +253,7 @@ def cat_blobs(root: Path, oids: Iterable[str]) -> dict[str, bytes]:
             # keep GitPython's handle alive while reading: dropping it terminates the process
             batch = ["git", "cat-file", "--batch", "--buffer"]
             handle = runner.execute(batch, as_process=True, istream=subprocess.PIPE)
-    except gitpython.GitCommandNotFound as err:
+    except _gitpython().GitCommandNotFound as err:
         raise GitError("git is not installed or not on PATH", hint="install git") from err
     proc = handle.proc
     assert proc is not None and proc.stdin is not None and proc.stdout is not None and proc.stderr is not None

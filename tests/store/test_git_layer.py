@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,3 +116,13 @@ def test_inherited_git_variables_do_not_redirect_git(
     assert os.environ["GIT_DIR"] == str(other.root / ".git")  # put back for the rest of the process
     raw = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo.root, capture_output=True, text=True)
     assert raw.stdout.strip() != mine  # git itself would have been redirected: the layer is what kept it home
+
+
+def test_no_git_on_path_at_all_is_exit_2_not_a_crash(embedded_repo: GitRepo, run_cfgtool: Callable[..., Any],
+                                                      tmp_path: Path) -> None:  # fmt: skip
+    """GitPython looks for git when it is first imported (an ImportError): a fresh process must still say exit 2."""
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    proc = run_cfgtool("get", "/data/tracking/PageViewEvent", "owner", cwd=embedded_repo.root, env={"PATH": str(empty)})
+    assert proc.returncode == 2, proc.stderr
+    assert "git is not installed or not on PATH" in proc.stderr and "internal error" not in proc.stderr
