@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -63,6 +63,7 @@ class Sweep:
 
     work: Path
     bare: Path
+    spans: dict[str, float] = field(default_factory=lambda: {"publish": 1.0, "rollback": 1.0})
 
     @classmethod
     def create(cls, root: Path) -> Sweep:
@@ -90,10 +91,15 @@ class Sweep:
         return git(self.work, "rev-parse", "HEAD")
 
     def run(self, *args: str) -> str:
+        """Run cfgtool to the end; its duration updates the estimate the kill points are spread over (the
+        machine's load changes, and a fixed estimate would put every point before or after the push)."""
+        started = time.perf_counter()
         proc = cfgtool(*args, cwd=self.work)
         out, err = proc.communicate(timeout=120)
         if proc.returncode != 0:
             raise AssertionError(f"cfgtool {' '.join(args)}: exit {proc.returncode}\n{out}{err}")
+        if args[0] in self.spans:
+            self.spans[args[0]] = 0.7 * self.spans[args[0]] + 0.3 * (time.perf_counter() - started)
         return out
 
     def killed(self, delay: float, *args: str) -> bool:
@@ -119,8 +125,10 @@ class Sweep:
             assert after.get(ref) == oid, f"{ref} exists here but not (or differently) on the remote"
         return after
 
-    def publish_round(self, delay: float) -> str:
-        """Kill a publish after `delay` s, publish again; the outcome: how far the killed run got."""
+    def publish_round(self, at: float) -> str:
+        """Kill a publish at `at` (a fraction of how long one takes now), publish again; how far the killed
+        run got."""
+        delay = at * self.spans["publish"]
         head = self.bump(f"p{time.monotonic_ns()}")
         before = remote_tags(self.bare)
         was_killed = self.killed(delay, "publish", "--remote", "origin", "-m", "sweep")
@@ -133,10 +141,12 @@ class Sweep:
         assert git(self.bare, "rev-parse", f"refs/tags/config/v{versions[-1]}^{{commit}}") == head
         return "finished" if not was_killed else "killed after the push" if pushed else "killed before the push"
 
-    def rollback_round(self, delay: float) -> str:
-        """Publish a version, kill its rollback after `delay` s, run the same rollback again."""
+    def rollback_round(self, at: float) -> str:
+        """Publish a version, kill its rollback at `at` (a fraction of how long one takes now), run the same
+        rollback again."""
         self.bump(f"r{time.monotonic_ns()}")
         self.run("publish", "--remote", "origin", "-m", "to roll back")
+        delay = at * self.spans["rollback"]
         before = remote_tags(self.bare)
         target = numbers(before, "refs/tags/config/v")[-1]
         good = set(numbers(before, "refs/tags/config/v")) - set(numbers(before, "refs/tags/config/rolledback/v"))
@@ -153,14 +163,16 @@ class Sweep:
         return "finished" if not was_killed else "killed after the push" if marked else "killed before the push"
 
 
-def durations(sweep: Sweep) -> tuple[float, float]:
-    """How long one publish and one rollback take here (the kill points are spread over them)."""
+def warm_up(sweep: Sweep) -> None:
+    """One whole publish and rollback: the first estimates of how long each takes."""
     sweep.bump("timing")
-    t0 = time.perf_counter()
-    sweep.run("publish", "--remote", "origin", "-m", "timing")
-    t1 = time.perf_counter()
+    sweep.spans = {"publish": 0.0, "rollback": 0.0}
+    for _ in range(4):  # the estimate weighs each run 0.3: a few runs settle it
+        sweep.bump(f"timing{time.monotonic_ns()}")
+        sweep.run("publish", "--remote", "origin", "-m", "timing")
+    sweep.spans["publish"] /= 1 - 0.7**4
     sweep.run("rollback", "-m", "timing", "--remote", "origin")
-    return t1 - t0, time.perf_counter() - t1
+    sweep.spans["rollback"] /= 0.3
 
 
 def main() -> None:
@@ -172,19 +184,20 @@ def main() -> None:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         sweep = Sweep.create(Path(tmp))
-        publish_s, rollback_s = durations(sweep)
-        print(f"one publish {publish_s:.2f} s, one rollback {rollback_s:.2f} s; load average {os.getloadavg()[0]:.2f}")
-        for kind, runs, span, round_ in (
-            ("publish", args.publish, publish_s, sweep.publish_round),
-            ("rollback", args.rollback, rollback_s, sweep.rollback_round),
+        warm_up(sweep)
+        shown = ", ".join(f"one {kind} {span:.2f} s" for kind, span in sweep.spans.items())
+        print(f"{shown} (the estimate follows the load); load average {os.getloadavg()[0]:.2f}")
+        for kind, runs, round_ in (
+            ("publish", args.publish, sweep.publish_round),
+            ("rollback", args.rollback, sweep.rollback_round),
         ):
             outcomes: Counter[str] = Counter()
             for i in range(runs):
                 # half the points anywhere in the run, half in its last 40% (where the push and the local write
                 # are: a uniform spread would spend most kills on the compile)
-                delay = rng.uniform(0.0, span * 1.1) if i % 2 else rng.uniform(span * 0.6, span * 1.1)
+                at = rng.uniform(0.0, 1.1) if i % 2 else rng.uniform(0.6, 1.1)
                 try:
-                    outcomes[round_(delay)] += 1
+                    outcomes[round_(at)] += 1
                 except AssertionError as err:
                     outcomes["FAILED"] += 1
                     print(f"{kind}: {err}")
