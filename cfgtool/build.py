@@ -70,8 +70,8 @@ class Builder:
         todo: list[_Todo] = []
         for key in keys:
             lkeys = graph.linearization(key)
-            if lkeys is None:  # on or behind an import cycle: E_CYCLE was reported
-                out[key] = NodeSnapshot(key=key, config=None, layers=(key,), imports=())
+            if lkeys is None:  # on or behind an import cycle: E_CYCLE was reported; no L(K), so no layers
+                out[key] = NodeSnapshot(key=key, config=None, layers=(), imports=tuple(graph.imports(key)))
                 continue
             imports = tuple(graph.imports(key))
             fingerprint = self._fingerprint(key, lkeys, imports)

@@ -31,7 +31,7 @@ from cfgtool.hocon import values
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
-FORMAT = 5  # the layout of the cache files (5: msgpack)
+FORMAT = 6  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees)
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -250,7 +250,7 @@ def encode_tree(node: Node) -> tuple[Any, ...]:
     if type(node) is Lst:
         return (_LST, o[0], o[1], o[2], [encode_tree(v) for v in node.items])
     if type(node) is Concat:
-        return (_CONCAT, o[0], o[1], o[2], [encode_tree(v) for v in node.parts])
+        return (_CONCAT, o[0], o[1], o[2], [encode_tree(v) for v in node.parts], node.append)
     if type(node) is Ws:
         return (_WS, o[0], o[1], o[2], node.value)
     if type(node) is Merge:
@@ -276,8 +276,8 @@ def decode_tree(record: Any) -> Node:
         return Subst(tuple(_text(k) for k in a), record[5], origin, record[6])
     if tag == _LST and type(a) is list:
         return Lst([decode_tree(v) for v in a], origin)
-    if tag == _CONCAT and type(a) is list:
-        return Concat([decode_tree(v) for v in a], origin)
+    if tag == _CONCAT and type(a) is list and type(record[5]) is bool:
+        return Concat([decode_tree(v) for v in a], origin, record[5])
     if tag == _WS and type(a) is str:
         return Ws(a, origin)
     if tag == _MERGE and type(a) is list:

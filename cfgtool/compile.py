@@ -68,9 +68,12 @@ class CompileResult:
         errors = [d for d in self.diagnostics if d.severity == "error" and d.code not in VALIDATION_CODES]
         if key is None or not errors:
             return errors
-        snap = self.snapshot.nodes.get(self.snapshot.nearest_node(key))
-        layers = set(snap.layers) if snap is not None else {key}
+        snapshot = self.snapshot
+        node = snapshot.nearest_node(key)
+        snap = snapshot.nodes.get(node)
+        layers = set(snap.layers) if snap is not None and snap.layers else snapshot.reachable(node)
         return [d for d in errors if d.key is None or d.key in layers]
+
 
 
 def compile_store(

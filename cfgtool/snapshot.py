@@ -45,7 +45,7 @@ class NodeSnapshot:
 
     key: str
     config: Mapping[str, Any] | None
-    layers: tuple[str, ...]  # L(K), highest priority first, K itself first
+    layers: tuple[str, ...]  # L(K), highest priority first, K itself first; empty on or behind an import cycle
     imports: tuple[str, ...]  # explicit imports after variables, highest priority first
     file: str | None = None  # its main.conf (repo-relative), None when it has none
     intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
@@ -116,7 +116,7 @@ class Snapshot(StoreQueries):
     # -- queries (DESIGN 6 comes from StoreQueries) ----------------------------------------------------------
     def _lin_of(self, key: str) -> tuple[str, ...] | None:
         snap = self.nodes.get(key)
-        return snap.layers if snap is not None else None
+        return snap.layers or None if snap is not None else None
 
     def _imports_of(self, key: str) -> tuple[str, ...]:
         return tuple(reversed(self.nodes[key].imports))

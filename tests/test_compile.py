@@ -283,7 +283,13 @@ def test_compile_reference_cycle_reports_E_REF_CYCLE(compile_files: Compile) -> 
 def test_compile_append_to_object_reports_E_TYPE(compile_files: Compile) -> None:
     d = only(compile_files({"data/x/main.conf": "o { a = 1 }\no += 2\n"}), "E_TYPE")
     assert where(d) == ("/data/x", "store/data/x/main.conf", 2, 3)
+    assert d.message.startswith("cannot append with '+=' at 'o': the value before it is an object")
+
+
+def test_compile_concatenating_object_and_array_names_the_concatenation(compile_files: Compile) -> None:
+    d = only(compile_files({"data/x/main.conf": "o { a = 1 }\np = ${o} [2]\n"}), "E_TYPE")
     assert d.message.startswith("cannot concatenate object")
+    assert "+=" not in d.message
 
 
 def test_compile_default_failing_in_many_nodes_is_one_diagnostic_per_node_at_one_place(compile_files: Compile) -> None:

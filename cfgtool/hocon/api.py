@@ -12,7 +12,7 @@ from typing import Any
 
 from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_UNRESOLVED_REF, HoconError
 from cfgtool.hocon.lexer import parse_path_expression
-from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.parser import Reader, parse_source, parse_text
 from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
@@ -100,10 +100,7 @@ def merge(documents: Sequence[Node]) -> Node:
     """`withFallback` of all documents, the first highest priority; nothing is resolved."""
     if not documents:
         return Obj({}, Origin("<empty>", 1, 1))
-    result = documents[0]
-    for lower in documents[1:]:
-        result = merge_nodes(result, lower)
-    return result
+    return merge_all(documents)
 
 
 def from_plain(value: Any, origin: Origin) -> Node:

@@ -38,7 +38,7 @@ _NOT_UNQUOTED = r"\s\ufeff$\"{}\[\]:=,+#`^?!@*&\\"
 _UNQUOTED = r"[^" + _NOT_UNQUOTED + r"/]*(?:/(?!/)[^" + _NOT_UNQUOTED + r"/]*)*"  # '//' starts a comment
 _COMMENT = r"(?:\#|//)[^\n]*"
 # Unquoted text may not start like a number (a digit, or '-' before a digit): numbers are tried separately.
-_UNQUOTED_START = r"(?:[^" + _NOT_UNQUOTED + r"/0-9-]|-(?![0-9])|/(?!/))"
+_UNQUOTED_START = r"(?:[^" + _NOT_UNQUOTED + r"/0-9-]|-(?![0-9]|\.[0-9])|/(?!/))"
 # One match per token: (whitespace before it)(the token). `findall` runs it over a whole file in C.
 # Groups: 1 whitespace, then one of the alternatives below.
 _TOKENS = re.compile(
@@ -49,7 +49,7 @@ _TOKENS = re.compile(
     r"|((?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*)"
     r'|("""(.*?)"""("*))'  # 5 triple-quoted string, 6 body, 7 extra closing quotes
     r'|("([^"\\\n]*(?:\\.[^"\\\n]*)*)")'  # 8 quoted string, 9 its body
-    r"|(-?[0-9][0-9eE+\-.]*)"  # 10 number (or unquoted text that starts like one)
+    r"|(-?[0-9][0-9eE+\-.]*|-\.[0-9][0-9eE+\-.]*)"  # 10 number (or unquoted text that starts like one)
     r"|(\$\{\??)([^}\n]*)\}"  # 11 "${" or "${?", 12 the path expression
     r"|(" + _COMMENT + r")?\Z)",  # 13 a comment at the very end
     re.DOTALL,
@@ -60,7 +60,8 @@ _ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
 _SIMPLE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT_RE = re.compile(r"-?[0-9]+\Z")  # leading zeros are allowed, as in Lightbend (`023` is 23)
-_FLOAT_RE = re.compile(r"-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?\Z")
+_FLOAT_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")  # `-.5` as Java reads it
+_INT64 = range(-(2**63), 2**63)
 
 
 def unescape(body: str, origin: Origin) -> str:
@@ -84,9 +85,17 @@ def unescape(body: str, origin: Origin) -> str:
 
 
 def _number(raw: str) -> int | float | None:
-    """Parse a JSON-style number; None when `raw` is not one (it is then unquoted text)."""
+    """Parse a number as Lightbend does; None when `raw` is not one (it is then unquoted text).
+
+    An integer outside 64 bits is text, as in Lightbend (Java's `Long.parseLong` fails on it): consumers in
+    other languages could not hold it either, and a 5,000-digit literal never reaches Python's slow and
+    limited int conversion.
+    """
     if _INT_RE.match(raw):
-        return int(raw)
+        if len(raw.lstrip("-").lstrip("0")) > 19:
+            return None
+        number = int(raw)
+        return number if number in _INT64 else None
     if _FLOAT_RE.match(raw):
         return float(raw)
     return None

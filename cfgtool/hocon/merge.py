@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Obj, Scalar, Subst
 
 
@@ -31,6 +33,15 @@ def merge_nodes(high: Node, low: Node) -> Node:
             return high
         return Merge([*high.stack, *_stack(low)], high.origin)
     return high
+
+
+def merge_all(nodes: Sequence[Node]) -> Node:
+    """`withFallback` of several definitions, the first highest priority: folded from the lowest up, so a
+    non-object in the middle hides every object below it (`{x=1}`, `null`, `{y=2}` is `{x=1}`)."""
+    result = nodes[-1]
+    for higher in reversed(nodes[:-1]):
+        result = merge_nodes(higher, result)
+    return result
 
 
 def _stack(node: Node) -> list[Node]:

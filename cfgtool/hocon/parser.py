@@ -33,7 +33,7 @@ from cfgtool.hocon.lexer import (
     tokenize,
     unescape,
 )
-from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.merge import merge_all, merge_nodes
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
@@ -198,7 +198,7 @@ class _Parser:
             self._skip_newlines()
             item = self._value(full, tok)
             origin = self._origin(tok)
-            value = Concat([Subst(full, True, origin), Lst([item], item.origin)], origin)
+            value = Concat([Subst(full, True, origin), Lst([item], item.origin)], origin, append=True)
         else:
             what = ".".join(keys)
             raise self._error(tok, f"expected ':', '=', '+=' or '{{' after key {what!r}, found {self._describe(tok)}")
@@ -297,6 +297,10 @@ class _Parser:
                 "quote the text or put it on its own key",
                 parts[0].origin,
             )
+        if has_obj or has_list:
+            parts = _consolidate(parts)
+            if len(parts) == 1:
+                return parts[0]
         return Concat(parts, parts[0].origin)
 
     def _array(self, path: tuple[str, ...]) -> Lst:
@@ -414,11 +418,33 @@ class _Parser:
             if required:
                 raise HoconError(E_INCLUDE, f"required include {name!r} not found (looked for {target!r})", origin)
             return None
-        result: Node = found[0]
-        for lower in found[1:]:
-            result = merge_nodes(result, lower)
+        result = merge_all(found)
         assert isinstance(result, Obj)
         return result
+
+
+def _consolidate(parts: list[Node]) -> list[Node]:
+    """Join adjacent object literals (and adjacent array literals) of a concatenation now, as Lightbend does.
+
+    `{x = 1} {y = ${a.x}}` then is one object, so `${a.x}` finds `x` without resolving `a` (no false cycle),
+    and a field that a later object overrides is never resolved. The whitespace between containers does not
+    count; pieces around a substitution stay for the resolver.
+    """
+    out: list[Node] = []
+    for part in parts:
+        if isinstance(part, (Obj, Lst)):
+            last = len(out) - 1
+            while last >= 0 and type(out[last]) is Ws:
+                last -= 1
+            prev = out[last] if last >= 0 else None
+            if isinstance(part, Obj) and isinstance(prev, Obj):
+                del out[last:]
+                part = merge_nodes(part, prev)
+            elif isinstance(part, Lst) and isinstance(prev, Lst):
+                del out[last:]
+                part = Lst([*prev.items, *part.items], prev.origin)
+        out.append(part)
+    return out
 
 
 def relativize(node: Node, prefix: tuple[str, ...]) -> Obj:
@@ -436,7 +462,7 @@ def _relativize(node: Node, prefix: tuple[str, ...]) -> Node:
     if isinstance(node, Lst):
         return Lst([_relativize(v, prefix) for v in node.items], node.origin)
     if isinstance(node, Concat):
-        return Concat([_relativize(v, prefix) for v in node.parts], node.origin)
+        return Concat([_relativize(v, prefix) for v in node.parts], node.origin, node.append)
     if isinstance(node, Merge):
         return Merge([_relativize(v, prefix) for v in node.stack], node.origin)
     return node

@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from cfgtool.hocon.errors import E_LIMIT, E_REF_CYCLE, E_TYPE, E_UNRESOLVED_REF, HoconError
-from cfgtool.hocon.merge import merge_nodes
+from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
@@ -346,11 +346,7 @@ class _Resolver:
             child = element.fields.get(key)
             if child is not None:
                 parts.append(child)
-        result: Node | None = None
-        if parts:
-            result = parts[0]
-            for lower in parts[1:]:
-                result = merge_nodes(result, lower)
+        result = merge_all(parts) if parts else None
         if cacheable:
             self.children[cache_key] = result
         return result
@@ -367,6 +363,8 @@ class _Resolver:
                 pieces.append(r)  # type: ignore[arg-type]
         if not pieces:
             return UNDEFINED
+        if len(pieces) == 1 and type(pieces[0]) is not Ws:
+            return pieces[0]  # the other pieces were undefined: `${?b}1.5` is the number 1.5, as in Lightbend
         if any(type(p) is Subst for p in pieces):  # left unresolved (allow_unresolved)
             return node
         solid = [p for p in pieces if type(p) is not Ws]
@@ -408,12 +406,20 @@ class _Resolver:
         return result
 
     def _type_error(self, node: Concat, solid: list[Node]) -> HoconError:
-        kinds = ", ".join(f"{_kind_name(p)} ({_defined_at(p)})" for p in solid)
         at = f" at {render_path(tuple(self.where))!r}" if self.where else ""
+        if node.append:
+            old = solid[0]
+            return HoconError(
+                E_TYPE,
+                f"cannot append with '+='{at}: the value before it is {_an(_kind_name(old))} ({_defined_at(old)}); "
+                "'+=' adds an item to an array, so define the key as an array (or not at all) first",
+                node.origin,
+            )
+        kinds = ", ".join(f"{_kind_name(p)} ({_defined_at(p)})" for p in solid)
         if any(isinstance(p, Lst) for p in solid):
-            hint = "'+=' and '${x} [...]' need arrays on both sides"
+            hint = "a concatenation joins arrays only with arrays"
         else:
-            hint = "'${x} {...}' needs objects on both sides"
+            hint = "a concatenation joins objects only with objects"
         return HoconError(E_TYPE, f"cannot concatenate {kinds}{at}: {hint}", node.origin)
 
 
@@ -435,6 +441,10 @@ def _defined_at(node: Node) -> Origin:
     """Where a value was written: for a substituted value, where it came from."""
     sources = getattr(node, "sources", ())
     return sources[0] if sources else node.origin
+
+
+def _an(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
 def _kind_name(node: Node) -> str:

@@ -173,17 +173,20 @@ class Subst(Node):
 
 
 class Concat(Node):
-    __slots__ = ("parts",)
+    """`append` marks the concatenation `key += value` wrote (`${?key} [value]`), for messages."""
 
-    def __init__(self, parts: list[Node], origin: Origin) -> None:
+    __slots__ = ("append", "parts")
+
+    def __init__(self, parts: list[Node], origin: Origin, append: bool = False) -> None:
         self.parts = parts
         self.origin = origin
+        self.append = append
 
     def __repr__(self) -> str:
         return f"Concat({self.parts!r})"
 
     def __reduce__(self) -> tuple[type[Concat], tuple[Any, ...]]:
-        return (Concat, (self.parts, self.origin))
+        return (Concat, (self.parts, self.origin, self.append))
 
 
 class Merge(Node):

@@ -91,6 +91,23 @@ class StoreQueries(ABC):
         """Every node key that is `prefix` or under it, sorted."""
         return sorted(k for k in self.nodes if is_under(k, prefix))
 
+    def reachable(self, key: str) -> set[str]:
+        """The nodes a node reaches through its imports and parents, itself included. For a node on or behind
+        an import cycle (it has no L) these are the nodes whose errors, E_CYCLE among them, explain why."""
+        seen = {key}
+        todo = [key]
+        while todo:
+            current = todo.pop()
+            links = list(self._imports_of(current)) if current in self.nodes else []
+            up = parent(current)
+            if up is not None:
+                links.append(self.nearest_node(up))
+            for link in links:
+                if link not in seen:
+                    seen.add(link)
+                    todo.append(link)
+        return seen
+
     def _required(self, key: str) -> tuple[str, ...]:
         found = self.linearization(key)
         if found is None:

@@ -419,3 +419,61 @@ def test_datasets_of_a_key_without_a_node_is_an_error_with_a_suggestion(run_cfgt
     assert "/tags/dc/wesd has no node" in proc.stderr and "did you mean /tags/dc/west?" in proc.stderr
     by = run_cfgtool("imported-by", "/nowhere", cwd=shop.root)
     assert by.returncode == 1 and "/nowhere has no node" in by.stderr
+
+
+# -- HOCON semantics seen through the store (issue 13) -------------------------------------------------------
+
+
+def test_get_null_in_a_layer_clears_the_inherited_object_and_a_higher_object_starts_afresh(
+    make_repo: Callable[[Mapping[str, str]], GitRepo], run_cfgtool: Run
+) -> None:
+    repo = make_repo({
+        "main.conf": "kafka { partitions = 8, retention = 7d }\nname = ${cfgtool.name}\n",
+        "data/main.conf": "kafka = null\n",
+        "data/x/main.conf": "kafka { owner = web }\n",
+        "data/y/main.conf": "other = 1\n",
+    })
+    # highest first: {owner} over null over {partitions, retention}: the null hides the root's object
+    assert as_json(run_cfgtool("get", "/data/x", "-f", "json", cwd=repo.root)) == {
+        "kafka": {"owner": "web"}, "name": "x"
+    }
+    assert as_json(run_cfgtool("get", "/data/y", "-f", "json", cwd=repo.root)) == {
+        "kafka": None, "name": "y", "other": 1
+    }
+    # a key without a node: the snapshot merges its layers itself, since its config uses ${cfgtool.name}
+    assert as_json(run_cfgtool("get", "/data/x/child", "-f", "json", cwd=repo.root)) == {
+        "kafka": {"owner": "web"}, "name": "child"
+    }
+
+
+CYCLE = {
+    "tags/a/main.conf": "p = 1\n",
+    "tags/a/includes": "/tags/b\n",
+    "tags/b/main.conf": "q = 1\n",
+    "tags/b/includes": "/tags/a\n",
+    "data/x/main.conf": "r = 1\n",
+    "data/x/includes": "/tags/a\n",
+    "data/ok/main.conf": "s = 1\n",
+}
+
+
+@pytest.mark.parametrize("key", ["/tags/a", "/tags/b", "/data/x"])
+@pytest.mark.parametrize("command", [["imports"], ["imports", "-r"], ["tags"], ["get"]])
+def test_every_node_on_or_behind_an_import_cycle_reports_the_cycle(
+    make_repo: Callable[[Mapping[str, str]], GitRepo], run_cfgtool: Run, key: str, command: list[str]
+) -> None:
+    repo = make_repo(CYCLE)
+    proc = run_cfgtool(*command, key, cwd=repo.root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert f"{key} cannot be queried" in proc.stderr
+    assert "E_CYCLE import cycle /tags/b -> /tags/a -> /tags/b" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_node_beside_an_import_cycle_is_still_answered(
+    make_repo: Callable[[Mapping[str, str]], GitRepo], run_cfgtool: Run
+) -> None:
+    repo = make_repo(CYCLE)
+    assert ok(run_cfgtool("imports", "-r", "/data/ok", cwd=repo.root)).split() == ["/data", "/"]
+    assert as_json(run_cfgtool("get", "/data/ok", "-f", "json", cwd=repo.root)) == {"s": 1}

@@ -164,8 +164,9 @@ def test_parse_scalar_types() -> None:
     assert [type(doc[k]) for k in ("i", "f", "e", "z", "t", "nu")] == [int, float, float, int, bool, type(None)]
 
 
-def test_parse_huge_int_is_exact() -> None:
-    assert loads("a = 123456789012345678901234567890") == {"a": 123456789012345678901234567890}
+def test_parse_64_bit_ints_are_exact_and_larger_ones_text_as_in_lightbend() -> None:
+    assert loads("a = 9223372036854775807, b = -9223372036854775808") == {"a": 2**63 - 1, "b": -(2**63)}
+    assert loads("a = 123456789012345678901234567890") == {"a": "123456789012345678901234567890"}
 
 
 def test_parse_quoted_keywords_and_numbers_are_strings() -> None:

@@ -572,3 +572,79 @@ def test_resolve_200_string_self_references_on_one_key() -> None:
 def test_resolve_plus_equals_in_200_layers() -> None:
     docs = [parse(f"a += {i}", f"l{i}.conf") for i in range(199, -1, -1)] + [parse("a = []")]
     assert resolve(docs).value == {"a": list(range(200))}
+
+
+# -- agreement with Lightbend (issue 13); each expected value is what Typesafe Config 1.4.1 answers -----------
+
+
+@pytest.mark.parametrize(
+    ("docs", "expected"),
+    [
+        # a non-object in a higher layer hides every object below it (the spec's own example)
+        (("a = {x = 1}", "a = null", "a = {y = 2}"), {"a": {"x": 1}}),
+        (("a = {x = 1}", "a = 5", "a = {y = 2}"), {"a": {"x": 1}}),
+        (("a.b = {x = 1}", "a = {b = [1]}", "a.b = {y = 2}"), {"a": {"b": {"x": 1}}}),
+        (("a = {x = 1}", "a = {z = 3}", "a = null", "a = {y = 2}"), {"a": {"x": 1, "z": 3}}),
+        # the same inside one document: the last definition is the highest
+        (("a = {y = 2}\na = null\na = {x = 1}",), {"a": {"x": 1}}),
+    ],
+)
+def test_a_non_object_in_a_higher_layer_stops_lower_objects_from_merging(
+    docs: tuple[str, ...], expected: dict[str, Any]
+) -> None:
+    assert val(*docs) == expected
+
+
+def test_a_reference_into_another_part_of_the_same_object_concatenation_is_not_a_cycle() -> None:
+    assert val("a = {x = 1} {y = ${a.x}}") == {"a": {"x": 1, "y": 1}}
+    assert val("a = {x = 1} {y = ${?a.x}}") == {"a": {"x": 1, "y": 1}}
+    assert val("a = {x = 1} {y = ${a.x}} {z = ${a.y}}") == {"a": {"x": 1, "y": 1, "z": 1}}
+
+
+def test_a_part_that_a_later_part_of_a_concatenation_overrides_is_never_resolved() -> None:
+    assert val("a = {x = ${nosuch}} {x = 2}") == {"a": {"x": 2}}
+    assert val("a = [1] [2] [3]") == {"a": [1, 2, 3]}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a = -.5", -0.5),
+        ("a = -.5e1", -5.0),
+        ("a = .5", ".5"),  # a number starts with a digit or '-': this is text, as in Lightbend
+        ("a = -.x", "-.x"),
+        ("a = 9223372036854775807", 2**63 - 1),
+        ("a = 9223372036854775808", "9223372036854775808"),  # beyond 64 bits: text, as in Lightbend
+    ],
+)
+def test_numbers_are_read_as_lightbend_reads_them(text: str, expected: Any) -> None:
+    value = val(text)["a"]
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a = ${?b}1.5", 1.5),
+        ("a = 1.5${?b}", 1.5),
+        ("a = ${?b}true", True),
+        ("a = ${?b}null", None),
+        ("a = ${?b} 1.5", " 1.5"),  # whitespace is a piece of the concatenation: a string
+        ("a = 2 ${?b}", "2 "),
+    ],
+)
+def test_an_undefined_optional_substitution_beside_one_value_keeps_its_type(text: str, expected: Any) -> None:
+    value = val(text)["a"]
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+def test_type_errors_name_the_operation_written() -> None:
+    append = fail("a = {x = 1}\na += 2")
+    assert append.code == "E_TYPE"
+    assert append.message.startswith("cannot append with '+=' at 'a'")
+    concat = fail("o = {x = 1}\na = ${o} [2]")
+    assert concat.code == "E_TYPE"
+    assert concat.message.startswith("cannot concatenate object")
+    assert "+=" not in concat.message
