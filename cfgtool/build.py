@@ -37,6 +37,10 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, decode
 
 PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a forked worker
+# What the resolved configs of one compile may cost, in `Resolved.size` units (about 50 bytes each), per
+# process: a few hundred bytes that every node inherits can otherwise expand to gigabytes (DESIGN 15).
+BUDGET = 2_000_000
+BUDGET_PER_NODE = 1_000
 _Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
 # What a worker sends back: results by key (None: failed), parse cache entries (marshalled), node cache
 # entries, diagnostics, keys whose main.conf includes files, the included files, keys it parsed.
@@ -58,6 +62,8 @@ class Builder:
         self.dynamic: set[str] = set()  # keys whose main.conf includes other files
         self.included: list[str] = []  # files read through `include`, for the snapshot's texts
         self._trees: dict[tuple[str, ...], Node | None] = {}
+        self.budget = BUDGET + BUDGET_PER_NODE * len(store.nodes)
+        self._over_budget: Diagnostic | None = None  # once spent, every later node fails with this
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
         self.stats = {"parsed": 0, "resolved": 0, "reused": 0}  # what this compile did, for reports and tests
 
@@ -80,6 +86,11 @@ class Builder:
                 todo.append((key, lkeys, imports, fingerprint))
                 continue
             self.stats["reused"] += 1
+            problem = self._spend(key, hit[3], lkeys)
+            if problem is not None:
+                self.diags.append(problem)
+                out[key] = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports)
+                continue
             if not keep:
                 continue
             out[key] = self._cached(graph, key, lkeys, imports, hit)
@@ -151,7 +162,8 @@ class Builder:
         for key, lkeys, imports, fingerprint in todo:
             snap = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
             config, content_hash = snap.config, snap.content_hash
-            results[key] = None if config is None or content_hash is None else (config, snap.intrinsic, content_hash)
+            # the size is spent here, in the worker's budget
+            results[key] = None if config is None or content_hash is None else (config, snap.intrinsic, content_hash, 0)
         share: _Share = (
             results,
             marshal.dumps(self.parse_cache.stored_new()),
@@ -168,7 +180,7 @@ class Builder:
         self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], entry: NodeEntry
     ) -> NodeSnapshot:
         """The snapshot of a node resolved before (cached, or by the worker): provenance only when asked."""
-        config, intrinsic, content_hash = entry
+        config, intrinsic, content_hash, _ = entry
         return NodeSnapshot(
             key=key,
             config=config,
@@ -190,11 +202,26 @@ class Builder:
         tree = self._tree(lkeys)
         if tree is None:
             return failed  # a layer does not parse: its E_SYNTAX was reported once, at its file
+        if self._over_budget is not None:
+            self.diags.append(replace(self._over_budget, key=key))
+            return failed
+        resolved: Resolved
         try:
             resolved = resolve_layers([tree], key)
             config = resolved.value
         except HoconError as exc:
             self.diags.append(diagnostic(exc, key, notes))
+            return failed
+        except MemoryError:
+            origin = tree.origin
+            self.diags.append(Diagnostic.of(
+                "E_LIMIT", "ran out of memory resolving this config", key=key, file=origin.file,
+                line=origin.line, col=origin.col,
+            ))
+            return failed
+        problem = self._spend(key, resolved.size, lkeys, resolved)
+        if problem is not None:
+            self.diags.append(problem)
             return failed
         snap = NodeSnapshot(
             key=key,
@@ -207,8 +234,25 @@ class Builder:
         )
         content_hash = node_hash(snap)  # once: the snapshot's digest and the node cache both need it
         if not any(k in self.dynamic for k in lkeys):
-            self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash))
+            self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash, resolved.size))
         return replace(snap, content_hash=content_hash)
+
+    def _spend(
+        self, key: str, size: int, lkeys: tuple[str, ...], resolved: Resolved | None = None
+    ) -> Diagnostic | None:
+        """Spend `size` of the budget on the config of `key`; the E_LIMIT for it once the budget is spent."""
+        if self._over_budget is None:
+            self.budget -= size
+            if self.budget >= 0:
+                return None
+            if resolved is None:  # a cached config: resolve it again (once) to say where it is large
+                self._load(lkeys)
+                tree = self._tree(lkeys)
+                assert tree is not None
+                resolved = resolve_layers([tree], key)
+            self._over_budget = _over_budget(key, resolved)
+            return self._over_budget
+        return replace(self._over_budget, key=key)
 
     def _provenance(self, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
         """Resolve a cached node again, for explain or `--output` (its provenance is not cached)."""
@@ -313,6 +357,36 @@ class Builder:
         else:
             self.parse_cache.put((node.main.oid, path), doc)
         return doc
+
+
+def _over_budget(key: str, resolved: Resolved) -> Diagnostic:
+    """E_LIMIT for the node whose config spent the budget, at the assignment of its largest top-level value
+    (where an expanding document most likely is); the message names no node, so that every node failing for
+    the same reason is one diagnostic."""
+    root = resolved.root
+    fields = root.fields if isinstance(root, Obj) else {}
+    largest = max(fields, key=lambda k: _cost(resolved.value[k]), default=None)
+    origin = fields[largest].origin if largest is not None else root.origin
+    total = f"{BUDGET:,} + {BUDGET_PER_NODE:,} per node"
+    message = (
+        f"the resolved configs of this store are larger than its budget ({total}, in units of about 50 bytes); "
+        "the largest value of the first node over it is set here: if many nodes inherit it and its substitutions "
+        "copy arrays or objects into each other, make it smaller"
+    )
+    return Diagnostic.of("E_LIMIT", message, key=key, file=origin.file, line=origin.line, col=origin.col)
+
+
+def _cost(value: Any) -> int:
+    """Plain values and containers below `value` (iterative: values may be nested 400 deep)."""
+    count, todo = 0, [value]
+    while todo:
+        item = todo.pop()
+        count += 1
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return count
 
 
 def _reached(graph: Graph, key: str) -> tuple[str, ...]:

@@ -194,7 +194,7 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
         return tree
 
 
-NodeEntry = tuple[Mapping[str, Any], bool, str]  # resolved config, uses intrinsics, content hash
+NodeEntry = tuple[Mapping[str, Any], bool, str, int]  # resolved config, uses intrinsics, content hash, size
 
 
 class NodeCache(_Sharded[str, NodeEntry]):
@@ -208,10 +208,11 @@ class NodeCache(_Sharded[str, NodeEntry]):
         return key[:1]
 
     def _load(self, stored: Any) -> NodeEntry:
-        if not (isinstance(stored, (list, tuple)) and len(stored) == 3 and isinstance(stored[0], dict)
-                and isinstance(stored[1], bool) and isinstance(stored[2], str)):  # fmt: skip
+        if not (isinstance(stored, (list, tuple)) and len(stored) == 4 and isinstance(stored[0], dict)
+                and isinstance(stored[1], bool) and isinstance(stored[2], str)
+                and type(stored[3]) is int and stored[3] >= 0):  # fmt: skip
             raise ValueError("not a node cache entry")
-        return stored[0], stored[1], stored[2]
+        return stored[0], stored[1], stored[2], stored[3]
 
 
 class SchemaPasses(_Sharded[tuple[str, str], bool]):

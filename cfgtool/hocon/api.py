@@ -14,11 +14,11 @@ from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_UNRESOLVED_REF, HoconErro
 from cfgtool.hocon.lexer import parse_path_expression
 from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
-from cfgtool.hocon.parser import Reader, parse_source, parse_text
+from cfgtool.hocon.parser import MAX_DEPTH, Reader, parse_source, parse_text
 from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
 from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
-MAX_OUTPUT_NODES = 5_000_000  # values one resolved document may expand to (shared subtrees count each time)
+MAX_OUTPUT_NODES = 2_000_000  # values one resolved document may expand to (shared subtrees count each time)
 RECURSION_LIMIT = 15_000  # deep documents and long substitution chains recurse; Python's default is 1,000
 PathLike = str | Sequence[str]
 
@@ -192,7 +192,7 @@ def describe(node: Node, limit: int = 80) -> str:
 class Resolved:
     """A resolved document: plain `value`, and for any path the origin that won and what it was built from."""
 
-    __slots__ = ("_value", "is_resolved", "root", "shared", "used_extra")
+    __slots__ = ("_size", "_value", "is_resolved", "root", "shared", "used_extra")
 
     def __init__(self, root: Node, is_resolved: bool, used_extra: bool = False, shared: bool = True) -> None:
         self.root = root
@@ -200,15 +200,23 @@ class Resolved:
         self.used_extra = used_extra  # some substitution read a value from `extra`
         self.shared = shared  # subtrees may appear in several places (the output size must be checked)
         self._value: dict[str, Any] | None = None
+        self._size = 0
 
     @property
     def value(self) -> dict[str, Any]:
         """The whole document as plain Python data (raises if substitutions were left unresolved)."""
         if self._value is None:
-            plain = to_plain(self.root, check_size=self.shared)
+            plain, self._size = _plain_and_size(self.root, self.shared)
             assert isinstance(plain, dict)
             self._value = plain
         return self._value
+
+    @property
+    def size(self) -> int:
+        """What `value` costs, in units of about 50 bytes: an entry is 1, an array 2 more, an object 4 more
+        (Python's objects are the heavy part). A store compile adds these up against its budget."""
+        _ = self.value
+        return self._size
 
     def node(self, path: PathLike) -> Node | None:
         """The resolved node at `path`, or None when nothing is there."""
@@ -252,26 +260,40 @@ class Resolved:
 
 def to_plain(node: Node, check_size: bool = True) -> Any:
     """Resolved nodes to plain Python data. Shared subtrees are counted first (`check_size`), so a document
-    that would expand exponentially ends with E_LIMIT at once instead of filling memory."""
+    that would expand exponentially ends with E_LIMIT at once instead of filling memory; nesting deeper than
+    the parser allows (substitutions can nest objects in objects) is E_LIMIT too, so that no consumer of the
+    result (rendering, caches, YAML) meets a recursion limit."""
+    return _plain_and_size(node, check_size)[0]
+
+
+def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
     if check_size:
         _check_size(node)
+    size = 0
 
-    def convert(n: Node) -> Any:
+    def convert(n: Node, depth: int) -> Any:
+        nonlocal size
         if isinstance(n, Scalar):
             return n.value
+        if depth > MAX_DEPTH:
+            raise HoconError(
+                E_LIMIT, f"the resolved value is nested deeper than {MAX_DEPTH} objects and arrays", n.origin
+            )
         if isinstance(n, Obj):
-            return {k: convert(v) for k, v in n.fields.items()}
+            size += 4 + len(n.fields)
+            depth += 1
+            return {k: convert(v, depth) for k, v in n.fields.items()}
         if isinstance(n, Lst):
-            return [convert(v) for v in n.items]
+            size += 2 + len(n.items)
+            depth += 1
+            return [convert(v, depth) for v in n.items]
         if isinstance(n, Subst):
             raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
         raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
 
-    try:
-        with deep_recursion():
-            return convert(node)
-    except RecursionError:
-        raise HoconError(E_LIMIT, "the resolved document is nested too deeply", node.origin) from None
+    with deep_recursion():
+        plain = convert(node, 0)
+    return plain, size
 
 
 def _check_size(root: Node) -> None:

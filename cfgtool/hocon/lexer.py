@@ -51,7 +51,8 @@ _TOKENS = re.compile(
     r'|("([^"\\\n]*(?:\\.[^"\\\n]*)*)")'  # 8 quoted string, 9 its body
     r"|(-?[0-9][0-9eE+\-.]*|-\.[0-9][0-9eE+\-.]*)"  # 10 number (or unquoted text that starts like one)
     r"|(\$\{\??)([^}\n]*)\}"  # 11 "${" or "${?", 12 the path expression
-    r"|(" + _COMMENT + r")?\Z)",  # 13 a comment at the very end
+    r"|(" + _COMMENT + r")?\Z"  # 13 a comment at the very end
+    r"|(.))",  # 14 any other character: no token starts here (so `findall` never rescans the whitespace)
     re.DOTALL,
 )
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}
@@ -110,7 +111,7 @@ def tokenize(text: str, file: str) -> list[Token]:
     pos = 0
     line = 1
     line_start = 1 if text.startswith("\ufeff") else 0  # a BOM takes no column
-    for ws, unq, punct, nl, tq, tqbody, tqextra, q, qbody, num, subst, sbody, tail in _TOKENS.findall(text):
+    for ws, unq, punct, nl, tq, tqbody, tqextra, q, qbody, num, subst, sbody, tail, bad in _TOKENS.findall(text):
         start = pos + len(ws)
         col = start - line_start + 1
         if unq:
@@ -145,6 +146,8 @@ def tokenize(text: str, file: str) -> list[Token]:
             if "\n" in tq:
                 line += tq.count("\n")
                 line_start = start + tq.rindex("\n") + 1
+        elif bad:
+            break
         else:  # the end
             pos = start + len(tail)
             if pos != len(text):
@@ -180,7 +183,7 @@ def _locate_error(text: str, file: str) -> None:
     line_start = 0
     while True:
         m = _TOKENS.match(text, pos)
-        if m is None or (m.end() == pos and pos != len(text)):
+        if m is None or m.group(14) is not None or (m.end() == pos and pos != len(text)):
             break
         if m.group(8) == '""' and text.startswith('"', m.end()):
             raise HoconError(

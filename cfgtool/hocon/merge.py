@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cfgtool.hocon.errors import E_LIMIT, HoconError
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Obj, Scalar, Subst
+
+MAX_DEFINITIONS = 1_000  # definitions one value keeps while substitutions decide between them
 
 
 def merge_nodes(high: Node, low: Node) -> Node:
@@ -22,16 +25,16 @@ def merge_nodes(high: Node, low: Node) -> Node:
                 fields[key] = value if old is None else merge_nodes(value, old)
             return Obj(fields, high.origin)
         if isinstance(low, (Subst, Concat, Merge)):
-            return Merge([high, *_stack(low)], high.origin)
+            return _delayed([high, *_stack(low)])
         return high
     if isinstance(high, (Subst, Concat)):
-        return Merge([high, *_stack(low)], high.origin)
+        return _delayed([high, *_stack(low)])
     if isinstance(high, Merge):
         if isinstance(high.stack[-1], (Scalar, Lst)):
             return high  # the stack already ends in a value that hides everything below
         if isinstance(high.stack[-1], Obj) and not isinstance(low, (Obj, Subst, Concat, Merge)):
             return high
-        return Merge([*high.stack, *_stack(low)], high.origin)
+        return _delayed([*high.stack, *_stack(low)])
     return high
 
 
@@ -42,6 +45,19 @@ def merge_all(nodes: Sequence[Node]) -> Node:
     for higher in reversed(nodes[:-1]):
         result = merge_nodes(higher, result)
     return result
+
+
+def _delayed(stack: list[Node]) -> Merge:
+    """A delayed merge; E_LIMIT past MAX_DEFINITIONS (each kept definition costs the resolver a pass over the
+    ones below it, so 70,000 `a = ${?a} [1]` lines would take minutes and gigabytes)."""
+    if len(stack) > MAX_DEFINITIONS:
+        raise HoconError(
+            E_LIMIT,
+            f"more than {MAX_DEFINITIONS:,} definitions of one value depend on substitutions; "
+            "write the value once (an array literal, or '+=' with plain values)",
+            stack[0].origin,
+        )
+    return Merge(stack, stack[0].origin)
 
 
 def _stack(node: Node) -> list[Node]:

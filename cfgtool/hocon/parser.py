@@ -187,6 +187,11 @@ class _Parser:
         kind = tok[0]
         full = path + keys
         value: Node
+        nested = len(keys) - 1  # `a.b.c = 1` nests as deep as `a { b { c = 1 } }`
+        if nested:
+            self.depth += nested
+            if self.depth > MAX_DEPTH:
+                raise HoconError(E_LIMIT, f"objects and arrays nested deeper than {MAX_DEPTH}", self._origin(key_tok))
         if kind in (COLON, EQUALS):
             self.pos += 1
             self._skip_newlines()
@@ -198,16 +203,19 @@ class _Parser:
             self._skip_newlines()
             item = self._value(full, tok)
             origin = self._origin(tok)
+            if len(keys) == 1 and _append_in_place(fields.get(keys[0]), item, origin):
+                return
             value = Concat([Subst(full, True, origin), Lst([item], item.origin)], origin, append=True)
         else:
             what = ".".join(keys)
             raise self._error(tok, f"expected ':', '=', '+=' or '{{' after key {what!r}, found {self._describe(tok)}")
+        self.depth -= nested
         key_origin = self._origin(key_tok)
         for key in reversed(keys[1:]):
             value = Obj({key: value}, key_origin)
         head = keys[0]
         old = fields.get(head)
-        fields[head] = value if old is None else merge_nodes(value, old)
+        fields[head] = value if old is None else _merge_owned(value, old)
 
     # -- values --------------------------------------------------------------------------------------
     def _value(self, path: tuple[str, ...], after: Token) -> Node:
@@ -386,7 +394,7 @@ class _Parser:
             included = relativize(included, path)
         for key, value in included.fields.items():
             old = fields.get(key)
-            fields[key] = value if old is None else merge_nodes(value, old)
+            fields[key] = value if old is None else _merge_owned(value, old)
 
     def _load_include(self, name: str, required: bool, from_cwd: bool, origin: Origin) -> Obj | None:
         """Read an include target: relative to the including file, or for `file(...)`, as Lightbend does,
@@ -421,6 +429,46 @@ class _Parser:
         result = merge_all(found)
         assert isinstance(result, Obj)
         return result
+
+
+def _append_in_place(old: Node | None, item: Node, origin: Origin) -> bool:
+    """`key += item` right after an array literal or another `+=` of the same key in this object: add `item`
+    to that array instead of stacking one more definition (`${?key} [item]`), which made 100,000 appends
+    quadratic. Only an item without substitutions: one could refer to the key, and see a different value."""
+    if old is None or not _plain(item):
+        return False
+    if type(old) is Lst:
+        target = old
+    elif type(old) is Concat and old.append and type(old.parts[-1]) is Lst:
+        target = old.parts[-1]
+    else:
+        return False
+    target.items.append(item)
+    old.origin = origin
+    return True
+
+
+def _plain(node: Node) -> bool:
+    """Whether `node` holds no substitution (nesting is bounded by MAX_DEPTH)."""
+    if isinstance(node, Obj):
+        return all(_plain(v) for v in node.fields.values())
+    if isinstance(node, Lst):
+        return all(_plain(v) for v in node.items)
+    return isinstance(node, Scalar)
+
+
+def _merge_owned(high: Node, low: Node) -> Node:
+    """`merge_nodes` for a field this parse defines again: `low` was built by this parse and nothing else holds
+    it, so objects are merged into it in place. 100,000 `a.kI = I` lines then cost linear time, where copying
+    `a`'s fields for each line was quadratic."""
+    if type(high) is Obj and type(low) is Obj:
+        fields = low.fields
+        for key, value in high.fields.items():
+            old = fields.get(key)
+            fields[key] = value if old is None else _merge_owned(value, old)
+        low.origin = high.origin
+        return low
+    return merge_nodes(high, low)
 
 
 def _consolidate(parts: list[Node]) -> list[Node]:

@@ -10,6 +10,7 @@ the nodes. Cycles, missing references and type conflicts become `HoconError`s na
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Final
 
 from cfgtool.hocon.errors import E_LIMIT, E_REF_CYCLE, E_TYPE, E_UNRESOLVED_REF, HoconError
@@ -20,6 +21,7 @@ from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merg
 MAX_STRING: Final = 16 * 1024 * 1024  # characters in one concatenated string
 MAX_LIST: Final = 1_000_000  # items in one concatenated array
 MAX_STEPS: Final = 5_000_000  # resolution steps in one resolve() call
+MAX_SOURCES: Final = 16  # origins a value keeps of what it was built from: the nearest and the farthest
 _INDEX = re.compile(r"[+-]?[0-9]+\Z")
 
 
@@ -207,7 +209,7 @@ class _Resolver:
                 f"define it, or write ${{?{name}}} to make it optional",
                 node.origin,
             )
-        sources = tuple(dict.fromkeys((found.origin, *getattr(found, "sources", ()))))
+        sources = _sources((found.origin, *getattr(found, "sources", ())))
         if isinstance(found, Scalar):
             raw = found.raw if isinstance(found, (Num, Joined)) else None
             return Joined(found.value, node.origin, sources, raw)
@@ -384,7 +386,7 @@ class _Resolver:
                 sources.extend(p.sources)
             else:
                 sources.append(p.origin)
-        return Joined("".join(text), node.origin, tuple(dict.fromkeys(sources)))
+        return Joined("".join(text), node.origin, _sources(sources))
 
     def _concat_containers(self, node: Concat, solid: list[Node]) -> Node:
         """Join objects and arrays left to right; an object with integer keys joins an array as one."""
@@ -435,6 +437,16 @@ def _numeric_object_to_list(node: Obj) -> Lst | None:
         return None
     indexed.sort(key=lambda pair: pair[0])
     return Lst([value for _, value in indexed], node.origin)
+
+
+def _sources(origins: Sequence[Origin]) -> tuple[Origin, ...]:
+    """The distinct origins, at most MAX_SOURCES: a chain of 14,000 `${k}` links would otherwise keep
+    every origin in every link, quadratic time and memory for provenance nobody reads."""
+    unique = tuple(dict.fromkeys(origins))
+    if len(unique) <= MAX_SOURCES:
+        return unique
+    half = MAX_SOURCES // 2
+    return unique[:half] + unique[-half:]
 
 
 def _defined_at(node: Node) -> Origin:
