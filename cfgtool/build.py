@@ -262,18 +262,21 @@ class Builder:
 
     def _tree(self, keys: tuple[str, ...]) -> Node | None:
         """The merged (unresolved) tree of a linearization, memoized by suffix: L(K) = [K] + L(P) for most
-        nodes, so each node costs one merge of its own config over its parent's already merged tree."""
-        if keys in self._trees:
-            return self._trees[keys]
-        head = self.docs.get(keys[0])
-        result: Node | None
-        if head is None or len(keys) == 1:
-            result = head
-        else:
-            rest = self._tree(keys[1:])
-            result = None if rest is None else merge_nodes(head, rest)
-        self._trees[keys] = result
-        return result
+        nodes, so each node costs one merge of its own config over its parent's already merged tree. Built
+        from the shortest missing suffix up, in a loop: an import chain 1,000 deep must not recurse."""
+        trees = self._trees
+        last = len(keys)
+        done = last  # keys[done:] and every shorter suffix are merged already (built from each other)
+        while done > 0 and keys[done - 1 :] in trees:
+            done -= 1
+        for i in range(done - 1, -1, -1):
+            head = self.docs.get(keys[i])
+            if i == last - 1:
+                trees[keys[i:]] = head
+            else:
+                rest = trees[keys[i + 1 :]]
+                trees[keys[i:]] = None if head is None or rest is None else merge_nodes(head, rest)
+        return trees[keys]
 
     # -- documents ---------------------------------------------------------------------------------------
     def _file(self, key: str) -> str | None:

@@ -28,6 +28,7 @@ import msgpack  # type: ignore[import-untyped]
 
 from cfgtool._version import __version__
 from cfgtool.hocon import values
+from cfgtool.hocon.api import deep_recursion
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
@@ -186,10 +187,12 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
         return key[0][:1]
 
     def _dump(self, value: Obj) -> Any:
-        return encode_tree(value)
+        with deep_recursion():  # documents nest up to the parser's limit, deeper than Python's default
+            return encode_tree(value)
 
     def _load(self, stored: Any) -> Obj:
-        tree = decode_tree(stored)
+        with deep_recursion():
+            tree = decode_tree(stored)
         assert isinstance(tree, Obj)
         return tree
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Any
 
@@ -24,21 +25,33 @@ class Format(StrEnum):
     PROPERTIES = "properties"
 
 
+def deep_recursion() -> AbstractContextManager[None]:
+    """The HOCON engine's recursion allowance: values nest up to its limit (400), deeper than the renderers
+    manage under Python's default. Imported on use: the CLI's start-up must not load the engine."""
+    from cfgtool.hocon.api import deep_recursion as allowance
+
+    return allowance()
+
+
 def render(value: Any, fmt: Format) -> str:
     """`value` as text in `fmt`. Object keys keep their order."""
     if fmt is Format.JSON:
         return to_json(value)
     if fmt is Format.HOCON:
-        return to_hocon(value)
+        with deep_recursion():
+            return to_hocon(value)
     if fmt is Format.YAML:
         return to_yaml(value)
-    return to_properties(value)
+    with deep_recursion():
+        return to_properties(value)
 
 
 def to_json(value: Any) -> str:
     """Pretty JSON, keys in the order given, non-ASCII characters kept as they are except surrogates, which
     UTF-8 cannot carry: they are escaped (a pair reads back as the character it encodes)."""
-    return _SURROGATE.sub(_escape_surrogate, json.dumps(value, indent=2, ensure_ascii=False)) + "\n"
+    with deep_recursion():  # values nest up to the HOCON engine's limit, deeper than the default allows
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _SURROGATE.sub(_escape_surrogate, text) + "\n"
 
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -52,7 +65,8 @@ def to_yaml(value: Any) -> str:
     """Block-style YAML (PyYAML `safe_dump`), keys in the order given."""
     import yaml  # imported here: only this format needs it
 
-    text: str = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    with deep_recursion():
+        text: str = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return text
 
 

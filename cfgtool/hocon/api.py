@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_UNRESOLVED_REF, HoconError
+from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_SYNTAX, E_UNRESOLVED_REF, HoconError
 from cfgtool.hocon.lexer import parse_path_expression
 from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
@@ -21,6 +21,7 @@ from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merg
 MAX_OUTPUT_NODES = 2_000_000  # values one resolved document may expand to (shared subtrees count each time)
 RECURSION_LIMIT = 15_000  # deep documents and long substitution chains recurse; Python's default is 1,000
 PathLike = str | Sequence[str]
+_INFINITY = float("inf")
 
 
 @contextmanager
@@ -167,6 +168,11 @@ def find(node: Node, path: PathLike) -> Node | None:
 
 def describe(node: Node, limit: int = 80) -> str:
     """A short HOCON-like rendering of an unresolved or resolved node, e.g. `${base}"/x"` or `[1, 2]`."""
+    with deep_recursion():
+        return _describe(node, limit)
+
+
+def _describe(node: Node, limit: int) -> str:
     if isinstance(node, Num):
         text = node.raw
     elif isinstance(node, Scalar):
@@ -177,13 +183,13 @@ def describe(node: Node, limit: int = 80) -> str:
     elif isinstance(node, Subst):
         text = "${" + ("?" if node.optional else "") + render_path(node.path) + "}"
     elif isinstance(node, Concat):
-        text = "".join(describe(part, limit) for part in node.parts)
+        text = "".join(_describe(part, limit) for part in node.parts)
     elif isinstance(node, Merge):
-        text = describe(node.stack[0], limit)
+        text = _describe(node.stack[0], limit)
     elif isinstance(node, Lst):
-        text = "[" + ", ".join(describe(item, limit) for item in node.items) + "]"
+        text = "[" + ", ".join(_describe(item, limit) for item in node.items) + "]"
     elif isinstance(node, Obj):
-        text = "{" + ", ".join(f"{render_path((k,))}: {describe(v, limit)}" for k, v in node.fields.items()) + "}"
+        text = "{" + ", ".join(f"{render_path((k,))}: {_describe(v, limit)}" for k, v in node.fields.items()) + "}"
     else:
         text = repr(node)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -274,7 +280,11 @@ def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
     def convert(n: Node, depth: int) -> Any:
         nonlocal size
         if isinstance(n, Scalar):
-            return n.value
+            value = n.value
+            if value.__class__ is float and (value == _INFINITY or value == -_INFINITY):
+                raw = getattr(n, "raw", None) or repr(value)
+                raise HoconError(E_SYNTAX, f"number {raw} is too large for a 64-bit float; quote it", n.origin)
+            return value
         if depth > MAX_DEPTH:
             raise HoconError(
                 E_LIMIT, f"the resolved value is nested deeper than {MAX_DEPTH} objects and arrays", n.origin

@@ -7,7 +7,6 @@ Problems are raised as `HoconError(E_SYNTAX)` naming the position and what to do
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -161,10 +160,7 @@ def tokenize(text: str, file: str) -> list[Token]:
 def _number_token(raw: str, file: str, line: int, col: int, ws: str) -> Token:
     """A number token, or unquoted text for number-like text such as `1.2.3` (as Lightbend does)."""
     number = _number(raw)
-    if number is not None:
-        if number in (math.inf, -math.inf):
-            origin = Origin(file, line, col)
-            raise HoconError(E_SYNTAX, f"number {raw} is too large for a 64-bit float; quote it", origin)
+    if number is not None:  # `1e999` is infinite: fine as text in a concatenation, E_SYNTAX as a value
         return (NUMBER, number, raw, line, col, ws)
     bad = next((c for c in raw if c in _FORBIDDEN), None)
     if bad is not None:

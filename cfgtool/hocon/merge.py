@@ -15,7 +15,9 @@ def merge_nodes(high: Node, low: Node) -> Node:
 
     Objects merge key by key; a resolved non-object in `high` hides `low`; an object never merges with a
     non-object below it. When `high` is unresolved (a substitution or concatenation, or an object over one),
-    the outcome depends on resolution, so both are kept as a delayed `Merge`, highest first.
+    the outcome depends on resolution, so both are kept as a delayed `Merge`, highest first. An object over
+    a non-object keeps it too, at the bottom of a `Merge`: it hides whatever is merged below later (Lightbend's
+    "ignores fallbacks"), so `a = 1` then `a.x = 2` in one layer does not take a lower layer's `a.y`.
     """
     if isinstance(high, Obj):
         if isinstance(low, Obj):
@@ -26,7 +28,7 @@ def merge_nodes(high: Node, low: Node) -> Node:
             return Obj(fields, high.origin)
         if isinstance(low, (Subst, Concat, Merge)):
             return _delayed([high, *_stack(low)])
-        return high
+        return _delayed([high, low])
     if isinstance(high, (Subst, Concat)):
         return _delayed([high, *_stack(low)])
     if isinstance(high, Merge):

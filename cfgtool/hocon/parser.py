@@ -468,6 +468,10 @@ def _merge_owned(high: Node, low: Node) -> Node:
             fields[key] = value if old is None else _merge_owned(value, old)
         low.origin = high.origin
         return low
+    if type(high) is Obj and type(low) is Merge and type(low.stack[0]) is Obj:  # an object over a non-object
+        low.stack[0] = _merge_owned(high, low.stack[0])
+        low.origin = high.origin
+        return low
     return merge_nodes(high, low)
 
 

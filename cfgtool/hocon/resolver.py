@@ -190,9 +190,9 @@ class _Resolver:
             found = self._lookup(node.path)
             if found is None and node.prefix:
                 found = self._lookup(node.path[node.prefix:])
-        except _Cycle:
-            if node.optional:
-                return UNDEFINED
+        except _Cycle as cycle:
+            if node.optional and cycle.steps and cycle.steps[-1] is node:
+                return UNDEFINED  # this optional substitution closed the cycle: it has no value
             raise
         finally:
             self.trace.pop()
@@ -318,7 +318,10 @@ class _Resolver:
 
     def _merge(self, node: Merge) -> Result:
         merged: Node | None = None
-        for index in range(len(node.stack)):
+        stack = node.stack
+        for index in range(len(stack)):
+            if merged is not None and isinstance(stack[index], (Scalar, Lst)):
+                break  # a plain non-object under an object only hides what is below: it is never resolved
             r = self._element(node, index)
             if r is UNDEFINED:
                 continue

@@ -275,10 +275,65 @@ def _outcomes(ours: str, theirs: str, ours_text: str = "", theirs_text: str = ""
 
 
 def _array_string(case: Case, ask: Ask | None) -> bool:
-    """Lightbend keeps the array of `[1] foo` and drops the string; cfgtool says E_TYPE."""
+    """Lightbend keeps the array of `[1] foo` (or the object of `{} ${s}`) and drops the string; cfgtool says
+    E_TYPE naming a string beside the array or object."""
     if not (case.ours[0] == "error" and "E_TYPE" in case.ours[1] and case.theirs[0] == "ok"):
         return False
+    if re.search(r"cannot concatenate .*(string|value) \(", case.ours[1]):
+        return True
     return "array" in case.ours[1] or any(re.search(r"\][ \t]*[\w\"]|[\w\"][ \t]*\[", t) for t in case.texts)
+
+
+def _fails_on_unneeded(case: Case, ask: Ask | None) -> bool:
+    """Lightbend errs, cfgtool has a value, and one statement (a line, or lines up to where brackets balance)
+    can be deleted without changing cfgtool's value while Lightbend then agrees with it."""
+    if ask is None or case.ours[0] != "ok" or case.theirs[0] != "error":
+        return False
+    texts = list(case.texts)
+    for li, text in enumerate(texts):
+        lines = text.split("\n")
+        for a, b in _line_groups(text):
+            candidate = [*texts[:li], "\n".join(lines[:a] + lines[b:]), *texts[li + 1 :]]
+            ours = run_cfgtool(candidate)
+            if ours[0] == "ok" and same_value(ours[1], case.ours[1]) and agree(ours, ask(candidate)):
+                return True
+    return False
+
+
+_SUBST = re.compile(r"\$\{\??([^}]*)\}")
+
+
+def _path_value(value: Any, expr: str) -> Any:
+    """The value at a simple path expression (`a.b`, `"x y".c`) in plain data, or _MISSING."""
+    keys = re.findall(r'"([^"]*)"|([^."\s]+)', expr.strip())
+    for quoted, bare in keys:
+        key = quoted or bare
+        if not isinstance(value, dict) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
+def _not_transparent(case: Case, ask: Ask | None) -> bool:
+    """Writing a substitution's resolved value (Lightbend's own, as JSON) in its place changes Lightbend's answer
+    to cfgtool's, and leaves cfgtool's as it was: a substitution must be the same as its value written there
+    (Lightbend carries internal state through it, such as an object's 'ignores fallbacks' flag)."""
+    if ask is None or case.theirs[0] != "ok" or case.ours[0] != "ok":
+        return False
+    texts = list(case.texts)
+    for li, text in enumerate(texts):
+        for m in _SUBST.finditer(text):
+            line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+            if m.group(1).strip().split(".")[0].strip('"') in line:
+                continue  # possibly a self-reference: its value is the previous definition's, not the final one
+            value = _path_value(case.theirs[1], m.group(1))
+            if value is _MISSING:
+                continue
+            candidate = [*texts[:li], text[: m.start()] + json.dumps(value) + text[m.end() :], *texts[li + 1 :]]
+            ours = run_cfgtool(candidate)
+            if agree(ours, case.ours) and agree(ours, ask(candidate)):
+                return True
+    return False
 
 
 KNOWN: tuple[Known, ...] = (
@@ -309,15 +364,34 @@ KNOWN: tuple[Known, ...] = (
     ),
     Known(
         "float-overflow",
-        "lightbend",
-        "`1e999`: Lightbend gives Infinity (and the text '1e999' inside a string concatenation); cfgtool E_SYNTAX",
+        "cfgtool",
+        "`1e999` as a value: Lightbend gives Infinity, which JSON (every output of cfgtool, and what clients in "
+        "other languages read) cannot hold; cfgtool says E_SYNTAX and to quote it. In a string concatenation both "
+        "keep the text",
         _rewrite(r"1e999", "1e9"),
+    ),
+    Known(
+        "whitespace-beside-undefined-optional",
+        "cfgtool",
+        "`${?undefined} ${obj}`: HOCON.md says an undefined optional substitution in a concatenation with an "
+        "object or array becomes an empty one, and whitespace between objects or arrays is ignored; Lightbend "
+        "keeps the whitespace as a string and fails (WrongType: Unquoted(\" \"))",
+        lambda c, a: c.ours[0] == "ok" and c.theirs[0] == "error" and "WrongType" in str(c.theirs[1])
+        and re.search(r'Unquoted\("\s+"\)', str(c.theirs[1])) is not None,
+    ),
+    Known(
+        "lightbend-resolves-unneeded",
+        "cfgtool",
+        "Lightbend fails on a statement that does not change the result: deleting that one statement leaves "
+        "cfgtool's value as it was and makes Lightbend give the same value (typically a definition a later one "
+        "overrides, which Lightbend resolves anyway; HOCON.md resolves only what the result needs)",
+        lambda c, a: _fails_on_unneeded(c, a),
     ),
     Known(
         "array-string-dropped",
         "cfgtool",
-        "Lightbend bug: `[1] foo` (array next to a string) keeps [1] and silently drops the string; "
-        "HOCON.md makes it an error (cfgtool E_TYPE)",
+        "Lightbend bug: `[1] foo` (an array, or an object, next to a string) keeps [1] and silently drops the "
+        "string; HOCON.md makes it an error (cfgtool E_TYPE)",
         _array_string,
     ),
     Known(
@@ -349,6 +423,15 @@ KNOWN: tuple[Known, ...] = (
         lambda c, a: _cfgtool_extra_keys(c, a) and not any("${" in t for t in c.texts),
     ),
     Known(
+        "lightbend-not-transparent",
+        "cfgtool",
+        "Lightbend's answer changes when a substitution is replaced by its own resolved value written out, and "
+        "then equals cfgtool's: Lightbend carries an object's internal 'ignores fallbacks' flag (set where the "
+        "object was merged over a non-object) through `${x}` into another path, dropping that path's lower "
+        "definitions. HOCON.md defines a substitution by its value, so cfgtool merges them",
+        _not_transparent,
+    ),
+    Known(
         "blocked-fallback-via-substitution",
         "unclear",
         "cfgtool merges fields that Lightbend drops, in a case with substitutions: either the blocking above, "
@@ -372,7 +455,14 @@ KNOWN: tuple[Known, ...] = (
 )
 KNOWN_BY_NAME = {k.name: k for k in KNOWN}
 # Classes where Lightbend, not cfgtool, is known to be wrong: excluded from the agreement rate's denominator.
-LIGHTBEND_WRONG = frozenset({"lightbend-internal-error", "array-string-dropped"})
+LIGHTBEND_WRONG = frozenset({
+    "lightbend-internal-error",
+    "array-string-dropped",
+    "float-overflow",
+    "whitespace-beside-undefined-optional",
+    "lightbend-resolves-unneeded",
+    "lightbend-not-transparent",
+})
 
 
 def classify(case: Case, ask: Ask | None = None) -> str:
