@@ -71,7 +71,7 @@ def test_decode_tree_rejects_an_unknown_tag() -> None:
 
 
 def test_node_cache_round_trips_plain_entries(tmp_path: Path) -> None:
-    entry = ({"a": [1, 2.5, None, True, {"b": "é"}]}, True, "f" * 64)
+    entry = ({"a": [1, 2.5, None, True, {"b": "é"}]}, True, "f" * 64, 9)
     cache = NodeCache(tmp_path)
     cache.put("0123", entry)
     assert cache.has("0123") and cache.get("0123") == entry  # before the flush too
@@ -85,9 +85,9 @@ def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
     (tmp_path / "0.msgpack").write_bytes(b"\xc1not msgpack data")
     cache = NodeCache(tmp_path)
     assert cache.get("0123") is None
-    cache.put("0123", ({}, False, "h"))
+    cache.put("0123", ({}, False, "h", 4))
     cache.flush()
-    assert NodeCache(tmp_path).get("0123") == ({}, False, "h")
+    assert NodeCache(tmp_path).get("0123") == ({}, False, "h", 4)
 
 
 def test_cache_damaged_entry_is_a_miss(tmp_path: Path) -> None:
@@ -99,12 +99,12 @@ def test_cache_damaged_entry_is_a_miss(tmp_path: Path) -> None:
 def test_cache_flush_writes_whole_files_only(tmp_path: Path) -> None:
     cache = NodeCache(tmp_path / "nodes")
     for i in range(40):
-        cache.put(f"{i:x}{i}", ({"i": i}, False, str(i)))
+        cache.put(f"{i:x}{i}", ({"i": i}, False, str(i), 5))
     cache.flush()
     names = sorted(p.name for p in (tmp_path / "nodes").iterdir())
     assert names == sorted({f"{i:x}"[0] + ".msgpack" for i in range(40)})  # no temporary files are left
     fresh = NodeCache(tmp_path / "nodes")
-    assert all(fresh.get(f"{i:x}{i}") == ({"i": i}, False, str(i)) for i in range(40))
+    assert all(fresh.get(f"{i:x}{i}") == ({"i": i}, False, str(i), 5) for i in range(40))
 
 
 def test_cache_stored_entries_move_between_caches(tmp_path: Path) -> None:
@@ -122,6 +122,6 @@ def test_cache_unwritable_directory_is_skipped(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     cache = NodeCache(blocker / "nodes")
-    cache.put("01", ({}, False, "h"))
+    cache.put("01", ({}, False, "h", 4))
     cache.flush()  # no error: the cache is only an optimization
-    assert cache.get("01") == ({}, False, "h")
+    assert cache.get("01") == ({}, False, "h", 4)

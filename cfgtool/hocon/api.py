@@ -307,24 +307,36 @@ def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
 
 
 def _check_size(root: Node) -> None:
-    """Raise E_LIMIT when `root` expands to more than MAX_OUTPUT_NODES values (each shared subtree once)."""
+    """Raise E_LIMIT when `root` expands to more than MAX_OUTPUT_NODES values (each shared subtree once).
+
+    Sizes are kept by the identity of a container's contents (its fields or items), which a substitution's
+    copy shares: 4,000 copies of a 4,000-item array are then counted once, not walked 4,000 times."""
     sizes: dict[int, int] = {}
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
         if isinstance(node, Obj):
-            children: list[Node] = list(node.fields.values())
+            content: object = node.fields
         elif isinstance(node, Lst):
-            children = node.items
+            content = node.items
         else:
             continue
-        if id(node) in sizes:
+        if id(content) in sizes:
             continue
+        children: list[Node] = list(node.fields.values()) if isinstance(node, Obj) else node.items
         if not done:
             stack.append((node, True))
-            stack.extend((c, False) for c in children if id(c) not in sizes)
+            stack.extend((c, False) for c in children if _content_id(c) not in sizes)
             continue
-        total = 1 + sum(sizes.get(id(c), 1) for c in children)
+        total = 1 + sum(sizes.get(_content_id(c), 1) for c in children)
         if total > MAX_OUTPUT_NODES:
             raise HoconError(E_LIMIT, f"the resolved document has more than {MAX_OUTPUT_NODES} values", node.origin)
-        sizes[id(node)] = total
+        sizes[id(content)] = total
+
+
+def _content_id(node: Node) -> int:
+    if isinstance(node, Obj):
+        return id(node.fields)
+    if isinstance(node, Lst):
+        return id(node.items)
+    return 0  # a scalar: never in `sizes`

@@ -214,8 +214,7 @@ class _Resolver:
             raw = found.raw if isinstance(found, (Num, Joined)) else None
             return Joined(found.value, node.origin, sources, raw)
         if isinstance(found, Lst):
-            if not self.shared and any(isinstance(item, (Obj, Lst)) for item in found.items):
-                self.shared = True  # copies of arrays of scalars cannot multiply the output's size
+            self.shared = True  # a copy: the output's size must be counted before it is built
             return JoinedLst(found.items, node.origin, sources)
         if isinstance(found, Obj):
             self.shared = True
