@@ -214,14 +214,14 @@ def test_attach_column_types_do_not_depend_on_the_data(spark: Any, tmp_path: Pat
 def test_attach_a_value_the_type_does_not_cover_makes_a_json_column(spark: Any, tmp_path: Path, cache: Path) -> None:
     """A node no typing schema selects may hold another type at that path: the column is then JSON text,
     rather than a failure that would depend on whether the data holds that node."""
-    big = 2**70  # an integer, but not a 64-bit one
-    additions = {TRACKING_CONF: f"sampling = 0.5\nbig = {big}", "store/data/databases/main.conf": 'sampling = "high"'}
+    # (an integer beyond 64 bits, the other case this test had, is now text when HOCON reads it, as in Lightbend)
+    additions = {TRACKING_CONF: "sampling = 0.5", "store/data/databases/main.conf": 'sampling = "high"'}
     loader = _flags_loader(spark, tmp_path, cache, additions)
     df = spark.createDataFrame([(0, TOPIC), (1, "/data/databases")], "id int, dataset string")
-    out = loader.attach(df, paths=["sampling", "big"])
-    assert dict(out.dtypes)["sampling"] == "string" and dict(out.dtypes)["big"] == "string"
+    out = loader.attach(df, paths=["sampling"])
+    assert dict(out.dtypes)["sampling"] == "string"
     rows = out.orderBy("id").collect()
-    assert [json.loads(r.sampling) for r in rows] == [0.5, "high"] and json.loads(rows[0].big) == big
+    assert [json.loads(r.sampling) for r in rows] == [0.5, "high"]
     only_tracking = loader.attach(df.where("id = 0"), paths=["sampling"])  # the data need not hold that node
     assert dict(only_tracking.dtypes)["sampling"] == "string"
 
