@@ -18,14 +18,13 @@ from cfgtool._version import __version__
 from cfgtool.access.enforce import acl_problems, change_problems
 from cfgtool.build import Builder
 from cfgtool.diagnostics import Diagnostic, count
-from cfgtool.errors import UsageError
 from cfgtool.hocon import bulk
 from cfgtool.rules import Rules, rule_changes, rules_of
 from cfgtool.snapshot import Snapshot, SourceInfo
 from cfgtool.store import git
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover, read_settings
-from cfgtool.store.settings import assignments
+from cfgtool.store.settings import assignments, chosen_values
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
 from cfgtool.validate import check_policies, check_schemas
 
@@ -244,22 +243,7 @@ def _compile(
     own = rules_of(source, *read_settings(source)) if trusted is not None else None
     rules = trusted or rules_of(source, store.settings, store.settings_file)
     settings = store.settings
-    for name in variables or {}:
-        declared = settings.variables.get(name)
-        if declared is None:
-            known = ", ".join(sorted(settings.variables)) or "none"
-            raise UsageError(
-                f"variable {name!r} is not declared in {store.settings_file} (E_UNDECLARED_VARIABLE; declared: {known})"
-            )
-        if declared.values and variables and variables[name] not in declared.values:
-            raise UsageError(f"variable {name}={variables[name]!r}: allowed values are {', '.join(declared.values)}")
-    # The snapshot's values: given, else the declared default. A compile that checks every value also
-    # stands in the first value for a variable without a default; a read (client, query) does not, so a
-    # required variable with no value is E_UNRESOLVED_VARIABLE there (DESIGN 5.3).
-    chosen = {n: v.default for n, v in settings.variables.items() if v.default is not None}
-    if check_variables:
-        chosen = {n: v.values[0] for n, v in settings.variables.items() if v.values} | chosen
-    chosen.update(variables or {})
+    chosen = chosen_values(settings, store.settings_file, variables, every=check_variables)
 
     diags: list[Diagnostic] = list(store.diagnostics)
     if own is not None and trusted is not None:

@@ -79,14 +79,21 @@ def compile_for(
     `compile` reports); queries skip both, since neither changes a resolved config.
     """
     from cfgtool.compile import compile_store  # imported by the commands that compile, not at start-up
+
+    cli: CliContext = ctx.obj
+    return compile_store(
+        cli.repo, cli.store, ref_for(ctx, ref, version), parse_variables(variables),
+        check_variables=check, validate=check, base=base, principal=principal,
+    )
+
+
+def ref_for(ctx: typer.Context, ref: str | None, version: int | None) -> str | None:
+    """The ref `--ref` or `--version N` names (None: the working tree); both at once is a usage error."""
+    if version is None:
+        return ref
+    if ref is not None:
+        raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
     from cfgtool.versions import resolve_version
 
     cli: CliContext = ctx.obj
-    if version is not None:
-        if ref is not None:
-            raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
-        ref = resolve_version(cli.repo, version, cli.store)
-    return compile_store(
-        cli.repo, cli.store, ref, parse_variables(variables),
-        check_variables=check, validate=check, base=base, principal=principal,
-    )
+    return resolve_version(cli.repo, version, cli.store)

@@ -1,25 +1,27 @@
 """The query commands of DESIGN 6 and 7: `get`, `explain`, `imports`, `imported-by`, `tags` and `datasets`.
 
-Each compiles the store (the chosen variable values only), refuses when the compile has errors that affect the
-answer (exit 1), then asks the Snapshot.
+`get`, `explain`, `imports` and `tags` compile the nodes KEY needs (`cfgtool.query.query_key`); `imported-by`
+and `datasets` read the import graph of every node (`query_graph`). Each refuses when there are errors that
+affect the answer (exit 1), then answers.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cfgtool.cli.options import Ref, Vars, Version, compile_for
+from cfgtool.cli.context import CliContext
+from cfgtool.cli.options import Ref, Vars, Version, parse_variables, ref_for
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.store.keys import normalize_key
 
 if TYPE_CHECKING:
-    from cfgtool.compile import CompileResult
+    from cfgtool.diagnostics import Diagnostic
+    from cfgtool.query import GraphAnswer, KeyAnswer
 
 # The library (compile, explain, formats, the HOCON engine) is imported inside the commands: building the CLI,
 # `--help` and `--version` must not pay for it.
@@ -91,17 +93,17 @@ def get(
       cfgtool get demo:/data/tracking/PageViewEvent kafka.partitions
       cfgtool get /data/tracking/LoginEvent -f yaml --var local_cluster.name=lva1
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
-    key = _key(result, key, reverse=False)
+    answer = _answer(ctx, key, ref, version, variables)
+    key = answer.key
     if path is None:
-        read = result.snapshot.lookup(key)
-        _note_phantom(read.key, read.node, read.exists, result.snapshot.nodes)
+        read = answer.snapshot.lookup(key)
+        _note_phantom(read.key, read.node, read.exists, answer)
         value: Any = read.config
     else:
         from cfgtool.explain import explain
 
-        found = explain(result.snapshot, key, _path(path))
-        _note_phantom(found.key, found.node, found.exists, result.snapshot.nodes)
+        found = explain(answer.snapshot, key, _path(path))
+        _note_phantom(found.key, found.node, found.exists, answer)
         if not found.found:
             raise CfgtoolError(
                 f"{found.path} is not set in the config of {key}", hint=f"list what is set with `cfgtool get {key}`"
@@ -131,9 +133,8 @@ def explain_command(
     from cfgtool.explain import explain
     from cfgtool.formats import to_json
 
-    result = compile_for(ctx, ref, variables, check=False, version=version)
-    key = _key(result, key, reverse=False)
-    found = explain(result.snapshot, key, _path(path))
+    answer = _answer(ctx, key, ref, version, variables)
+    found = explain(answer.snapshot, answer.key, _path(path))
     typer.echo(to_json(found.to_json()) if fmt is QueryFormat.JSON else found.render_text(), nl=False)
     if not found.found:
         raise typer.Exit(1)
@@ -157,12 +158,11 @@ def imports(
     Example:
       cfgtool imports -r /data/tracking/PageViewEvent
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
-    key = _key(result, key, reverse=False)
-    snap = result.snapshot
-    if not recursive:  # no includes file without a node; -r still shows what it inherits (DESIGN 5.4)
-        _existing(result, key, "has no node, so it imports nothing (-r lists the layers it inherits)")
-    exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
+    answer = _answer(ctx, key, ref, version, variables)
+    key, snap = answer.key, answer.snapshot
+    if not recursive and key not in snap.nodes:  # no includes file without a node; -r shows what it inherits
+        _no_node(key, answer.node_keys(), "has no node, so it imports nothing (-r lists the layers it inherits)")
+    exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes, answer)
     found = snap.imports(key, recursive)
     _print_keys(fmt, found, {"key": key, "exists": exists, "recursive": recursive, "imports": found})
 
@@ -185,9 +185,9 @@ def imported_by(
     Example:
       cfgtool imported-by -r /tags/retention/LONG
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
-    key = _existing(result, _key(result, key, reverse=True))
-    found = result.snapshot.imported_by(key, recursive)
+    graph, key = _graph(ctx, key, ref, version, variables)
+    _existing(graph, key)
+    found = graph.graph.imported_by(key, recursive)
     _print_keys(fmt, found, {"key": key, "recursive": recursive, "imported_by": found})
 
 
@@ -206,10 +206,9 @@ def tags(
     Example:
       cfgtool tags /data/tracking/PageViewEvent --var local_cluster.name=lva1
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
-    key = _key(result, key, reverse=False)
-    snap = result.snapshot
-    exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
+    answer = _answer(ctx, key, ref, version, variables)
+    key, snap = answer.key, answer.snapshot
+    exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes, answer)
     found = snap.tags(key)
     _print_keys(fmt, found, {"key": key, "exists": exists, "tags": found})
 
@@ -230,52 +229,77 @@ def datasets(
     Example:
       cfgtool datasets /tags/priority/HIGH --format json
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
-    tag = _existing(result, _key(result, tag, reverse=True))
-    roots = result.store.settings.tag_roots
+    graph, tag = _graph(ctx, tag, ref, version, variables)
+    _existing(graph, tag)
+    roots = graph.store.settings.tag_roots
     if not any(tag == r or tag.startswith(r.rstrip("/") + "/") for r in roots):
         raise CfgtoolError(
             f"{tag} is not a tag (tags are the nodes under {', '.join(roots)}): datasets lists those that import a tag",
             hint=f"`cfgtool imported-by {tag}` lists the nodes that import any key",
         )
-    found = result.snapshot.datasets(tag)
+    found = graph.graph.datasets(tag)
     _print_keys(fmt, found, {"tag": tag, "datasets": found})
 
 
 # ------------------------------------------------------------------------------------------ helpers
 
 
+def _answer(
+    ctx: typer.Context, text: str, ref: str | None, version: int | None, variables: list[str] | None
+) -> KeyAnswer:
+    """What a forward query reads about KEY (`text`; BadKeyError: exit 2), refused (exit 1) when errors
+    affect it: errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas,
+    policies) never change a resolved config, so they refuse nothing."""
+    from cfgtool.query import query_key
+
+    cli: CliContext = ctx.obj
+    answer = query_key(cli.repo, cli.store, ref_for(ctx, ref, version), text, parse_variables(variables))
+    _refuse(answer.key, answer.errors())
+    return answer
 
 
-def _existing(result: CompileResult, key: str, problem: str = "has no node, so nothing can import it") -> str:
-    """`key` when it has a node: only nodes import or are imported, so a key without one is a typo (exit 1)."""
-    if key in result.snapshot.nodes:
-        return key
-    close = difflib.get_close_matches(key, list(result.snapshot.nodes), n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}?" if close else "list the keys with `cfgtool imports -r /` or look under store/"
-    raise CfgtoolError(f"{key} {problem}", hint=hint)
+def _graph(
+    ctx: typer.Context, text: str, ref: str | None, version: int | None, variables: list[str] | None
+) -> tuple[GraphAnswer, str]:
+    """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2), refused
+    (exit 1) when the graph has errors: any error of the store's includes, discovery or settings can change
+    who imports what (a `main.conf` cannot)."""
+    from cfgtool.query import query_graph
+    from cfgtool.store.keys import normalize_key
+
+    cli: CliContext = ctx.obj
+    graph = query_graph(cli.repo, cli.store, ref_for(ctx, ref, version), parse_variables(variables))
+    key = normalize_key(text, graph.store.settings.name)
+    _refuse(None, graph.errors())
+    return graph, key
 
 
-def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
-    """The normalized key (BadKeyError: exit 2); then refuse (exit 1) if compile errors affect the answer.
-
-    A reverse query (`imported-by`, `datasets`) reads every node, so any error refuses it. A forward query
-    reads L(KEY) only: errors of its layers, of no node (settings) or a KEY that did not resolve refuse it.
-    Validation errors (schemas, policies) never change a resolved config, so they refuse nothing.
-    """
-    key = normalize_key(text, result.snapshot.name)
-    errors = result.errors_affecting(None if reverse else key)
+def _refuse(key: str | None, errors: list[Diagnostic]) -> None:
+    """CfgtoolError (exit 1) naming the first of `errors` by place (then code and message), if any."""
     if not errors:
-        return key
-    first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0))
+        return
+    first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0, d.code, d.message))
     where = f"{first.location}: " if first.location else ""
-    scope = "the store" if reverse else key
+    scope = "the store" if key is None else key
     count = f"{len(errors):,} error{'' if len(errors) == 1 else 's'}"
     raise CfgtoolError(
         f"{scope} cannot be queried: the compile has {count} affecting it,"
         f" the first: {where}{first.code} {first.message}",
         hint="run `cfgtool compile` to see every problem, or query a good state with --ref REF",
     )
+
+
+def _existing(graph: GraphAnswer, key: str) -> None:
+    """Only nodes import or are imported, so a key without one is a typo (exit 1)."""
+    if key not in graph.store.nodes:
+        _no_node(key, list(graph.store.nodes), "has no node, so nothing can import it")
+
+
+def _no_node(key: str, nodes: list[str], problem: str) -> None:
+    """CfgtoolError (exit 1): `key` has no node; names a node with a close name."""
+    close = difflib.get_close_matches(key, nodes, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}?" if close else "list the keys with `cfgtool imports -r /` or look under store/"
+    raise CfgtoolError(f"{key} {problem}", hint=hint)
 
 
 def _render_value(value: Any, fmt: GetFormat) -> str:
@@ -301,13 +325,13 @@ def _path(text: str) -> str:
     return text
 
 
-def _note_phantom(key: str, node: str, exists: bool, nodes: Collection[str] = ()) -> bool:
+def _note_phantom(key: str, node: str, exists: bool, answer: KeyAnswer) -> bool:
     """Say on stderr when KEY has no node and the answer comes from its nearest ancestor (DESIGN 5.4), and
     name a sibling node with a close name: a typo reads as a valid, inherited answer otherwise."""
     if not exists:
         typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
         folder, _, name = key.rpartition("/")
-        siblings = {k.rpartition("/")[2]: k for k in nodes if k.rpartition("/")[0] == folder and k != key}
+        siblings = {k.rpartition("/")[2]: k for k in answer.siblings() if k.rpartition("/")[0] == folder and k != key}
         close = difflib.get_close_matches(name, list(siblings), n=1, cutoff=0.8)  # names: the prefix is shared
         if close:
             typer.echo(f"cfgtool: note: did you mean {siblings[close[0]]}?", err=True)

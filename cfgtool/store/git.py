@@ -296,6 +296,14 @@ def ls_files(root: Path, directory: str) -> list[str]:
     return list(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p))
 
 
+def listed(root: Path, paths: Sequence[str]) -> list[str]:
+    """Those of `paths` (repo-relative, taken literally) that git would commit: tracked, or untracked and not
+    ignored. Naming the paths keeps git from walking the rest of the working tree."""
+    args = ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *(f":(literal){p}" for p in paths)]
+    out = run_git(root, *args).stdout
+    return list(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p))
+
+
 def is_dirty(root: Path, *paths: str) -> bool:
     """Whether the work tree (staged, modified or untracked files) at any of `paths` (directories or files,
     repo-relative; none or '' = everything) differs from HEAD."""

@@ -61,11 +61,12 @@ class Store:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def discover(source: Source, rules: tuple[Settings, str] | None = None) -> Store:
+def discover(source: Source, rules: tuple[Settings, str] | None = None, *, mains: bool = True) -> Store:
     """The nodes of the store in `source`, with every discovery problem as a diagnostic.
 
     `rules`: the settings to compile with and their file, when they come from elsewhere (a `--base` ref,
-    DESIGN 15); the source's own `_CONFIG_STORE` is still checked, and its problems reported.
+    DESIGN 15); the source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
+    serves the import graph alone (`imported-by`, `datasets`): no `main.conf` is read, every `main` is None.
     """
     diags: list[Diagnostic] = []
     dirs: dict[str, str] = {"": keys.ROOT}  # store-relative dir -> key, for every node
@@ -78,12 +79,12 @@ def discover(source: Source, rules: tuple[Settings, str] | None = None) -> Store
 
     settings_path = source.path(SETTINGS_FILE)
     wanted = [settings_path]
-    mains: list[str] = []
+    main_paths: list[str] = []
     for directory, names in files_of.items():
         for n in names:
-            (mains if n == MAIN_FILE else wanted).append(source.path(_join(directory, n)))
+            (main_paths if n == MAIN_FILE else wanted).append(source.path(_join(directory, n)))
     blobs = source.load(wanted)
-    oids = source.oids(mains)
+    oids = source.oids(main_paths) if mains else {}
 
     settings, settings_diags = _settings(blobs.get(settings_path), settings_path)
     diags += settings_diags
@@ -108,17 +109,20 @@ def _unsafe(source: Source, dirs: Mapping[str, str]) -> list[Diagnostic]:
         parent = source.rel(path).rpartition("/")[0] if path != source.store else ""
         while parent not in dirs:
             parent = parent.rpartition("/")[0]
-        out.append(
-            Diagnostic.of(
-                "E_UNSAFE_PATH",
-                f"{path} is a symbolic link; cfgtool never reads through links, so it and everything under it "
-                "are ignored",
-                key=dirs[parent],
-                file=path,
-                notes=("a link can lead outside the repository: commit the files themselves instead",),
-            )
-        )
+        out.append(unsafe_link(path, dirs[parent]))
     return out
+
+
+def unsafe_link(path: str, key: str) -> Diagnostic:
+    """E_UNSAFE_PATH for the symbolic link `path` (repo-relative), against the node `key` whose directory
+    holds it (directly, or under directories that are not nodes)."""
+    return Diagnostic.of(
+        "E_UNSAFE_PATH",
+        f"{path} is a symbolic link; cfgtool never reads through links, so it and everything under it are ignored",
+        key=key,
+        file=path,
+        notes=("a link can lead outside the repository: commit the files themselves instead",),
+    )
 
 
 def _join(directory: str, name: str) -> str:
@@ -143,21 +147,24 @@ def _node_dir(
     parent_key = dirs[parent_dir]
     if not keys.is_valid_segment(name):
         rejected.add(directory)
-        diags.append(
-            Diagnostic.of(
-                "E_BAD_KEY",
-                f"directory name {name!r} is not a valid key segment; it and everything under it are ignored",
-                key=parent_key,
-                file=source.path(directory),
-                notes=(
-                    "a key segment starts with a letter or digit and has only letters, digits and . _ ~ -;"
-                    " names starting with _ or . are private directories, not nodes",
-                ),
-            )
-        )
+        diags.append(bad_directory(name, parent_key, source.path(directory)))
         return False
     dirs[directory] = keys.join(parent_key, name)
     return True
+
+
+def bad_directory(name: str, parent_key: str, path: str) -> Diagnostic:
+    """E_BAD_KEY for the directory `path` (repo-relative) under node `parent_key`: `name` is no key segment."""
+    return Diagnostic.of(
+        "E_BAD_KEY",
+        f"directory name {name!r} is not a valid key segment; it and everything under it are ignored",
+        key=parent_key,
+        file=path,
+        notes=(
+            "a key segment starts with a letter or digit and has only letters, digits and . _ ~ -;"
+            " names starting with _ or . are private directories, not nodes",
+        ),
+    )
 
 
 def read_settings(source: Source) -> tuple[Settings, str]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from cfgtool.diagnostics import Diagnostic
+from cfgtool.errors import UsageError
 from cfgtool.store.keys import BadKeyError, normalize_key
 from cfgtool.yamlmarks import duplicate_keys, mark
 
@@ -264,6 +265,29 @@ def _duplicate_keys(node: yaml.Node, file: str) -> Iterator[Diagnostic]:
     """A duplicated setting is almost always a mistake (YAML would silently keep the last one)."""
     for path, line, col in duplicate_keys(node):
         yield Diagnostic.of("E_SETTINGS", f"setting {_name(path)} is set twice", file=file, line=line, col=col)
+
+
+def chosen_values(
+    settings: Settings, settings_file: str, given: Mapping[str, str] | None, *, every: bool
+) -> dict[str, str]:
+    """The variable values a compile or a query uses: `given` (each declared and allowed, else UsageError),
+    else the declared default. A compile that checks `every` value also stands in the first value for a
+    variable without a default; a read (client, query) does not, so a required variable with no value is
+    E_UNRESOLVED_VARIABLE there (DESIGN 5.3)."""
+    for name, value in (given or {}).items():
+        declared = settings.variables.get(name)
+        if declared is None:
+            known = ", ".join(sorted(settings.variables)) or "none"
+            raise UsageError(
+                f"variable {name!r} is not declared in {settings_file} (E_UNDECLARED_VARIABLE; declared: {known})"
+            )
+        if declared.values and value not in declared.values:
+            raise UsageError(f"variable {name}={value!r}: allowed values are {', '.join(declared.values)}")
+    chosen = {n: v.default for n, v in settings.variables.items() if v.default is not None}
+    if every:
+        chosen = {n: v.values[0] for n, v in settings.variables.items() if v.values} | chosen
+    chosen.update(given or {})
+    return chosen
 
 
 def assignments(

@@ -118,7 +118,7 @@ class Source(ABC):
 
         return read_line
 
-    def _check_store(self, files: list[str]) -> None:
+    def check_store(self, files: list[str]) -> None:
         """StoreNotFoundError unless the store directory exists and has `_CONFIG_STORE`."""
         where = f"in {self.describe()} of {self.repo_root}"
         shown = self.store or "."
@@ -168,7 +168,9 @@ class WorkTreeSource(Source):
     file that is a link, is listed in `unsafe` instead, and `load` only reads files inside the repository.
     """
 
-    def __init__(self, repo: Path, store: str | Path = DEFAULT_STORE) -> None:
+    def __init__(self, repo: Path, store: str | Path = DEFAULT_STORE, *, listed: bool = True) -> None:
+        """`listed` False leaves the listing (and the check that the store exists) to the first `files()`:
+        a query about one key (`cfgtool.store.scope`) looks at a few directories instead."""
         super().__init__()
         located = git.locate(repo)
         if located.bare:
@@ -186,19 +188,23 @@ class WorkTreeSource(Source):
             )
         self.ref = None
         self.commit = git.resolve_commit(self.repo_root, "HEAD")
-        files: list[str] = []
-        unsafe: set[str] = set()
-        for p in git.ls_files(self.repo_root, self.store):
-            link = self._links.link_of(p)
-            if link is not None:
-                unsafe.add(link)
-            elif _is_file(self.repo_root / p):
-                files.append(p)
-        self._files = sorted(files)
-        self.unsafe = sorted(unsafe)
-        self._check_store(self._files)
+        self._files: list[str] | None = None
+        if listed:
+            self.files()
 
     def files(self) -> list[str]:
+        if self._files is None:
+            files: list[str] = []
+            unsafe: set[str] = set()
+            for p in git.ls_files(self.repo_root, self.store):
+                link = self._links.link_of(p)
+                if link is not None:
+                    unsafe.add(link)
+                elif _is_file(self.repo_root / p):
+                    files.append(p)
+            self.unsafe = sorted(unsafe)
+            self.check_store(files)
+            self._files = sorted(files)
         return list(self._files)
 
     def _read(self, paths: list[str]) -> dict[str, Blob]:
@@ -269,7 +275,7 @@ class GitSource(Source):
         self.commit = commit
         self._entries, self.unsafe = git.tree_files(self.repo_root, commit, self.store)
         self._files = sorted(self._entries)
-        self._check_store(self._files)
+        self.check_store(self._files)
 
     def files(self) -> list[str]:
         return list(self._files)

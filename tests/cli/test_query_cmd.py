@@ -358,9 +358,13 @@ def test_query_answers_keys_that_errors_elsewhere_do_not_affect(run_cfgtool: Run
     assert "/data/invoices/2024 cannot be queried" in failed(
         run_cfgtool("get", "/data/invoices/2024", cwd=shop.root), 1
     )
-    # reverse queries read every node: any error refuses them
+    # reverse queries read every node's includes, never a main.conf: its errors cannot change who imports what
+    assert ok(run_cfgtool("datasets", "/tags/gold", cwd=shop.root)) == "/data/orders\n"
+    # ... but any error of the import graph refuses them
+    shop.write({"store/data/invoices/includes": "/tags/nothing\n"})
     err = failed(run_cfgtool("datasets", "/tags/gold", cwd=shop.root), 1)
-    assert err.startswith("cfgtool: error: the store cannot be queried")
+    assert err.startswith("cfgtool: error: the store cannot be queried"), err
+    assert "store/data/invoices/includes:1:1: E_MISSING_IMPORT" in err
     assert ok(run_cfgtool("datasets", "/tags/gold", "--ref", "HEAD", cwd=shop.root)) == "/data/orders\n"
 
 
