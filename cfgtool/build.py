@@ -52,12 +52,14 @@ _Share = tuple[
 class Builder:
     """Resolves the nodes of one store (for any number of graphs over it), collecting diagnostics."""
 
-    def __init__(self, store: Store, diagnostics: list[Diagnostic]) -> None:
+    def __init__(self, store: Store, diagnostics: list[Diagnostic], *, caches: bool = True) -> None:
+        """`caches` False keeps both caches in memory: a query about one key parses its few files faster
+        than it would read the cache shards that hold them."""
         self.store = store
         self.source = store.source
         self.diags = diagnostics
-        self.parse_cache = ParseCache.default()
-        self.node_cache = NodeCache.default()
+        self.parse_cache = ParseCache.default() if caches else ParseCache(None)
+        self.node_cache = NodeCache.default() if caches else NodeCache(None)
         self.docs: dict[str, Obj | None] = {}  # key -> its own parsed main.conf (None: it does not parse)
         self.dynamic: set[str] = set()  # keys whose main.conf includes other files
         self.included: list[str] = []  # files read through `include`, for the snapshot's texts

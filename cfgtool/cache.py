@@ -86,8 +86,8 @@ class _Sharded(Generic[K, V]):
     New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time.
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory  # None: in memory only, nothing is read or written
         self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
 
@@ -114,6 +114,8 @@ class _Sharded(Generic[K, V]):
         shard = self._shards.get(name)
         if shard is None:
             try:
+                if self.directory is None:
+                    raise FileNotFoundError(name)
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
                 shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
             except (OSError, *DAMAGED):
@@ -154,6 +156,9 @@ class _Sharded(Generic[K, V]):
 
     def flush(self) -> None:
         """Write every shard that gained entries; a cache that cannot be written is skipped silently."""
+        if self.directory is None:
+            self._new.clear()
+            return
         for name in sorted(self._new):
             shard = self._shard(name)
             shard.update((key, self._dump(value)) for key, value in self._new.pop(name).items())
@@ -164,6 +169,7 @@ class _Sharded(Generic[K, V]):
 
     def _write(self, name: str, data: bytes) -> None:
         """Write one shard through a temporary file and a rename, so readers never see half a file."""
+        assert self.directory is not None
         private_dir(self.directory)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=self.directory)
         try:

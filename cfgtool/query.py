@@ -80,7 +80,7 @@ def query_key(
         full = compile_source(source, variables, check_variables=False, validate=False)
         return KeyAnswer(key, full, None)
     diags = [*found.diagnostics, *graph.diagnostics]
-    builder = Builder(found, diags)
+    builder = Builder(found, diags, caches=False)
     nodes = builder.build(graph, found.nodes)
     snapshot = Snapshot(
         store=source.store,
