@@ -242,6 +242,24 @@ class SchemaPasses(_Sharded[tuple[str, str], bool]):
         return True
 
 
+class SettingsPasses(_Sharded[str, bool]):
+    """Digests of `_CONFIG_STORE` texts that parsed without any problem (`cfgtool.query`): a query about one
+    key reads them again without importing jsonschema to check them. Failures are never cached."""
+
+    @classmethod
+    def default(cls, rules_digest: str) -> SettingsPasses:
+        """The passes under one settings schema and parser (their digest names the directory)."""
+        return cls(cache_root() / f"settings-passes-v{FORMAT}-{__version__}-{rules_digest[:16]}")
+
+    def _shard_of(self, key: str) -> str:
+        return key[:1]
+
+    def _load(self, stored: Any) -> bool:
+        if stored is not True:
+            raise ValueError("not a settings pass")
+        return True
+
+
 # Tags of encoded nodes: (tag, file, line, col, *fields).
 _SCALAR, _NUM, _WS, _OBJ, _LST, _SUBST, _CONCAT, _MERGE = range(8)
 

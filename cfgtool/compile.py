@@ -26,7 +26,6 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover, read_settings
 from cfgtool.store.settings import assignments, chosen_values
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
-from cfgtool.validate import check_policies, check_schemas
 
 # Errors that leave every resolved config as it is (validation, secrets, access): reads still answer.
 VALIDATION_CODES = frozenset(
@@ -195,6 +194,8 @@ def validate_snapshot(
 ) -> list[Diagnostic]:
     """JSON Schemas and policies (DESIGN 8) of `rules` on a compiled snapshot: one problem never stops the
     others."""
+    from cfgtool.validate import check_policies, check_schemas  # jsonschema: only when validating
+
     source = rules.source
     diags: list[Diagnostic] = []
     schemas_dir = rules.schemas_dir

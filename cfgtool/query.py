@@ -14,12 +14,15 @@ only errors of the import graph (discovery, includes, cycles, settings) refuse t
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from cfgtool._version import __version__
 from cfgtool.build import Builder
+from cfgtool.cache import SettingsPasses
 from cfgtool.compile import VALIDATION_CODES, CompileResult, compile_source, hide_secrets
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.rules import rules_of
@@ -28,7 +31,7 @@ from cfgtool.store import keys
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover
 from cfgtool.store.scope import Scope, WorkTreeListing, listing_of
-from cfgtool.store.settings import chosen_values
+from cfgtool.store.settings import chosen_values, settings_schema
 from cfgtool.store.sources import Source, WorkTreeSource, open_source
 
 
@@ -69,7 +72,12 @@ def query_key(
     """The compiled nodes that `text` (a key, BadKeyError when it is none) needs, at `ref` (None: the working
     tree) with the caller's `variables` (declared defaults for the others)."""
     source = _open(repo, store, ref)
-    scope = Scope(source, listing_of(source))
+    passes = SettingsPasses.default(_settings_digest())
+    scope = Scope(source, listing_of(source), lambda data: passes.has(_digest(data)))
+    settings_blob = source.read(scope.settings_file)
+    if settings_blob is not None and not scope.diagnostics and not passes.has(_digest(settings_blob.data)):
+        passes.put(_digest(settings_blob.data), True)
+        passes.flush()
     chosen = chosen_values(scope.settings, scope.settings_file, variables, every=False)
     key = keys.normalize_key(text, scope.settings.name)
     scope.close([scope.nearest(key)], chosen)
@@ -118,6 +126,17 @@ def query_graph(
     found = discover(open_source(repo, store, ref), mains=False)
     chosen = chosen_values(found.settings, found.settings_file, variables, every=False)
     return GraphAnswer(found, Graph(found, chosen))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _settings_digest() -> str:
+    """What a settings pass depends on besides the text: the settings schema and the code that reads it."""
+    from cfgtool.store import settings
+
+    return _digest(Path(settings.__file__).read_bytes() + json.dumps(settings_schema()).encode())
 
 
 def _open(repo: Path | None, store: str | Path, ref: str | None) -> Source:

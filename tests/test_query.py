@@ -234,3 +234,15 @@ def test_query_key_falls_back_to_the_full_compile_on_a_cycle_among_its_nodes(sho
     answer: KeyAnswer = query_key(shop.root, "store", None, "/data/orders")
     assert answer.scope is None
     assert [d.code for d in answer.errors()] == ["E_CYCLE"]
+
+
+def test_query_key_checks_settings_the_cache_has_not_seen_pass(shop: GitRepo) -> None:
+    """A `_CONFIG_STORE` text that passed once is read again without the schema check; any other text is
+    checked, so a broken one is reported by every query, and its problems are never remembered as a pass."""
+    assert query_key(shop.root, "store", None, "/data/orders").errors() == []
+    shop.write({"store/_CONFIG_STORE": "name: shop\ntag_roots: 7\n"})
+    for _ in range(2):
+        errors = query_key(shop.root, "store", None, "/data/orders").errors()
+        assert [(d.code, d.file) for d in errors] == [("E_SETTINGS", "store/_CONFIG_STORE")]
+    shop.write({"store/_CONFIG_STORE": "name: shop\n"})
+    assert query_key(shop.root, "store", None, "/data/orders").errors() == []

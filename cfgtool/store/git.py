@@ -151,6 +151,10 @@ def locate(path: Path) -> Repo:
     """The repository containing `path`; NotAGitRepoError with a hint when there is none."""
     if not path.is_dir():
         raise NotAGitRepoError(f"no such directory: {path}", hint="pass --repo PATH with an existing repository")
+    both = run_git(path, "rev-parse", "--is-bare-repository", "--show-toplevel", check=False)
+    lines = both.stdout.decode().splitlines()
+    if both.returncode == 0 and len(lines) == 2 and lines[0] == "false":  # a work tree: one process, not two
+        return Repo(Path(lines[1]), False)
     proc = run_git(path, "rev-parse", "--is-bare-repository", check=False)
     if proc.returncode != 0:
         raise NotAGitRepoError(

@@ -173,13 +173,13 @@ def read_settings(source: Source) -> tuple[Settings, str]:
     return _settings(source.read(path), path)[0], path
 
 
-def _settings(blob: Blob | None, path: str) -> tuple[Settings, list[Diagnostic]]:
+def _settings(blob: Blob | None, path: str, checked: bool = False) -> tuple[Settings, list[Diagnostic]]:
     if blob is None:  # sources check that it exists; tolerate a race with the file system
         return Settings(), []
     text, problem = decode(blob, None, "E_SETTINGS")
     if problem is not None:
         return Settings(), [problem]
-    return parse_settings(text or "", path)
+    return parse_settings(text or "", path, checked=checked)
 
 
 def _includes(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -201,14 +201,17 @@ def listing_of(source: Source) -> Listing:
 class Scope:
     """The nodes of a store that some keys need, discovered on demand, with their discovery problems."""
 
-    def __init__(self, source: Source, listing: Listing) -> None:
+    def __init__(self, source: Source, listing: Listing, checked: Callable[[bytes], bool] = lambda data: False) -> None:
+        """`checked(data)`: whether these `_CONFIG_STORE` bytes passed the settings schema before."""
         self.source = source
         self.listing = listing
         self.settings_file = source.path(SETTINGS_FILE)
         top = listing.entries(source.store)
         present = [self.settings_file] if SETTINGS_FILE in top.files else []
         source.check_store(present or ([source.store] if top.files or any(top.dirs.values()) else []))
-        self.settings, settings_diags = _settings(source.read(self.settings_file), self.settings_file)
+        blob = source.read(self.settings_file)
+        known = blob is not None and checked(blob.data)
+        self.settings, settings_diags = _settings(blob, self.settings_file, known)
         self.diagnostics: list[Diagnostic] = list(settings_diags)
         self._nodes: dict[str, Node] = {}
         self._exists: dict[str, bool] = {keys.ROOT: True}

@@ -82,8 +82,9 @@ def settings_schema() -> dict[str, Any]:
     return schema
 
 
-def parse_settings(text: str, file: str = SETTINGS_FILE) -> tuple[Settings, list[Diagnostic]]:
-    """Settings from `_CONFIG_STORE` text (`file` is its repo-relative path, for diagnostics)."""
+def parse_settings(text: str, file: str = SETTINGS_FILE, *, checked: bool = False) -> tuple[Settings, list[Diagnostic]]:
+    """Settings from `_CONFIG_STORE` text (`file` is its repo-relative path, for diagnostics). `checked`: this
+    very text passed the settings schema before (a cache says so), so jsonschema is not even imported."""
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
@@ -101,10 +102,12 @@ def parse_settings(text: str, file: str = SETTINGS_FILE) -> tuple[Settings, list
     if root is None or data is None:
         return Settings(), []
     diags = list(_duplicate_keys(root, file))
-    import jsonschema  # when there are settings to check, not whenever the module is imported
+    errors: list[jsonschema.ValidationError] = []
+    if not checked:
+        import jsonschema  # when there are settings to check, not whenever the module is imported
 
-    validator = jsonschema.Draft202012Validator(settings_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+        validator = jsonschema.Draft202012Validator(settings_schema())
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     for error in errors:
         diags.extend(_schema_diagnostics(error, root, file))
     bad = set().union(*(_invalidated(e) for e in errors))
