@@ -193,7 +193,7 @@ def _mode(entry: os.DirEntry[str]) -> int:
 
 def listing_of(source: Source) -> Listing:
     """The listing of `source`: looked at lazily for a working tree that was not listed, else indexed."""
-    if isinstance(source, WorkTreeSource) and source._files is None:
+    if isinstance(source, WorkTreeSource) and not source.is_listed:
         return WorkTreeListing(source)
     return FullListing(source)
 

@@ -192,6 +192,11 @@ class WorkTreeSource(Source):
         if listed:
             self.files()
 
+    @property
+    def is_listed(self) -> bool:
+        """Whether the whole store has been listed (at construction, or by a call to `files()`)."""
+        return self._files is not None
+
     def files(self) -> list[str]:
         if self._files is None:
             files: list[str] = []
