@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.hidden import HIDDEN, PREFIX, hide
 from cfgtool.hocon import Origin, bulk, parse, split_path
@@ -250,6 +251,19 @@ class Snapshot(StoreQueries):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
 
+
+
+def errors_affecting(snapshot: Snapshot, diagnostics: Iterable[Diagnostic], key: str | None) -> list[Diagnostic]:
+    """The errors among `diagnostics` that make an answer about `key` unreliable; `None` asks about the whole
+    store. For a key: errors of any layer of L(key) (or of the node it inherits from) and errors tied to no
+    node (settings). Validation errors never count: they do not change resolved configs."""
+    errors = [d for d in diagnostics if d.severity == "error" and d.code not in VALIDATION_CODES]
+    if key is None or not errors:
+        return errors
+    node = snapshot.nearest_node(key)
+    snap = snapshot.nodes.get(node)
+    layers = set(snap.layers) if snap is not None and snap.layers else snapshot.reachable(node)
+    return [d for d in errors if d.key is None or d.key in layers]
 
 
 def _node_from_json(key: str, n: Mapping[str, Any], org: Callable[[list[Any]], Origin]) -> NodeSnapshot:

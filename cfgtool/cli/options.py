@@ -11,6 +11,7 @@ from cfgtool.cli.context import CliContext
 from cfgtool.errors import UsageError
 
 if TYPE_CHECKING:
+    from cfgtool.artifact import Reading
     from cfgtool.compile import CompileResult
 
 Ref = Annotated[
@@ -90,3 +91,26 @@ def compile_for(
         cli.repo, cli.store, ref, parse_variables(variables),
         check_variables=check, validate=check, base=base, principal=principal,
     )
+
+
+def read_for(
+    ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: int | None
+) -> CompileResult | Reading:
+    """What a query reads: the working tree compiled, or the store at `--ref`/`--version` from its version
+    artifact when one is cached (compiled and cached otherwise: `cfgtool.versions.reading`)."""
+    if ref is None and version is None:
+        return compile_for(ctx, ref, variables, check=False)
+    if ref is not None and version is not None:
+        raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
+    from cfgtool.versions.reading import read_at
+
+    cli: CliContext = ctx.obj
+    try:
+        given = parse_variables(variables)
+    except UsageError:
+        if version is not None:  # as a compile does: an unknown version is reported before a bad --var
+            from cfgtool.versions import resolve_version
+
+            resolve_version(cli.repo, version, cli.store)
+        raise
+    return read_at(cli.repo, cli.store, ref=ref, version=version, variables=given)

@@ -1,6 +1,7 @@
 """The query commands of DESIGN 6 and 7: `get`, `explain`, `imports`, `imported-by`, `tags` and `datasets`.
 
-Each compiles the store (the chosen variable values only), refuses when the compile has errors that affect the
+Each compiles the store (the chosen variable values only; at `--ref`/`--version`, get, explain, imports and tags
+read the version artifact instead when it is cached), refuses when the compile has errors that affect the
 answer (exit 1), then asks the Snapshot.
 """
 
@@ -14,11 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cfgtool.cli.options import Ref, Vars, Version, compile_for
+from cfgtool.cli.options import Ref, Vars, Version, compile_for, read_for
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.store.keys import normalize_key
 
 if TYPE_CHECKING:
+    from cfgtool.artifact import Reading
     from cfgtool.compile import CompileResult
 
 # The library (compile, explain, formats, the HOCON engine) is imported inside the commands: building the CLI,
@@ -91,7 +93,7 @@ def get(
       cfgtool get demo:/data/tracking/PageViewEvent kafka.partitions
       cfgtool get /data/tracking/LoginEvent -f yaml --var local_cluster.name=lva1
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
+    result = read_for(ctx, ref, variables, version)
     key = _key(result, key, reverse=False)
     if path is None:
         read = result.snapshot.lookup(key)
@@ -131,7 +133,7 @@ def explain_command(
     from cfgtool.explain import explain
     from cfgtool.formats import to_json
 
-    result = compile_for(ctx, ref, variables, check=False, version=version)
+    result = read_for(ctx, ref, variables, version)
     key = _key(result, key, reverse=False)
     found = explain(result.snapshot, key, _path(path))
     typer.echo(to_json(found.to_json()) if fmt is QueryFormat.JSON else found.render_text(), nl=False)
@@ -157,7 +159,7 @@ def imports(
     Example:
       cfgtool imports -r /data/tracking/PageViewEvent
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
+    result = read_for(ctx, ref, variables, version)
     key = _key(result, key, reverse=False)
     snap = result.snapshot
     if not recursive:  # no includes file without a node; -r still shows what it inherits (DESIGN 5.4)
@@ -206,7 +208,7 @@ def tags(
     Example:
       cfgtool tags /data/tracking/PageViewEvent --var local_cluster.name=lva1
     """
-    result = compile_for(ctx, ref, variables, check=False, version=version)
+    result = read_for(ctx, ref, variables, version)
     key = _key(result, key, reverse=False)
     snap = result.snapshot
     exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes)
@@ -232,7 +234,7 @@ def datasets(
     """
     result = compile_for(ctx, ref, variables, check=False, version=version)
     tag = _existing(result, _key(result, tag, reverse=True))
-    roots = result.store.settings.tag_roots
+    roots = result.snapshot.tag_roots
     if not any(tag == r or tag.startswith(r.rstrip("/") + "/") for r in roots):
         raise CfgtoolError(
             f"{tag} is not a tag (tags are the nodes under {', '.join(roots)}): datasets lists those that import a tag",
@@ -247,7 +249,7 @@ def datasets(
 
 
 
-def _existing(result: CompileResult, key: str, problem: str = "has no node, so nothing can import it") -> str:
+def _existing(result: CompileResult | Reading, key: str, problem: str = "has no node, so nothing can import it") -> str:
     """`key` when it has a node: only nodes import or are imported, so a key without one is a typo (exit 1)."""
     if key in result.snapshot.nodes:
         return key
@@ -256,7 +258,7 @@ def _existing(result: CompileResult, key: str, problem: str = "has no node, so n
     raise CfgtoolError(f"{key} {problem}", hint=hint)
 
 
-def _key(result: CompileResult, text: str, *, reverse: bool) -> str:
+def _key(result: CompileResult | Reading, text: str, *, reverse: bool) -> str:
     """The normalized key (BadKeyError: exit 2); then refuse (exit 1) if compile errors affect the answer.
 
     A reverse query (`imported-by`, `datasets`) reads every node, so any error refuses it. A forward query
