@@ -29,9 +29,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from cfgtool.store import git
+from typing import Any, NamedTuple
 
 FORMAT = 1
 SETTLED_NS = 1_000_000_000
@@ -39,6 +37,13 @@ _MEMO_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 _ABBREVIATED = re.compile(r"[0-9a-fA-F]{4,39}")
 
 Stat = tuple[int, int, int, int, int] | None  # inode, mode, size, mtime_ns, ctime_ns; None: absent
+
+
+class Located(NamedTuple):
+    """Where the repository is: `root` is its work tree (or the git directory of a bare repository)."""
+
+    root: Path
+    bare: bool
 
 
 def memoizable(ref: str) -> bool:
@@ -52,7 +57,7 @@ class RefMemo:
     def __init__(self, start: Path, cache: Path) -> None:
         self.start = Path(os.path.abspath(start))
         self._file = cache / f"refs-v{FORMAT}" / (hashlib.sha256(str(self.start).encode()).hexdigest()[:32] + ".json")
-        self._root: git.Repo | None = None
+        self._root: Located | None = None
         self._watched: dict[str, Stat] = {}
         self._answers: dict[str, Any] = {}
         self._dirty = False
@@ -71,13 +76,16 @@ class RefMemo:
                 return  # something changed since: every answer may be stale
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return  # no memo yet, or damaged: a miss
-        self._root, self._watched, self._answers = git.Repo(Path(root), bare), state, answers
+        self._root, self._watched, self._answers = Located(Path(root), bare), state, answers
 
     @property
-    def repo(self) -> git.Repo:
+    def repo(self) -> Located:
         """The repository containing the starting path (git.locate's answer, remembered)."""
         if self._root is None:
-            located = git.locate(self.start)
+            from cfgtool.store import git  # only when git must answer: GitPython is not imported otherwise
+
+            found = git.locate(self.start)
+            located = Located(found.root, found.bare)
             gitdir, common = git.git_dirs(located.root)
             self._watched = {path: _stat(path) for path in _watch_list(self.start, located, gitdir, common)}
             self._root, self._answers, self._dirty = located, {}, True
@@ -136,7 +144,7 @@ def _stat(path: str) -> Stat:
     return (s.st_ino, s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
 
 
-def _watch_list(start: Path, located: git.Repo, gitdir: Path, common: Path) -> list[str]:
+def _watch_list(start: Path, located: Located, gitdir: Path, common: Path) -> list[str]:
     """Every path whose change can change an answer (see the module doc)."""
     root = located.root
     paths: list[Path] = []
