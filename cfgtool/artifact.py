@@ -196,11 +196,14 @@ class Artifact:
     def config_json(self) -> dict[str, str]:
         """Every resolved node's config as stored (compact JSON), by key; one pass over the table."""
         out: dict[str, str] = {}
-        for key, config, node, crc in self._rows("SELECT key, config, node, crc FROM nodes", ()):
-            if crc != _crc(key, config, node):
-                return {k: compact_json(n.config) for k, n in self.recovered().nodes.items() if n.config is not None}
-            if config is not None:
-                out[key] = config
+        try:
+            for key, config, node, crc in self._rows("SELECT key, config, node, crc FROM nodes", ()):
+                if crc != _crc(key, config, node):
+                    raise Damaged(key)
+                if config is not None:
+                    out[key] = config
+        except Damaged:
+            return {k: compact_json(n.config) for k, n in self.recovered().nodes.items() if n.config is not None}
         return out
 
     @property
