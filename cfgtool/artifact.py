@@ -46,11 +46,12 @@ if TYPE_CHECKING:
     from cfgtool.hocon import Resolved
     from cfgtool.hocon.values import Node
 
-FORMAT = 1
+FORMAT = 2
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE nodes (key TEXT PRIMARY KEY, config TEXT, node TEXT NOT NULL, crc INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE nodes (key TEXT PRIMARY KEY, config TEXT, config_crc INTEGER NOT NULL, node TEXT NOT NULL,
+                    node_crc INTEGER NOT NULL, reached TEXT NOT NULL, reached_crc INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE texts (path TEXT PRIMARY KEY, text TEXT NOT NULL, crc INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -117,7 +118,7 @@ def write_artifact(
             con.executescript(_SCHEMA)
             con.execute("BEGIN")
             con.executemany("INSERT INTO meta VALUES (?, ?)", [("head", head_text), ("crc", str(_crc(head_text)))])
-            con.executemany("INSERT INTO nodes VALUES (?, ?, ?, ?)", _node_rows(snapshot))
+            con.executemany("INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)", _node_rows(snapshot))
             con.executemany("INSERT INTO texts VALUES (?, ?, ?)", _text_rows(snapshot.texts))
             con.execute("COMMIT")
         finally:
@@ -128,17 +129,20 @@ def write_artifact(
         raise
 
 
-def _node_rows(snapshot: Snapshot) -> Iterator[tuple[str, str | None, str, int]]:
+def _node_rows(snapshot: Snapshot) -> Iterator[tuple[str, str | None, int, str, int, str, int]]:
+    """Each node's row: its config (what `config_json` reads), what every read needs, and how its layers were
+    reached (only `explain` reads that), each with a CRC of its own."""
     secrets = snapshot.secrets
     for key, snap in snapshot.nodes.items():
         config = compact_json(snap.config) if snap.config is not None else None
         sealed = secrets.get(key)
         node = json.dumps(
-            [list(snap.layers), list(snap.imports), snap.file, snap.intrinsic, node_hash(snap), list(snap.reached),
+            [list(snap.layers), list(snap.imports), snap.file, snap.intrinsic, node_hash(snap),
              dict(sealed) if sealed else None],
             ensure_ascii=False,
         )  # fmt: skip
-        yield key, config, node, _crc(key, config, node)
+        reached = json.dumps(list(snap.reached), ensure_ascii=False)
+        yield key, config, _crc(key, config), node, _crc(key, node), reached, _crc(key, reached)
 
 
 def _text_rows(texts: Mapping[str, str]) -> Iterator[tuple[str, str, int]]:
@@ -155,6 +159,9 @@ def _crc(*parts: str | None) -> int:
 
 
 # -- reading ---------------------------------------------------------------------------------------------
+
+
+_NODE = "config, config_crc, node, node_crc"  # the columns a node's row is decoded from
 
 
 class Damaged(Exception):
@@ -197,8 +204,8 @@ class Artifact:
         """Every resolved node's config as stored (compact JSON), by key; one pass over the table."""
         out: dict[str, str] = {}
         try:
-            for key, config, node, crc in self._rows("SELECT key, config, node, crc FROM nodes", ()):
-                if crc != _crc(key, config, node):
+            for key, config, crc in self._rows("SELECT key, config, config_crc FROM nodes", ()):
+                if crc != _crc(key, config):
                     raise Damaged(key)
                 if config is not None:
                     out[key] = config
@@ -248,6 +255,20 @@ class Artifact:
         except HoconError:
             return None, docs[0]
 
+    def reached(self, key: str) -> tuple[str, ...]:
+        """How each layer of `key` was reached (`explain` shows it), read when first asked for."""
+        try:
+            rows = self._rows("SELECT reached, reached_crc FROM nodes WHERE key = ?", (key,))
+            text, crc = rows[0]
+            if crc != _crc(key, text):
+                raise Damaged(key)
+            found = json.loads(text)
+            if not _strings(found):
+                raise Damaged(key)
+        except (Damaged, IndexError, ValueError):
+            return self.recovered().nodes[key].reached
+        return tuple(found)
+
     def _doc(self, key: str) -> Node | None:
         from cfgtool.hocon import HoconError, Origin, parse
         from cfgtool.hocon.values import Obj
@@ -284,7 +305,7 @@ class _Nodes(Mapping[str, NodeSnapshot]):
         if self._complete:
             raise KeyError(key)
         try:
-            rows = self._artifact._rows("SELECT config, node, crc FROM nodes WHERE key = ?", (key,))
+            rows = self._artifact._rows(f"SELECT {_NODE} FROM nodes WHERE key = ?", (key,))
             if not rows:
                 raise KeyError(key)
             return self._decode(key, *rows[0])
@@ -326,11 +347,9 @@ class _Nodes(Mapping[str, NodeSnapshot]):
         """Every node, decoded in one pass over the table."""
         if not self._complete:
             try:
-                for key, config, node, crc in self._artifact._rows(
-                    "SELECT key, config, node, crc FROM nodes ORDER BY key", ()
-                ):
+                for key, *row in self._artifact._rows(f"SELECT key, {_NODE} FROM nodes ORDER BY key", ()):
                     if key not in self._memo:
-                        self._decode(key, config, node, crc)
+                        self._decode(key, *row)
                 self._memo = dict(sorted(self._memo.items()))
                 self._complete = True
             except Damaged:
@@ -351,16 +370,16 @@ class _Nodes(Mapping[str, NodeSnapshot]):
             return self._artifact.recovered().secrets
         return dict(sorted(self._secrets.items()))
 
-    def _decode(self, key: str, config_text: str | None, node_text: str, crc: int) -> NodeSnapshot:
+    def _decode(self, key: str, config_text: str | None, ccrc: int, node_text: str, ncrc: int) -> NodeSnapshot:
         """The NodeSnapshot of one row, its every field checked (Damaged otherwise)."""
-        if crc != _crc(key, config_text, node_text):
+        if ccrc != _crc(key, config_text) or ncrc != _crc(key, node_text):
             raise Damaged(key)
         try:
             config = json.loads(config_text) if config_text is not None else None
-            layers, imports, file, intrinsic, content_hash, reached, sealed = json.loads(node_text)
+            layers, imports, file, intrinsic, content_hash, sealed = json.loads(node_text)
             ok = (
                 (config is None or type(config) is dict)
-                and _strings(layers) and _strings(imports) and _strings(reached)
+                and _strings(layers) and _strings(imports)
                 and (file is None or type(file) is str) and type(intrinsic) is bool and type(content_hash) is str
                 and (sealed is None or (type(sealed) is dict and all(_text_or_none(v) for v in sealed.values())))
             )  # fmt: skip
@@ -377,7 +396,7 @@ class _Nodes(Mapping[str, NodeSnapshot]):
             imports=tuple(imports),
             file=file,
             intrinsic=intrinsic,
-            provenance=Provenance(compute=compute, reached=tuple(reached)),
+            provenance=Provenance(compute=compute, reach=partial(self._artifact.reached, key)),
             content_hash=content_hash,
         )
         self._memo[key] = snap

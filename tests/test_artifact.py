@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import cfgtool.artifact as artifact_module
-from cfgtool.artifact import artifact_path, open_artifact, write_artifact
+from cfgtool.artifact import FORMAT, artifact_path, open_artifact, write_artifact
 from cfgtool.client import ConfigClient
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.snapshot import Snapshot
@@ -102,7 +102,8 @@ def test_a_cached_client_decodes_only_the_rows_it_reads(
 @pytest.mark.parametrize(
     "damage",
     [
-        "UPDATE meta SET value = replace(value, '\"format\": 1', '\"format\": 2') WHERE name = 'head'",
+        f"UPDATE meta SET value = replace(value, '\"format\": {FORMAT}', '\"format\": {FORMAT + 1}')"
+        " WHERE name = 'head'",
         "UPDATE meta SET value = '{}' WHERE name = 'head'",
         "DELETE FROM meta",
         "DROP TABLE meta",
@@ -135,7 +136,7 @@ def test_a_row_found_damaged_after_opening_is_recovered_by_a_compile(
     embedded: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = ConfigClient(embedded.root, cache_dir=tmp_path).get(TOPIC)
-    (path,) = (tmp_path / "versions-v1").glob("*.sqlite")
+    (path,) = (tmp_path / f"versions-v{FORMAT}").glob("*.sqlite")
     with sqlite3.connect(path) as con:  # a flipped byte in one row: its CRC no longer matches
         con.execute("UPDATE nodes SET config = replace(config, '128', '129') WHERE key = ?", (TOPIC,))
     con.close()
@@ -184,4 +185,4 @@ def test_readers_keep_reading_while_the_artifact_is_replaced(
         for reader in readers:
             reader.join()
     assert errors == []
-    assert not [p for p in (tmp_path / "versions-v1").iterdir() if p.name.startswith(".")]
+    assert not [p for p in (tmp_path / f"versions-v{FORMAT}").iterdir() if p.name.startswith(".")]

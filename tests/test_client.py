@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cfgtool.artifact import FORMAT
 from cfgtool.client import ConfigClient, StoreNotFound, compact_json
 from cfgtool.snapshot import KeyNotFound
 from cfgtool.versions import VersionNotFound, publish, rollback
@@ -74,7 +75,7 @@ def test_client_queries_and_explain(published: GitRepo, tmp_path: Path) -> None:
 
 
 def artifacts(cache: Path) -> list[Path]:
-    return sorted((cache / "versions-v1").glob("*.sqlite"))
+    return sorted((cache / f"versions-v{FORMAT}").glob("*.sqlite"))
 
 
 def test_client_second_process_reads_the_cached_artifact(
@@ -119,7 +120,7 @@ def test_client_config_json_is_read_from_the_artifact(
     client = ConfigClient(published.root, cache_dir=cache)
     assert set(texts) == set(client.snapshot.nodes)
     assert texts[TOPIC] == compact_json(client.get(TOPIC)) and json.loads(texts[TOPIC]) == client.get(TOPIC)
-    assert not [p for p in (cache / "versions-v1").iterdir() if p.name.startswith(".")]  # no temporary file left
+    assert not [p for p in (cache / f"versions-v{FORMAT}").iterdir() if p.name.startswith(".")]  # no temporary file
     monkeypatch.setattr("cfgtool.client.compact_json", lambda value: pytest.fail("encoded a cached config"))
     assert ConfigClient(published.root, cache_dir=cache).config_json() == texts  # as stored: nothing encoded
 
