@@ -29,18 +29,16 @@ import posixpath
 import sqlite3
 import tempfile
 import threading
-import zlib
-from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from cfgtool._version import __version__
+from cfgtool.artifact_rows import Damaged, Nodes, Secrets, Texts, crc, strings
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.provenance import Provenance
-from cfgtool.snapshot import NodeSnapshot, Snapshot, SourceInfo, errors_affecting, node_hash
+from cfgtool.snapshot import Snapshot, SourceInfo, errors_affecting, node_hash
 
 if TYPE_CHECKING:
     from cfgtool.hocon import Resolved
@@ -117,7 +115,7 @@ def write_artifact(
             con.execute("PRAGMA synchronous=OFF")
             con.executescript(_SCHEMA)
             con.execute("BEGIN")
-            con.executemany("INSERT INTO meta VALUES (?, ?)", [("head", head_text), ("crc", str(_crc(head_text)))])
+            con.executemany("INSERT INTO meta VALUES (?, ?)", [("head", head_text), ("crc", str(crc(head_text)))])
             con.executemany("INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)", _node_rows(snapshot))
             con.executemany("INSERT INTO texts VALUES (?, ?, ?)", _text_rows(snapshot.texts))
             con.execute("COMMIT")
@@ -142,7 +140,7 @@ def _node_rows(snapshot: Snapshot) -> Iterator[tuple[str, str | None, int, str, 
             ensure_ascii=False,
         )  # fmt: skip
         reached = json.dumps(list(snap.reached), ensure_ascii=False)
-        yield key, config, _crc(key, config), node, _crc(key, node), reached, _crc(key, reached)
+        yield key, config, crc(key, config), node, crc(key, node), reached, crc(key, reached)
 
 
 def _text_rows(texts: Mapping[str, str]) -> Iterator[tuple[str, str, int]]:
@@ -151,21 +149,10 @@ def _text_rows(texts: Mapping[str, str]) -> Iterator[tuple[str, str, int]]:
             text = texts[path]
         except KeyError:  # listed but absent (an include of a missing file)
             continue
-        yield path, text, _crc(path, text)
-
-
-def _crc(*parts: str | None) -> int:
-    return zlib.crc32("\0".join(p if p is not None else "\1" for p in parts).encode("utf-8", "surrogatepass"))
+        yield path, text, crc(path, text)
 
 
 # -- reading ---------------------------------------------------------------------------------------------
-
-
-_NODE = "config, config_crc, node, node_crc"  # the columns a node's row is decoded from
-
-
-class Damaged(Exception):
-    """An artifact row does not read back as written (internal: the reader recovers)."""
 
 
 class Artifact:
@@ -179,8 +166,8 @@ class Artifact:
         self.diagnostics = diagnostics
         self._recovered: Snapshot | None = None
         self._recover: Callable[[], Snapshot] | None = None
-        self.texts = _Texts(self)
-        self.nodes = _Nodes(self)
+        self.texts = Texts(self)
+        self.nodes = Nodes(self)
 
     def reading(self, ref: str, recover: Callable[[], Snapshot]) -> Reading:
         """The artifact as a `Reading` of `ref`; `recover` compiles the same snapshot, should a row turn out to
@@ -196,7 +183,7 @@ class Artifact:
             nodes=self.nodes,
             cfgtool_version=head["cfgtool_version"],
             texts=self.texts,
-            secrets=_Secrets(self.nodes),
+            secrets=Secrets(self.nodes),
         )
         return Reading(snapshot, self.diagnostics)
 
@@ -204,8 +191,8 @@ class Artifact:
         """Every resolved node's config as stored (compact JSON), by key; one pass over the table."""
         out: dict[str, str] = {}
         try:
-            for key, config, crc in self._rows("SELECT key, config, config_crc FROM nodes", ()):
-                if crc != _crc(key, config):
+            for key, config, stored in self._rows("SELECT key, config, config_crc FROM nodes", ()):
+                if stored != crc(key, config):
                     raise Damaged(key)
                 if config is not None:
                     out[key] = config
@@ -259,11 +246,11 @@ class Artifact:
         """How each layer of `key` was reached (`explain` shows it), read when first asked for."""
         try:
             rows = self._rows("SELECT reached, reached_crc FROM nodes WHERE key = ?", (key,))
-            text, crc = rows[0]
-            if crc != _crc(key, text):
+            text, stored = rows[0]
+            if stored != crc(key, text):
                 raise Damaged(key)
             found = json.loads(text)
-            if not _strings(found):
+            if not strings(found):
                 raise Damaged(key)
         except (Damaged, IndexError, ValueError):
             return self.recovered().nodes[key].reached
@@ -285,192 +272,6 @@ class Artifact:
             return None
 
 
-class _Nodes(Mapping[str, NodeSnapshot]):
-    """The artifact's nodes, each decoded when first read (and kept: the same key gives the same object)."""
-
-    def __init__(self, artifact: Artifact) -> None:
-        self._artifact = artifact
-        self._memo: dict[str, NodeSnapshot] = {}
-        self._secrets: dict[str, Mapping[str, str | None]] = {}
-        self._keys: list[str] | None = None
-        self._complete = False
-
-    def _fallback(self) -> Mapping[str, NodeSnapshot]:
-        return self._artifact.recovered().nodes
-
-    def __getitem__(self, key: str) -> NodeSnapshot:
-        found = self._memo.get(key)
-        if found is not None:
-            return found
-        if self._complete:
-            raise KeyError(key)
-        try:
-            rows = self._artifact._rows(f"SELECT {_NODE} FROM nodes WHERE key = ?", (key,))
-            if not rows:
-                raise KeyError(key)
-            return self._decode(key, *rows[0])
-        except Damaged:
-            return self._fallback()[key]
-
-    def __contains__(self, key: object) -> bool:
-        if key in self._memo:
-            return True
-        if not isinstance(key, str) or self._complete:
-            return False
-        try:
-            self[key]
-        except KeyError:
-            return False
-        return True
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._key_list())
-
-    def __len__(self) -> int:
-        return len(self._key_list())
-
-    def _key_list(self) -> list[str]:
-        if self._keys is None:
-            try:
-                self._keys = [k for (k,) in self._artifact._rows("SELECT key FROM nodes ORDER BY key", ())]
-            except Damaged:
-                return list(self._fallback())
-        return self._keys
-
-    def items(self) -> ItemsView[str, NodeSnapshot]:
-        return self._all().items()
-
-    def values(self) -> ValuesView[NodeSnapshot]:
-        return self._all().values()
-
-    def _all(self) -> Mapping[str, NodeSnapshot]:
-        """Every node, decoded in one pass over the table."""
-        if not self._complete:
-            try:
-                for key, *row in self._artifact._rows(f"SELECT key, {_NODE} FROM nodes ORDER BY key", ()):
-                    if key not in self._memo:
-                        self._decode(key, *row)
-                self._memo = dict(sorted(self._memo.items()))
-                self._complete = True
-            except Damaged:
-                return self._fallback()
-        return self._memo
-
-    def sealed(self, key: str) -> Mapping[str, str | None] | None:
-        """The sealed secrets of node `key` (None: none, or no such node)."""
-        if key not in self:
-            return None
-        if self._artifact.is_recovered:
-            return self._artifact.recovered().secrets.get(key)
-        return self._secrets.get(key)
-
-    def all_sealed(self) -> Mapping[str, Mapping[str, str | None]]:
-        nodes = self._all()
-        if self._artifact.is_recovered or nodes is not self._memo:
-            return self._artifact.recovered().secrets
-        return dict(sorted(self._secrets.items()))
-
-    def _decode(self, key: str, config_text: str | None, ccrc: int, node_text: str, ncrc: int) -> NodeSnapshot:
-        """The NodeSnapshot of one row, its every field checked (Damaged otherwise)."""
-        if ccrc != _crc(key, config_text) or ncrc != _crc(key, node_text):
-            raise Damaged(key)
-        try:
-            config = json.loads(config_text) if config_text is not None else None
-            layers, imports, file, intrinsic, content_hash, sealed = json.loads(node_text)
-            ok = (
-                (config is None or type(config) is dict)
-                and _strings(layers) and _strings(imports)
-                and (file is None or type(file) is str) and type(intrinsic) is bool and type(content_hash) is str
-                and (sealed is None or (type(sealed) is dict and all(_text_or_none(v) for v in sealed.values())))
-            )  # fmt: skip
-        except (ValueError, TypeError) as exc:
-            raise Damaged(key) from exc
-        if not ok:
-            raise Damaged(key)
-        layers = tuple(layers)
-        compute = partial(self._artifact.provenance, key, layers) if config is not None and layers else None
-        snap = NodeSnapshot(
-            key=key,
-            config=config,
-            layers=layers,
-            imports=tuple(imports),
-            file=file,
-            intrinsic=intrinsic,
-            provenance=Provenance(compute=compute, reach=partial(self._artifact.reached, key)),
-            content_hash=content_hash,
-        )
-        self._memo[key] = snap
-        if sealed:
-            self._secrets[key] = sealed
-        return snap
-
-
-def _strings(value: Any) -> bool:
-    return type(value) is list and all(type(v) is str for v in value)
-
-
-def _text_or_none(value: Any) -> bool:
-    return value is None or type(value) is str
-
-
-class _Secrets(Mapping[str, Mapping[str, str | None]]):
-    """Node -> its sealed secrets, read with the node's row."""
-
-    def __init__(self, nodes: _Nodes) -> None:
-        self._nodes = nodes
-
-    def __getitem__(self, key: str) -> Mapping[str, str | None]:
-        found = self._nodes.sealed(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._nodes.all_sealed())
-
-    def __len__(self) -> int:
-        return len(self._nodes.all_sealed())
-
-
-class _Texts(Mapping[str, str]):
-    """The store's files, each read when first asked for."""
-
-    def __init__(self, artifact: Artifact) -> None:
-        self._artifact = artifact
-        self._memo: dict[str, str] = {}
-        self._paths: list[str] | None = None
-
-    def __getitem__(self, path: str) -> str:
-        found = self._memo.get(path)
-        if found is not None:
-            return found
-        try:
-            rows = self._artifact._rows("SELECT text, crc FROM texts WHERE path = ?", (path,))
-            if not rows:
-                raise KeyError(path)
-            text, crc = rows[0]
-            if type(text) is not str or crc != _crc(path, text):
-                raise Damaged(path)
-        except Damaged:
-            return self._artifact.recovered().texts[path]
-        self._memo[path] = text
-        return text
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._path_list())
-
-    def __len__(self) -> int:
-        return len(self._path_list())
-
-    def _path_list(self) -> list[str]:
-        if self._paths is None:
-            try:
-                self._paths = [p for (p,) in self._artifact._rows("SELECT path FROM texts ORDER BY path", ())]
-            except Damaged:
-                return list(self._artifact.recovered().texts)
-        return self._paths
-
-
 def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str, str]) -> Artifact | None:
     """The artifact at `path` when it is one of this format and cfgtool version, for this commit, store and
     variables, and its header reads back intact; None (a miss) for anything else."""
@@ -485,7 +286,7 @@ def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str
     try:
         meta = dict(con.execute("SELECT name, value FROM meta").fetchall())
         head_text = meta["head"]
-        if meta.get("crc") != str(_crc(head_text)):
+        if meta.get("crc") != str(crc(head_text)):
             raise ValueError("damaged header")
         head = json.loads(head_text)
         expected = {"format": FORMAT, "cfgtool": __version__, "commit": commit, "store": store,
@@ -506,7 +307,7 @@ def _diagnostic(data: Any) -> Diagnostic:
         data["code"], data["severity"], data["key"], data["file"], data["line"], data["col"], data["message"],
         data["notes"],
     )  # fmt: skip
-    if not (type(code) is str and severity in ("error", "warning") and type(message) is str and _strings(notes)
+    if not (type(code) is str and severity in ("error", "warning") and type(message) is str and strings(notes)
             and all(v is None or type(v) is str for v in (key, file))
             and all(v is None or type(v) is int for v in (line, col))):  # fmt: skip
         raise ValueError("damaged diagnostic")

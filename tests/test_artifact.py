@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import cfgtool.artifact as artifact_module
+import cfgtool.artifact_rows as rows_module
 from cfgtool.artifact import FORMAT, artifact_path, open_artifact, write_artifact
 from cfgtool.client import ConfigClient
 from cfgtool.compile import CompileResult, compile_store
@@ -70,13 +70,13 @@ def test_the_artifact_reads_back_the_compiled_snapshot_with_its_provenance(
 def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The keys whose rows were decoded, in order."""
     seen: list[str] = []
-    decode = artifact_module._Nodes._decode
+    decode = rows_module.Nodes._decode
 
     def counting(self: Any, key: str, *args: Any) -> Any:
         seen.append(key)
         return decode(self, key, *args)
 
-    monkeypatch.setattr(artifact_module._Nodes, "_decode", counting)
+    monkeypatch.setattr(rows_module.Nodes, "_decode", counting)
     yield seen
 
 
