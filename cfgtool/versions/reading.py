@@ -38,8 +38,8 @@ def read_at(
     cache = cache if cache is not None else cache_root()
     memo = RefMemo(repo if repo is not None else Path.cwd(), cache)
     root = memo.repo.root
+    memo.add_file(root / store / SETTINGS_FILE)  # version tag prefixes come from it before a first commit
     if version is not None:
-        memo.add_file(root / store / SETTINGS_FILE)  # the tag prefixes, before a first commit
         commit: str | None = version_commit(memo, store, version)
         label = commit
         found = store_dir(memo, store)
