@@ -252,7 +252,7 @@ class Artifact:
             found = json.loads(text)
             if not strings(found):
                 raise Damaged(key)
-        except (Damaged, IndexError, ValueError):
+        except (Damaged, IndexError, ValueError, RecursionError):
             return self.recovered().nodes[key].reached
         return tuple(found)
 
@@ -296,7 +296,7 @@ def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str
         diagnostics = tuple(_diagnostic(d) for d in head["diagnostics"])
         if not all(field in head for field in ("name", "variables", "tag_roots", "cfgtool_version")):
             raise KeyError("a field of the header")
-    except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError):
+    except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         con.close()
         return None
     return Artifact(con, head, diagnostics)

@@ -126,7 +126,7 @@ class Nodes(Mapping[str, NodeSnapshot]):
                 and (file is None or type(file) is str) and type(intrinsic) is bool and type(content_hash) is str
                 and (sealed is None or (type(sealed) is dict and all(_text_or_none(v) for v in sealed.values())))
             )  # fmt: skip
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:  # nesting beyond any config: hostile
             raise Damaged(key) from exc
         if not ok:
             raise Damaged(key)

@@ -74,7 +74,7 @@ class RefMemo:
             state = {path: _stat(path) for path in watched}
             if any(state[path] != (tuple(want) if want is not None else None) for path, want in watched.items()):
                 return  # something changed since: every answer may be stale
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
             return  # no memo yet, or damaged: a miss
         self._root, self._watched, self._answers = Located(Path(root), bare), state, answers
 
