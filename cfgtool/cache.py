@@ -27,6 +27,8 @@ from typing import Any, Generic, TypeVar
 import msgpack  # type: ignore[import-untyped]
 
 from cfgtool._version import __version__
+from cfgtool.cachedir import cache_root as cache_root  # re-exported: their home before cachedir.py
+from cfgtool.cachedir import private_dir as private_dir
 from cfgtool.hocon import values
 from cfgtool.hocon.api import deep_recursion
 from cfgtool.hocon.origin import Origin
@@ -42,15 +44,6 @@ V = TypeVar("V")
 _new_origin = tuple.__new__  # Origin(...) without NamedTuple's Python-level __new__
 
 
-def cache_root() -> Path:
-    """`$CFGTOOL_CACHE_DIR`, else `$XDG_CACHE_HOME/cfgtool`, else `~/.cache/cfgtool`."""
-    explicit = os.environ.get("CFGTOOL_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cfgtool"
-
-
 # What a damaged or hostile cache file can raise while it is read and decoded: all of it is a miss.
 DAMAGED = (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError, msgpack.UnpackException)
 
@@ -64,19 +57,6 @@ def pack(value: Any) -> bytes:
 def unpack(data: bytes) -> Any:
     """What `pack` packed (arrays come back as lists); raises one of DAMAGED for anything else."""
     return msgpack.unpackb(data, raw=False, strict_map_key=True)
-
-
-def private_dir(path: Path) -> None:
-    """Create `path` and its missing parents with mode 0700 (`mkdir(parents=True)` ignores the mode for the
-    parents): a cache is no one else's to read or plant files in."""
-    missing = []
-    while not path.is_dir():
-        missing.append(path)
-        if path.parent == path:
-            break
-        path = path.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
 
 
 class _Sharded(Generic[K, V]):

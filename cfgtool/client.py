@@ -1,36 +1,35 @@
 """ConfigClient (DESIGN 10): read one pinned version of a store, for the whole life of the client.
 
 The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves, so
-a rollback or a new publish never changes what a running process reads. Compiled snapshots are cached on
-disk by (commit, store, variables, cfgtool version) and written atomically: a second process on the same
-version starts without compiling. Each node's config as JSON (`config_json()`, which the Spark loader ships)
-is cached beside the snapshot the first time it is asked for. A git URL is cloned into the cache directory
-and fetched once per client.
+a rollback or a new publish never changes what a running process reads. Compiled versions are cached on disk
+as version artifacts (`cfgtool.artifact`: SQLite, by (commit, store, variables, cfgtool version), written
+atomically), read key by key: a second process on the same version starts without compiling or loading the
+whole snapshot, and without starting git while the repository's refs stay as they were (`RefMemo`). A git
+URL is cloned into the cache directory and fetched once per client.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cfgtool._version import __version__
-from cfgtool.access.secrets import SecretError, load_identities, open_envelope, store_label, with_secrets
-from cfgtool.cache import DAMAGED, cache_root, pack, private_dir, unpack
-from cfgtool.compile import CompileResult, compile_store
+from cfgtool.artifact import Artifact, compact_json
+from cfgtool.cachedir import cache_root, private_dir
 from cfgtool.errors import CfgtoolError, SourceError
-from cfgtool.explain import Explanation, explain
-from cfgtool.hocon import bulk, split_path
 from cfgtool.plain import MISSING, value_at
-from cfgtool.snapshot import KeyNotFound, Lookup, Snapshot, SnapshotFormatError, write_atomic_bytes
-from cfgtool.store import git
+from cfgtool.snapshot import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
-from cfgtool.versions import Version, VersionNotFound, history
+from cfgtool.store.refmemo import RefMemo
+from cfgtool.versions.reading import SETTINGS_FILE, open_version, save_artifact, store_dir, version_commit
+
+if TYPE_CHECKING:
+    from cfgtool.compile import CompileResult
+    from cfgtool.diagnostics import Diagnostic
+    from cfgtool.explain import Explanation
+    from cfgtool.versions import VersionNotFound as VersionNotFound
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., git@host:path
 
@@ -54,15 +53,19 @@ class ConfigClient:
     ) -> None:
         self.location = str(location)
         # secrets (DESIGN 14) read as Secret values; with an identity they open lazily, in this process only
-        self._identities = load_identities(identity) if identity is not None else None
+        self._identities: list[Any] | None = None
+        if identity is not None:
+            from cfgtool.access.secrets import load_identities
+
+            self._identities = load_identities(identity)
         self.store = store
         self.variables = dict(variables or {})
         self._cache = Path(cache_dir) if cache_dir is not None else cache_root()
-        self.repo = self._repository()
-        pinned = self._pin(version)
-        self.version: int = pinned.version
-        self.commit: str = pinned.commit
-        self.snapshot: Snapshot = self._snapshot()
+        memo = self._refs()
+        self.repo = memo.repo.root
+        self.version, self.commit = self._pin(memo, version)
+        self._artifact: Artifact | None = None
+        self.snapshot: Snapshot = self._snapshot(memo)
 
     # -- reads -------------------------------------------------------------------------------------------
     def lookup(self, key: str, strict: bool = False) -> Lookup:
@@ -72,9 +75,13 @@ class ConfigClient:
         sealed = self.snapshot.secrets.get(found.node)
         if not sealed:
             return found
+        from cfgtool.access.secrets import with_secrets
+
         return replace(found, config=with_secrets(found.config, sealed, self._open))
 
     def _open(self, envelope: str) -> str:
+        from cfgtool.access.secrets import SecretError, open_envelope, store_label
+
         if self._identities is None:
             raise SecretError(
                 "this secret is sealed: the client has no identity to open it",
@@ -93,6 +100,8 @@ class ConfigClient:
 
     def get_value(self, key: str, path: str, default: Any = MISSING, strict: bool = False) -> Any:
         """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound unless `default`."""
+        from cfgtool.hocon import split_path
+
         value = value_at(self.get(key, strict), split_path(path))
         if value is MISSING:
             if default is not MISSING:
@@ -101,9 +110,11 @@ class ConfigClient:
         return value
 
     def explain(self, key: str, path: str) -> Explanation:
-        """Which file and line set the value, what it overrode, how each layer was reached (compiles the
-        pinned commit once, since the cached snapshot carries no provenance)."""
-        return explain(self._full_snapshot(), self._key(key), path)
+        """Which file and line set the value, what it overrode, how each layer was reached (the provenance of
+        the layers of `key` only, computed from their files when first asked for)."""
+        from cfgtool.explain import explain
+
+        return explain(self.snapshot, self._key(key), path)
 
     def imports(self, key: str, recursive: bool = False) -> list[str]:
         """Explicit imports, highest priority first; `recursive`: L(key) without the key (DESIGN 6)."""
@@ -131,9 +142,13 @@ class ConfigClient:
 
     def config_json(self) -> Mapping[str, str]:
         """Every node's resolved config as compact JSON (`compact_json`), by key; a node that did not resolve
-        is absent. Encoded once per version and cached on disk beside the snapshot (written atomically)."""
+        is absent. Read as stored in the version artifact (encoded once, when the version was compiled)."""
         if not hasattr(self, "_config_json"):
-            self._config_json: dict[str, str] = self._read_config_json()
+            if self._artifact is not None:
+                self._config_json: dict[str, str] = self._artifact.config_json()
+            else:
+                nodes = self.snapshot.nodes
+                self._config_json = {k: compact_json(n.config) for k, n in nodes.items() if n.config is not None}
         return self._config_json
 
     def __repr__(self) -> str:
@@ -144,137 +159,96 @@ class ConfigClient:
     def _key(self, key: str) -> str:
         return normalize_key(key, self.snapshot.name if hasattr(self, "snapshot") else None)
 
-    def _repository(self) -> Path:
-        """The local repository: the location itself, or a clone of a URL in the cache, fetched once now."""
+    def _refs(self) -> RefMemo:
+        """The local repository's ref answers: the location itself, or a clone of a URL in the cache, fetched
+        once now."""
         if not _URL.match(self.location):
             path = Path(self.location).expanduser()
             if not path.exists():
                 raise StoreNotFound(f"{self.location}: no such directory", hint="pass a repository path or a git URL")
-            try:
-                return git.locate(path).root
-            except SourceError as exc:
-                raise StoreNotFound(str(exc.message), hint=exc.hint) from exc
-        clone = self._cache / "repos" / hashlib.sha256(self.location.encode("utf-8")).hexdigest()[:16]
-        if (clone / "HEAD").exists():
-            # branches may move; tags never do (a tag that changed upstream is an error, not an update)
-            self._git(clone, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+            memo = RefMemo(path, self._cache)
         else:
-            private_dir(clone.parent)
-            self._git(clone.parent, "clone", "--quiet", "--bare", "--", self.location, str(clone))
-        return clone
+            import hashlib
+
+            clone = self._cache / "repos" / hashlib.sha256(self.location.encode("utf-8")).hexdigest()[:16]
+            if (clone / "HEAD").exists():
+                # branches may move; tags never do (a tag that changed upstream is an error, not an update)
+                self._git(clone, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+            else:
+                private_dir(clone.parent)
+                self._git(clone.parent, "clone", "--quiet", "--bare", "--", self.location, str(clone))
+            memo = RefMemo(clone, self._cache)
+        try:
+            memo.add_file(memo.repo.root / self.store / SETTINGS_FILE)  # the tag prefixes, before a first commit
+        except SourceError as exc:
+            raise StoreNotFound(str(exc.message), hint=exc.hint) from exc
+        return memo
 
     def _git(self, cwd: Path, *args: str) -> None:
+        from cfgtool.store import git
+
         try:
             git.run_git(cwd, *args)
         except SourceError as exc:
             raise StoreNotFound(f"cannot read {self.location}: {exc.message}", hint="check the URL and access") from exc
 
-    def _pin(self, version: int | None) -> Version:
-        versions = history(self.repo, self.store)
+    def _pin(self, memo: RefMemo, version: int | None) -> tuple[int, str]:
+        """(version, commit): version N, or the current version."""
         if version is not None:
-            return versions.require(version)
-        current = versions.current
+            return version, version_commit(memo, self.store, version)
+        current = memo.answer(f"current {self.store}", self._current)
         if current is None:
             raise StoreNotFound(
                 f"{self.location} has no published version of store {self.store!r}",
                 hint="publish one with `cfgtool publish`, or pass version=N",
             )
-        return current
+        return int(current[0]), str(current[1])
 
-    def _cache_file(self) -> Path:
-        variables = json.dumps(self.variables, sort_keys=True)
-        key = hashlib.sha256(f"{self.commit}\0{self.store}\0{variables}\0{__version__}".encode()).hexdigest()
-        return self._cache / "snapshots" / f"{key}.msgpack"
+    def _current(self) -> list[int | str] | None:
+        from cfgtool.versions import history
 
-    def _snapshot(self) -> Snapshot:
-        """The pinned snapshot from the disk cache, else compiled (and cached atomically). The cache holds
-        plain data (msgpack, never pickle: DESIGN 15); an entry that is damaged, foreign or of another commit
-        is a miss."""
-        path = self._cache_file()
-        texts_path = path.with_suffix(".texts.msgpack")
-        try:
-            with bulk():  # thousands of small dicts: keep the cyclic GC from rescanning them while they load
-                cached = Snapshot.from_json(unpack(path.read_bytes()), _CachedTexts(texts_path))
-            if cached.source.commit == self.commit:
-                return cached
-        except (OSError, SnapshotFormatError, RecursionError, *DAMAGED):
-            pass  # not cached yet, or unreadable: compile
-        snapshot = self._compile().snapshot
-        with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):  # a read-only cache costs time
-            private_dir(path.parent)
-            write_atomic_bytes(texts_path, pack(dict(snapshot.texts)))  # the texts first: the snapshot needs them
-            write_atomic_bytes(path, pack(snapshot.to_json(provenance=False, texts=False)))
-        return snapshot
+        current = history(self.repo, self.store).current
+        return None if current is None else [current.version, current.commit]
 
-    def _read_config_json(self) -> dict[str, str]:
-        path = self._cache_file().with_suffix(".json.msgpack")
-        wanted = {key for key, snap in self.snapshot.nodes.items() if snap.config is not None}
-        try:
-            cached = unpack(path.read_bytes())
-            if isinstance(cached, dict) and cached.keys() == wanted and all(type(v) is str for v in cached.values()):
-                return cached
-        except (OSError, *DAMAGED):
-            pass  # not cached yet, or unreadable: encode
-        nodes = self.snapshot.nodes
-        encoded = {key: compact_json(nodes[key].config) for key in nodes if key in wanted}
-        with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):
-            private_dir(path.parent)
-            write_atomic_bytes(path, pack(encoded))
-        return encoded
+    def _snapshot(self, memo: RefMemo) -> Snapshot:
+        """The pinned version from its artifact; compiled (and its artifact written) the first time. A
+        version that does not compile is refused either way."""
+        found = store_dir(memo, self.store)
+        memo.save()
+        artifact = open_version(self._cache, self.commit, found, self.variables)
+        if artifact is None:
+            result = self._compile()
+            if save_artifact(self._cache, result.snapshot, result.diagnostics, self.variables):
+                artifact = open_version(self._cache, self.commit, found, self.variables)
+            if artifact is None:  # a cache that cannot be written: read the compiled snapshot
+                self._refuse(result.diagnostics)
+                return result.snapshot
+        self._refuse(artifact.diagnostics)
+        self._artifact = artifact
+        return artifact.reading(self.commit, lambda: self._compile().snapshot).snapshot
 
     def _compile(self) -> CompileResult:
-        result = compile_store(
-            self.repo, self.store, self.commit, self.variables, check_variables=False, validate=False
-        )
-        if result.errors:
-            first = next(d for d in result.diagnostics if d.severity == "error")
+        from cfgtool.compile import compile_store
+
+        return compile_store(self.repo, self.store, self.commit, self.variables, check_variables=False, validate=False)
+
+    def _refuse(self, diagnostics: Sequence[Diagnostic]) -> None:
+        first = next((d for d in diagnostics if d.severity == "error"), None)
+        if first is not None:
             raise CfgtoolError(
                 f"version {self.version} ({self.commit[:7]}) does not compile: {first.location}: {first.code} "
                 f"{first.message}",
                 hint="check the variables you pass; a published version compiled with its defaults",
             )
-        return result
-
-    def _full_snapshot(self) -> Snapshot:
-        if not hasattr(self, "_full"):
-            self._full: Snapshot = self._compile().snapshot
-        return self._full
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # C encoder; config order kept
+def __getattr__(name: str) -> Any:
+    """`VersionNotFound`, imported when first used (it lives with the version tags)."""
+    if name == "VersionNotFound":
+        from cfgtool.versions import VersionNotFound
+
+        return VersionNotFound
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def compact_json(value: Any) -> str:
-    """`value` as JSON without spaces, non-ASCII kept, keys in config order (what `config_json()` holds)."""
-    return _ENCODER.encode(value)
-
-
-class _CachedTexts(Mapping[str, str]):
-    """The store's file texts, from their cache file when first needed (a key without a node using the
-    intrinsics needs them); a missing file reads as no texts."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._texts: dict[str, str] | None = None
-
-    def _load(self) -> dict[str, str]:
-        if self._texts is None:
-            try:
-                loaded = unpack(self._path.read_bytes())
-            except (OSError, *DAMAGED):
-                loaded = {}
-            ok = isinstance(loaded, dict) and all(type(k) is str and type(v) is str for k, v in loaded.items())
-            self._texts = loaded if ok else {}
-        return self._texts
-
-    def __getitem__(self, path: str) -> str:
-        return self._load()[path]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._load())
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-
-__all__ = ["ConfigClient", "KeyNotFound", "StoreNotFound", "VersionNotFound"]
+__all__ = ["ConfigClient", "KeyNotFound", "StoreNotFound", "VersionNotFound", "compact_json"]

@@ -17,21 +17,16 @@ from pathlib import Path
 from cfgtool._version import __version__
 from cfgtool.access.enforce import acl_problems, change_problems
 from cfgtool.build import Builder
+from cfgtool.diagnostics import VALIDATION_CODES as VALIDATION_CODES  # its first home: still importable here
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.hocon import bulk
 from cfgtool.rules import Rules, rule_changes, rules_of
-from cfgtool.snapshot import Snapshot, SourceInfo
+from cfgtool.snapshot import Snapshot, SourceInfo, errors_affecting
 from cfgtool.store import git
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover, read_settings
 from cfgtool.store.settings import assignments, chosen_values
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
-
-# Errors that leave every resolved config as it is (validation, secrets, access): reads still answer.
-VALIDATION_CODES = frozenset(
-    {"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR", "E_SECRET_IN_CLEAR", "E_SECRET_BINDING", "E_SECRET_CONCAT",
-     "E_ACL", "E_ACCESS_DENIED"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -58,19 +53,9 @@ class CompileResult:
         return self.errors == 0 and not (strict and self.warnings)
 
     def errors_affecting(self, key: str | None) -> list[Diagnostic]:
-        """Errors that make an answer about `key` unreliable; `None` asks about the whole store.
-
-        For a key: errors of any layer of L(key) (or of the node it inherits from) and errors tied to no
-        node (settings). Validation errors never count: they do not change resolved configs.
-        """
-        errors = [d for d in self.diagnostics if d.severity == "error" and d.code not in VALIDATION_CODES]
-        if key is None or not errors:
-            return errors
-        snapshot = self.snapshot
-        node = snapshot.nearest_node(key)
-        snap = snapshot.nodes.get(node)
-        layers = set(snap.layers) if snap is not None and snap.layers else snapshot.reachable(node)
-        return [d for d in errors if d.key is None or d.key in layers]
+        """Errors that make an answer about `key` unreliable; `None` asks about the whole store (see
+        `cfgtool.snapshot.errors_affecting`)."""
+        return errors_affecting(self.snapshot, self.diagnostics, key)
 
 
 

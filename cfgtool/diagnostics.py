@@ -54,6 +54,12 @@ CODES: dict[str, str] = {
     "W_ACL_PREFIX": "A prefixed ACL key does not end with '/', so it also matches keys that merely start alike.",
 }
 
+# Errors that leave every resolved config as it is (validation, secrets, access): reads still answer.
+VALIDATION_CODES = frozenset(
+    {"E_SCHEMA", "E_POLICY", "E_POLICY_ERROR", "E_SECRET_IN_CLEAR", "E_SECRET_BINDING", "E_SECRET_CONCAT",
+     "E_ACL", "E_ACCESS_DENIED"}
+)  # fmt: skip
+
 GROUP_MIN = 5  # this many nodes failing the same way are shown as one entry
 GROUP_SHOWN = 3  # keys named in a grouped entry before "... and N more"
 

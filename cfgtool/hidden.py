@@ -13,8 +13,6 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from cfgtool.hocon.resolver import render_path
-
 HIDDEN = "[hidden]"
 PREFIX = "ENC[cfgtool:"
 ENVELOPE = re.compile(r"ENC\[cfgtool:v1,age,for=([0-9a-f]{16}),([A-Za-z0-9+/]+={0,2})\]")
@@ -30,6 +28,8 @@ def hide(
 ) -> tuple[Mapping[str, Any], dict[str, str | None]]:
     """`config` with its secrets hidden: values at `paths` and envelopes anywhere. Returns the (possibly
     same) config and `{rendered path: envelope or None}` for every value hidden."""
+    from cfgtool.hocon.resolver import render_path  # here: reading HIDDEN and PREFIX needs no HOCON engine
+
     found: dict[str, str | None] = {}
     prefixes = {p[:i] for p in paths for i in range(1, len(p))}
 

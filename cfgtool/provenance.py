@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cfgtool.hocon import Origin, Resolved, describe
-from cfgtool.hocon.resolver import render_path
-from cfgtool.hocon.values import Joined, JoinedLst, Merge, Node, Obj
+if TYPE_CHECKING:  # the HOCON engine is imported when provenance is first computed: reading configs needs none
+    from cfgtool.hocon import Origin, Resolved
+    from cfgtool.hocon.values import Node
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ def path_name(path: tuple[str, ...]) -> str:
     """A path as a HOCON path expression; memoized, since the same paths recur in every node."""
     name = _PATH_NAMES.get(path)
     if name is None:
+        from cfgtool.hocon.resolver import render_path
+
         name = _PATH_NAMES[path] = render_path(path)
     return name
 
@@ -91,6 +94,8 @@ class Provenance:
     def own(self) -> Mapping[str, OwnValue]:
         if self._own is None:
             self._trees()
+            from cfgtool.hocon import describe
+
             doc = self._own_doc
             leaves = own_leaves(doc) if doc is not None else iter(())
             self._own = {path_name(p): OwnValue(describe(n), n.origin) for p, n in leaves}
@@ -98,6 +103,8 @@ class Provenance:
         return self._own
 
     def _leaves(self) -> None:
+        from cfgtool.hocon.values import Joined, JoinedLst
+
         self._trees()
         origins: dict[str, Origin] = {}
         sources: dict[str, tuple[Origin, ...]] = {}
@@ -114,6 +121,8 @@ class Provenance:
 
 def own_leaves(doc: Node, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Node]]:
     """Every assignment in one unresolved document: non-object values with their paths."""
+    from cfgtool.hocon.values import Merge, Obj
+
     if isinstance(doc, Merge):
         doc = doc.stack[0]
     if isinstance(doc, Obj):

@@ -19,29 +19,28 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cfgtool._version import __version__
-from cfgtool.build import Builder
-from cfgtool.cache import SettingsPasses
-from cfgtool.compile import VALIDATION_CODES, CompileResult, compile_source, hide_secrets
-from cfgtool.diagnostics import Diagnostic
-from cfgtool.rules import rules_of
-from cfgtool.snapshot import Snapshot, SourceInfo
+from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic
 from cfgtool.store import keys
-from cfgtool.store.graph import Graph
-from cfgtool.store.nodes import Store, discover
-from cfgtool.store.scope import Scope, WorkTreeListing, listing_of
-from cfgtool.store.settings import chosen_values, settings_schema
-from cfgtool.store.sources import Source, WorkTreeSource, open_source
+
+if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by the functions that compile
+    from cfgtool.artifact import Reading
+    from cfgtool.compile import CompileResult
+    from cfgtool.snapshot import Snapshot
+    from cfgtool.store.graph import Graph
+    from cfgtool.store.nodes import Store
+    from cfgtool.store.scope import Scope
+    from cfgtool.store.sources import Source
 
 
 @dataclass(frozen=True)
 class KeyAnswer:
     """What the queries about one key read: `result` compiles the nodes L(key) needs (the whole store when
-    the query fell back to a full compile, `scope` None)."""
+    the query fell back to a full compile, or a version artifact's reading of a commit: `scope` None)."""
 
     key: str
-    result: CompileResult
+    result: CompileResult | Reading
     scope: Scope | None
 
     @property
@@ -61,6 +60,8 @@ class KeyAnswer:
 
     def node_keys(self) -> list[str]:
         """Every node of the store (this lists the whole store: for messages about a key that has no node)."""
+        from cfgtool.store.nodes import discover
+
         if self.scope is None:
             return list(self.snapshot.nodes)
         return list(discover(self.scope.source, mains=False).nodes)
@@ -71,6 +72,16 @@ def query_key(
 ) -> KeyAnswer:
     """The compiled nodes that `text` (a key, BadKeyError when it is none) needs, at `ref` (None: the working
     tree) with the caller's `variables` (declared defaults for the others)."""
+    from cfgtool._version import __version__
+    from cfgtool.build import Builder
+    from cfgtool.cache import SettingsPasses
+    from cfgtool.compile import CompileResult, compile_source, hide_secrets
+    from cfgtool.rules import rules_of
+    from cfgtool.snapshot import Snapshot, SourceInfo
+    from cfgtool.store.graph import Graph
+    from cfgtool.store.scope import Scope, WorkTreeListing, listing_of
+    from cfgtool.store.settings import chosen_values
+
     source = _open(repo, store, ref)
     passes = SettingsPasses.default(_settings_digest())
     scope = Scope(source, listing_of(source), lambda data: passes.has(_digest(data)))
@@ -123,6 +134,11 @@ def query_graph(
     repo: Path | None, store: str | Path, ref: str | None, variables: Mapping[str, str] | None = None
 ) -> GraphAnswer:
     """The import graph of the store at `ref` (None: the working tree) with the caller's `variables`."""
+    from cfgtool.store.graph import Graph
+    from cfgtool.store.nodes import discover
+    from cfgtool.store.settings import chosen_values
+    from cfgtool.store.sources import open_source
+
     found = discover(open_source(repo, store, ref), mains=False)
     chosen = chosen_values(found.settings, found.settings_file, variables, every=False)
     return GraphAnswer(found, Graph(found, chosen))
@@ -135,12 +151,15 @@ def _digest(data: bytes) -> str:
 def _settings_digest() -> str:
     """What a settings pass depends on besides the text: the settings schema and the code that reads it."""
     from cfgtool.store import settings
+    from cfgtool.store.settings import settings_schema
 
     return _digest(Path(settings.__file__).read_bytes() + json.dumps(settings_schema()).encode())
 
 
 def _open(repo: Path | None, store: str | Path, ref: str | None) -> Source:
     """The source to read: a working tree is not listed up front (`cfgtool.store.scope` looks at what it needs)."""
+    from cfgtool.store.sources import WorkTreeSource, open_source
+
     if ref is None:
         return WorkTreeSource(repo if repo is not None else Path.cwd(), store, listed=False)
     return open_source(repo, store, ref)

@@ -13,19 +13,21 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.hidden import HIDDEN, PREFIX, hide
-from cfgtool.hocon import Origin, bulk, parse, split_path
-from cfgtool.hocon.values import Obj
-from cfgtool.layers import resolve_layers
+from cfgtool.hocon.origin import Origin
 from cfgtool.provenance import OwnValue, Provenance
 from cfgtool.store.queries import StoreQueries
+
+if TYPE_CHECKING:  # the HOCON engine is imported by what resolves or parses: reading configs needs none
+    from cfgtool.hocon.values import Obj
 
 SCHEMA = "https://cfgtool.dev/schemas/snapshot/v1.json"
 SCHEMA_VERSION = 1
@@ -137,12 +139,18 @@ class Snapshot(StoreQueries):
     def _phantom(self, key: str, nearest: NodeSnapshot) -> Mapping[str, Any]:
         found = self._phantoms.get(key)
         if found is None:
+            from cfgtool.hocon import split_path
+            from cfgtool.layers import resolve_layers
+
             docs = [self._doc(self.nodes[layer].file) for layer in nearest.layers]
             paths = {split_path(p) for p in self.secrets.get(nearest.key, ())}  # resolved again: hide again
             found = self._phantoms[key] = hide(resolve_layers(docs, key).value, paths)[0]
         return found
 
     def _doc(self, file: str | None) -> Obj:
+        from cfgtool.hocon import parse
+        from cfgtool.hocon.values import Obj
+
         if file is None:
             return Obj({}, Origin("<empty>", 0, 0))
         doc = self._docs.get(file)
@@ -176,6 +184,8 @@ class Snapshot(StoreQueries):
     @cached_property
     def digest(self) -> str:
         """sha256 of the canonical JSON of `content()`."""
+        from cfgtool.hocon import bulk
+
         with bulk():  # sorting keys allocates many small tuples: keep the cyclic GC off the big heap
             return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
@@ -250,6 +260,19 @@ class Snapshot(StoreQueries):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
 
+
+
+def errors_affecting(snapshot: Snapshot, diagnostics: Iterable[Diagnostic], key: str | None) -> list[Diagnostic]:
+    """The errors among `diagnostics` that make an answer about `key` unreliable; `None` asks about the whole
+    store. For a key: errors of any layer of L(key) (or of the node it inherits from) and errors tied to no
+    node (settings). Validation errors never count: they do not change resolved configs."""
+    errors = [d for d in diagnostics if d.severity == "error" and d.code not in VALIDATION_CODES]
+    if key is None or not errors:
+        return errors
+    node = snapshot.nearest_node(key)
+    snap = snapshot.nodes.get(node)
+    layers = set(snap.layers) if snap is not None and snap.layers else snapshot.reachable(node)
+    return [d for d in errors if d.key is None or d.key in layers]
 
 
 def _node_from_json(key: str, n: Mapping[str, Any], org: Callable[[list[Any]], Origin]) -> NodeSnapshot:

@@ -7,13 +7,12 @@ import os
 import pickle
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cfgtool.cache import pack, unpack
+from cfgtool.artifact import FORMAT
 from cfgtool.client import ConfigClient, StoreNotFound, compact_json
 from cfgtool.snapshot import KeyNotFound
 from cfgtool.versions import VersionNotFound, publish, rollback
@@ -75,16 +74,21 @@ def test_client_queries_and_explain(published: GitRepo, tmp_path: Path) -> None:
     assert why.origin.file == "store/data/tracking/PageViewEvent/main.conf"
 
 
-def test_client_second_process_reads_the_cached_snapshot(published: GitRepo, tmp_path: Path) -> None:
+def artifacts(cache: Path) -> list[Path]:
+    return sorted((cache / f"versions-v{FORMAT}").glob("*.sqlite"))
+
+
+def test_client_second_process_reads_the_cached_artifact(
+    published: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ConfigClient(published.root, cache_dir=tmp_path / "cache")
-    cached = [p for p in (tmp_path / "cache" / "snapshots").glob("*.msgpack") if p.name.count(".") == 1]
-    assert len(cached) == 1
-    started = time.perf_counter()
-    again = ConfigClient(published.root, cache_dir=tmp_path / "cache")
-    assert again.get_value(TOPIC, "kafka.partitions") == 256
-    assert time.perf_counter() - started < 5  # generous: the point is that nothing is compiled
-    cached[0].write_bytes(b"garbage")  # an unreadable cache entry is a miss, not an error
-    assert ConfigClient(published.root, cache_dir=tmp_path / "cache").version == 2
+    assert len(artifacts(tmp_path / "cache")) == 1
+    with monkeypatch.context() as patched:  # the second client compiles nothing
+        patched.setattr(ConfigClient, "_compile", lambda self: pytest.fail("compiled a cached version"))
+        again = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+        assert again.get_value(TOPIC, "kafka.partitions") == 256
+    artifacts(tmp_path / "cache")[0].write_bytes(b"garbage")  # an unreadable artifact is a miss, not an error
+    assert ConfigClient(published.root, cache_dir=tmp_path / "cache").get_value(TOPIC, "kafka.partitions") == 256
 
 
 def test_client_reads_a_git_url_through_a_clone(published: GitRepo, tmp_path: Path) -> None:
@@ -108,21 +112,17 @@ def test_client_errors_are_clear(published: GitRepo, tmp_path: Path) -> None:
         ConfigClient(empty, cache_dir=tmp_path / "cache")
 
 
-def test_client_config_json_is_cached_beside_the_snapshot(published: GitRepo, tmp_path: Path) -> None:
+def test_client_config_json_is_read_from_the_artifact(
+    published: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path / "cache"
+    texts = ConfigClient(published.root, cache_dir=cache).config_json()
     client = ConfigClient(published.root, cache_dir=cache)
-    texts = client.config_json()
     assert set(texts) == set(client.snapshot.nodes)
     assert texts[TOPIC] == compact_json(client.get(TOPIC)) and json.loads(texts[TOPIC]) == client.get(TOPIC)
-    (cached,) = (cache / "snapshots").glob("*.json.msgpack")
-    assert not [p for p in cached.parent.iterdir() if p.name.startswith(".")]  # no temporary file left
-    tampered = {**texts, TOPIC: '{"tampered":true}'}
-    cached.write_bytes(pack(tampered))
-    assert ConfigClient(published.root, cache_dir=cache).config_json()[TOPIC] == '{"tampered":true}'  # read back
-    for stale in (b"garbage", pack({TOPIC: "{}"})):  # unreadable, or not every node: encoded again
-        cached.write_bytes(stale)
-        again = ConfigClient(published.root, cache_dir=cache).config_json()
-        assert again == texts and unpack(cached.read_bytes()) == texts
+    assert not [p for p in (cache / f"versions-v{FORMAT}").iterdir() if p.name.startswith(".")]  # no temporary file
+    monkeypatch.setattr("cfgtool.client.compact_json", lambda value: pytest.fail("encoded a cached config"))
+    assert ConfigClient(published.root, cache_dir=cache).config_json() == texts  # as stored: nothing encoded
 
 
 class _Payload:
@@ -142,26 +142,23 @@ def test_damaged_and_hostile_cache_files_are_misses_and_nothing_runs(
     cache = tmp_path / "cache"
     client = ConfigClient(published.root, cache_dir=cache)
     expected = client.get(TOPIC)
-    client.config_json()
+    texts = client.config_json()
     canary = tmp_path / "pwned"
-    files = sorted((cache / "snapshots").glob("*.msgpack"))
-    assert len(files) == 3  # the snapshot, its texts, the config JSON
+    (artifact,) = artifacts(cache)
+    original = artifact.read_bytes()
     hostile = [
         pickle.dumps(_Payload(canary)),  # a crafted pickle where the cache expects its own format
         b"",  # empty
-        pack({"nodes": "not a mapping"}),  # a foreign shape
-        pack([1, 2, 3]),  # a foreign type
-        b"\x91" * 100_000,  # nested 100,000 deep
+        b"SQLite format 3\x00" + os.urandom(4080),  # a header, then random bytes
         os.urandom(4096),  # random bytes
+        original[: len(original) // 2],  # truncated
     ]
-    originals = {f: f.read_bytes() for f in files}
-    for f in files:
-        for bad in [*hostile, originals[f][: len(originals[f]) // 2]]:  # ... and truncated
-            f.write_bytes(bad)
-            again = ConfigClient(published.root, cache_dir=cache)
-            assert again.get(TOPIC) == expected
-            assert json.loads(again.config_json()[TOPIC]) == expected
-            f.write_bytes(originals[f])
+    for bad in hostile:
+        artifact.write_bytes(bad)
+        again = ConfigClient(published.root, cache_dir=cache)
+        assert again.get(TOPIC) == expected
+        assert again.config_json() == texts
+        artifact.write_bytes(original)
     assert not canary.exists()
     shards = list((tmp_path / "shared").glob("*/*.msgpack"))
     assert {p.parent.name.split("-v")[0] for p in shards} >= {"parse", "nodes"}

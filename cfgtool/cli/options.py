@@ -11,6 +11,7 @@ from cfgtool.cli.context import CliContext
 from cfgtool.errors import UsageError
 
 if TYPE_CHECKING:
+    from cfgtool.artifact import Reading
     from cfgtool.compile import CompileResult
 
 Ref = Annotated[
@@ -97,3 +98,24 @@ def ref_for(ctx: typer.Context, ref: str | None, version: int | None) -> str | N
 
     cli: CliContext = ctx.obj
     return resolve_version(cli.repo, version, cli.store)
+
+
+def read_at_ref(
+    ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: int | None
+) -> Reading:
+    """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached
+    (compiled and cached otherwise: `cfgtool.versions.reading`). One of `ref` and `version` is given."""
+    if ref is not None and version is not None:
+        raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
+    from cfgtool.versions.reading import read_at
+
+    cli: CliContext = ctx.obj
+    try:
+        given = parse_variables(variables)
+    except UsageError:
+        if version is not None:  # as a compile does: an unknown version is reported before a bad --var
+            from cfgtool.versions import resolve_version
+
+            resolve_version(cli.repo, version, cli.store)
+        raise
+    return read_at(cli.repo, cli.store, ref=ref, version=version, variables=given)

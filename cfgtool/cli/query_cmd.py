@@ -1,8 +1,9 @@
 """The query commands of DESIGN 6 and 7: `get`, `explain`, `imports`, `imported-by`, `tags` and `datasets`.
 
-`get`, `explain`, `imports` and `tags` compile the nodes KEY needs (`cfgtool.query.query_key`); `imported-by`
-and `datasets` read the import graph of every node (`query_graph`). Each refuses when there are errors that
-affect the answer (exit 1), then answers.
+`get`, `explain`, `imports` and `tags` compile the nodes KEY needs in a working tree (`cfgtool.query.query_key`)
+and read a commit (`--ref`, `--version`) from its version artifact (`cfgtool.versions.reading`, compiled and
+cached on a miss); `imported-by` and `datasets` read the import graph of every node (`query_graph`). Each
+refuses when there are errors that affect the answer (exit 1), then answers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cfgtool.cli.context import CliContext
-from cfgtool.cli.options import Ref, Vars, Version, parse_variables, ref_for
+from cfgtool.cli.options import Ref, Vars, Version, parse_variables, read_at_ref, ref_for
 from cfgtool.errors import CfgtoolError, UsageError
 
 if TYPE_CHECKING:
@@ -250,10 +251,16 @@ def _answer(
     """What a forward query reads about KEY (`text`; BadKeyError: exit 2), refused (exit 1) when errors
     affect it: errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas,
     policies) never change a resolved config, so they refuse nothing."""
-    from cfgtool.query import query_key
+    from cfgtool.query import KeyAnswer, query_key
 
     cli: CliContext = ctx.obj
-    answer = query_key(cli.repo, cli.store, ref_for(ctx, ref, version), text, parse_variables(variables))
+    if ref is None and version is None:
+        answer = query_key(cli.repo, cli.store, None, text, parse_variables(variables))
+    else:  # a commit: its version artifact when cached (one key read from it), else compiled once and cached
+        from cfgtool.store.keys import normalize_key
+
+        reading = read_at_ref(ctx, ref, variables, version)
+        answer = KeyAnswer(normalize_key(text, reading.snapshot.name), reading, None)
     _refuse(answer.key, answer.errors())
     return answer
 

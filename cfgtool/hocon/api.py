@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import json
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,26 +14,14 @@ from cfgtool.hocon.lexer import parse_path_expression
 from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.parser import MAX_DEPTH, Reader, parse_source, parse_text
+from cfgtool.hocon.recursion import RECURSION_LIMIT as RECURSION_LIMIT
+from cfgtool.hocon.recursion import deep_recursion as deep_recursion
 from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
 from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
 MAX_OUTPUT_NODES = 2_000_000  # values one resolved document may expand to (shared subtrees count each time)
-RECURSION_LIMIT = 15_000  # deep documents and long substitution chains recurse; Python's default is 1,000
 PathLike = str | Sequence[str]
 _INFINITY = float("inf")
-
-
-@contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Allow the recursion that deep documents and long `+=` chains need, for the duration of a call."""
-    previous = sys.getrecursionlimit()
-    if previous < RECURSION_LIMIT:
-        sys.setrecursionlimit(RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        if previous < RECURSION_LIMIT:
-            sys.setrecursionlimit(previous)
 
 
 @contextmanager

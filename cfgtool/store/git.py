@@ -172,6 +172,13 @@ def git_dir(root: Path) -> Path:
     return Path(run_git(root, "rev-parse", "--absolute-git-dir").stdout.decode().strip())
 
 
+def git_dirs(root: Path) -> tuple[Path, Path]:
+    """(the repository's own git directory, its common directory): the same unless `root` is a linked work
+    tree, whose HEAD lives in the first and whose shared refs live in the second."""
+    out = run_git(root, "rev-parse", "--absolute-git-dir", "--git-common-dir").stdout.decode().splitlines()
+    return Path(out[0]), (root / out[1]).resolve()
+
+
 def resolve_commit(root: Path, ref: str) -> str | None:
     """The commit sha `ref` names (annotated tags peeled), or None when it names no commit."""
     if not ref or ref.startswith("-"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import threading
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cfgtool.cache import pack, unpack
+from cfgtool.artifact import FORMAT
+from cfgtool.artifact_rows import crc
 from cfgtool.client import compact_json
 from cfgtool.errors import CfgtoolError
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys
@@ -290,9 +292,11 @@ def test_configs_ships_the_client_json_cache(spark: Any, tmp_path: Path, cache: 
     assert [rows[k].exists for k in wanted] == [True, False, False]
     assert all(rows[k].config == compact_json(loader.client.get(k)) for k in wanted)
     assert all(r.config == compact_json(loader.client.get(r.key)) for r in loader.configs().collect())
-    (cached,) = (cache / "snapshots").glob("*.json.msgpack")
-    texts = unpack(cached.read_bytes())
-    cached.write_bytes(pack({**texts, TOPIC: '{"from":"cache"}', plain: '{"plain":1}'}))
+    (cached,) = (cache / f"versions-v{FORMAT}").glob("*.sqlite")  # the version artifact holds each config's JSON
+    with sqlite3.connect(cached) as con:  # planted (with their CRCs): read back as stored, not encoded again
+        for key, text in ((TOPIC, '{"from":"cache"}'), (plain, '{"plain":1}')):
+            con.execute("UPDATE nodes SET config = ?, config_crc = ? WHERE key = ?", (text, crc(key, text), key))
+    con.close()
     again = ConfigLoader(spark, repo.root, cache_dir=cache).configs(wanted).collect()
     expected = {TOPIC: '{"from":"cache"}', PHANTOM: rows[PHANTOM].config, child: '{"plain":1}'}
     assert {r.key: r.config for r in again} == expected

@@ -1,0 +1,129 @@
+"""Reading a store at a git ref or a published version: from its version artifact when one is cached, else
+compiled once and the artifact written, so that the next read of the same commit opens it instead (issue 15).
+
+Which commit a ref or version names comes from a `RefMemo` while the refs stay as they were, so a cached read
+starts no git process and imports no GitPython. Answers, messages and exit codes are the ones a compile
+gives: on any miss the compile runs exactly as before, and an artifact holds the same snapshot and
+diagnostics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cfgtool.artifact import Artifact, Reading, artifact_path, open_artifact, write_artifact
+from cfgtool.cachedir import cache_root, private_dir
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.snapshot import Snapshot
+from cfgtool.store.refmemo import RefMemo, memoizable
+
+SETTINGS_FILE = "_CONFIG_STORE"
+
+
+def read_at(
+    repo: Path | None,
+    store: str | Path,
+    *,
+    ref: str | None = None,
+    version: int | None = None,
+    variables: Mapping[str, str] | None = None,
+    cache: Path | None = None,
+) -> Reading:
+    """The store in `repo` (None: the repository containing the current directory) at `ref`, or at published
+    version N (rolled back or not), under the given `variables`, compiled as a query compiles (no other
+    variable values, no validation): from the version artifact in `cache` when there is one."""
+    variables = dict(variables or {})
+    cache = cache if cache is not None else cache_root()
+    memo = RefMemo(repo if repo is not None else Path.cwd(), cache)
+    root = memo.repo.root
+    memo.add_file(root / store / SETTINGS_FILE)  # version tag prefixes come from it before a first commit
+    if version is not None:
+        commit: str | None = version_commit(memo, store, version)
+        label = commit
+        found = store_dir(memo, store)
+    else:
+        assert ref is not None
+        found = store_dir(memo, store)
+        commit = ref_commit(memo, ref)
+        label = ref
+    memo.save()
+    if commit is not None and label is not None:
+        artifact = open_version(cache, commit, found, variables)
+        if artifact is not None:
+            return artifact.reading(label, lambda: compile_at(repo, store, commit, variables, cache).snapshot)
+    return compile_at(repo, store, label, variables, cache)
+
+
+def ref_commit(memo: RefMemo, ref: str) -> str | None:
+    """The commit `ref` names, None when it names none."""
+    root = memo.repo.root
+
+    def resolve() -> str | None:
+        from cfgtool.store import git
+
+        return git.resolve_commit(root, ref)
+
+    return memo.answer(f"ref {ref}", resolve) if memoizable(ref) else resolve()
+
+
+def version_commit(memo: RefMemo, store: str | Path, version: int) -> str:
+    """The commit of published version N (VersionNotFound when there is none)."""
+    root = memo.repo.root
+
+    def resolve() -> str:
+        from cfgtool.versions.tags import resolve_version
+
+        return resolve_version(root, version, store)
+
+    commit: str = memo.answer(f"version {store} {version}", resolve)
+    return commit
+
+
+def store_dir(memo: RefMemo, store: str | Path) -> str:
+    """The store directory relative to the repository root (StoreNotFoundError when it is outside)."""
+    root = memo.repo.root
+
+    def normalize() -> str:
+        from cfgtool.store.sources import _store_dir
+
+        return _store_dir(root, store)
+
+    if Path(store).is_absolute():  # resolving it reads links outside the repository: not remembered
+        return normalize()
+    found: str = memo.answer(f"store {store}", normalize)
+    return found
+
+
+def open_version(cache: Path, commit: str, store: str, variables: Mapping[str, str]) -> Artifact | None:
+    """The cached artifact of `commit`'s `store` (repo-relative) under `variables`, None when there is none."""
+    path = artifact_path(cache, commit, store, variables)
+    return open_artifact(path, commit=commit, store=store, variables=variables)
+
+
+def compile_at(
+    repo: Path | None, store: str | Path, ref: str | None, variables: Mapping[str, str], cache: Path
+) -> Reading:
+    """Compile the store at `ref` as a query does, and write its artifact."""
+    from cfgtool.compile import compile_store
+
+    result = compile_store(repo, store, ref, variables, check_variables=False, validate=False)
+    save_artifact(cache, result.snapshot, result.diagnostics, variables)
+    return Reading(result.snapshot, result.diagnostics)
+
+
+def save_artifact(
+    cache: Path, snapshot: Snapshot, diagnostics: Sequence[Diagnostic], variables: Mapping[str, str]
+) -> bool:
+    """Write the artifact of a compiled commit; False when there is none to write (a working tree) or the
+    cache cannot be written (that only costs the next read a compile)."""
+    commit = snapshot.source.commit
+    if commit is None or snapshot.source.ref is None:
+        return False
+    path = artifact_path(cache, commit, snapshot.store, variables)
+    with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):
+        private_dir(path.parent)
+        write_artifact(path, snapshot, diagnostics, variables)
+        return True
+    return False
