@@ -156,6 +156,8 @@ class Builder:
     def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
         """In the worker: resolve `todo` and return what the parent needs, pickled (see `_build_split`)."""
         start, included_start = len(self.diags), len(self.included)
+        self.parse_cache.forget_new()  # the parent's own entries: it has them
+        self.node_cache.forget_new()
         before = set(self._parsed)
         results: dict[str, NodeEntry | None] = {}
         self._load({k for _, lkeys, _, _ in todo for k in lkeys})

@@ -141,6 +141,11 @@ class _Sharded(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         self._new.setdefault(self._shard_of(key), {})[key] = value
 
+    def forget_new(self) -> None:
+        """Drop the entries put since the last flush without writing them: in a forked worker they are its
+        parent's, which writes them (only what the worker adds goes back, see `stored_new`)."""
+        self._new.clear()
+
     def stored_new(self) -> list[tuple[K, Any]]:
         """The entries put since the last flush, in stored form (for `add_stored` in another process)."""
         return [(key, self._dump(value)) for new in self._new.values() for key, value in new.items()]
