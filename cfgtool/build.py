@@ -42,6 +42,8 @@ PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a
 BUDGET = 2_000_000
 BUDGET_PER_NODE = 1_000
 _Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
+# How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
+Progress = Callable[[str, int, int], None]
 # What a worker sends back: results by key (None: failed), parse cache entries (marshalled), node cache
 # entries, diagnostics, keys whose main.conf includes files, the included files, keys it parsed.
 _Share = tuple[
@@ -52,7 +54,7 @@ _Share = tuple[
 class Builder:
     """Resolves the nodes of one store (for any number of graphs over it), collecting diagnostics."""
 
-    def __init__(self, store: Store, diagnostics: list[Diagnostic]) -> None:
+    def __init__(self, store: Store, diagnostics: list[Diagnostic], progress: Progress | None = None) -> None:
         self.store = store
         self.source = store.source
         self.diags = diagnostics
@@ -66,6 +68,9 @@ class Builder:
         self._over_budget: Diagnostic | None = None  # once spent, every later node fails with this
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
         self.stats = {"parsed": 0, "resolved": 0, "reused": 0}  # what this compile did, for reports and tests
+        self.progress = progress
+        self._stage, self._done, self._total = "", 0, 0
+        self._split_at: int | None = None  # `_done` when a worker took half of the rest
 
     def build(
         self, graph: Graph, keys: Iterable[str], notes: tuple[str, ...] = (), keep: bool = True
@@ -74,6 +79,9 @@ class Builder:
         the diagnostics matter (another variable value being checked): cached nodes are just counted."""
         out: dict[str, NodeSnapshot] = {}
         todo: list[_Todo] = []
+        keys = list(keys)
+        self._stage = f"resolving ({notes[0]})" if notes else "resolving"
+        self._done, self._total, self._split_at = 0, len(keys), None
         for key in keys:
             lkeys = graph.linearization(key)
             if lkeys is None:  # on or behind an import cycle: E_CYCLE was reported; no L(K), so no layers
@@ -86,6 +94,7 @@ class Builder:
                 todo.append((key, lkeys, imports, fingerprint))
                 continue
             self.stats["reused"] += 1
+            self._step()
             problem = self._spend(key, hit[3], lkeys)
             if problem is not None:
                 self.diags.append(problem)
@@ -108,6 +117,8 @@ class Builder:
         return [*mains, *self.included]
 
     def flush(self) -> None:
+        if self.progress is not None:
+            self.progress("writing caches", 0, 0)
         self.parse_cache.flush()
         self.node_cache.flush()
 
@@ -121,12 +132,14 @@ class Builder:
         self._read({k for _, lkeys, _, _ in todo for k in lkeys})  # one git process, shared by both
         join = _fork(partial(self._share, graph, theirs, notes))
         out: dict[str, NodeSnapshot] = {}
+        self._split_at = self._done  # from here on, the worker goes about as fast as this process
         try:
             self._load({k for _, lkeys, _, _ in mine for k in lkeys})
             for key, lkeys, imports, fingerprint in mine:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
         finally:
             data = join()  # also when this half failed: no worker is left behind
+        self._split_at = None
         if data is None:
             self._load({k for _, lkeys, _, _ in theirs for k in lkeys})
             for key, lkeys, imports, fingerprint in theirs:
@@ -142,6 +155,8 @@ class Builder:
         self.stats["resolved"] += len(theirs)
         self.stats["parsed"] += len(set(parsed_keys) - self._parsed)
         self._parsed.update(parsed_keys)
+        self._done += len(theirs)
+        self._step(0)
         for key, lkeys, imports, _ in theirs:
             entry = results[key]
             if entry is None:
@@ -156,6 +171,7 @@ class Builder:
     def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
         """In the worker: resolve `todo` and return what the parent needs, pickled (see `_build_split`)."""
         start, included_start = len(self.diags), len(self.included)
+        self.progress = None  # the parent reports progress; a worker never touches the terminal
         self.parse_cache.forget_new()  # the parent's own entries: it has them
         self.node_cache.forget_new()
         before = set(self._parsed)
@@ -199,6 +215,7 @@ class Builder:
         notes: tuple[str, ...],
     ) -> NodeSnapshot:
         self.stats["resolved"] += 1
+        self._step()
         reach = partial(_reached, graph, key)
         failed = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
         tree = self._tree(lkeys)
@@ -238,6 +255,13 @@ class Builder:
         if not any(k in self.dynamic for k in lkeys):
             self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash, resolved.size))
         return replace(snap, content_hash=content_hash)
+
+    def _step(self, count: int = 1) -> None:
+        """`count` more nodes of the current build are done: report it."""
+        self._done += count
+        if self.progress is not None:
+            done = self._done if self._split_at is None else 2 * self._done - self._split_at
+            self.progress(self._stage, min(done, self._total), self._total)
 
     def _spend(
         self, key: str, size: int, lkeys: tuple[str, ...], resolved: Resolved | None = None

@@ -76,8 +76,10 @@ def compile_for(
     """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
 
     `check` also compiles every other value of every variable and validates schemas and policies (what
-    `compile` reports); queries skip both, since neither changes a resolved config.
+    `compile` reports); queries skip both, since neither changes a resolved config. A compile that takes
+    more than a second shows a progress bar on a terminal, when the command's `--format` is text.
     """
+    from cfgtool.cli.progress import terminal_progress
     from cfgtool.compile import compile_store  # imported by the commands that compile, not at start-up
     from cfgtool.versions import resolve_version
 
@@ -86,7 +88,8 @@ def compile_for(
         if ref is not None:
             raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
         ref = resolve_version(cli.repo, version, cli.store)
-    return compile_store(
-        cli.repo, cli.store, ref, parse_variables(variables),
-        check_variables=check, validate=check, base=base, principal=principal,
-    )
+    with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:
+        return compile_store(
+            cli.repo, cli.store, ref, parse_variables(variables),
+            check_variables=check, validate=check, base=base, principal=principal, progress=progress,
+        )
