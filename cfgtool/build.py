@@ -7,14 +7,14 @@ again, and the documents of its layers are not even read. A document that includ
 cached (its content is not captured by its own blob id), and neither is a node that resolves from one.
 
 A build with many nodes to resolve (a cold compile) is split over two processes: a forked worker parses and
-resolves half of them and sends back plain data (configs, content hashes, diagnostics, encoded cache
-entries); this process keeps everything else. The snapshot and diagnostics are the same as in one process.
+resolves half of them, adds its cache entries to the cache files itself, and sends back plain data through a
+pipe (configs, content hashes, diagnostics); this process keeps everything else. The snapshot and
+diagnostics are the same as in one process.
 """
 
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import pickle
 import posixpath
@@ -44,11 +44,9 @@ BUDGET_PER_NODE = 1_000
 _Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
 # How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
 Progress = Callable[[str, int, int], None]
-# What a worker sends back: results by key (None: failed), parse cache entries (marshalled), node cache
-# entries, diagnostics, keys whose main.conf includes files, the included files, keys it parsed.
-_Share = tuple[
-    dict[str, "NodeEntry | None"], bytes, list[tuple[str, Any]], list[Diagnostic], list[str], list[str], list[str]
-]
+# What a worker sends back: results by key (None: failed), diagnostics, keys whose main.conf includes files,
+# the included files, keys it parsed. Its cache entries go to the cache files (the parent adds its own later).
+_Share = tuple[dict[str, "NodeEntry | None"], list[Diagnostic], list[str], list[str], list[str]]
 
 
 class Builder:
@@ -124,9 +122,9 @@ class Builder:
 
     # -- two processes ----------------------------------------------------------------------------------
     def _build_split(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> dict[str, NodeSnapshot]:
-        """Resolve `todo` in two processes: a forked worker takes the first half (results, diagnostics and
-        cache entries come back as plain data), this process the rest. Results are the same as one process
-        gives; if the worker fails, its half is done here."""
+        """Resolve `todo` in two processes: a forked worker takes the first half (results and diagnostics
+        come back as plain data, its cache entries go to the cache files), this process the rest. Results are
+        the same as one process gives; if the worker fails, its half is done here."""
         half = len(todo) // 2
         theirs, mine = todo[:half], todo[half:]
         self._read({k for _, lkeys, _, _ in todo for k in lkeys})  # one git process, shared by both
@@ -146,9 +144,7 @@ class Builder:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
             return out
         share: _Share = pickle.loads(data)
-        results, parsed, node_entries, diags, dynamic, included, parsed_keys = share
-        self.parse_cache.add_stored(marshal.loads(parsed))
-        self.node_cache.add_stored(node_entries)
+        results, diags, dynamic, included, parsed_keys = share
         self.diags += diags
         self.dynamic.update(dynamic)
         self.included += included
@@ -169,7 +165,8 @@ class Builder:
         return out
 
     def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
-        """In the worker: resolve `todo` and return what the parent needs, pickled (see `_build_split`)."""
+        """In the worker: resolve `todo`, write its cache entries and return what the parent needs, pickled
+        (see `_build_split`; a pipe between two processes of one compile, never a cache)."""
         start, included_start = len(self.diags), len(self.included)
         self.progress = None  # the parent reports progress; a worker never touches the terminal
         self.parse_cache.forget_new()  # the parent's own entries: it has them
@@ -182,10 +179,9 @@ class Builder:
             config, content_hash = snap.config, snap.content_hash
             # the size is spent here, in the worker's budget
             results[key] = None if config is None or content_hash is None else (config, snap.intrinsic, content_hash, 0)
+        self.flush()
         share: _Share = (
             results,
-            marshal.dumps(self.parse_cache.stored_new()),
-            self.node_cache.stored_new(),
             self.diags[start:],
             sorted(self.dynamic),
             self.included[included_start:],
@@ -249,7 +245,9 @@ class Builder:
             imports=imports,
             file=self._file(key),
             intrinsic=resolved.used_extra,
-            provenance=Provenance(resolved, self.docs.get(key), reach=reach),
+            # resolved again when asked (explain, --output, a schema error's position): keeping every node's
+            # resolved tree with its origins would cost about a third of a compile's memory
+            provenance=Provenance(compute=partial(self._provenance, key, lkeys), reach=reach),
         )
         content_hash = node_hash(snap)  # once: the snapshot's digest and the node cache both need it
         if not any(k in self.dynamic for k in lkeys):
@@ -281,7 +279,7 @@ class Builder:
         return replace(self._over_budget, key=key)
 
     def _provenance(self, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
-        """Resolve a cached node again, for explain or `--output` (its provenance is not cached)."""
+        """Resolve a node again, for its provenance (explain, `--output`): neither cache nor build keeps it."""
         self._load(lkeys)
         tree = self._tree(lkeys)
         return (resolve_layers([tree], key) if tree is not None else None), self.docs.get(key)
@@ -295,14 +293,17 @@ class Builder:
         done = last  # keys[done:] and every shorter suffix are merged already (built from each other)
         while done > 0 and keys[done - 1 :] in trees:
             done -= 1
+        tree: Node | None = None
         for i in range(done - 1, -1, -1):
             head = self.docs.get(keys[i])
             if i == last - 1:
-                trees[keys[i:]] = head
+                tree = head
             else:
                 rest = trees[keys[i + 1 :]]
-                trees[keys[i:]] = None if head is None or rest is None else merge_nodes(head, rest)
-        return trees[keys]
+                tree = None if head is None or rest is None else merge_nodes(head, rest)
+            if i:  # a node's own full tree is merged once: only suffixes (its parents' trees) are shared
+                trees[keys[i:]] = tree
+        return trees[keys] if done == 0 else tree
 
     # -- documents ---------------------------------------------------------------------------------------
     def _file(self, key: str) -> str | None:

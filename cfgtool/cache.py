@@ -9,7 +9,9 @@
 Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that
 holds data only (pickle and marshal can carry code, and a cache directory may be shared or planted; DESIGN
 15), and reads them several times faster than pickling the node objects. They are sharded by the first hex
-digit of their key; a shard is read when first needed and rewritten only when it gained entries. A shard is
+digit of their key; a shard is read when first needed, and a shard that gained entries is written as the
+file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's
+forked worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is
 written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss.
 Every entry is checked as it is decoded: a damaged, truncated, foreign or hostile shard or entry is a cache
 miss, never an error. Cache directories are created private (0700).
@@ -21,6 +23,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -66,6 +69,34 @@ def unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=True)
 
 
+def join_maps(old: bytes, new: bytes) -> bytes:
+    """Two packed msgpack maps as one (the entries of both; a key in both keeps `new`'s value), without
+    decoding them: a map is a header with its entry count, then its entries. ValueError when `old` does not
+    start with a map header."""
+    count_old, body_old = _map_header(old)
+    count_new, body_new = _map_header(new)
+    count = count_old + count_new
+    if count <= 15:
+        head = bytes((0x80 | count,))
+    elif count <= 0xFFFF:
+        head = b"\xde" + count.to_bytes(2, "big")
+    else:
+        head = b"\xdf" + count.to_bytes(4, "big")
+    return b"".join((head, old[body_old:], new[body_new:]))
+
+
+def _map_header(data: bytes) -> tuple[int, int]:
+    """(entries, where they start) of a packed msgpack map."""
+    first = data[0] if data else -1
+    if 0x80 <= first <= 0x8F:
+        return first & 0x0F, 1
+    if first == 0xDE and len(data) >= 3:
+        return int.from_bytes(data[1:3], "big"), 3
+    if first == 0xDF and len(data) >= 5:
+        return int.from_bytes(data[1:5], "big"), 5
+    raise ValueError("not a packed msgpack map")
+
+
 def private_dir(path: Path) -> None:
     """Create `path` and its missing parents with mode 0700 (`mkdir(parents=True)` ignores the mode for the
     parents): a cache is no one else's to read or plant files in."""
@@ -90,6 +121,7 @@ class _Sharded(Generic[K, V]):
         self.directory = directory
         self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
+        self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
 
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
@@ -116,8 +148,11 @@ class _Sharded(Generic[K, V]):
             try:
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
                 shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+            except FileNotFoundError:
+                shard = {}
             except (OSError, *DAMAGED):
                 shard = {}
+                self._damaged.add(name)
             self._shards[name] = shard
         return shard
 
@@ -143,29 +178,27 @@ class _Sharded(Generic[K, V]):
 
     def forget_new(self) -> None:
         """Drop the entries put since the last flush without writing them: in a forked worker they are its
-        parent's, which writes them (only what the worker adds goes back, see `stored_new`)."""
+        parent's, which writes them (the worker flushes only what it adds)."""
         self._new.clear()
 
-    def stored_new(self) -> list[tuple[K, Any]]:
-        """The entries put since the last flush, in stored form (for `add_stored` in another process)."""
-        return [(key, self._dump(value)) for new in self._new.values() for key, value in new.items()]
-
-    def add_stored(self, entries: list[tuple[K, Any]]) -> None:
-        """Add entries that `stored_new` returned; they are written by the next `flush`."""
-        for key, stored in entries:
-            name = self._shard_of(key)
-            self._shard(name)[key] = stored
-            self._new.setdefault(name, {})
-
     def flush(self) -> None:
-        """Write every shard that gained entries; a cache that cannot be written is skipped silently."""
+        """Add every entry put since the last flush to its shard's file; a cache that cannot be written is
+        skipped silently. A written shard leaves memory (read again if asked): entries written by another
+        process since it was read (a forked worker) are then found too."""
         for name in sorted(self._new):
-            shard = self._shard(name)
-            shard.update((key, self._dump(value)) for key, value in self._new.pop(name).items())
+            new = self._new[name]
+            self._shard(name)  # a shard is checked once before it is added to
+            path = self.directory / f"{name}.msgpack"
             try:
-                self._write(name, pack({self._key_text(k): v for k, v in shard.items()}))
+                data = pack({self._key_text(k): self._dump(v) for k, v in new.items()})
+                if name not in self._damaged:
+                    with suppress(OSError, ValueError):  # no file yet, or not a map: the new entries alone
+                        data = join_maps(path.read_bytes(), data)
+                self._write(name, data)
             except (OSError, ValueError, TypeError, OverflowError):
                 return
+            self._damaged.discard(name)
+            del self._shards[name], self._new[name]
 
     def _write(self, name: str, data: bytes) -> None:
         """Write one shard through a temporary file and a rename, so readers never see half a file."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cfgtool.cache import NodeCache, ParseCache, decode_tree, encode_tree
+from cfgtool.cache import NodeCache, ParseCache, decode_tree, encode_tree, join_maps, pack, unpack
 from cfgtool.hocon import parse, resolve
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Joined, Merge, Node, Obj
@@ -91,8 +91,8 @@ def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
 
 
 def test_cache_damaged_entry_is_a_miss(tmp_path: Path) -> None:
+    (tmp_path / "e.msgpack").write_bytes(pack({"ef\0m.conf": [3, "m.conf", 1]}))  # a truncated record
     cache = ParseCache(tmp_path)
-    cache.add_stored([(("ef", "m.conf"), (3, "m.conf", 1))])  # a truncated record
     assert cache.get(("ef", "m.conf")) is None
 
 
@@ -107,15 +107,28 @@ def test_cache_flush_writes_whole_files_only(tmp_path: Path) -> None:
     assert all(fresh.get(f"{i:x}{i}") == ({"i": i}, False, str(i), 5) for i in range(40))
 
 
-def test_cache_stored_entries_move_between_caches(tmp_path: Path) -> None:
-    source = ParseCache(tmp_path / "a")
-    doc = parse("x = ${y}\ny = 1\n", "m.conf")
-    source.put(("12", "m.conf"), doc)
-    target = ParseCache(tmp_path / "b")
-    target.add_stored(source.stored_new())
-    target.flush()
-    back = ParseCache(tmp_path / "b").get(("12", "m.conf"))
-    assert back is not None and encode_tree(back) == encode_tree(doc)
+def test_cache_flush_keeps_entries_another_process_wrote_since_the_read(tmp_path: Path) -> None:
+    # a compile and its forked worker: both read the shard, the worker adds its entries, then the compile
+    old, worker, parent = NodeCache(tmp_path), NodeCache(tmp_path), NodeCache(tmp_path)
+    old.put("10", ({"old": 0}, False, "h0", 1))
+    old.flush()
+    assert worker.get("11") is None and parent.get("12") is None  # both read the shard before the worker writes
+    worker.put("11", ({"w": 1}, False, "h1", 1))
+    worker.flush()
+    parent.put("12", ({"p": 2}, False, "h2", 1))
+    parent.flush()
+    fresh = NodeCache(tmp_path)
+    assert [fresh.get(k) for k in ("10", "11", "12")] == [
+        ({"old": 0}, False, "h0", 1), ({"w": 1}, False, "h1", 1), ({"p": 2}, False, "h2", 1)
+    ]
+    assert parent.get("11") == ({"w": 1}, False, "h1", 1)  # a flushed shard is read again when asked
+
+
+@pytest.mark.parametrize("count", [14, 300, 70_000])  # the three sizes of a msgpack map header
+def test_join_maps_counts_across_header_sizes(count: int) -> None:
+    old = {f"o{i}": i for i in range(count)}
+    joined = join_maps(pack(old), pack({"n": -1, "o0": "new"}))
+    assert unpack(joined) == {**old, "n": -1, "o0": "new"}
 
 
 def test_cache_unwritable_directory_is_skipped(tmp_path: Path) -> None:
