@@ -19,10 +19,10 @@ import os
 import pickle
 import posixpath
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from cfgtool.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
@@ -197,7 +197,7 @@ class Builder:
         config, intrinsic, content_hash, _ = entry
         return NodeSnapshot(
             key=key,
-            config=config,
+            config=cast("Mapping[str, Any]", config),  # a PackedConfig is read (unpacked) when first asked for
             layers=lkeys,
             imports=imports,
             file=self._file(key),

@@ -3,6 +3,8 @@
 - `ParseCache`: parsed `main.conf` trees by (git blob id, path): an unchanged file is never parsed twice,
   whichever commit, branch or working tree it is read from.
 - `NodeCache`: a node's resolved config by the fingerprint of everything it resolves from (`cfgtool.build`).
+  The config is kept packed (msgpack bytes with a CRC-32) and unpacked only when read: a warm compile of a
+  large store needs every node's content hash, and few configs.
 - `SchemaPasses`: the (schema file, node content hash) pairs that passed a set of JSON Schemas: a node whose
   content did not change is not validated again (`cfgtool.validate.schemas`).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zlib
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
@@ -30,12 +33,14 @@ from typing import Any, Generic, TypeVar
 import msgpack  # type: ignore[import-untyped]
 
 from cfgtool._version import __version__
+from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import values
 from cfgtool.hocon.api import deep_recursion
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
+from cfgtool.snapshot import Deferred
 
-FORMAT = 6  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees)
+FORMAT = 7  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees; 7: node configs packed)
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -235,11 +240,34 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
         return tree
 
 
-NodeEntry = tuple[Mapping[str, Any], bool, str, int]  # resolved config, uses intrinsics, content hash, size
+# resolved config (as resolved, or packed when read back), uses intrinsics, content hash, size
+NodeEntry = tuple["Mapping[str, Any] | PackedConfig", bool, str, int]
+
+
+class PackedConfig(Deferred):
+    """A cached config as msgpack bytes, unpacked on first read (`NodeSnapshot.config`)."""
+
+    __slots__ = ("data", "where")
+
+    def __init__(self, data: bytes, where: Path) -> None:
+        self.data = data
+        self.where = where
+
+    def load(self) -> Mapping[str, Any]:
+        try:
+            config = unpack(self.data)
+        except DAMAGED:
+            config = None
+        if not isinstance(config, dict):  # the CRC matched: written so on purpose, not damaged by chance
+            raise CfgtoolError(
+                f"the node cache in {self.where} holds an entry that is not a config",
+                hint=f"delete {self.where}: it is only a cache",
+            )
+        return config
 
 
 class NodeCache(_Sharded[str, NodeEntry]):
-    """Resolved node configs by fingerprint."""
+    """Resolved node configs by fingerprint; stored as [packed config, intrinsic, hash, size, CRC-32]."""
 
     @classmethod
     def default(cls) -> NodeCache:
@@ -248,12 +276,18 @@ class NodeCache(_Sharded[str, NodeEntry]):
     def _shard_of(self, key: str) -> str:
         return key[:1]
 
+    def _dump(self, value: NodeEntry) -> Any:
+        config, intrinsic, content_hash, size = value
+        data = config.data if isinstance(config, PackedConfig) else pack(config)
+        return [data, intrinsic, content_hash, size, zlib.crc32(data)]
+
     def _load(self, stored: Any) -> NodeEntry:
-        if not (isinstance(stored, (list, tuple)) and len(stored) == 4 and isinstance(stored[0], dict)
+        if not (isinstance(stored, (list, tuple)) and len(stored) == 5 and isinstance(stored[0], bytes)
                 and isinstance(stored[1], bool) and isinstance(stored[2], str)
-                and type(stored[3]) is int and stored[3] >= 0):  # fmt: skip
+                and type(stored[3]) is int and stored[3] >= 0
+                and zlib.crc32(stored[0]) == stored[4]):  # fmt: skip
             raise ValueError("not a node cache entry")
-        return stored[0], stored[1], stored[2], stored[3]
+        return PackedConfig(stored[0], self.directory), stored[1], stored[2], stored[3]
 
 
 class SchemaPasses(_Sharded[tuple[str, str], bool]):
