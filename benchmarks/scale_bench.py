@@ -180,7 +180,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     package = subprocess.run(
         [sys.executable, "-c", "import cfgtool, os; print(os.path.dirname(cfgtool.__file__))"],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, cwd="/",  # not this directory: PYTHONPATH decides
     ).stdout.strip()  # fmt: skip
     # as installed: modules compiled once, not on every run (PYTHONDONTWRITEBYTECODE is dropped for the runs)
     subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True, capture_output=True)
