@@ -138,7 +138,7 @@ class Table:
               flush=True)  # fmt: skip
 
 
-def measure(datasets: int, runs: int, stores: Path, scratch: Path, table: Table) -> None:
+def measure(datasets: int, runs: int, stores: Path, scratch: Path, table: Table, gets: bool = True) -> None:
     repo, base = store(datasets, stores)
     key = a_dataset_key(repo)
 
@@ -156,6 +156,10 @@ def measure(datasets: int, runs: int, stores: Path, scratch: Path, table: Table)
     table.add("compile, after a one-file change", datasets, warm, load)
     table.add("compile, after a one-file change: peak", datasets, warm, load, memory=True)
 
+    for folder in caches:
+        shutil.rmtree(folder, ignore_errors=True)
+    if not gets:
+        return
     cache = scratch / f"cache-{datasets}-get"
     run(["publish", "--ref", "HEAD", "-m", "scale bench"], repo, cache)  # a new version (stores are reused)
     version = str(len(git(repo, "tag", "--list", "config/v*").split()))
@@ -167,8 +171,7 @@ def measure(datasets: int, runs: int, stores: Path, scratch: Path, table: Table)
         run(args, repo, cache)  # fills the cache
         load = os.getloadavg()[0]
         table.add(row, datasets, [run(args, repo, cache) for _ in range(runs)], load)
-    for folder in (*caches, cache):
-        shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 def main() -> int:
@@ -176,6 +179,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,100000", help="datasets per store, comma-separated")
     parser.add_argument("--runs", type=int, default=5, help="runs per row (the median is reported)")
     parser.add_argument("--stores", type=Path, help="keep the generated stores here (default: a temporary dir)")
+    parser.add_argument("--compile-only", action="store_true", help="only the version and compile rows")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     package = subprocess.run(
@@ -192,7 +196,7 @@ def main() -> int:
         stores.mkdir(parents=True, exist_ok=True)
         table = Table()
         for datasets in sizes:
-            measure(datasets, args.runs, stores, Path(tmp), table)
+            measure(datasets, args.runs, stores, Path(tmp), table, gets=not args.compile_only)
     print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{table.missed} median(s) missed their target")
     return 0
