@@ -7,22 +7,22 @@ again, and the documents of its layers are not even read. A document that includ
 cached (its content is not captured by its own blob id), and neither is a node that resolves from one.
 
 A build with many nodes to resolve (a cold compile) is split over two processes: a forked worker parses and
-resolves half of them and sends back plain data (configs, content hashes, diagnostics, encoded cache
-entries); this process keeps everything else. The snapshot and diagnostics are the same as in one process.
+resolves half of them, adds its cache entries to the cache files itself, and sends back plain data through a
+pipe (configs, content hashes, diagnostics); this process keeps everything else. The snapshot and
+diagnostics are the same as in one process.
 """
 
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import pickle
 import posixpath
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from cfgtool.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
@@ -42,17 +42,19 @@ PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a
 BUDGET = 2_000_000
 BUDGET_PER_NODE = 1_000
 _Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
-# What a worker sends back: results by key (None: failed), parse cache entries (marshalled), node cache
-# entries, diagnostics, keys whose main.conf includes files, the included files, keys it parsed.
-_Share = tuple[
-    dict[str, "NodeEntry | None"], bytes, list[tuple[str, Any]], list[Diagnostic], list[str], list[str], list[str]
-]
+# How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
+Progress = Callable[[str, int, int], None]
+# What a worker sends back: results by key (None: failed), diagnostics, keys whose main.conf includes files,
+# the included files, keys it parsed. Its cache entries go to the cache files (the parent adds its own later).
+_Share = tuple[dict[str, "NodeEntry | None"], list[Diagnostic], list[str], list[str], list[str]]
 
 
 class Builder:
     """Resolves the nodes of one store (for any number of graphs over it), collecting diagnostics."""
 
-    def __init__(self, store: Store, diagnostics: list[Diagnostic], *, caches: bool = True) -> None:
+    def __init__(
+        self, store: Store, diagnostics: list[Diagnostic], progress: Progress | None = None, *, caches: bool = True
+    ) -> None:
         """`caches` False keeps both caches in memory: a query about one key parses its few files faster
         than it would read the cache shards that hold them."""
         self.store = store
@@ -68,6 +70,9 @@ class Builder:
         self._over_budget: Diagnostic | None = None  # once spent, every later node fails with this
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
         self.stats = {"parsed": 0, "resolved": 0, "reused": 0}  # what this compile did, for reports and tests
+        self.progress = progress
+        self._stage, self._done, self._total = "", 0, 0
+        self._split_at: int | None = None  # `_done` when a worker took half of the rest
 
     def build(
         self, graph: Graph, keys: Iterable[str], notes: tuple[str, ...] = (), keep: bool = True
@@ -76,6 +81,9 @@ class Builder:
         the diagnostics matter (another variable value being checked): cached nodes are just counted."""
         out: dict[str, NodeSnapshot] = {}
         todo: list[_Todo] = []
+        keys = list(keys)
+        self._stage = f"resolving ({notes[0]})" if notes else "resolving"
+        self._done, self._total, self._split_at = 0, len(keys), None
         for key in keys:
             lkeys = graph.linearization(key)
             if lkeys is None:  # on or behind an import cycle: E_CYCLE was reported; no L(K), so no layers
@@ -88,6 +96,7 @@ class Builder:
                 todo.append((key, lkeys, imports, fingerprint))
                 continue
             self.stats["reused"] += 1
+            self._step()
             problem = self._spend(key, hit[3], lkeys)
             if problem is not None:
                 self.diags.append(problem)
@@ -110,40 +119,44 @@ class Builder:
         return [*mains, *self.included]
 
     def flush(self) -> None:
+        if self.progress is not None:
+            self.progress("writing caches", 0, 0)
         self.parse_cache.flush()
         self.node_cache.flush()
 
     # -- two processes ----------------------------------------------------------------------------------
     def _build_split(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> dict[str, NodeSnapshot]:
-        """Resolve `todo` in two processes: a forked worker takes the first half (results, diagnostics and
-        cache entries come back as plain data), this process the rest. Results are the same as one process
-        gives; if the worker fails, its half is done here."""
+        """Resolve `todo` in two processes: a forked worker takes the first half (results and diagnostics
+        come back as plain data, its cache entries go to the cache files), this process the rest. Results are
+        the same as one process gives; if the worker fails, its half is done here."""
         half = len(todo) // 2
         theirs, mine = todo[:half], todo[half:]
         self._read({k for _, lkeys, _, _ in todo for k in lkeys})  # one git process, shared by both
         join = _fork(partial(self._share, graph, theirs, notes))
         out: dict[str, NodeSnapshot] = {}
+        self._split_at = self._done  # from here on, the worker goes about as fast as this process
         try:
             self._load({k for _, lkeys, _, _ in mine for k in lkeys})
             for key, lkeys, imports, fingerprint in mine:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
         finally:
             data = join()  # also when this half failed: no worker is left behind
+        self._split_at = None
         if data is None:
             self._load({k for _, lkeys, _, _ in theirs for k in lkeys})
             for key, lkeys, imports, fingerprint in theirs:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
             return out
         share: _Share = pickle.loads(data)
-        results, parsed, node_entries, diags, dynamic, included, parsed_keys = share
-        self.parse_cache.add_stored(marshal.loads(parsed))
-        self.node_cache.add_stored(node_entries)
+        results, diags, dynamic, included, parsed_keys = share
         self.diags += diags
         self.dynamic.update(dynamic)
         self.included += included
         self.stats["resolved"] += len(theirs)
         self.stats["parsed"] += len(set(parsed_keys) - self._parsed)
         self._parsed.update(parsed_keys)
+        self._done += len(theirs)
+        self._step(0)
         for key, lkeys, imports, _ in theirs:
             entry = results[key]
             if entry is None:
@@ -156,8 +169,12 @@ class Builder:
         return out
 
     def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
-        """In the worker: resolve `todo` and return what the parent needs, pickled (see `_build_split`)."""
+        """In the worker: resolve `todo`, write its cache entries and return what the parent needs, pickled
+        (see `_build_split`; a pipe between two processes of one compile, never a cache)."""
         start, included_start = len(self.diags), len(self.included)
+        self.progress = None  # the parent reports progress; a worker never touches the terminal
+        self.parse_cache.forget_new()  # the parent's own entries: it has them
+        self.node_cache.forget_new()
         before = set(self._parsed)
         results: dict[str, NodeEntry | None] = {}
         self._load({k for _, lkeys, _, _ in todo for k in lkeys})
@@ -166,10 +183,9 @@ class Builder:
             config, content_hash = snap.config, snap.content_hash
             # the size is spent here, in the worker's budget
             results[key] = None if config is None or content_hash is None else (config, snap.intrinsic, content_hash, 0)
+        self.flush()
         share: _Share = (
             results,
-            marshal.dumps(self.parse_cache.stored_new()),
-            self.node_cache.stored_new(),
             self.diags[start:],
             sorted(self.dynamic),
             self.included[included_start:],
@@ -185,7 +201,7 @@ class Builder:
         config, intrinsic, content_hash, _ = entry
         return NodeSnapshot(
             key=key,
-            config=config,
+            config=cast("Mapping[str, Any]", config),  # a PackedConfig is read (unpacked) when first asked for
             layers=lkeys,
             imports=imports,
             file=self._file(key),
@@ -199,6 +215,7 @@ class Builder:
         notes: tuple[str, ...],
     ) -> NodeSnapshot:
         self.stats["resolved"] += 1
+        self._step()
         reach = partial(_reached, graph, key)
         failed = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
         tree = self._tree(lkeys)
@@ -232,12 +249,21 @@ class Builder:
             imports=imports,
             file=self._file(key),
             intrinsic=resolved.used_extra,
-            provenance=Provenance(resolved, self.docs.get(key), reach=reach),
+            # resolved again when asked (explain, --output, a schema error's position): keeping every node's
+            # resolved tree with its origins would cost about a third of a compile's memory
+            provenance=Provenance(compute=partial(self._provenance, key, lkeys), reach=reach),
         )
         content_hash = node_hash(snap)  # once: the snapshot's digest and the node cache both need it
         if not any(k in self.dynamic for k in lkeys):
             self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash, resolved.size))
         return replace(snap, content_hash=content_hash)
+
+    def _step(self, count: int = 1) -> None:
+        """`count` more nodes of the current build are done: report it."""
+        self._done += count
+        if self.progress is not None:
+            done = self._done if self._split_at is None else 2 * self._done - self._split_at
+            self.progress(self._stage, min(done, self._total), self._total)
 
     def _spend(
         self, key: str, size: int, lkeys: tuple[str, ...], resolved: Resolved | None = None
@@ -257,7 +283,7 @@ class Builder:
         return replace(self._over_budget, key=key)
 
     def _provenance(self, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
-        """Resolve a cached node again, for explain or `--output` (its provenance is not cached)."""
+        """Resolve a node again, for its provenance (explain, `--output`): neither cache nor build keeps it."""
         self._load(lkeys)
         tree = self._tree(lkeys)
         return (resolve_layers([tree], key) if tree is not None else None), self.docs.get(key)
@@ -271,14 +297,17 @@ class Builder:
         done = last  # keys[done:] and every shorter suffix are merged already (built from each other)
         while done > 0 and keys[done - 1 :] in trees:
             done -= 1
+        tree: Node | None = None
         for i in range(done - 1, -1, -1):
             head = self.docs.get(keys[i])
             if i == last - 1:
-                trees[keys[i:]] = head
+                tree = head
             else:
                 rest = trees[keys[i + 1 :]]
-                trees[keys[i:]] = None if head is None or rest is None else merge_nodes(head, rest)
-        return trees[keys]
+                tree = None if head is None or rest is None else merge_nodes(head, rest)
+            if i:  # a node's own full tree is merged once: only suffixes (its parents' trees) are shared
+                trees[keys[i:]] = tree
+        return trees[keys] if done == 0 else tree
 
     # -- documents ---------------------------------------------------------------------------------------
     def _file(self, key: str) -> str | None:

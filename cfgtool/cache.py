@@ -3,13 +3,17 @@
 - `ParseCache`: parsed `main.conf` trees by (git blob id, path): an unchanged file is never parsed twice,
   whichever commit, branch or working tree it is read from.
 - `NodeCache`: a node's resolved config by the fingerprint of everything it resolves from (`cfgtool.build`).
+  The config is kept packed (msgpack bytes with a CRC-32) and unpacked only when read: a warm compile of a
+  large store needs every node's content hash, and few configs.
 - `SchemaPasses`: the (schema file, node content hash) pairs that passed a set of JSON Schemas: a node whose
   content did not change is not validated again (`cfgtool.validate.schemas`).
 
 Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that
 holds data only (pickle and marshal can carry code, and a cache directory may be shared or planted; DESIGN
 15), and reads them several times faster than pickling the node objects. They are sharded by the first hex
-digit of their key; a shard is read when first needed and rewritten only when it gained entries. A shard is
+digit of their key; a shard is read when first needed, and a shard that gained entries is written as the
+file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's
+forked worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is
 written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss.
 Every entry is checked as it is decoded: a damaged, truncated, foreign or hostile shard or entry is a cache
 miss, never an error. Cache directories are created private (0700).
@@ -20,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zlib
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -29,12 +35,14 @@ import msgpack  # type: ignore[import-untyped]
 from cfgtool._version import __version__
 from cfgtool.cachedir import cache_root as cache_root  # re-exported: their home before cachedir.py
 from cfgtool.cachedir import private_dir as private_dir
+from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import values
 from cfgtool.hocon.api import deep_recursion
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
+from cfgtool.snapshot import Deferred
 
-FORMAT = 6  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees)
+FORMAT = 7  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees; 7: node configs packed)
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -59,6 +67,43 @@ def unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=True)
 
 
+def join_maps(old: bytes, new: bytes) -> bytes:
+    """Two packed msgpack maps as one (the entries of both; a key in both keeps `new`'s value), without
+    decoding them: a map is a header with its entry count, then its entries. ValueError when `old` does not
+    start with a map header."""
+    count_old, body_old = _map_header(old)
+    count_new, body_new = _map_header(new)
+    count = count_old + count_new
+    if count <= 15:
+        head = bytes((0x80 | count,))
+    elif count <= 0xFFFF:
+        head = b"\xde" + count.to_bytes(2, "big")
+    else:
+        head = b"\xdf" + count.to_bytes(4, "big")
+    return b"".join((head, old[body_old:], new[body_new:]))
+
+
+def _is_map(data: bytes) -> bool:
+    """Whether `data` starts as a packed msgpack map (a config), checked without decoding it."""
+    try:
+        _map_header(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _map_header(data: bytes) -> tuple[int, int]:
+    """(entries, where they start) of a packed msgpack map."""
+    first = data[0] if data else -1
+    if 0x80 <= first <= 0x8F:
+        return first & 0x0F, 1
+    if first == 0xDE and len(data) >= 3:
+        return int.from_bytes(data[1:3], "big"), 3
+    if first == 0xDF and len(data) >= 5:
+        return int.from_bytes(data[1:5], "big"), 5
+    raise ValueError("not a packed msgpack map")
+
+
 class _Sharded(Generic[K, V]):
     """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
     strings (`_key_text`: tuples joined with NUL).
@@ -70,6 +115,7 @@ class _Sharded(Generic[K, V]):
         self.directory = directory  # None: in memory only, nothing is read or written
         self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
+        self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
 
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
@@ -98,8 +144,11 @@ class _Sharded(Generic[K, V]):
                     raise FileNotFoundError(name)
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
                 shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+            except FileNotFoundError:
+                shard = {}
             except (OSError, *DAMAGED):
                 shard = {}
+                self._damaged.add(name)
             self._shards[name] = shard
         return shard
 
@@ -123,29 +172,32 @@ class _Sharded(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         self._new.setdefault(self._shard_of(key), {})[key] = value
 
-    def stored_new(self) -> list[tuple[K, Any]]:
-        """The entries put since the last flush, in stored form (for `add_stored` in another process)."""
-        return [(key, self._dump(value)) for new in self._new.values() for key, value in new.items()]
-
-    def add_stored(self, entries: list[tuple[K, Any]]) -> None:
-        """Add entries that `stored_new` returned; they are written by the next `flush`."""
-        for key, stored in entries:
-            name = self._shard_of(key)
-            self._shard(name)[key] = stored
-            self._new.setdefault(name, {})
+    def forget_new(self) -> None:
+        """Drop the entries put since the last flush without writing them: in a forked worker they are its
+        parent's, which writes them (the worker flushes only what it adds)."""
+        self._new.clear()
 
     def flush(self) -> None:
-        """Write every shard that gained entries; a cache that cannot be written is skipped silently."""
+        """Add every entry put since the last flush to its shard's file; a cache that cannot be written is
+        skipped silently. A written shard leaves memory (read again if asked): entries written by another
+        process since it was read (a forked worker) are then found too."""
         if self.directory is None:
             self._new.clear()
             return
         for name in sorted(self._new):
-            shard = self._shard(name)
-            shard.update((key, self._dump(value)) for key, value in self._new.pop(name).items())
+            new = self._new[name]
+            self._shard(name)  # a shard is checked once before it is added to
+            path = self.directory / f"{name}.msgpack"
             try:
-                self._write(name, pack({self._key_text(k): v for k, v in shard.items()}))
+                data = pack({self._key_text(k): self._dump(v) for k, v in new.items()})
+                if name not in self._damaged:
+                    with suppress(OSError, ValueError):  # no file yet, or not a map: the new entries alone
+                        data = join_maps(path.read_bytes(), data)
+                self._write(name, data)
             except (OSError, ValueError, TypeError, OverflowError):
                 return
+            self._damaged.discard(name)
+            del self._shards[name], self._new[name]
 
     def _write(self, name: str, data: bytes) -> None:
         """Write one shard through a temporary file and a rename, so readers never see half a file."""
@@ -183,11 +235,34 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
         return tree
 
 
-NodeEntry = tuple[Mapping[str, Any], bool, str, int]  # resolved config, uses intrinsics, content hash, size
+# resolved config (as resolved, or packed when read back), uses intrinsics, content hash, size
+NodeEntry = tuple["Mapping[str, Any] | PackedConfig", bool, str, int]
+
+
+class PackedConfig(Deferred):
+    """A cached config as msgpack bytes, unpacked on first read (`NodeSnapshot.config`)."""
+
+    __slots__ = ("data", "where")
+
+    def __init__(self, data: bytes, where: Path | None) -> None:
+        self.data = data
+        self.where = where
+
+    def load(self) -> Mapping[str, Any]:
+        try:
+            config = unpack(self.data)
+        except DAMAGED:
+            config = None
+        if not isinstance(config, dict):  # the CRC matched: written so on purpose, not damaged by chance
+            raise CfgtoolError(
+                f"the node cache in {self.where} holds an entry that is not a config",
+                hint=f"delete {self.where}: it is only a cache",
+            )
+        return config
 
 
 class NodeCache(_Sharded[str, NodeEntry]):
-    """Resolved node configs by fingerprint."""
+    """Resolved node configs by fingerprint; stored as [packed config, intrinsic, hash, size, CRC-32]."""
 
     @classmethod
     def default(cls) -> NodeCache:
@@ -196,12 +271,18 @@ class NodeCache(_Sharded[str, NodeEntry]):
     def _shard_of(self, key: str) -> str:
         return key[:1]
 
+    def _dump(self, value: NodeEntry) -> Any:
+        config, intrinsic, content_hash, size = value
+        data = config.data if isinstance(config, PackedConfig) else pack(config)
+        return [data, intrinsic, content_hash, size, zlib.crc32(data)]
+
     def _load(self, stored: Any) -> NodeEntry:
-        if not (isinstance(stored, (list, tuple)) and len(stored) == 4 and isinstance(stored[0], dict)
+        if not (isinstance(stored, (list, tuple)) and len(stored) == 5 and isinstance(stored[0], bytes)
                 and isinstance(stored[1], bool) and isinstance(stored[2], str)
-                and type(stored[3]) is int and stored[3] >= 0):  # fmt: skip
-            raise ValueError("not a node cache entry")
-        return stored[0], stored[1], stored[2], stored[3]
+                and type(stored[3]) is int and stored[3] >= 0
+                and zlib.crc32(stored[0]) == stored[4] and _is_map(stored[0])):  # fmt: skip
+            raise ValueError("not a node cache entry")  # a miss: only a planted map that does not decode is left
+        return PackedConfig(stored[0], self.directory), stored[1], stored[2], stored[3]
 
 
 class SchemaPasses(_Sharded[tuple[str, str], bool]):

@@ -17,6 +17,7 @@ from pathlib import Path
 from cfgtool._version import __version__
 from cfgtool.access.enforce import acl_problems, change_problems
 from cfgtool.build import Builder
+from cfgtool.build import Progress as Progress  # the callback type, for callers
 from cfgtool.diagnostics import VALIDATION_CODES as VALIDATION_CODES  # its first home: still importable here
 from cfgtool.diagnostics import Diagnostic, count
 from cfgtool.hocon import bulk
@@ -69,6 +70,7 @@ def compile_store(
     validate: bool = True,
     base: str | None = None,
     principal: str | None = None,
+    progress: Progress | None = None,
 ) -> CompileResult:
     """Compile the store in `repo` at `ref` (None: the working tree); see `compile_source`.
 
@@ -80,22 +82,23 @@ def compile_store(
     source = open_source(repo, store, ref)
     if base is None:
         return compile_source(
-            source, variables, check_variables=check_variables, validate=validate, principal=principal
-        )
+            source, variables, check_variables=check_variables, validate=validate, principal=principal,
+            progress=progress,
+        )  # fmt: skip
     try:
         base_source = open_source(source.repo_root, store, base)
     except StoreNotFoundError:  # the change adds the store (a repository adopting cfgtool): all is created
         base_snapshot = absent_store(source.store, base, git.resolve_commit(source.repo_root, base))
         result = compile_source(
             source, variables, check_variables=check_variables, validate=validate, base=base_snapshot,
-            principal=principal,
+            principal=principal, progress=progress,
         )  # fmt: skip
         added = rule_changes({}, result.rules.files(), None)  # no trusted rules yet: its own, flagged
         return replace(result, diagnostics=result.diagnostics + tuple(added))
-    based = compile_source(base_source, variables, check_variables=False, validate=False)
+    based = compile_source(base_source, variables, check_variables=False, validate=False, progress=progress)
     result = compile_source(
         source, variables, check_variables=check_variables, validate=validate, base=based.snapshot,
-        principal=principal, trusted=based.rules,
+        principal=principal, trusted=based.rules, progress=progress,
     )  # fmt: skip
     if principal is None:
         return result
@@ -126,6 +129,7 @@ def compile_source(
     base: Snapshot | None = None,
     principal: str | None = None,
     trusted: Rules | None = None,
+    progress: Progress | None = None,
 ) -> CompileResult:
     """Compile every node of the store in `source`, then (with `validate`) check schemas and policies.
 
@@ -133,13 +137,16 @@ def compile_source(
     With `check_variables`, every other declared value of every variable a node depends on is compiled too,
     and its problems are reported with the values that caused them (DESIGN 5.3). `trusted`: the rules to
     compile and check with instead of the source's own (a `--base` ref's); every rule file the source
-    changes against them is W_RULES_CHANGED.
+    changes against them is W_RULES_CHANGED. `progress`, when given, is told how far the compile is
+    (nothing here prints).
     """
     with _gc_paused():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
-        result = _compile(source, variables, check_variables, trusted)
+        result = _compile(source, variables, check_variables, trusted, progress)
         hidden, problems = hide_secrets(result.rules, result.snapshot)
         problems += acl_problems(source, result.rules)
         if validate:
+            if progress is not None:
+                progress("validating", 0, 0)
             problems += validate_snapshot(result.store, hidden, result.rules, base, principal)
     return replace(result, snapshot=hidden, diagnostics=result.diagnostics + tuple(problems))
 
@@ -223,7 +230,8 @@ def validate_snapshot(
 
 
 def _compile(
-    source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None
+    source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None,
+    progress: Progress | None,
 ) -> CompileResult:
     store = discover(source, None if trusted is None else (trusted.settings, trusted.settings_file))
     own = rules_of(source, *read_settings(source)) if trusted is not None else None
@@ -236,7 +244,7 @@ def _compile(
         diags += trusted.changes(own)
     graph = Graph(store, chosen)
     diags += graph.diagnostics
-    builder = Builder(store, diags)
+    builder = Builder(store, diags, progress)
     nodes = builder.build(graph, graph.nodes)
 
     checked: list[Mapping[str, str]] = [chosen]

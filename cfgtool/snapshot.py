@@ -41,18 +41,46 @@ class KeyNotFound(CfgtoolError):
     """A strict read asked for a key that has no node."""
 
 
+class Deferred:
+    """A config that is read only when first asked for (a node cache entry's packed form): a compile that
+    reuses 100,000 cached nodes needs their content hashes for the digest, not their configs."""
+
+    def load(self) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+
+class _Config:
+    """`NodeSnapshot.config`: the config given, a `Deferred` one loaded on first read (then kept)."""
+
+    def __get__(self, snap: NodeSnapshot | None, owner: type | None = None) -> Any:
+        if snap is None:
+            return self
+        value = snap.__dict__["_config"]
+        if isinstance(value, Deferred):
+            value = snap.__dict__["_config"] = value.load()
+        return value
+
+    def __set__(self, snap: NodeSnapshot, value: Mapping[str, Any] | Deferred | None) -> None:
+        snap.__dict__["_config"] = value  # once, by the (frozen) dataclass's __init__
+
+
 @dataclass(frozen=True)
 class NodeSnapshot:
     """One node: its resolved config (None when it failed to resolve), layers and provenance."""
 
     key: str
-    config: Mapping[str, Any] | None
+    config: Mapping[str, Any] | None  # a `Deferred` may be given too: see `_Config`, set on the class below
     layers: tuple[str, ...]  # L(K), highest priority first, K itself first; empty on or behind an import cycle
     imports: tuple[str, ...]  # explicit imports after variables, highest priority first
     file: str | None = None  # its main.conf (repo-relative), None when it has none
     intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
     provenance: Provenance = field(default_factory=Provenance, compare=False, repr=False)
     content_hash: str | None = field(default=None, compare=False, repr=False)  # node_hash(), when known
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the node resolved (its config is not None), without loading a deferred config."""
+        return self.__dict__["_config"] is not None
 
     @property
     def reached(self) -> tuple[str, ...]:
@@ -73,6 +101,10 @@ class NodeSnapshot:
     def own(self) -> Mapping[str, OwnValue]:
         """Leaf path -> the node's own assignment, as written."""
         return self.provenance.own
+
+
+# The frozen dataclass's __init__ sets `config` through object.__setattr__, which goes through this descriptor.
+NodeSnapshot.config = _Config()  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -113,7 +145,7 @@ class Snapshot(StoreQueries):
     @cached_property
     def failed(self) -> frozenset[str]:
         """Nodes that did not resolve (their config is None): reading them is an error."""
-        return frozenset(key for key, snap in self.nodes.items() if snap.config is None)
+        return frozenset(key for key, snap in self.nodes.items() if not snap.resolved)
 
     # -- queries (DESIGN 6 comes from StoreQueries) ----------------------------------------------------------
     def _lin_of(self, key: str) -> tuple[str, ...] | None:

@@ -9,7 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cfgtool.build import _fork
+from cfgtool.cache import PackedConfig
+from cfgtool.compile import compile_store
 from tests.conftest import GitRepo
 
 SETTINGS = "tag_roots: [/tags]\nvariables:\n  cl:\n    values: [a1, b1]\n    default: a1\n"
@@ -98,3 +102,20 @@ def test_fork_failure_in_the_child_returns_none() -> None:
         raise RuntimeError("boom")
 
     assert _fork(fail)() is None
+
+
+def test_build_cached_configs_are_read_only_when_asked(
+    store_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    varied_store(store_repo)
+    cold = compile_store(store_repo.root, ref="HEAD", validate=False)
+    warm = compile_store(store_repo.root, ref="HEAD", validate=False)
+    packed = {k for k, snap in warm.snapshot.nodes.items() if isinstance(snap.__dict__["_config"], PackedConfig)}
+    # every node resolved from the cache, all but the one that includes a file (never cached); the digest and
+    # the failed nodes need none of their configs
+    assert packed == set(cold.snapshot.nodes) - cold.snapshot.failed - {"/data/inc"}
+    assert warm.snapshot.digest == cold.snapshot.digest and warm.snapshot.failed == cold.snapshot.failed
+    configs = {k: s.config for k, s in cold.snapshot.nodes.items()}
+    assert {k: s.config for k, s in warm.snapshot.nodes.items()} == configs
+    assert not any(isinstance(s.__dict__["_config"], PackedConfig) for s in warm.snapshot.nodes.values())

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
 
-from cfgtool.cache import NodeCache, ParseCache, decode_tree, encode_tree
+from cfgtool.cache import (
+    NodeCache,
+    NodeEntry,
+    PackedConfig,
+    ParseCache,
+    decode_tree,
+    encode_tree,
+    join_maps,
+    pack,
+    unpack,
+)
+from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import parse, resolve
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Joined, Merge, Node, Obj
@@ -23,6 +35,14 @@ f = ${h} { i = 2 }
 h { j = 3 }
 k += 4
 """
+
+
+def plain(entry: NodeEntry | None) -> tuple[object, ...] | None:
+    """A node cache entry with its config unpacked (entries read back keep it packed until read)."""
+    if entry is None:
+        return None
+    config, *rest = entry
+    return (config.load() if isinstance(config, PackedConfig) else config, *rest)
 
 
 def leaves_with_origins(node: Node) -> list[tuple[str, Origin]]:
@@ -74,11 +94,11 @@ def test_node_cache_round_trips_plain_entries(tmp_path: Path) -> None:
     entry = ({"a": [1, 2.5, None, True, {"b": "é"}]}, True, "f" * 64, 9)
     cache = NodeCache(tmp_path)
     cache.put("0123", entry)
-    assert cache.has("0123") and cache.get("0123") == entry  # before the flush too
+    assert cache.has("0123") and plain(cache.get("0123")) == entry  # before the flush too
     cache.flush()
     fresh = NodeCache(tmp_path)
     assert fresh.has("0123") and not fresh.has("0999")
-    assert fresh.get("0123") == entry
+    assert plain(fresh.get("0123")) == entry
 
 
 def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
@@ -87,12 +107,12 @@ def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
     assert cache.get("0123") is None
     cache.put("0123", ({}, False, "h", 4))
     cache.flush()
-    assert NodeCache(tmp_path).get("0123") == ({}, False, "h", 4)
+    assert plain(NodeCache(tmp_path).get("0123")) == ({}, False, "h", 4)
 
 
 def test_cache_damaged_entry_is_a_miss(tmp_path: Path) -> None:
+    (tmp_path / "e.msgpack").write_bytes(pack({"ef\0m.conf": [3, "m.conf", 1]}))  # a truncated record
     cache = ParseCache(tmp_path)
-    cache.add_stored([(("ef", "m.conf"), (3, "m.conf", 1))])  # a truncated record
     assert cache.get(("ef", "m.conf")) is None
 
 
@@ -104,18 +124,31 @@ def test_cache_flush_writes_whole_files_only(tmp_path: Path) -> None:
     names = sorted(p.name for p in (tmp_path / "nodes").iterdir())
     assert names == sorted({f"{i:x}"[0] + ".msgpack" for i in range(40)})  # no temporary files are left
     fresh = NodeCache(tmp_path / "nodes")
-    assert all(fresh.get(f"{i:x}{i}") == ({"i": i}, False, str(i), 5) for i in range(40))
+    assert all(plain(fresh.get(f"{i:x}{i}")) == ({"i": i}, False, str(i), 5) for i in range(40))
 
 
-def test_cache_stored_entries_move_between_caches(tmp_path: Path) -> None:
-    source = ParseCache(tmp_path / "a")
-    doc = parse("x = ${y}\ny = 1\n", "m.conf")
-    source.put(("12", "m.conf"), doc)
-    target = ParseCache(tmp_path / "b")
-    target.add_stored(source.stored_new())
-    target.flush()
-    back = ParseCache(tmp_path / "b").get(("12", "m.conf"))
-    assert back is not None and encode_tree(back) == encode_tree(doc)
+def test_cache_flush_keeps_entries_another_process_wrote_since_the_read(tmp_path: Path) -> None:
+    # a compile and its forked worker: both read the shard, the worker adds its entries, then the compile
+    old, worker, parent = NodeCache(tmp_path), NodeCache(tmp_path), NodeCache(tmp_path)
+    old.put("10", ({"old": 0}, False, "h0", 1))
+    old.flush()
+    assert worker.get("11") is None and parent.get("12") is None  # both read the shard before the worker writes
+    worker.put("11", ({"w": 1}, False, "h1", 1))
+    worker.flush()
+    parent.put("12", ({"p": 2}, False, "h2", 1))
+    parent.flush()
+    fresh = NodeCache(tmp_path)
+    assert [plain(fresh.get(k)) for k in ("10", "11", "12")] == [
+        ({"old": 0}, False, "h0", 1), ({"w": 1}, False, "h1", 1), ({"p": 2}, False, "h2", 1)
+    ]
+    assert plain(parent.get("11")) == ({"w": 1}, False, "h1", 1)  # a flushed shard is read again when asked
+
+
+@pytest.mark.parametrize("count", [14, 300, 70_000])  # the three sizes of a msgpack map header
+def test_join_maps_counts_across_header_sizes(count: int) -> None:
+    old = {f"o{i}": i for i in range(count)}
+    joined = join_maps(pack(old), pack({"n": -1, "o0": "new"}))
+    assert unpack(joined) == {**old, "n": -1, "o0": "new"}
 
 
 def test_cache_unwritable_directory_is_skipped(tmp_path: Path) -> None:
@@ -124,4 +157,34 @@ def test_cache_unwritable_directory_is_skipped(tmp_path: Path) -> None:
     cache = NodeCache(blocker / "nodes")
     cache.put("01", ({}, False, "h", 4))
     cache.flush()  # no error: the cache is only an optimization
-    assert cache.get("01") == ({}, False, "h", 4)
+    assert plain(cache.get("01")) == ({}, False, "h", 4)
+
+
+def test_node_cache_keeps_configs_packed_until_read(tmp_path: Path) -> None:
+    cache = NodeCache(tmp_path)
+    cache.put("ab", ({"a": {"b": [1]}}, False, "h", 7))
+    cache.flush()
+    found = NodeCache(tmp_path).get("ab")
+    assert found is not None and isinstance(found[0], PackedConfig)
+    assert found[0].load() == {"a": {"b": [1]}} and found[1:] == (False, "h", 7)
+
+
+def test_node_cache_entry_failing_its_crc_is_a_miss(tmp_path: Path) -> None:
+    data = pack({"a": 1})
+    (tmp_path / "c.msgpack").write_bytes(pack({"cd": [data[:-1] + b"\x02", False, "h", 1, zlib.crc32(data)]}))
+    assert NodeCache(tmp_path).get("cd") is None
+
+
+def test_node_cache_forged_entry_that_is_not_a_map_is_a_miss(tmp_path: Path) -> None:
+    data = pack([1, 2])  # not a config, with a matching CRC: written so on purpose
+    (tmp_path / "c.msgpack").write_bytes(pack({"cd": [data, False, "h", 1, zlib.crc32(data)]}))
+    assert NodeCache(tmp_path).get("cd") is None
+
+
+def test_node_cache_forged_map_that_does_not_decode_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    data = b"\x81\xc1\xc1"  # a map header, then bytes msgpack never uses, with a matching CRC
+    (tmp_path / "c.msgpack").write_bytes(pack({"cd": [data, False, "h", 1, zlib.crc32(data)]}))
+    found = NodeCache(tmp_path).get("cd")
+    assert found is not None and isinstance(found[0], PackedConfig)
+    with pytest.raises(CfgtoolError, match="not a config"):
+        found[0].load()

@@ -77,15 +77,19 @@ def compile_for(
     """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
 
     `check` also compiles every other value of every variable and validates schemas and policies (what
-    `compile` reports); queries skip both, since neither changes a resolved config.
+    `compile` reports); queries skip both, since neither changes a resolved config. A compile that takes
+    more than a second shows a progress bar on a terminal, when the command's `--format` is text.
     """
+    from cfgtool.cli.progress import terminal_progress
     from cfgtool.compile import compile_store  # imported by the commands that compile, not at start-up
 
     cli: CliContext = ctx.obj
-    return compile_store(
-        cli.repo, cli.store, ref_for(ctx, ref, version), parse_variables(variables),
-        check_variables=check, validate=check, base=base, principal=principal,
-    )
+    commit = ref_for(ctx, ref, version)
+    with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:
+        return compile_store(
+            cli.repo, cli.store, commit, parse_variables(variables),
+            check_variables=check, validate=check, base=base, principal=principal, progress=progress,
+        )
 
 
 def ref_for(ctx: typer.Context, ref: str | None, version: int | None) -> str | None:
@@ -118,4 +122,7 @@ def read_at_ref(
 
             resolve_version(cli.repo, version, cli.store)
         raise
-    return read_at(cli.repo, cli.store, ref=ref, version=version, variables=given)
+    from cfgtool.cli.progress import terminal_progress
+
+    with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:  # a cold cache compiles
+        return read_at(cli.repo, cli.store, ref=ref, version=version, variables=given, progress=progress)

@@ -238,7 +238,7 @@ def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagn
         diags += _unmatched(spec, snapshot, selected)
         for key in selected:
             node = snapshot.nodes[key]
-            if node.config is None:
+            if not node.resolved:
                 continue
             passed = (spec.file, node_hash(node))
             if passes.has(passed):

@@ -12,12 +12,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cfgtool.artifact import Artifact, Reading, artifact_path, open_artifact, write_artifact
 from cfgtool.cachedir import cache_root, private_dir
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.snapshot import Snapshot
 from cfgtool.store.refmemo import RefMemo, memoizable
+
+if TYPE_CHECKING:
+    from cfgtool.build import Progress
 
 SETTINGS_FILE = "_CONFIG_STORE"
 
@@ -30,6 +34,7 @@ def read_at(
     version: int | None = None,
     variables: Mapping[str, str] | None = None,
     cache: Path | None = None,
+    progress: Progress | None = None,
 ) -> Reading:
     """The store in `repo` (None: the repository containing the current directory) at `ref`, or at published
     version N (rolled back or not), under the given `variables`, compiled as a query compiles (no other
@@ -53,7 +58,7 @@ def read_at(
         artifact = open_version(cache, commit, found, variables)
         if artifact is not None:
             return artifact.reading(label, lambda: compile_at(repo, store, commit, variables, cache).snapshot)
-    return compile_at(repo, store, label, variables, cache)
+    return compile_at(repo, store, label, variables, cache, progress)
 
 
 def ref_commit(memo: RefMemo, ref: str) -> str | None:
@@ -103,12 +108,17 @@ def open_version(cache: Path, commit: str, store: str, variables: Mapping[str, s
 
 
 def compile_at(
-    repo: Path | None, store: str | Path, ref: str | None, variables: Mapping[str, str], cache: Path
+    repo: Path | None,
+    store: str | Path,
+    ref: str | None,
+    variables: Mapping[str, str],
+    cache: Path,
+    progress: Progress | None = None,
 ) -> Reading:
-    """Compile the store at `ref` as a query does, and write its artifact."""
+    """Compile the store at `ref` as a query does (reporting to `progress`), and write its artifact."""
     from cfgtool.compile import compile_store
 
-    result = compile_store(repo, store, ref, variables, check_variables=False, validate=False)
+    result = compile_store(repo, store, ref, variables, check_variables=False, validate=False, progress=progress)
     save_artifact(cache, result.snapshot, result.diagnostics, variables)
     return Reading(result.snapshot, result.diagnostics)
 

@@ -55,7 +55,9 @@ def compiled_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     done: dict[tuple[Any, ...], Reading] = {}
     compile_at = reading.compile_at
 
-    def compiled(repo: Path | None, store: Any, ref: str | None, variables: Any, cache: Path) -> Reading:
+    def compiled(
+        repo: Path | None, store: Any, ref: str | None, variables: Any, cache: Path, progress: Any = None
+    ) -> Reading:
         key = (repo, str(store), ref, tuple(sorted(variables.items())))
         if key not in done:
             done[key] = compile_at(repo, store, ref, variables, cache)
