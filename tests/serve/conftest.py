@@ -122,3 +122,31 @@ def published(work: GitRepo) -> GitRepo:
     """A copy of the embedded store with version 1 published (local tags only)."""
     publish(work.root, message="v1")
     return work
+
+
+SMALL = {
+    "store/_CONFIG_STORE": "name: small\n",
+    "store/main.conf": "owner = platform\nretention.days = 7\n",
+    "store/data/main.conf": "tier = gold\n",
+    "store/data/a/main.conf": "size = 1\n",
+    "store/data/a/includes": "/tags/t\n",
+    "store/data/b/main.conf": "size = 2\n",
+    "store/tags/t/main.conf": "tagged = true\n",
+}
+
+
+def publish_change(repo: GitRepo, files: dict[str, str | bytes | None], message: str) -> int:
+    """Write `files`, commit them and publish the commit; the new version."""
+    repo.write(files)
+    repo.commit(message)
+    result = publish(repo.root, message=message)
+    assert result.version is not None, result.reason
+    return result.version
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> GitRepo:
+    """A repository with a seven-file store named `small`, version 1 published."""
+    repo = GitRepo(tmp_path / "small")
+    publish_change(repo, dict(SMALL), "v1")
+    return repo
