@@ -80,8 +80,9 @@ class Service:
         except CfgtoolError as exc:
             if self.failing_since is None:
                 self.failing_since = time.time()
+            if exc.message != self.fetch_error:  # said once, not every round
+                log.warning("fetching %s failed: %s", self.repository.url, exc.message)
             self.fetch_error = exc.message
-            log.warning("fetching %s failed: %s", self.repository.url, exc.message)
         else:
             self.failing_since, self.fetch_error = None, None
             self.last_fetch = time.time()
@@ -101,8 +102,9 @@ class Service:
             try:
                 events = state.refresh(time.time())
             except CfgtoolError as exc:
+                if self.store_errors.get(name) != exc.message:
+                    log.warning("store %s: %s", name, exc.message)
                 self.store_errors[name] = exc.message
-                log.warning("store %s: %s", name, exc.message)
                 continue
             self.store_errors.pop(name, None)
             if events and loop is not None:

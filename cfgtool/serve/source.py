@@ -64,15 +64,28 @@ class Repository:
             return
         if (self.root / "HEAD").exists():
             git.run_git(self.root, *_FETCH)
+            self._point_head()
             return
         private_dir(self.root.parent)
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
         git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", self.url, str(tmp))
         tmp.rename(self.root)
+        self._point_head()
 
     def head(self) -> str | None:
         return git.resolve_commit(self.root, "HEAD")
+
+    def _point_head(self) -> None:
+        """A mirror of a repository whose HEAD names no branch (a bare `git init` pushed to with `main`)
+        points its HEAD at `main`, `master` or its only branch: the stores and tag prefixes are read there."""
+        if self.head() is not None:
+            return
+        out = git.run_git(self.root, "for-each-ref", "--format=%(refname)", "refs/heads/").stdout.decode().split()
+        for name in ("refs/heads/main", "refs/heads/master", *(out if len(out) == 1 else ())):
+            if name in out:
+                git.run_git(self.root, "symbolic-ref", "HEAD", name)
+                return
 
     def stores(self, dirs: list[str]) -> list[StoreRef]:
         """The stores named by `dirs`, or every store at HEAD; names must be unique."""
