@@ -18,6 +18,7 @@ miss, never an error. Cache directories are created private (0700).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import tempfile
 from collections.abc import Mapping
@@ -32,7 +33,7 @@ from cfgtool.hocon.api import deep_recursion
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
-FORMAT = 6  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees)
+FORMAT = 7  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees; 7: entries packed apart)
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -80,15 +81,21 @@ def private_dir(path: Path) -> None:
 
 
 class _Sharded(Generic[K, V]):
-    """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
-    strings (`_key_text`: tuples joined with NUL).
+    """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, each
+    packed into bytes of its own (decoded only when read: a shard is read whole, and decoding every entry of it
+    cost about seven times its size in objects), keys as strings (`_key_text`: tuples joined with NUL).
 
-    New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time.
+    New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time. A shard keeps
+    at most `max_entries`, least recently used first (a hit moves an entry to the end; a rewrite drops from the
+    front): a shard is read whole, so an unbounded one made every compile of a long-lived process (and the
+    disk) grow with every version it had ever compiled.
     """
+
+    max_entries = 2048  # per shard: 32,768 per cache, a few times the nodes of a 10,000-dataset store
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
+        self._shards: dict[str, dict[K, bytes]] = {}  # packed stored forms, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
 
     def _shard_of(self, key: K) -> str:
@@ -110,12 +117,12 @@ class _Sharded(Generic[K, V]):
         result: V = stored
         return result
 
-    def _shard(self, name: str) -> dict[K, Any]:
+    def _shard(self, name: str) -> dict[K, bytes]:
         shard = self._shards.get(name)
         if shard is None:
             try:
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
-                shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+                shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, bytes)}
             except (OSError, *DAMAGED):
                 shard = {}
             self._shards[name] = shard
@@ -126,11 +133,13 @@ class _Sharded(Generic[K, V]):
         new = self._new.get(name)
         if new is not None and key in new:
             return new[key]
-        stored = self._shard(name).get(key)
+        shard = self._shard(name)
+        stored = shard.pop(key, None)
         if stored is None:
             return None
+        shard[key] = stored  # now the most recently used
         try:
-            return self._load(stored)
+            return self._load(unpack(stored))
         except (*DAMAGED, RecursionError):  # a damaged entry is a miss
             return None
 
@@ -141,11 +150,11 @@ class _Sharded(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         self._new.setdefault(self._shard_of(key), {})[key] = value
 
-    def stored_new(self) -> list[tuple[K, Any]]:
+    def stored_new(self) -> list[tuple[K, bytes]]:
         """The entries put since the last flush, in stored form (for `add_stored` in another process)."""
-        return [(key, self._dump(value)) for new in self._new.values() for key, value in new.items()]
+        return [(key, pack(self._dump(value))) for new in self._new.values() for key, value in new.items()]
 
-    def add_stored(self, entries: list[tuple[K, Any]]) -> None:
+    def add_stored(self, entries: list[tuple[K, bytes]]) -> None:
         """Add entries that `stored_new` returned; they are written by the next `flush`."""
         for key, stored in entries:
             name = self._shard_of(key)
@@ -156,7 +165,11 @@ class _Sharded(Generic[K, V]):
         """Write every shard that gained entries; a cache that cannot be written is skipped silently."""
         for name in sorted(self._new):
             shard = self._shard(name)
-            shard.update((key, self._dump(value)) for key, value in self._new.pop(name).items())
+            for key, value in self._new.pop(name).items():
+                shard.pop(key, None)
+                shard[key] = pack(self._dump(value))
+            for key in list(itertools.islice(shard, max(0, len(shard) - self.max_entries))):
+                del shard[key]  # the least recently used
             try:
                 self._write(name, pack({self._key_text(k): v for k, v in shard.items()}))
             except (OSError, ValueError, TypeError, OverflowError):

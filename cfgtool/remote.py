@@ -41,7 +41,7 @@ from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.versions import VersionNotFound
 
 Offline = Literal["cache", "error"]
-_FORMAT = 1  # the layout of a cache entry: {"format", "path", "etag", "body"}
+_FORMAT = 1  # the layout of a cache entry: {"format", "path", "etag", "body", "sha256"}
 
 
 class ServerUnavailable(SourceError):
@@ -357,16 +357,20 @@ class HttpConfigClient(ConfigClient):
         except (OSError, *DAMAGED):
             return None
         ok = isinstance(entry, dict) and entry.get("format") == _FORMAT and entry.get("path") == path
-        return entry if ok and isinstance(entry.get("body"), bytes) else None
+        body = entry.get("body") if ok else None
+        if not isinstance(body, bytes) or entry.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None  # damaged (a flipped byte can still be JSON: the checksum says so)
+        return entry
 
     def _cached(self, path: str) -> _Answer | None:
         return _decode(self._entry(path))
 
     def _store(self, path: str, etag: str | None, data: bytes) -> None:
         """Keep an answer in the cache (atomically; a cache that cannot be written costs time only)."""
+        sha = hashlib.sha256(data).hexdigest()
         try:
             private_dir(self._dir)
-            write_atomic_bytes(self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data}))
+            write_atomic_bytes(self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data, "sha256": sha}))
         except (OSError, ValueError, TypeError):
             pass
 

@@ -125,3 +125,22 @@ def test_cache_unwritable_directory_is_skipped(tmp_path: Path) -> None:
     cache.put("01", ({}, False, "h", 4))
     cache.flush()  # no error: the cache is only an optimization
     assert cache.get("01") == ({}, False, "h", 4)
+
+
+def test_cache_shard_keeps_at_most_max_entries_least_recently_used_dropped(tmp_path: Path) -> None:
+    """A long-lived process compiles version after version: each shard is read whole, so it must stay bounded
+    (an unbounded one grew every later compile's memory with every version ever compiled)."""
+    entry = ({"x": 1}, False, "h", 4)
+    first = NodeCache(tmp_path)
+    first.max_entries = 3
+    for key in ("0a", "0b", "0c"):
+        first.put(key, entry)
+    first.flush()
+    second = NodeCache(tmp_path)
+    second.max_entries = 3
+    assert second.get("0a") == entry  # used now: kept over "0b" and "0c"
+    second.put("0d", entry)
+    second.put("0e", entry)
+    second.flush()
+    third = NodeCache(tmp_path)
+    assert [key for key in ("0a", "0b", "0c", "0d", "0e") if third.has(key)] == ["0a", "0d", "0e"]
