@@ -192,7 +192,9 @@ class HttpConfigClient(ConfigClient):
         exists = bool(body.get("exists"))
         if strict and not exists:
             raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")
-        return Lookup(key, str(body.get("node") or key), exists, body.get("config") or {})
+        # a key without a node reads as its nearest ancestor, the first layer of its linearization (DESIGN 5.4)
+        node = key if exists else str(body.get("node") or self.imports(key, recursive=True)[0])
+        return Lookup(key, node, exists, body.get("config") or {})
 
     def get_value(self, key: str, path: str, default: Any = MISSING, strict: bool = False) -> Any:
         """The value at `path` in `key`'s config (read from the key's whole answer, so one request per key)."""
@@ -370,7 +372,9 @@ class HttpConfigClient(ConfigClient):
         sha = hashlib.sha256(data).hexdigest()
         try:
             private_dir(self._dir)
-            write_atomic_bytes(self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data, "sha256": sha}))
+            write_atomic_bytes(
+                self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data, "sha256": sha})
+            )
         except (OSError, ValueError, TypeError):
             pass
 
