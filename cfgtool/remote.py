@@ -362,7 +362,8 @@ class HttpConfigClient(ConfigClient):
         body = entry.get("body") if ok else None
         if not isinstance(body, bytes) or entry.get("sha256") != hashlib.sha256(body).hexdigest():
             return None  # damaged (a flipped byte can still be JSON: the checksum says so)
-        return entry
+        checked: dict[str, Any] = entry
+        return checked
 
     def _cached(self, path: str) -> _Answer | None:
         return _decode(self._entry(path))

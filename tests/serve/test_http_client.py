@@ -107,16 +107,16 @@ def test_http_client_revalidates_the_version_list_with_a_304_and_never_rereads_a
     small: GitRepo, start_server: StartServer, tmp_path: Path
 ) -> None:
     server = start_server(small.root, *FAST)
-    first = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    first = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
     first.get("/data/a")
     assert (first.requests, first.not_modified) == (2, 0)
-    second = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    second = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
     assert (second.requests, second.not_modified) == (1, 1)  # the unchanged version list cost a 304
     assert second.get_value("/data/a", "size") == 1
     assert second.requests == 1  # a versions/1 answer never changes: read from the cache
     publish_change(small, {"store/data/b/main.conf": "size = 3\n"}, "v2")
     wait_for_version(server, "small", 2)
-    third = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    third = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
     assert (third.version, third.not_modified) == (2, 0)  # a changed list is a 200 with the new version
 
 
@@ -124,7 +124,7 @@ def test_http_client_damaged_cache_entries_are_misses(
     small: GitRepo, start_server: StartServer, tmp_path: Path
 ) -> None:
     server = start_server(small.root, *FAST)
-    ConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
+    HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
     damaged = 0
     for path in (tmp_path / "c" / "http").rglob("*.msgpack"):
         entry = unpack(path.read_bytes())
@@ -133,7 +133,7 @@ def test_http_client_damaged_cache_entries_are_misses(
             path.write_bytes(pack(entry))
             damaged += 1
     assert damaged == 1
-    again = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    again = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
     assert again.get_value("/data/a", "size") == 1
     assert (again.requests, again.not_modified) == (2, 1)  # the list revalidated, the damaged answer refetched
 
@@ -143,22 +143,22 @@ def test_http_client_offline_pins_the_newest_cached_version_and_warns(
 ) -> None:
     cache = tmp_path / "c"
     server = start_server(small.root, *FAST)
-    ConfigClient(server.url, store="small", cache_dir=cache).get("/data/a")
+    HttpConfigClient(server.url, store="small", cache_dir=cache).get("/data/a")
     publish_change(small, {"store/data/a/main.conf": "size = 10\n"}, "v2")
     wait_for_version(server, "small", 2)
-    assert ConfigClient(server.url, store="small", cache_dir=cache).get_value("/data/a", "size") == 10
+    assert HttpConfigClient(server.url, store="small", cache_dir=cache).get_value("/data/a", "size") == 10
     server.stop()
     with pytest.warns(OfflineWarning, match="unreachable"):
-        offline = ConfigClient(server.url, store="small", cache_dir=cache)
+        offline = HttpConfigClient(server.url, store="small", cache_dir=cache)
     assert (offline.version, offline.offline, offline.get_value("/data/a", "size")) == (2, True, 10)
     with pytest.raises(ServerUnavailable, match="cannot reach"):
         offline.get("/data/b")  # never fetched, and the server is down
     with pytest.raises(CfgtoolError) as refused:
-        ConfigClient(server.url, store="small", cache_dir=cache, offline="error")
+        HttpConfigClient(server.url, store="small", cache_dir=cache, offline="error")
     assert isinstance(refused.value, ServerUnavailable) and "offline='cache'" in (refused.value.hint or "")
     with warnings.catch_warnings(), pytest.raises(ServerUnavailable, match="nothing of store 'small' is cached"):
         warnings.simplefilter("error")
-        ConfigClient(server.url, store="small", cache_dir=tmp_path / "empty")
+        HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "empty")
 
 
 def test_http_client_unknown_store_names_the_served_ones(
