@@ -110,9 +110,7 @@ def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[in
 # -- (a) and (b): wrk ----------------------------------------------------------------------------------------
 def lua(paths: list[str], etags: list[str] | None) -> str:
     """A wrk script that cycles over prebuilt requests (built once per thread in `init`)."""
-    rows = ",\n".join(
-        f"{{{json.dumps(p)}, {json.dumps(etags[i]) if etags else 'nil'}}}" for i, p in enumerate(paths)
-    )
+    rows = ",\n".join(f"{{{json.dumps(p)}, {json.dumps(etags[i]) if etags else 'nil'}}}" for i, p in enumerate(paths))
     return f"""
 local rows = {{
 {rows}
@@ -332,7 +330,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="the soak's requests per second")
     parser.add_argument("--soak-seconds", type=int, default=600)
     args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server inherits it: 5,000 polls need the fds
     with tempfile.TemporaryDirectory(prefix="cfgtool-serve-bench-") as name:
         tmp = Path(name)
