@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cfgtool.hocon import Origin, Resolved, describe
 from cfgtool.hocon.resolver import render_path
@@ -22,15 +23,11 @@ class OwnValue:
     origin: Origin
 
 
-_PATH_NAMES: dict[tuple[str, ...], str] = {}
-
-
+@lru_cache(maxsize=65536)
 def path_name(path: tuple[str, ...]) -> str:
-    """A path as a HOCON path expression; memoized, since the same paths recur in every node."""
-    name = _PATH_NAMES.get(path)
-    if name is None:
-        name = _PATH_NAMES[path] = render_path(path)
-    return name
+    """A path as a HOCON path expression; memoized, since the same paths recur in every node (bounded: a
+    long-lived process meets new paths in every version it reads)."""
+    return render_path(path)
 
 
 class Provenance:
