@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.plain import MISSING, value_at
-from cfgtool.serve.answers import Answer, answer, error, etag_matches
+from cfgtool.serve.answers import Answer, Bounded, answer, error, etag_matches
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.service import Service
 from cfgtool.serve.store import StoreState, View
@@ -33,6 +33,8 @@ Send = Callable[[Message], Awaitable[None]]
 JSON = b"application/json"
 IMMUTABLE = b"private, max-age=31536000, immutable"
 NO_STORE = b"no-store"
+MAX_WAIT = 55.0
+DEFAULT_WAIT = "30"
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -58,10 +60,24 @@ class Api:
         self.service = service
         self.metrics = service.metrics
         self.starlette = starlette_app(self)
+        self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
+        self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
+
+    def key(self, text: str) -> str:
+        """The normalized key of a URL's `{key}` (Denied 400 for a bad one)."""
+        found = self._keys.get(text)
+        if found is not None:
+            return found
+        try:
+            return self._keys.put(text, normalize_key("/" + text, None))
+        except BadKeyError as exc:
+            raise Denied(error(400, "bad_key", exc.message)) from exc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             parts = scope["path"].split("/", 6)  # '', v1, store, current|versions, keys|N, key... | keys, key...
+            if len(parts) == 4 and parts[1] == "v1" and parts[3] == "changes":
+                return await self._changes(scope, send, parts[2])
             if len(parts) >= 5 and parts[1] == "v1":
                 if parts[3] == "current" and parts[4] == "keys":
                     key = "/".join(parts[5:])
@@ -133,6 +149,38 @@ class Api:
         except CfgtoolError as exc:
             raise not_found(exc.message) from exc
 
+    # -- the change feed ----------------------------------------------------------------------------------
+    async def _changes(self, scope: Scope, send: Send, store: str) -> None:
+        """`GET /v1/{store}/changes?since=S&wait=W`: the events after S, held up to W seconds for one. The
+        answers of long polls woken together are built once."""
+        try:
+            found = await self._changes_answer(scope, store)
+            headers: Headers = [(b"cache-control", NO_STORE)]
+        except Denied as exc:
+            found, headers = exc.answer, [*exc.headers, (b"cache-control", NO_STORE)]
+        self.metrics.count("changes", found.status)
+        await respond(send, found, headers, scope["method"] == "HEAD")
+
+    async def _changes_answer(self, scope: Scope, store: str) -> Answer:
+        self.principal(scope["headers"])
+        state = self.store(store)
+        feed = self.service.feeds[state.name]
+        query = parse_qs(scope["query_string"].decode("latin-1"))
+        try:
+            since = int(query.get("since", ["0"])[-1])
+            wait = min(max(float(query.get("wait", [DEFAULT_WAIT])[-1]), 0.0), MAX_WAIT)
+        except ValueError as exc:
+            raise Denied(error(400, "bad_request", "since is an integer and wait a number of seconds")) from exc
+        deadline = time.monotonic() + wait
+        events = await feed.wait(since, wait)
+        while not events and feed.seq <= since and not feed.closed and (left := deadline - time.monotonic()) > 0:
+            events = await feed.wait(since, left)  # woken by an event that is still not past `since`
+        seq, current = max(feed.seq, since), state.view.current  # a `since` ahead of this server: never back
+        return self._feeds.get_or_build(
+            (store, since, seq, current),
+            lambda: answer({"seq": seq, "current": current, "events": [e.to_json() for e in events]}),
+        )
+
     # -- the hot path -------------------------------------------------------------------------------------
     async def _key(self, scope: Scope, send: Send, store: str, number: int | None, text: str) -> None:
         route = "current" if number is None else "version"
@@ -154,10 +202,7 @@ class Api:
         who = self.principal(scope["headers"])
         state = self.store(store)
         view = state.view
-        try:
-            key = normalize_key("/" + text, None)
-        except BadKeyError as exc:
-            raise Denied(error(400, "bad_key", exc.message)) from exc
+        key = self.key(text)
         host = scope["client"][0] if scope.get("client") else None
         self.check(view, who, "read", key, host, f"store {store} has no key {key}")
         query = parse_qs(scope["query_string"].decode("latin-1")) if scope["query_string"] else {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +16,10 @@ from starlette.routing import Route
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.serve.answers import Answer, answer, error, etag_matches
 from cfgtool.serve.metrics import CONTENT_TYPE
-from cfgtool.store.keys import BadKeyError, normalize_key
 
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
 
-MAX_WAIT = 55.0
-DEFAULT_WAIT = 30.0
 QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -80,10 +76,7 @@ def starlette_app(api: Api) -> Starlette:
         if kind not in QUERIES:
             raise not_found(f"no query {kind!r} (queries: {', '.join(QUERIES)})")
         loaded = await api.version(state, int(request.path_params["n"]))
-        try:
-            key = normalize_key("/" + request.path_params["key"], None)
-        except BadKeyError as exc:
-            raise Denied(error(400, "bad_key", exc.message)) from exc
+        key = api.key(request.path_params["key"])
         view = state.view
         missing = f"{key} has no node in version {loaded.version} of store {state.name}"
         api.check(view, who, "read" if kind == "explain" else "describe", key, host(request), missing)
@@ -124,22 +117,6 @@ def starlette_app(api: Api) -> Starlette:
             found = answer(doc)
         return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
 
-    async def changes(request: Request) -> Response:
-        api.principal(request.headers.raw)
-        state = api.store(request.path_params["store"])
-        feed = service.feeds[state.name]
-        try:
-            since = int(request.query_params.get("since", "0"))
-            wait = min(max(float(request.query_params.get("wait", DEFAULT_WAIT)), 0.0), MAX_WAIT)
-        except ValueError as exc:
-            raise Denied(error(400, "bad_request", "since is an integer and wait a number of seconds")) from exc
-        deadline = time.monotonic() + wait
-        events = await feed.wait(since, wait)
-        while not events and feed.seq <= since and not feed.closed and (left := deadline - time.monotonic()) > 0:
-            events = await feed.wait(since, left)  # woken by a new event that is still not past `since`
-        doc = {"seq": max(feed.seq, since), "current": state.view.current, "events": [e.to_json() for e in events]}
-        return JSONResponse(doc, headers={"cache-control": "no-store"})
-
     async def healthz(request: Request) -> Response:
         doc = service.health()
         return JSONResponse(doc, status_code=200 if doc["ready"] else 503, headers={"cache-control": "no-store"})
@@ -154,7 +131,6 @@ def starlette_app(api: Api) -> Starlette:
         Route("/v1/stores", handled("stores", stores)),
         Route("/v1/{store}/versions", handled("versions", versions)),
         Route("/v1/{store}/versions/{n:int}/{query}/{key:path}", handled("query", query)),
-        Route("/v1/{store}/changes", handled("changes", changes)),
         Route("/healthz", handled("healthz", healthz)),
         Route("/metrics", handled("metrics", metrics)),
         Route("/{rest:path}", handled("other", fallback)),

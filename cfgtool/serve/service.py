@@ -8,6 +8,7 @@ failed fetch leaves everything served as it was; `health()` says since when fetc
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -111,6 +112,9 @@ class Service:
                 loop.call_soon_threadsafe(self.feeds[name].extend, events)
             elif events:
                 self.feeds[name].extend(events)
+        # what is loaded now lives long: keep the collector's full passes (tens of milliseconds over
+        # the modules and versions in memory, a latency spike) from rescanning it on every request burst
+        gc.freeze()
 
     async def run_loader(self) -> None:
         """Refresh now and then every `fetch_interval` seconds until closed."""

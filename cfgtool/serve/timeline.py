@@ -63,16 +63,18 @@ def last_checkpoint(store: str, key: str, t: float, cache_time: int) -> int:
 def visible(versions: Sequence[Published], now: float, cache_time: int, store: str, key: str) -> Visible:
     """The version of `store` that `key` sees at `now` with cache time `cache_time` (DESIGN 12).
 
-    `versions` may come in any order; the newest is the highest number."""
-    good = [v for v in versions if v.good_at(now)]
-    if not good:
-        return Visible(None, 0)
+    `versions` come newest (highest number) first, so the answer is usually the first or second one."""
     if cache_time <= 0:
-        return Visible(max(v.version for v in good), 0)
+        return Visible(next((v.version for v in versions if v.good_at(now)), None), 0)
     cp = last_checkpoint(store, key, now, cache_time)
-    published = [v.version for v in good if v.date <= cp]
-    chosen = max(published) if published else min(v.version for v in good)
-    return Visible(chosen, math.ceil(cp + cache_time - now))
+    oldest = None
+    for v in versions:
+        if v.rolled_back_at is not None and v.rolled_back_at <= now:
+            continue  # not good at `now`: a rollback applies at once
+        if v.date <= cp:
+            return Visible(v.version, math.ceil(cp + cache_time - now))
+        oldest = v.version  # published after the checkpoint; the oldest good one is the fallback
+    return Visible(oldest, 0 if oldest is None else math.ceil(cp + cache_time - now))
 
 
 def effective_by(date: float, cache_time: int) -> float:

@@ -8,23 +8,30 @@ Offsets (sha256 of "store:key", first 8 bytes, mod T), computed once by hand: de
 from __future__ import annotations
 
 import hashlib
+import math
+import random
 
 import pytest
 
 from cfgtool.serve.timeline import Published, Visible, effective_by, last_checkpoint, offset, visible, window
 
-# v3 is rolled back at 1100; v4 is published at that same second
+# newest first, as the server keeps them; v3 is rolled back at 1100; v4 is published at that same second
 HISTORY = (
-    Published(1, 500.0),
-    Published(2, 1000.0),
-    Published(3, 1040.0, rolled_back_at=1100.0),
     Published(4, 1100.0),
+    Published(3, 1040.0, rolled_back_at=1100.0),
+    Published(2, 1000.0),
+    Published(1, 500.0),
 )
 
 
 @pytest.mark.parametrize(
     ("store", "key", "cache_time", "expected"),
-    [("demo", "/data/x", 60, 33), ("demo", "/data/y", 60, 51), ("demo", "/data/x", 10, 3), ("other", "/data/x", 60, 22)],
+    [
+        ("demo", "/data/x", 60, 33),
+        ("demo", "/data/y", 60, 51),
+        ("demo", "/data/x", 10, 3),
+        ("other", "/data/x", 60, 22),
+    ],
 )
 def test_offset_is_the_hash_of_store_and_key_mod_T(store: str, key: str, cache_time: int, expected: int) -> None:
     assert offset(store, key, cache_time) == expected
@@ -55,8 +62,27 @@ def test_visible_version_and_max_age_at_each_instant(key: str, now: float, expec
     assert visible(HISTORY, now, 60, "demo", key) == expected
 
 
-def test_the_order_of_the_versions_given_does_not_matter() -> None:
-    assert visible(tuple(reversed(HISTORY)), 1053.0, 60, "demo", "/data/x") == Visible(3, 60)
+def test_visible_agrees_with_the_definition_on_random_histories() -> None:
+    """The newest-first scan against DESIGN 12's words, over random histories, keys and instants."""
+    rng = random.Random(12)
+    for _ in range(2000):
+        count = rng.randint(1, 6)
+        dates = sorted(rng.uniform(0, 300) for _ in range(count))
+        history = [
+            Published(n + 1, d, rng.choice([None, d + rng.uniform(0, 200)])) for n, d in enumerate(dates)
+        ]
+        now, cache_time, key = rng.uniform(0, 400), rng.choice([0, 1, 7, 60]), f"/k{rng.randint(0, 50)}"
+        good = [v for v in history if v.rolled_back_at is None or v.rolled_back_at > now]
+        if not good:
+            expected = Visible(None, 0)
+        elif cache_time == 0:
+            expected = Visible(max(v.version for v in good), 0)
+        else:
+            cp = last_checkpoint("demo", key, now, cache_time)
+            published = [v.version for v in good if v.date <= cp]
+            chosen = max(published) if published else min(v.version for v in good)
+            expected = Visible(chosen, math.ceil(cp + cache_time - now))
+        assert visible(tuple(reversed(history)), now, cache_time, "demo", key) == expected
 
 
 def test_a_smaller_T_moves_the_checkpoints() -> None:
@@ -65,21 +91,21 @@ def test_a_smaller_T_moves_the_checkpoints() -> None:
 
 
 def test_T_zero_is_the_current_version_with_max_age_zero() -> None:
-    assert visible(HISTORY[:3], 1050.0, 0, "demo", "/data/x") == Visible(3, 0)
+    assert visible(HISTORY[1:], 1050.0, 0, "demo", "/data/x") == Visible(3, 0)
     assert visible(HISTORY, 1100.0, 0, "demo", "/data/x") == Visible(4, 0)
-    assert visible(HISTORY[:3], 1100.0, 0, "demo", "/data/x") == Visible(2, 0)
+    assert visible(HISTORY[1:], 1100.0, 0, "demo", "/data/x") == Visible(2, 0)
 
 
 def test_before_any_checkpoint_a_key_sees_the_oldest_good_version() -> None:
-    young = (Published(2, 1000.0), Published(3, 1040.0))
+    young = (Published(3, 1040.0), Published(2, 1000.0))
     assert visible(young, 1045.0, 60, "demo", "/data/x") == Visible(2, 8)  # checkpoint 993 precedes both
-    rolled = (Published(2, 1000.0, rolled_back_at=1042.0), Published(3, 1040.0))
+    rolled = (Published(3, 1040.0), Published(2, 1000.0, rolled_back_at=1042.0))
     assert visible(rolled, 1045.0, 60, "demo", "/data/x") == Visible(3, 8)
 
 
 def test_a_rollback_marker_dated_later_than_now_does_not_apply_yet() -> None:
-    assert visible(HISTORY[:3], 1099.0, 0, "demo", "/data/x") == Visible(3, 0)
-    assert visible(HISTORY[:3], 1099.0, 60, "demo", "/data/x") == Visible(3, 14)
+    assert visible(HISTORY[1:], 1099.0, 0, "demo", "/data/x") == Visible(3, 0)
+    assert visible(HISTORY[1:], 1099.0, 60, "demo", "/data/x") == Visible(3, 14)
 
 
 def test_no_good_version_is_none() -> None:
@@ -97,7 +123,7 @@ def test_last_checkpoint_is_at_or_before_now_and_within_T() -> None:
 def test_effective_by_is_when_every_key_has_seen_the_publish() -> None:
     assert effective_by(1000.0, 60) == 1059
     assert effective_by(1000.0, 0) == 1000.0
-    versions = (Published(1, 500.0), Published(2, 1000.0))
+    versions = (Published(2, 1000.0), Published(1, 500.0))
     keys = [f"/data/k{i}" for i in range(300)]
     seen_at = [visible(versions, 1059.0, 60, "demo", k).version for k in keys]
     assert seen_at == [2] * len(keys)
