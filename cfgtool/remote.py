@@ -13,6 +13,15 @@ is asked for with `If-None-Match`, so an unchanged one costs a 304. When the ser
 construction, `offline="cache"` (the default) pins the version the server last named as current, from the cache,
 and warns (`OfflineWarning`); `offline="error"` raises `ServerUnavailable`. Only the standard library speaks HTTP
 here: a client needs none of the server's dependencies. Secrets arrive as "[hidden]", as the server serves them.
+
+The reads are the git client's (`lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`,
+`tags`, `datasets`, `keys`, `children`); `keys` comes from one `imported-by -r /` answer (every node but the root
+has the root among its layers). The server applies no caller variables and opens no secrets, so `variables=` and
+`identity=` are refused. `offline=`, `token=` (DESIGN 12 "Access") and `timeout=` pass through `ConfigClient(...)`
+at run time; typed code names them on `HttpConfigClient(...)`, whose signature has them.
+
+    client = ConfigClient("http://configs:8750", store="demo")
+    client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
 """
 
 from __future__ import annotations
