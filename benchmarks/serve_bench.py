@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -207,6 +208,11 @@ async def _polls(port: int, since: int, count: int) -> None:
     print(json.dumps({"times": times, "errors": errors[:5], "error_count": len(errors)}), flush=True)
 
 
+def _sample_peak(pid: int, peaks: list[float], done: threading.Event) -> None:
+    while not done.wait(0.1):
+        peaks.append(rss_mb(pid))
+
+
 def long_polls(port: int, pid: int, repo: Path, count: int) -> None:
     from cfgtool.versions import publish
 
@@ -223,11 +229,15 @@ def long_polls(port: int, pid: int, repo: Path, count: int) -> None:
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "v2"], check=True)
     publish(repo, message="v2")
     tagged = time.time()
-    peak = waiting_rss
-    while poller.poll() is None:
-        peak = max(peak, rss_mb(pid))
-        time.sleep(0.1)
-    result = json.loads(poller.stdout.readline())
+    peaks = [waiting_rss]
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample_peak, args=(pid, peaks, done))
+    sampler.start()
+    result = json.loads(poller.stdout.readline())  # read while it runs: its answer is larger than a pipe's buffer
+    done.set()
+    sampler.join()
+    poller.wait()
+    peak = max(peaks)
     times = sorted(result["times"])
     if not times:
         print(f"(c) long polls: none answered: {result['errors']}")
