@@ -141,9 +141,10 @@ class Watcher:
         """(seq, current version) once the feed moves past `seq`; (seq, the last version) when the poll times out."""
         feed = self._json(f"/v1/{quote(self.store, safe='')}/changes?since={seq}&wait={self._wait:g}")
         new_seq = int(feed["seq"])
-        if new_seq <= seq or feed.get("current") is None:
+        if new_seq <= seq:
             return seq, self.version  # timed out, or a lagging replica: nothing new
-        return new_seq, int(feed["current"])
+        current = feed.get("current")
+        return new_seq, None if current is None else int(current)  # None: no good version left to pin
 
     def _json(self, path: str) -> Any:
         status, _, data = self._http.get(path, self._headers)
