@@ -1,12 +1,10 @@
 """One published version in the server's memory: its key answers prebuilt as bytes, its queries on demand.
 
-A version is read through `ConfigClient(repo, store, version=N)`, so it is compiled once and then read from
-the client's snapshot cache (a restarted server recompiles nothing). The key answers of every node are built
-at load (canonical JSON and its ETag), and the Snapshot itself is dropped: a 10,000-node snapshot takes
-about 85 MB, its prebuilt answers about a tenth of that. Keys without a node (DESIGN 5.4) are answered from
-their nearest node's config; their answers live in a bounded cache, since any name may be asked for. The
-few reads that need the whole snapshot (queries, explain, a key without a node under a node that uses the
-`cfgtool.key` intrinsics) reload it through a small shared cache.
+The answers come from a worker (`worker.load`): every node's answer (canonical JSON and its ETag) built once,
+about a tenth of the memory of the version's Snapshot, which the server never holds for key reads. Keys
+without a node (DESIGN 5.4) are answered from their nearest node's config; their answers live in a bounded
+cache, since any name may be asked for. The few reads that need the whole snapshot (queries, explain, a key
+without a node under a node that uses the `cfgtool.key` intrinsics) read it through a small shared cache.
 """
 
 from __future__ import annotations
@@ -15,53 +13,41 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cfgtool.client import ConfigClient
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import split_path
-from cfgtool.serve.answers import Answer, Bounded, answer, prebuilt
-from cfgtool.snapshot import Snapshot, canonical_json, node_hash
+from cfgtool.serve.answers import Answer, Bounded, answer
+from cfgtool.serve.worker import build_body, etag
+from cfgtool.snapshot import Snapshot, canonical_json
 from cfgtool.store.keys import ROOT, parent
 
 
 class LoadedVersion:
-    """The answers of version N of one store. `keys[key]` is the prebuilt answer of each node."""
+    """The answers of version N of one store. `keys[key]` is the prebuilt answer of each resolved node."""
 
-    def __init__(self, store: str, client: ConfigClient, snapshots: Callable[[int], Snapshot]) -> None:
-        snapshot = client.snapshot
+    def __init__(self, store: str, version: int, entry: Mapping[str, Any], snapshots: Callable[[int], Snapshot]):
         self.store = store
-        self.version = client.version
-        self.commit = client.commit
-        self.name = snapshot.name
-        self.hashes = {key: node_hash(node) for key, node in snapshot.nodes.items()}
+        self.version = version
+        self.commit: str = entry["commit"]
+        self.name: str | None = entry["name"]
         self._snapshots = snapshots
-        self._head = f'{{"commit":{json.dumps(self.commit)},"config":'.encode()
-        self._tail = f',"store":{json.dumps(store)},"version":{self.version}}}'.encode()
-        self.configs: dict[str, bytes] = {}  # canonical JSON of each node's config (None: did not resolve)
-        self.failed: set[str] = set()
-        self.intrinsic: set[str] = set()
-        self.secrets: Mapping[str, Mapping[str, str | None]] = snapshot.secrets
-        self.keys: dict[str, Answer] = {}
-        for key, node in snapshot.nodes.items():
-            if node.config is None:
-                self.failed.add(key)
-                continue
-            if node.intrinsic:
-                self.intrinsic.add(key)
-            config = canonical_json(node.config).encode("utf-8")
-            self.configs[key] = config
-            self.keys[key] = self._build(key, True, config)
+        self._head: bytes = entry["head"]
+        self._tail: bytes = entry["tail"]
+        self.configs: dict[str, bytes] = entry["configs"]  # canonical JSON of each resolved node's config
+        self.failed = frozenset(entry["failed"])
+        self.intrinsic = frozenset(entry["intrinsic"])
+        self.nodes = frozenset(self.configs) | self.failed
+        self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
+        self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
         self._phantoms: Bounded[str, Answer] = Bounded(4096)
         self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024)
 
     def _build(self, key: str, exists: bool, config: bytes) -> Answer:
-        """`{"commit", "config", "exists", "key", "store", "version"}` in canonical (sorted) order."""
-        flag = b"true" if exists else b"false"
-        body = b"".join((self._head, config, b',"exists":', flag, b',"key":', json.dumps(key).encode(), self._tail))
-        return answer(json.loads(body)) if not body.isascii() else prebuilt(body)
+        body = build_body(self._head, self._tail, key, exists, config)
+        return Answer(200, body, etag(body))
 
     def nearest(self, key: str) -> str:
         """`key` if it has a node, else its nearest ancestor that has one."""
-        while key not in self.hashes:
+        while key not in self.nodes:
             key = parent(key) or ROOT
         return key
 

@@ -93,7 +93,7 @@ def starlette_app(api: Api) -> Starlette:
                 loaded.cached, ("explain", key, path), lambda: state.explain(loaded.version, key, path)
             )
             return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
-        exists = key in loaded.hashes
+        exists = key in loaded.nodes
         needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
         if needs_node and not exists:
             raise not_found(missing)

@@ -25,6 +25,7 @@ from cfgtool.serve.feed import Event
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.source import StoreRef
 from cfgtool.serve.timeline import Published, effective_by, window
+from cfgtool.serve.worker import Worker
 from cfgtool.snapshot import Snapshot
 from cfgtool.versions import History, Version, history
 
@@ -64,7 +65,7 @@ class StoreState:
         self.ready = False
         self._seen: set[int] = set()
         self._markers: set[int] = set()
-        self._hashes: Bounded[int, Mapping[str, str]] = Bounded(8)
+        self._worker = Worker()
         self._others: Bounded[int, LoadedVersion] = Bounded(4)  # versions asked for outside the window
         self._clients: Bounded[int, ConfigClient] = Bounded(1)  # whole snapshots, for queries and explain
         self._load_lock = threading.Lock()
@@ -72,18 +73,21 @@ class StoreState:
         self._acl_commit: str | None = None
 
     # -- loading ------------------------------------------------------------------------------------------
-    def _client(self, version: int) -> ConfigClient:
-        return ConfigClient(self._root, store=self.path or ".", version=version, cache_dir=self._cache)
+    def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[dict[str, Any]]:
+        """Load `versions` in a worker: each one's error or changed-key count, and answers for `keep`."""
+        args = (str(self._root), self.path, self.name, str(self._cache), sorted(versions), sorted(keep), base)
+        return self._worker.load(*args)
 
-    def _load(self, version: int) -> LoadedVersion:
-        loaded = LoadedVersion(self.name, self._client(version), self.snapshot)
-        self._hashes.put(version, loaded.hashes)
-        return loaded
+    def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
+        return LoadedVersion(self.name, version, entry, self.snapshot)
 
     def _whole(self, version: int) -> ConfigClient:
         """A client of version N with its whole snapshot (kept one at a time: it is large)."""
         with self._whole_lock:
-            return self._clients.get_or_build(version, lambda: self._client(version))
+            return self._clients.get_or_build(
+                version,
+                lambda: ConfigClient(self._root, store=self.path or ".", version=version, cache_dir=self._cache),
+            )
 
     def snapshot(self, version: int) -> Snapshot:
         """Version N's snapshot, for the queries."""
@@ -94,7 +98,7 @@ class StoreState:
         return self._whole(version).explain(key, path).to_json()
 
     def loaded(self, version: int) -> LoadedVersion:
-        """Version N in memory (loaded now if needed, which may take a while: call it off the event loop).
+        """Version N in memory (loaded now if needed, which takes a while: call it off the event loop).
         CfgtoolError when it is not servable."""
         view = self.view
         found = view.pinned.get(version) or self._others.get(version)
@@ -103,52 +107,55 @@ class StoreState:
         if version in view.unservable:
             raise CfgtoolError(f"version {version} of store {self.name} does not compile: {view.unservable[version]}")
         with self._load_lock:
-            return self._others.get_or_build(version, lambda: self._load(version))
-
-    def hashes(self, version: int) -> Mapping[str, str]:
-        found = self._hashes.get(version)
-        return found if found is not None else self._load(version).hashes
+            found = self._others.get(version)
+            if found is not None:
+                return found
+            [entry] = self._load([version], {version})
+            if entry["error"] is not None:
+                raise CfgtoolError(f"version {version} of store {self.name} does not compile: {entry['error']}")
+            return self._others.put(version, self._loaded(version, entry))
 
     # -- refresh (the loader thread) ----------------------------------------------------------------------
     def refresh(self, now: float) -> list[Event]:
         """Re-read the tags, load what is new, publish a new view; the new events, oldest first."""
         hist = history(self._root, self.path or ".")
-        old = self.view
-        unservable = dict(old.unservable)
+        unservable = dict(self.view.unservable)
         events: list[Event] = []
-        previous = max((n for n in self._seen if n not in unservable), default=None)
-        hot = set(window(_published(hist, unservable), now, self.cache_time))
-        for n in sorted(set(hist.numbers) - self._seen):
-            try:
-                loaded = self._load(n)
-            except CfgtoolError as exc:
-                unservable[n] = exc.message
-                changed = 0
-            else:
-                changed = _changed(self.hashes(previous) if previous is not None else {}, loaded.hashes)
-                previous = n
-                if n in hot:
-                    self._others.put(n, loaded)
-            self._seen.add(n)
-            date = hist.tag(n).date.timestamp()
-            events.append(Event("publish", n, date, changed, effective_by(date, self.cache_time)))
+        new = sorted(set(hist.numbers) - self._seen)
+        if new:
+            base = max((n for n in self._seen if n not in unservable), default=None)
+            hot = set(window(_published(hist, unservable), now, self.cache_time))
+            for entry in self._load(new, hot & set(new), base):
+                n = entry["version"]
+                if entry["error"] is not None:
+                    unservable[n] = entry["error"]
+                elif n in hot:
+                    self._others.put(n, self._loaded(n, entry))
+                self._seen.add(n)
+                date = hist.tag(n).date.timestamp()
+                changed = entry.get("changed", 0)
+                events.append(Event("publish", n, date, changed, effective_by(date, self.cache_time)))
         markers = hist.markers
-        for n in sorted(set(markers) - self._markers):
-            self._markers.add(n)
-            if n not in self._seen:
-                continue  # a marker without its version: nothing was served, nothing changes
+        rolled = [n for n in sorted(set(markers) - self._markers) if n in self._seen]  # else nothing was served
+        self._markers.update(markers)
+        for n, changed in zip(rolled, self._rollback_changes(hist, unservable, rolled), strict=True):
             date = markers[n].date.timestamp()
-            events.append(Event("rollback", n, date, self._rollback_changes(hist, unservable, n), date))
+            events.append(Event("rollback", n, date, changed, date))
         self._publish(hist, unservable, now)
         self.ready = True
         return sorted(events, key=lambda e: (e.date, e.kind != "publish", e.version))
 
-    def _rollback_changes(self, hist: History, unservable: Mapping[int, str], n: int) -> int:
-        """Keys that differ between the rolled-back version and the good one below it that replaces it."""
-        below = [m for m in hist.numbers if m < n and m not in unservable and not hist.is_rolled_back(m)]
-        if n in unservable or not below:
-            return 0
-        return _changed(self.hashes(max(below)), self.hashes(n))
+    def _rollback_changes(self, hist: History, unservable: Mapping[int, str], rolled: list[int]) -> list[int]:
+        """For each rolled-back version, the keys that differ between it and the good one below it that
+        replaces it (0 when either is not servable)."""
+        good = [m for m in hist.numbers if m not in unservable and not hist.is_rolled_back(m)]
+        pairs = [(max((m for m in good if m < n), default=0), n) for n in rolled]
+        wanted = [(a, b) for a, b in pairs if a and b not in unservable]
+        if not wanted:
+            return [0] * len(rolled)
+        found = dict(zip(wanted, self._worker.changes_between(str(self._root), self.path, str(self._cache), wanted),
+                         strict=True))  # fmt: skip
+        return [found.get(pair, 0) for pair in pairs]
 
     def _publish(self, hist: History, unservable: dict[int, str], now: float) -> None:
         published = _published(hist, unservable)
@@ -199,9 +206,3 @@ def _published(hist: History, unservable: Mapping[int, str]) -> tuple[Published,
         for n in sorted(hist.numbers, reverse=True)
         if n not in unservable
     )
-
-
-def _changed(before: Mapping[str, str], after: Mapping[str, str]) -> int:
-    """Keys whose config (node hash) differs between two versions, added and removed keys included."""
-    return sum(1 for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-
