@@ -17,19 +17,21 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import split_path
 from cfgtool.serve.answers import Answer, Bounded, answer
 from cfgtool.serve.worker import build_body, etag
-from cfgtool.snapshot import Snapshot, canonical_json
+from cfgtool.snapshot import canonical_json
 from cfgtool.store.keys import ROOT, parent
 
 
 class LoadedVersion:
     """The answers of version N of one store. `keys[key]` is the prebuilt answer of each resolved node."""
 
-    def __init__(self, store: str, version: int, entry: Mapping[str, Any], snapshots: Callable[[int], Snapshot]):
+    def __init__(
+        self, store: str, version: int, entry: Mapping[str, Any], phantom: Callable[[int, str], Any]
+    ) -> None:
         self.store = store
         self.version = version
         self.commit: str = entry["commit"]
         self.name: str | None = entry["name"]
-        self._snapshots = snapshots
+        self._phantom = phantom
         self._head: bytes = entry["head"]
         self._tail: bytes = entry["tail"]
         self.configs: dict[str, bytes] = entry["configs"]  # canonical JSON of each resolved node's config
@@ -63,7 +65,7 @@ class LoadedVersion:
         if node in self.failed:
             raise CfgtoolError(f"{node} did not compile, so {key} cannot be read")
         if node in self.intrinsic and node != key:  # the intrinsics make the config depend on the key itself
-            config = canonical_json(self._snapshots(self.version).lookup(key).config).encode("utf-8")
+            config = canonical_json(self._phantom(self.version, key)).encode("utf-8")
         else:
             config = self.configs[node]
         return self._phantoms.put(key, self._build(key, node == key, config))
@@ -89,10 +91,6 @@ class LoadedVersion:
     def cached(self, what: tuple[Any, ...], build: Callable[[], Any]) -> Answer:
         """A query's answer from the bounded cache, else built (from `build()`'s JSON value) and cached."""
         return self._other.get_or_build(what, lambda: answer(build()))
-
-    def snapshot(self) -> Snapshot:
-        """The whole snapshot (queries, explain), through the shared cache."""
-        return self._snapshots(self.version)
 
 
 def _set(config: dict[str, Any], path: tuple[str, ...], value: str) -> None:

@@ -99,7 +99,7 @@ def starlette_app(api: Api) -> Starlette:
             raise not_found(missing)
 
         def build() -> dict[str, Any]:
-            snap = loaded.snapshot()
+            snap = state.snapshot(loaded.version)
             if kind == "tags":
                 return {"key": key, "exists": exists, "tags": snap.tags(key)}
             if kind == "imports":

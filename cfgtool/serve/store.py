@@ -30,6 +30,7 @@ from cfgtool.snapshot import Snapshot
 from cfgtool.versions import History, Version, history
 
 EMPTY = answer([])
+PHANTOM_READS = 4096
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class StoreState:
         self._clients: Bounded[int, ConfigClient] = Bounded(1)  # whole snapshots, for queries and explain
         self._load_lock = threading.Lock()
         self._whole_lock = threading.Lock()
+        self._phantom_reads = 0
         self._acl_commit: str | None = None
 
     # -- loading ------------------------------------------------------------------------------------------
@@ -79,7 +81,7 @@ class StoreState:
         return self._worker.load(*args)
 
     def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
-        return LoadedVersion(self.name, version, entry, self.snapshot)
+        return LoadedVersion(self.name, version, entry, self.phantom_config)
 
     def _whole(self, version: int) -> ConfigClient:
         """A client of version N with its whole snapshot (kept one at a time: it is large)."""
@@ -92,6 +94,18 @@ class StoreState:
     def snapshot(self, version: int) -> Snapshot:
         """Version N's snapshot, for the queries."""
         return self._whole(version).snapshot
+
+    def phantom_config(self, version: int, key: str) -> Any:
+        """The config of `key`, which has no node, under a node that uses the intrinsics (resolved again for
+        the key). The Snapshot remembers every such key it resolved, so after `PHANTOM_READS` of them the
+        client is dropped and read afresh: any name may be asked for, and memory must stay bounded."""
+        config = self._whole(version).snapshot.lookup(key).config
+        with self._whole_lock:
+            self._phantom_reads += 1
+            if self._phantom_reads >= PHANTOM_READS:
+                self._phantom_reads = 0
+                self._clients = Bounded(1)
+        return config
 
     def explain(self, version: int, key: str, path: str) -> dict[str, Any]:
         """`cfgtool explain --format json` of `key` at `path` in version N (compiles N once, for provenance)."""

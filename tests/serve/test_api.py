@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from pathlib import Path
+from typing import Any
 
 import httpx
 
+from cfgtool.serve import store as store_module
+from cfgtool.serve.source import StoreRef
+from cfgtool.serve.store import StoreState
 from cfgtool.snapshot import canonical_json
+from cfgtool.versions import publish
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, publish_change
 
@@ -149,3 +156,51 @@ def test_the_server_serves_published_versions_only(small: GitRepo, start_server:
     answer = httpx.get(f"{server.url}/v1/small/current/keys/data/a").json()
     assert answer["config"]["size"] == 1
     assert json.loads(httpx.get(f"{server.url}/v1/small/versions").content)[0]["version"] == 1
+
+
+def test_a_key_without_a_node_under_the_intrinsics_reads_its_own_name(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    publish_change(small, {"store/data/b/main.conf": "size = 2\ntopic = ${cfgtool.name}\n"}, "intrinsics")
+    server = start_server(small.root, "--cache-time", "0")
+    with httpx.Client(base_url=server.url) as http:
+        own = http.get("/v1/small/versions/2/keys/data/b").json()
+        assert own["config"]["topic"] == "b"
+        for name in ("x", "y", "x"):
+            answer = http.get(f"/v1/small/versions/2/keys/data/b/{name}").json()
+            assert answer["exists"] is False and answer["config"]["topic"] == name
+
+
+def test_the_phantom_reads_of_a_whole_snapshot_are_bounded(small: GitRepo, tmp_path: Path, monkeypatch: Any) -> None:
+    """Each key without a node under the intrinsics is remembered by the Snapshot: after PHANTOM_READS of
+    them the server reads the version afresh, so no sequence of names grows its memory without bound."""
+    publish_change(small, {"store/data/b/main.conf": "topic = ${cfgtool.name}\n"}, "intrinsics")
+    monkeypatch.setattr(store_module, "PHANTOM_READS", 3)
+    state = StoreState(StoreRef("small", "store"), small.root, tmp_path / "cache", 0, False)
+    state.refresh(time.time())
+    clients = set()
+    for i in range(7):
+        assert state.phantom_config(2, f"/data/b/k{i}")["topic"] == f"k{i}"
+        clients.add(id(state._whole(2)))
+    assert len(clients) >= 2  # read afresh after every third name
+    assert len(state._whole(2).snapshot._phantoms) < 3
+
+
+def test_every_store_of_the_repository_is_served_by_its_name(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    settings = "name: other\nversion_tag_prefix: other/v\nrollback_tag_prefix: other/rolledback/v\n"
+    small.write({"stores/second/_CONFIG_STORE": settings, "stores/second/main.conf": "who = second\n"})
+    small.commit("a second store")
+    assert publish(small.root, store="stores/second", message="first of other").version == 1
+    both = start_server(small.root, "--cache-time", "0")
+    listed = httpx.get(f"{both.url}/v1/stores").json()
+    assert [(s["name"], s["path"], s["current"]) for s in listed] == [
+        ("small", "store", 1),
+        ("other", "stores/second", 1),
+    ]
+    assert httpx.get(f"{both.url}/v1/other/current/keys/").json()["config"] == {"who": "second"}
+    assert httpx.get(f"{both.url}/v1/small/current/keys/").json()["config"]["owner"] == "platform"
+    one = start_server(small.root, "--store", "stores/second")
+    assert [s["name"] for s in httpx.get(f"{one.url}/v1/stores").json()] == ["other"]
+    assert httpx.get(f"{one.url}/v1/small/current/keys/").status_code == 404
