@@ -222,7 +222,11 @@ def long_polls(port: int, pid: int, repo: Path, count: int) -> None:
     )
     assert poller.stdout is not None
     connected = json.loads(poller.stdout.readline())["connected"]
-    time.sleep(3)  # every poll registered
+    waiting, deadline = 0.0, time.monotonic() + 60
+    while waiting < connected and time.monotonic() < deadline:  # every poll registered with the feed
+        time.sleep(0.2)
+        metrics = get(port, "/metrics")[2].decode()
+        waiting = sum(float(m) for m in re.findall(r"^cfgtool_long_polls_waiting\{[^}]*\} (\S+)$", metrics, re.M))
     waiting_rss = rss_mb(pid)
     conf = next((repo / "store" / "data").glob("*/*/*/main.conf"))
     conf.write_text(conf.read_text() + "\nbench_marker = 2\n")
@@ -243,7 +247,8 @@ def long_polls(port: int, pid: int, repo: Path, count: int) -> None:
         print(f"(c) long polls: none answered: {result['errors']}")
         return
     print(
-        f"(c) {connected:,} long polls connected, {len(times):,} answered, {result['error_count']} errors"
+        f"(c) {connected:,} long polls connected ({waiting:,.0f} waiting at the server), {len(times):,} answered,"
+        f" {result['error_count']} errors"
         f" {result['errors']}; answers spread over {times[-1] - times[0]:.2f} s (first to last);"
         f" tag created -> first answer {times[0] - tagged:.2f} s, -> last {times[-1] - tagged:.2f} s;"
         f" server RSS {waiting_rss:.0f} MB waiting, {peak:.0f} MB peak (targets: within 1 s, <= 300 MB)  {load()}",
