@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -156,3 +157,16 @@ def test_serve_refuses_a_public_address_without_tokens(small: GitRepo, tmp_path:
     assert proc.returncode == 2
     assert "loopback" in proc.stderr and "--insecure-open" in proc.stderr
     assert shutil.which("git")
+
+
+def test_a_port_in_use_is_a_usage_error(small: GitRepo) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [*cfgtool_command(), "serve", "--repo", str(small.root), "--port", str(port)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
