@@ -88,16 +88,20 @@ class Api:
         await self.starlette(scope, receive, send)
 
     # -- shared helpers -----------------------------------------------------------------------------------
-    def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The request's principal (None without tokens); Denied 401 for a missing or unknown token."""
+    async def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
+        """The request's principal (None without tokens); Denied 401 for a missing or unknown token. A token
+        not seen before is checked (scrypt) on a worker thread, never on the event loop."""
         tokens = self.service.tokens
         if tokens is None:
             return None
         for name, value in headers:
             if name == b"authorization":
                 scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() == "bearer" and (who := tokens.principal(token.strip())) is not None:
-                    return who
+                token = token.strip()
+                if scheme.lower() == "bearer":
+                    who = tokens.cached(token) or await asyncio.to_thread(tokens.principal, token)
+                    if who is not None:
+                        return who
                 break
         raise Denied(
             error(401, "unauthorized", "this server needs a token: send `Authorization: Bearer <token>`"),
@@ -162,7 +166,7 @@ class Api:
         await respond(send, found, headers, scope["method"] == "HEAD")
 
     async def _changes_answer(self, scope: Scope, store: str) -> Answer:
-        self.principal(scope["headers"])
+        await self.principal(scope["headers"])
         state = self.store(store)
         feed = self.service.feeds[state.name]
         query = parse_qs(scope["query_string"].decode("latin-1"))
@@ -199,7 +203,7 @@ class Api:
         await respond(send, found, headers, scope["method"] == "HEAD")
 
     async def _key_answer(self, scope: Scope, store: str, number: int | None, text: str) -> tuple[Answer, Headers]:
-        who = self.principal(scope["headers"])
+        who = await self.principal(scope["headers"])
         state = self.store(store)
         view = state.view
         key = self.key(text)

@@ -57,7 +57,7 @@ def starlette_app(api: Api) -> Starlette:
         return request.client.host if request.client else None
 
     async def stores(request: Request) -> Response:
-        api.principal(request.headers.raw)
+        await api.principal(request.headers.raw)
         found = [
             {"name": name, "path": state.path, "current": state.view.current, "seq": service.feeds[name].seq}
             for name, state in service.stores.items()
@@ -65,12 +65,12 @@ def starlette_app(api: Api) -> Starlette:
         return _response(answer(found), request=request)
 
     async def versions(request: Request) -> Response:
-        api.principal(request.headers.raw)
+        await api.principal(request.headers.raw)
         state = api.store(request.path_params["store"])
         return _response(state.view.versions_answer, request=request)
 
     async def query(request: Request) -> Response:
-        who = api.principal(request.headers.raw)
+        who = await api.principal(request.headers.raw)
         state = api.store(request.path_params["store"])
         kind = request.path_params["query"]
         if kind not in QUERIES:

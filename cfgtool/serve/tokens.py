@@ -127,7 +127,13 @@ class Tokens:
             self._passed = Bounded(4096)
             self._mtime = mtime
 
+    def cached(self, token: str) -> str | None:
+        """The principal of a token that passed before (a dictionary lookup), else None."""
+        return self._passed.get(hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest())
+
     def principal(self, token: str) -> str | None:
+        """The token's principal, or None; a token not seen before costs an scrypt run (tens of
+        milliseconds: call it off the event loop)."""
         digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
         known = self._passed.get(digest)
         if known is not None:
