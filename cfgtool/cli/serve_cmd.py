@@ -141,7 +141,6 @@ def serve_command(
         cache_time=cache_time,
         fetch_interval=fetch_interval,
         tokens=tokens,
-        insecure_open=insecure_open,
     )
     run(options)
 

@@ -39,7 +39,6 @@ class Options:
     cache_time: int = 60
     fetch_interval: float = 5.0
     tokens: Path | None = None
-    insecure_open: bool = False
     cache: Path = field(default_factory=cache_root)
 
 
