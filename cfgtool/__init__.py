@@ -20,19 +20,25 @@ if _typing.TYPE_CHECKING:
     from cfgtool.compile import compile_store as compile
     from cfgtool.diagnostics import Diagnostic as Diagnostic
     from cfgtool.errors import CfgtoolError as CfgtoolError
+    from cfgtool.remote import HttpConfigClient as HttpConfigClient
     from cfgtool.snapshot import KeyNotFound as KeyNotFound
     from cfgtool.snapshot import Snapshot as Snapshot
+    from cfgtool.watcher import Watcher as Watcher
+    from cfgtool.watcher import watch as watch
 
 __all__ = [
     "CfgtoolError",
     "CompileResult",
     "ConfigClient",
     "Diagnostic",
+    "HttpConfigClient",
     "KeyNotFound",
     "Snapshot",
     "StoreNotFound",
+    "Watcher",
     "__version__",
     "compile",
+    "watch",
 ]
 
 _make_lazy(
@@ -42,10 +48,13 @@ _make_lazy(
         "CompileResult": ("cfgtool.compile", "CompileResult"),
         "ConfigClient": ("cfgtool.client", "ConfigClient"),
         "Diagnostic": ("cfgtool.diagnostics", "Diagnostic"),
+        "HttpConfigClient": ("cfgtool.remote", "HttpConfigClient"),
         "KeyNotFound": ("cfgtool.snapshot", "KeyNotFound"),
         "Snapshot": ("cfgtool.snapshot", "Snapshot"),
         "StoreNotFound": ("cfgtool.client", "StoreNotFound"),
+        "Watcher": ("cfgtool.watcher", "Watcher"),
         "__version__": ("cfgtool._version", "__version__"),
         "compile": ("cfgtool.compile", "compile_store"),
+        "watch": ("cfgtool.watcher", "watch"),
     },
 )

@@ -104,6 +104,9 @@ def _map_header(data: bytes) -> tuple[int, int]:
     raise ValueError("not a packed msgpack map")
 
 
+MAX_SHARD_ENTRIES = 65_536  # per shard, 16 shards a cache: several versions of a 100,000-dataset store
+
+
 class _Sharded(Generic[K, V]):
     """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
     strings (`_key_text`: tuples joined with NUL).
@@ -116,6 +119,7 @@ class _Sharded(Generic[K, V]):
         self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
         self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
+        self.max_entries = MAX_SHARD_ENTRIES
 
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
@@ -189,15 +193,33 @@ class _Sharded(Generic[K, V]):
             self._shard(name)  # a shard is checked once before it is added to
             path = self.directory / f"{name}.msgpack"
             try:
-                data = pack({self._key_text(k): self._dump(v) for k, v in new.items()})
+                added = {self._key_text(k): self._dump(v) for k, v in new.items()}
+                data = pack(added)
                 if name not in self._damaged:
                     with suppress(OSError, ValueError):  # no file yet, or not a map: the new entries alone
                         data = join_maps(path.read_bytes(), data)
+                if _map_header(data)[0] > self.max_entries:
+                    data = self._bounded(data, added)
                 self._write(name, data)
             except (OSError, ValueError, TypeError, OverflowError):
                 return
             self._damaged.discard(name)
             del self._shards[name], self._new[name]
+
+    def _bounded(self, joined: bytes, added: dict[str, Any]) -> bytes:
+        """`joined` (a shard's file with `added` joined on) rewritten with its newest `max_entries` entries: a
+        file only grows by joins, so a long-lived process would otherwise grow it with every version."""
+        try:
+            stored = unpack(joined)
+        except DAMAGED:
+            stored = {}
+        if not isinstance(stored, dict):
+            stored = {}
+        for key in added:  # a key written again is the newest, whatever its place in the file
+            stored.pop(key, None)
+        stored.update(added)
+        kept = list(stored.items())[-self.max_entries :]
+        return pack(dict(kept))
 
     def _write(self, name: str, data: bytes) -> None:
         """Write one shard through a temporary file and a rename, so readers never see half a file."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the HOCON engine is imported when provenance is first computed: reading configs needs none
@@ -23,17 +24,13 @@ class OwnValue:
     origin: Origin
 
 
-_PATH_NAMES: dict[tuple[str, ...], str] = {}
-
-
+@lru_cache(maxsize=65536)
 def path_name(path: tuple[str, ...]) -> str:
-    """A path as a HOCON path expression; memoized, since the same paths recur in every node."""
-    name = _PATH_NAMES.get(path)
-    if name is None:
-        from cfgtool.hocon.resolver import render_path
+    """A path as a HOCON path expression; memoized, since the same paths recur in every node (bounded: a
+    long-lived process meets new paths in every version it reads)."""
+    from cfgtool.hocon.resolver import render_path
 
-        name = _PATH_NAMES[path] = render_path(path)
-    return name
+    return render_path(path)
 
 
 class Provenance:

@@ -33,6 +33,9 @@ SCHEMA = "https://cfgtool.dev/schemas/snapshot/v1.json"
 SCHEMA_VERSION = 1
 
 
+PHANTOMS_KEPT = 1024  # keys without a node resolved again for the intrinsics, remembered per snapshot
+
+
 class SnapshotFormatError(CfgtoolError):
     """A snapshot file is unreadable or was written by an incompatible cfgtool."""
 
@@ -176,7 +179,10 @@ class Snapshot(StoreQueries):
 
             docs = [self._doc(self.nodes[layer].file) for layer in nearest.layers]
             paths = {split_path(p) for p in self.secrets.get(nearest.key, ())}  # resolved again: hide again
-            found = self._phantoms[key] = hide(resolve_layers(docs, key).value, paths)[0]
+            found = hide(resolve_layers(docs, key).value, paths)[0]
+            if len(self._phantoms) >= PHANTOMS_KEPT:  # any name may be asked for: keep the newest few only
+                del self._phantoms[next(iter(self._phantoms))]
+            self._phantoms[key] = found
         return found
 
     def _doc(self, file: str | None) -> Obj:

@@ -188,3 +188,22 @@ def test_node_cache_forged_map_that_does_not_decode_is_an_error_not_a_crash(tmp_
     assert found is not None and isinstance(found[0], PackedConfig)
     with pytest.raises(CfgtoolError, match="not a config"):
         found[0].load()
+
+
+def test_cache_shard_keeps_at_most_max_entries_oldest_dropped(tmp_path: Path) -> None:
+    """A long-lived process compiles version after version and each flush adds to its shard's file: a shard
+    stays bounded on disk (the oldest entries go), so neither the disk nor a later read grows without end."""
+    entry = ({"x": 1}, False, "h", 4)
+    first = NodeCache(tmp_path)
+    first.max_entries = 3
+    for key in ("0a", "0b", "0c"):
+        first.put(key, entry)
+    first.flush()
+    second = NodeCache(tmp_path)
+    second.max_entries = 3
+    second.put("0d", entry)
+    second.put("0e", entry)
+    second.flush()
+    third = NodeCache(tmp_path)
+    assert [key for key in ("0a", "0b", "0c", "0d", "0e") if third.has(key)] == ["0c", "0d", "0e"]
+    assert plain(third.get("0e")) == entry

@@ -25,3 +25,10 @@ def test_all_has_no_duplicates() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(cfgtool.__version__, str)
     assert cfgtool.__version__
+
+
+def test_watch_is_the_function_and_http_client_a_config_client() -> None:
+    from cfgtool.watcher import watch
+
+    assert cfgtool.watch is watch
+    assert issubclass(cfgtool.HttpConfigClient, cfgtool.ConfigClient)

@@ -16,6 +16,7 @@ from cfgtool.cli.diff_cmd import audit_command, diff_command
 from cfgtool.cli.error_handler import run_handled
 from cfgtool.cli.init_cmd import init_command
 from cfgtool.cli.secret_cmd import secret_app
+from cfgtool.cli.serve_cmd import serve_command, token_app
 from cfgtool.cli.versions_cmd import publish_command, rollback_command, versions_command
 
 HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
@@ -51,6 +52,8 @@ def build_app() -> typer.Typer:
     app.command("audit")(audit_command)
     app.add_typer(acl_app)
     app.add_typer(secret_app)
+    app.command("serve")(serve_command)
+    app.add_typer(token_app)
     return app
 
 

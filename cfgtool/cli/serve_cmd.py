@@ -1,0 +1,167 @@
+"""`cfgtool serve` and `cfgtool token add` (DESIGN 12): serve published versions over HTTP, and create the
+bearer tokens it accepts."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cfgtool.cli.context import CliContext
+from cfgtool.errors import UsageError
+
+token_app = typer.Typer(
+    name="token",
+    help="Create bearer tokens for `cfgtool serve --tokens FILE` (stored as salted scrypt hashes).",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+Tokens = Annotated[
+    Path | None,
+    typer.Option(
+        "--tokens",
+        metavar="FILE",
+        help="The tokens file (JSON of salted scrypt hashes). With it every request needs a token.",
+        show_default=False,
+    ),
+]
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _missing_extra() -> str | None:
+    try:
+        import prometheus_client  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        return exc.name or str(exc)
+    return None
+
+
+def serve_command(
+    ctx: typer.Context,
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            "--repo",
+            metavar="PATH|URL",
+            help="The config repository: a local path, or a git URL mirrored into the cache (default: the global "
+            "--repo, else the repository containing the current directory).",
+            show_default=False,
+        ),
+    ] = None,
+    stores: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store",
+            metavar="DIR",
+            help="A store directory to serve (repeatable; default: every store at HEAD).",
+            show_default=False,
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port (0: any free port).")] = 8750,
+    cache_time: Annotated[
+        int,
+        typer.Option(
+            "--cache-time",
+            metavar="SECONDS",
+            min=0,
+            help="Keystone cache time T: a publish reaches each key at its own checkpoint within T seconds; "
+            "0 serves the current version at once.",
+        ),
+    ] = 60,
+    fetch_interval: Annotated[
+        float,
+        typer.Option("--fetch-interval", metavar="SECONDS", min=0.1, help="How often to fetch and re-read the tags."),
+    ] = 5.0,
+    remote: Annotated[
+        str | None,
+        typer.Option(
+            "--remote", metavar="NAME", help="Mirror this remote of the local repository and fetch from it.",
+            show_default=False,
+        ),
+    ] = None,
+    tokens: Tokens = None,
+    insecure_open: Annotated[
+        bool,
+        typer.Option("--insecure-open", help="Without --tokens, allow listening on a non-loopback address."),
+    ] = False,
+) -> None:
+    """Serve published versions of the repository's stores over HTTP/JSON.
+
+    Only version tags are served, never a working tree. Each version is
+    compiled once (the client's snapshot cache) and answered from memory.
+    `current` reads follow Keystone freshness (--cache-time); a rollback
+    applies at once. Stop it with SIGTERM or Ctrl-C: waiting long polls are
+    answered first. Without --tokens it listens on loopback only.
+
+    Examples:
+      cfgtool serve
+      cfgtool serve --repo https://git.example.com/configs.git --port 8750
+      cfgtool serve --host 0.0.0.0 --tokens /etc/cfgtool/tokens.json --cache-time 30
+      curl -s localhost:8750/v1/demo/current/keys/data/tracking/PageViewEvent
+    """
+    missing = _missing_extra()
+    if missing is not None:
+        raise UsageError(
+            f"cfgtool serve needs the optional extra 'serve' ({missing} is not installed)",
+            hint="pip install 'cfgtool[serve]'",
+        )
+    if tokens is None and not insecure_open and not _is_loopback(host):
+        raise UsageError(
+            f"without --tokens the server serves everyone, so it listens on loopback only, not {host}",
+            hint="pass --tokens FILE (create tokens with `cfgtool token add`), or --insecure-open if that is intended",
+        )
+    if tokens is not None and not tokens.is_file():
+        hint = f"create it with `cfgtool token add USER --tokens {tokens}`"
+        raise UsageError(f"--tokens {tokens}: no such file", hint=hint)
+    from cfgtool.serve.server import run
+    from cfgtool.serve.service import Options
+
+    cli: CliContext = ctx.obj
+    location = repo if repo is not None else str(cli.repo if cli.repo is not None else Path.cwd())
+    options = Options(
+        location=location,
+        stores=tuple(stores or ()),
+        remote=remote,
+        host=host,
+        port=port,
+        cache_time=cache_time,
+        fetch_interval=fetch_interval,
+        tokens=tokens,
+    )
+    run(options)
+
+
+@token_app.command("add")
+def token_add(
+    principal: Annotated[str, typer.Argument(metavar="PRINCIPAL", help="User:name (a bare name is a User).")],
+    tokens: Annotated[
+        Path, typer.Option("--tokens", metavar="FILE", help="The tokens file (created when missing).")
+    ],
+) -> None:
+    """Create a bearer token for PRINCIPAL and print it (once: only its hash is kept).
+
+    The token's principal is checked against each store's ACL (DESIGN 13):
+    read for configs and explain, describe for the other queries.
+
+    Example:
+      cfgtool token add User:dashboard --tokens /etc/cfgtool/tokens.json
+    """
+    from cfgtool.serve.tokens import add_token
+
+    who, token = add_token(tokens, principal)
+    typer.echo(token)
+    typer.echo(f"cfgtool: note: a token for {who} was added to {tokens}; it is shown only this once", err=True)

@@ -1,0 +1,443 @@
+"""ConfigClient over HTTP (DESIGN 12 "Clients"): read one pinned version of a store through `cfgtool serve`.
+
+`ConfigClient("http://host:8750", store="demo")` builds an `HttpConfigClient`. The rule (`is_server_url`): an
+http(s) URL with nothing after the host and port (`http://host:8750`, `http://host:8750/`) names a cfgtool
+server; every other location, including `https://git.example.com/configs.git`, is a git repository that the git
+client clones. A server behind a path prefix is reached with `HttpConfigClient(url, ...)` directly.
+
+The client pins the store's current version at construction (one conditional GET of `/v1/{store}/versions`,
+which also gives the commit) and from then on reads only `versions/{N}/...`, so a pinned process never mixes
+versions. Every answer is kept in memory and in the cache (`cache_root()/http`, msgpack plain data, written
+atomically): a `versions/{N}/...` answer never changes, so a cached one is used without asking; the versions list
+is asked for with `If-None-Match`, so an unchanged one costs a 304. When the server is unreachable at
+construction, `offline="cache"` (the default) pins the version the server last named as current, from the cache,
+and warns (`OfflineWarning`); `offline="error"` raises `ServerUnavailable`. Only the standard library speaks HTTP
+here: a client needs none of the server's dependencies. Secrets arrive as "[hidden]", as the server serves them.
+
+The reads are the git client's (`lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`,
+`tags`, `datasets`, `keys`, `children`); `keys` comes from one `imported-by -r /` answer (every node but the root
+has the root among its layers). The server applies no caller variables and opens no secrets, so `variables=` and
+`identity=` are refused. `offline=`, `token=` (DESIGN 12 "Access") and `timeout=` pass through `ConfigClient(...)`
+at run time; typed code names them on `HttpConfigClient(...)`, whose signature has them.
+
+    client = ConfigClient("http://configs:8750", store="demo")
+    client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import json
+import socket
+import threading
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+from urllib.parse import quote, urlsplit
+
+from cfgtool._version import __version__
+from cfgtool.cache import DAMAGED, cache_root, pack, private_dir, unpack
+from cfgtool.client import ConfigClient, StoreNotFound, compact_json
+from cfgtool.errors import CfgtoolError, SourceError, UsageError
+from cfgtool.explain import Explanation, LayerValue
+from cfgtool.hocon import Origin, split_path
+from cfgtool.plain import MISSING, value_at
+from cfgtool.snapshot import KeyNotFound, Lookup, write_atomic_bytes
+from cfgtool.store.keys import ROOT, normalize_key
+from cfgtool.versions import VersionNotFound
+
+Offline = Literal["cache", "error"]
+_FORMAT = 1  # the layout of a cache entry: {"format", "path", "etag", "body", "sha256"}
+
+
+class ServerUnavailable(SourceError):
+    """The server cannot be reached (or answered with a server error) and the cache cannot stand in for it."""
+
+
+class AccessDenied(CfgtoolError):
+    """The server refused the request: no or an unknown token (401), or the principal may not read (403)."""
+
+
+class OfflineWarning(UserWarning):
+    """The server was unreachable at construction: the client reads the newest version it has cached."""
+
+
+def is_server_url(location: str | Path) -> bool:
+    """Whether `location` names a cfgtool server: an http(s) URL with no path beyond `/`, no query, no fragment."""
+    if not isinstance(location, str):
+        return False
+    parts = urlsplit(location)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+    )
+
+
+class Connection:
+    """One kept-alive HTTP connection to a server at `location` (a prefix path allowed), used by one thread at
+    a time (a lock); `get` retries once on a fresh connection when the server closed the old one."""
+
+    def __init__(self, location: str, timeout: float) -> None:
+        parts = urlsplit(location)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"{location}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
+        self.location = location
+        self._prefix = parts.path.rstrip("/")
+        self._kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self._address = (parts.hostname, parts.port)
+        self._timeout = timeout
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+
+    def get(self, path: str, headers: Mapping[str, str]) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """(status, headers, body) of GET `path`; ServerUnavailable when the server cannot be reached."""
+        with self._lock:
+            for attempt in (1, 2):
+                if self._conn is None:
+                    self._conn = self._kind(*self._address, timeout=self._timeout)
+                conn = self._conn
+                try:
+                    conn.request("GET", self._prefix + path, headers=dict(headers))
+                    response = conn.getresponse()
+                    return response.status, response.headers, response.read()
+                except (OSError, http.client.HTTPException) as exc:
+                    conn.close()
+                    self._conn = None
+                    stale = isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError)
+                    if attempt == 2 or not stale:
+                        raise ServerUnavailable(
+                            f"cannot reach {self.location}: {exc or type(exc).__name__}",
+                            hint="start the server or check the URL",
+                        ) from exc
+        raise AssertionError("unreachable")
+
+    def abort(self) -> None:
+        """Wake a request blocked in another thread (it fails with ServerUnavailable): for stopping a watch."""
+        conn = self._conn
+        sock = conn.sock if conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def request_headers(token: str | None) -> dict[str, str]:
+    """The headers of every request: JSON, cfgtool's user agent, the bearer token if any."""
+    headers = {"Accept": "application/json", "User-Agent": f"cfgtool/{__version__}"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+class _Answer(NamedTuple):
+    """One GET's outcome: the status, the parsed JSON body, and whether it came from the cache."""
+
+    status: int
+    body: Any
+    cached: bool
+
+
+class HttpConfigClient(ConfigClient):
+    """Reads one version of a store through a cfgtool server; the same reads as the git-backed client.
+
+    `requests` counts the HTTP requests made, `not_modified` the 304 answers among them (cache revalidations
+    that cost no body), `offline` is True when the client pinned from the cache because the server was down.
+    """
+
+    def __init__(
+        self,
+        location: str | Path,
+        store: str = "store",
+        *,
+        variables: Mapping[str, str] | None = None,
+        version: int | None = None,
+        cache_dir: str | Path | None = None,
+        identity: str | Path | None = None,
+        offline: Offline = "cache",
+        token: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if variables:
+            raise UsageError(
+                "a server serves each version as published, with its variables' defaults",
+                hint="read with variables from the git repository: ConfigClient(<repository path or git URL>, ...)",
+            )
+        if identity is not None:
+            raise UsageError(
+                "a server serves secrets as [hidden] and holds no key to open them",
+                hint="open secrets with a git-backed ConfigClient(<repository>, identity=...)",
+            )
+        if offline not in ("cache", "error"):
+            raise UsageError(f"offline={offline!r} is not one of 'cache', 'error'", hint="offline='cache' or 'error'")
+        self.location = str(location).rstrip("/")
+        self.store = store
+        self.variables = {}
+        self.requests = 0
+        self.not_modified = 0
+        self.offline = False
+        self._http = Connection(self.location, timeout)
+        self._headers = request_headers(token)
+        self._memory: dict[str, Any] = {}
+        root = Path(cache_dir) if cache_dir is not None else cache_root()
+        self._dir = root / "http" / hashlib.sha256(f"{self.location}\0{store}".encode()).hexdigest()[:16]
+        self.version, self.commit = self._choose(version, offline)
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def lookup(self, key: str, strict: bool = False) -> Lookup:
+        """The config of `key` at the pinned version and whether it has a node (DESIGN 5.4)."""
+        key = self._key(key)
+        body = self._read(f"keys{_tail(key)}")
+        exists = bool(body.get("exists"))
+        if strict and not exists:
+            raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")
+        # a key without a node reads as its nearest ancestor, the first layer of its linearization (DESIGN 5.4)
+        node = key if exists else str(body.get("node") or self.imports(key, recursive=True)[0])
+        return Lookup(key, node, exists, body.get("config") or {})
+
+    def get_value(self, key: str, path: str, default: Any = MISSING, strict: bool = False) -> Any:
+        """The value at `path` in `key`'s config (read from the key's whole answer, so one request per key)."""
+        value = value_at(self.get(key, strict), split_path(path))
+        if value is MISSING:
+            if default is not MISSING:
+                return default
+            raise KeyNotFound(f"{key} has no value at {path} (version {self.version})", hint="check the path")
+        return value
+
+    def explain(self, key: str, path: str) -> Explanation:
+        """The server's explanation of the value at `path` (DESIGN 5.5)."""
+        return _explanation(self._read(f"explain{_tail(self._key(key))}?path={quote(path, safe='')}"))
+
+    def imports(self, key: str, recursive: bool = False) -> list[str]:
+        """Explicit imports, highest priority first; `recursive`: L(key) without the key (DESIGN 6)."""
+        return self._query("imports", key, "imports", recursive)
+
+    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
+        """Nodes whose includes name `key`; `recursive`: every node with `key` among its layers."""
+        return self._query("imported-by", key, "imported_by", recursive)
+
+    def tags(self, key: str) -> list[str]:
+        """The tags among the layers of `key`, highest priority first."""
+        return self._query("tags", key, "tags", False)
+
+    def datasets(self, tag: str) -> list[str]:
+        """The non-tag nodes that import `tag`, directly or through their layers."""
+        return self._query("datasets", tag, "datasets", False)
+
+    def keys(self, prefix: str = ROOT) -> list[str]:
+        """Every node key at or under `prefix`, sorted: the root and every node that has the root among its
+        layers (which is every node that resolved), from one `imported-by -r /` answer."""
+        prefix = self._key(prefix)
+        every = {ROOT, *self.imported_by(ROOT, recursive=True)}
+        under = prefix.rstrip("/") + "/"
+        return sorted(k for k in every if k == prefix or k.startswith(under))
+
+    def children(self, key: str) -> list[str]:
+        """The child nodes of `key`."""
+        key = self._key(key)
+        return [k for k in self.keys(key) if k != key and k.rpartition("/")[0] in (key, "")]
+
+    def config_json(self) -> Mapping[str, str]:
+        """Every node's config as compact JSON, by key (one request per key not yet cached)."""
+        return {key: compact_json(self.get(key)) for key in self.keys()}
+
+    def close(self) -> None:
+        """Close the connection to the server (a later read opens a new one)."""
+        self._http.close()
+
+    def __repr__(self) -> str:
+        mode = ", offline" if self.offline else ""
+        return f"ConfigClient({self.location!r}, store={self.store!r}, version={self.version}{mode})"
+
+    # -- pinning -----------------------------------------------------------------------------------------
+    def _key(self, key: str) -> str:
+        return normalize_key(key, self.store)
+
+    def _choose(self, version: int | None, offline: Offline) -> tuple[int, str]:
+        """(version, commit): `version`, else the store's current one; from the cache when the server is down."""
+        path = f"/v1/{quote(self.store, safe='')}/versions"
+        try:
+            answer = self._get(path, revalidate=True)
+        except ServerUnavailable as exc:
+            if offline == "error":
+                raise ServerUnavailable(
+                    f"{exc.message}; cannot pin a version of store {self.store!r}",
+                    hint="start the server or check the URL; offline='cache' reads the newest cached version",
+                ) from exc
+            cached = self._cached(path)
+            if cached is None:
+                raise ServerUnavailable(
+                    f"{exc.message}, and nothing of store {self.store!r} is cached",
+                    hint="start the server or check the URL (a client caches what it reads once it has connected)",
+                ) from exc
+            answer, self.offline = cached, True
+        if answer.status == 404:
+            raise StoreNotFound(f"{self.location} serves no store {self.store!r}", hint=self._stores_hint())
+        versions = answer.body if isinstance(answer.body, list) else []
+        if version is None:
+            chosen = next((v for v in versions if isinstance(v, dict) and v.get("status") == "current"), None)
+            if chosen is None:
+                raise StoreNotFound(f"store {self.store!r} has no current version", hint="publish one first")
+        else:
+            chosen = next((v for v in versions if isinstance(v, dict) and v.get("version") == version), None)
+            if chosen is None:
+                raise VersionNotFound(f"store {self.store!r} has no version {version}", hint="GET /v1/{store}/versions")
+        if self.offline:
+            warnings.warn(
+                f"{self.location} is unreachable: reading store {self.store!r} version {chosen['version']} from the"
+                " cache (the newest version it holds)",
+                OfflineWarning,
+                stacklevel=4,
+            )
+        return int(chosen["version"]), str(chosen.get("commit", ""))
+
+    def _stores_hint(self) -> str:
+        try:
+            stores = self._get("/v1/stores", revalidate=True).body
+            names = ", ".join(sorted(str(s.get("name")) for s in stores if isinstance(s, dict)))
+        except (CfgtoolError, TypeError, AttributeError):
+            return "check the store's name (GET /v1/stores lists them)"
+        return f"the server's stores: {names or 'none'}"
+
+    # -- HTTP and the cache ------------------------------------------------------------------------------
+    def _query(self, query: str, key: str, field: str, recursive: bool) -> list[str]:
+        body = self._read(f"{query}{_tail(self._key(key))}" + ("?recursive=1" if recursive else ""))
+        found = body.get(field)
+        if not isinstance(found, list):
+            raise ServerUnavailable(f"the server's {query} answer has no {field!r} list", hint="upgrade the server")
+        return [str(k) for k in found]
+
+    def _read(self, tail: str) -> Any:
+        """The JSON answer for `versions/{N}/<tail>`: from memory, the cache, else the server."""
+        path = f"/v1/{quote(self.store, safe='')}/versions/{self.version}/{tail}"
+        found = self._memory.get(path)
+        if found is not None:
+            return found
+        answer = self._get(path, revalidate=False)
+        if answer.status == 404:
+            raise KeyNotFound(_message(answer.body, f"{path}: not found"), hint="check the key and your access")
+        if not isinstance(answer.body, dict):
+            raise ServerUnavailable(f"{path}: the server's answer is not a JSON object", hint="upgrade the server")
+        self._memory[path] = answer.body
+        return answer.body
+
+    def _get(self, path: str, *, revalidate: bool) -> _Answer:
+        """GET `path`. A cached answer is used as it is (`revalidate=False`: immutable) or sent as If-None-Match.
+        Raises ServerUnavailable when the server is unreachable or fails, AccessDenied for 401 and 403."""
+        entry = self._entry(path)
+        cached = _decode(entry)
+        if cached is not None and not revalidate:
+            return cached
+        headers = dict(self._headers)
+        etag = entry.get("etag") if cached is not None and entry is not None else None
+        if isinstance(etag, str):
+            headers["If-None-Match"] = etag
+        status, reply_headers, data = self._http.get(path, headers)
+        self.requests += 1
+        if status == 304 and cached is not None:
+            self.not_modified += 1
+            return cached
+        body = _json(data, path)
+        if status in (401, 403):
+            hint = "pass token=... (cfgtool token add)" if status == 401 else "ask for read access to this key"
+            raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint=hint)
+        if status == 404:
+            return _Answer(404, body, False)
+        if status != 200:
+            raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+        self._store(path, reply_headers.get("ETag"), data)
+        return _Answer(200, body, False)
+
+    def _file(self, path: str) -> Path:
+        return self._dir / f"{hashlib.sha256(path.encode()).hexdigest()[:40]}.msgpack"
+
+    def _entry(self, path: str) -> dict[str, Any] | None:
+        """The cache entry of `path`; a missing, damaged or foreign one is None (a miss)."""
+        try:
+            entry = unpack(self._file(path).read_bytes())
+        except (OSError, *DAMAGED):
+            return None
+        ok = isinstance(entry, dict) and entry.get("format") == _FORMAT and entry.get("path") == path
+        body = entry.get("body") if ok else None
+        if not isinstance(body, bytes) or entry.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None  # damaged (a flipped byte can still be JSON: the checksum says so)
+        checked: dict[str, Any] = entry
+        return checked
+
+    def _cached(self, path: str) -> _Answer | None:
+        return _decode(self._entry(path))
+
+    def _store(self, path: str, etag: str | None, data: bytes) -> None:
+        """Keep an answer in the cache (atomically; a cache that cannot be written costs time only)."""
+        sha = hashlib.sha256(data).hexdigest()
+        try:
+            private_dir(self._dir)
+            write_atomic_bytes(
+                self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data, "sha256": sha})
+            )
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _decode(entry: Mapping[str, Any] | None) -> _Answer | None:
+    """A cache entry's answer; None when there is no entry or its body is damaged (a miss)."""
+    if entry is None:
+        return None
+    try:
+        return _Answer(200, json.loads(entry["body"]), True)
+    except ValueError:
+        return None
+
+
+def _tail(key: str) -> str:
+    """A key as the URL tail of DESIGN 12: without its leading `/` (`/` itself is the empty tail)."""
+    return "/" + key.lstrip("/")
+
+
+def _json(data: bytes, path: str) -> Any:
+    try:
+        return json.loads(data) if data else None
+    except ValueError as exc:
+        raise ServerUnavailable(f"{path}: the server's answer is not JSON", hint="is this a cfgtool server?") from exc
+
+
+def _message(body: Any, default: str) -> str:
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message) if message else default
+
+
+def _explanation(body: Mapping[str, Any]) -> Explanation:
+    """An Explanation from its JSON form (`Explanation.to_json`)."""
+
+    def origin(o: Any) -> Origin | None:
+        return Origin(str(o["file"]), int(o["line"]), int(o["col"])) if isinstance(o, dict) else None
+
+    layers = tuple(
+        LayerValue(str(lv["layer"]), str(lv.get("reached", "")), lv.get("value"), origin(lv.get("origin")))
+        for lv in body.get("layers", [])
+    )
+    sources = tuple(o for o in (origin(s) for s in body.get("sources", [])) if o is not None)
+    return Explanation(
+        key=str(body["key"]),
+        node=str(body.get("node", body["key"])),
+        exists=bool(body.get("exists")),
+        path=str(body.get("path", "")),
+        found=bool(body.get("found")),
+        value=body.get("value"),
+        origin=origin(body.get("origin")),
+        sources=sources,
+        layers=layers,
+    )
+
+
+__all__ = ["AccessDenied", "Connection", "HttpConfigClient", "OfflineWarning", "ServerUnavailable", "is_server_url"]

@@ -1,0 +1,102 @@
+"""One published version in the server's memory: its key answers prebuilt as bytes, its queries on demand.
+
+The answers come from a worker (`worker.load`): every node's answer (canonical JSON and its ETag) built once,
+about a tenth of the memory of the version's Snapshot, which the server never holds for key reads. Keys
+without a node (DESIGN 5.4) are answered from their nearest node's config; their answers live in a bounded
+cache, since any name may be asked for. The few reads that need the whole snapshot (queries, explain, a key
+without a node under a node that uses the `cfgtool.key` intrinsics) read it through a small shared cache.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cfgtool.errors import CfgtoolError
+from cfgtool.hocon import split_path
+from cfgtool.serve.answers import Answer, Bounded, answer
+from cfgtool.serve.worker import build_body, etag
+from cfgtool.snapshot import canonical_json
+from cfgtool.store.keys import ROOT, parent
+
+
+class LoadedVersion:
+    """The answers of version N of one store. `keys[key]` is the prebuilt answer of each resolved node."""
+
+    def __init__(
+        self, store: str, version: int, entry: Mapping[str, Any], phantom: Callable[[int, str], Any]
+    ) -> None:
+        self.store = store
+        self.version = version
+        self.commit: str = entry["commit"]
+        self.name: str | None = entry["name"]
+        self._phantom = phantom
+        self._head: bytes = entry["head"]
+        self._tail: bytes = entry["tail"]
+        self.configs: dict[str, bytes] = entry["configs"]  # canonical JSON of each resolved node's config
+        self.failed = frozenset(entry["failed"])
+        self.intrinsic = frozenset(entry["intrinsic"])
+        self.nodes = frozenset(self.configs) | self.failed
+        self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
+        self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
+        self._phantoms: Bounded[str, Answer] = Bounded(4096)
+        self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024)
+
+    def _build(self, key: str, exists: bool, config: bytes) -> Answer:
+        body = build_body(self._head, self._tail, key, exists, config)
+        return Answer(200, body, etag(body))
+
+    def nearest(self, key: str) -> str:
+        """`key` if it has a node, else its nearest ancestor that has one."""
+        while key not in self.nodes:
+            key = parent(key) or ROOT
+        return key
+
+    def key_answer(self, key: str) -> Answer:
+        """The answer for `key` (normalized), a node or not; CfgtoolError when its node did not resolve."""
+        found = self.keys.get(key)
+        if found is not None:
+            return found
+        cached = self._phantoms.get(key)
+        if cached is not None:
+            return cached
+        node = self.nearest(key)
+        if node in self.failed:
+            raise CfgtoolError(f"{node} did not compile, so {key} cannot be read")
+        if node in self.intrinsic and node != key:  # the intrinsics make the config depend on the key itself
+            config = canonical_json(self._phantom(self.version, key)).encode("utf-8")
+        else:
+            config = self.configs[node]
+        return self._phantoms.put(key, self._build(key, node == key, config))
+
+    def slow(self, key: str) -> bool:
+        """Whether answering `key` needs the whole snapshot (call `key_answer` off the event loop then)."""
+        if key in self.keys:
+            return False
+        node = self.nearest(key)
+        return node in self.intrinsic and self._phantoms.get(key) is None
+
+    def sealed_answer(self, key: str, plain: Answer) -> Answer:
+        """`plain` (the key answer) with its sealed envelopes instead of `[hidden]` (`?secrets=sealed`)."""
+        sealed = self.secrets.get(self.nearest(key))
+        if not sealed:
+            return plain
+        body = json.loads(plain.body)
+        for path, envelope in sealed.items():
+            if envelope is not None:
+                _set(body["config"], split_path(path), envelope)
+        return answer(body)
+
+    def cached(self, what: tuple[Any, ...], build: Callable[[], Any]) -> Answer:
+        """A query's answer from the bounded cache, else built (from `build()`'s JSON value) and cached."""
+        return self._other.get_or_build(what, lambda: answer(build()))
+
+
+def _set(config: dict[str, Any], path: tuple[str, ...], value: str) -> None:
+    node: Any = config
+    for part in path[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and path and path[-1] in node:
+        node[path[-1]] = value
+

@@ -1,0 +1,147 @@
+"""The Starlette routes of DESIGN 12 other than the hot key reads: stores, versions, queries, the change feed,
+readiness and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from cfgtool.hocon import HoconError, split_path
+from cfgtool.serve.answers import Answer, answer, error, etag_matches
+from cfgtool.serve.metrics import CONTENT_TYPE
+
+if TYPE_CHECKING:
+    from cfgtool.serve.app import Api
+
+QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _response(found: Answer, headers: dict[str, str] | None = None, request: Request | None = None) -> Response:
+    out = dict(headers or {})
+    if found.status == 200:
+        out["etag"] = found.etag.decode()
+        if request is not None and etag_matches(request.headers.get("if-none-match", "").encode(), found.etag):
+            return Response(status_code=304, headers=out)
+    else:
+        out.setdefault("cache-control", "no-store")
+    return Response(found.body, status_code=found.status, headers=out, media_type="application/json")
+
+
+def starlette_app(api: Api) -> Starlette:
+    """The Starlette application behind the fast path."""
+    from cfgtool.serve.app import Denied, not_found
+
+    service = api.service
+
+    def handled(route: str, handler: Handler) -> Handler:
+        async def run(request: Request) -> Response:
+            try:
+                response = await handler(request)
+            except Denied as exc:
+                response = _response(exc.answer, {k.decode(): v.decode() for k, v in exc.headers})
+            api.metrics.count(route, response.status_code)
+            return response
+
+        return run
+
+    def host(request: Request) -> str | None:
+        return request.client.host if request.client else None
+
+    async def stores(request: Request) -> Response:
+        await api.principal(request.headers.raw)
+        found = [
+            {"name": name, "path": state.path, "current": state.view.current, "seq": service.feeds[name].seq}
+            for name, state in service.stores.items()
+        ]
+        return _response(answer(found), request=request)
+
+    async def versions(request: Request) -> Response:
+        await api.principal(request.headers.raw)
+        state = api.store(request.path_params["store"])
+        return _response(state.view.versions_answer, request=request)
+
+    async def query(request: Request) -> Response:
+        who = await api.principal(request.headers.raw)
+        state = api.store(request.path_params["store"])
+        kind = request.path_params["query"]
+        if kind not in QUERIES:
+            raise not_found(f"no query {kind!r} (queries: {', '.join(QUERIES)})")
+        loaded = await api.version(state, int(request.path_params["n"]))
+        key = api.key(request.path_params["key"])
+        view = state.view
+        missing = f"{key} has no node in version {loaded.version} of store {state.name}"
+        api.check(view, who, "read" if kind == "explain" else "describe", key, host(request), missing)
+        recursive = request.query_params.get("recursive", "0") in ("1", "true")
+        path = request.query_params.get("path")
+        if kind == "explain":
+            if path is None:
+                raise Denied(error(400, "bad_request", "explain needs ?path=P (a HOCON path)"))
+            try:
+                split_path(path)
+            except HoconError as exc:
+                raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
+            found = await asyncio.to_thread(
+                loaded.cached, ("explain", key, path), lambda: state.explain(loaded.version, key, path)
+            )
+            return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
+        exists = key in loaded.nodes
+        needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
+        if needs_node and not exists:
+            raise not_found(missing)
+
+        def build() -> dict[str, Any]:
+            snap = state.snapshot(loaded.version)
+            if kind == "tags":
+                return {"key": key, "exists": exists, "tags": snap.tags(key)}
+            if kind == "imports":
+                return {"key": key, "exists": exists, "recursive": recursive, "imports": snap.imports(key, recursive)}
+            if kind == "imported-by":
+                return {"key": key, "recursive": recursive, "imported_by": snap.imported_by(key, recursive)}
+            if not snap.is_tag(key):
+                roots = ", ".join(snap.tag_roots)
+                raise Denied(error(400, "not_a_tag", f"{key} is not a tag (tags are under {roots})"))
+            return {"tag": key, "datasets": snap.datasets(key)}
+
+        found = await asyncio.to_thread(loaded.cached, (kind, key, recursive), build)
+        if who is not None and view.authorizer is not None:  # drop what the principal may not describe
+            doc = _filter(found, lambda keys: api.visible_keys(view, who, host(request), keys))
+            found = answer(doc)
+        return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
+
+    async def healthz(request: Request) -> Response:
+        doc = service.health()
+        return JSONResponse(doc, status_code=200 if doc["ready"] else 503, headers={"cache-control": "no-store"})
+
+    async def metrics(request: Request) -> Response:
+        return Response(api.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def fallback(request: Request) -> Response:
+        raise not_found(f"no such endpoint: {request.url.path}")
+
+    routes = [
+        Route("/v1/stores", handled("stores", stores)),
+        Route("/v1/{store}/versions", handled("versions", versions)),
+        Route("/v1/{store}/versions/{n:int}/{query}/{key:path}", handled("query", query)),
+        Route("/healthz", handled("healthz", healthz)),
+        Route("/metrics", handled("metrics", metrics)),
+        Route("/{rest:path}", handled("other", fallback)),
+    ]
+    return Starlette(routes=routes)
+
+
+def _filter(found: Answer, keep: Callable[[list[str]], list[str]]) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(found.body)
+    for field in ("tags", "imports", "imported_by", "datasets"):
+        if field in doc:
+            doc[field] = keep(doc[field])
+    return doc
+

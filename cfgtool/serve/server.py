@@ -1,0 +1,102 @@
+"""Run the server: uvicorn (uvloop, httptools) over the API, the loader beside it, and a graceful shutdown.
+
+SIGTERM or SIGINT first releases every waiting long poll (each answers at once with what it has), then
+uvicorn stops accepting, lets the open requests finish and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import resource
+import signal
+import socket
+import sys
+from types import FrameType
+
+import uvicorn
+
+from cfgtool.errors import SourceError
+from cfgtool.serve.app import Api
+from cfgtool.serve.service import Options, Service
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server with the loader started beside it and long polls released on shutdown."""
+
+    def __init__(self, config: uvicorn.Config, service: Service, port: int) -> None:
+        super().__init__(config)
+        self.service = service
+        self.port = port
+        self._loader: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        self._loop = asyncio.get_running_loop()
+        self._loader = self._loop.create_task(self.service.run_loader())
+        await super().startup(sockets)  # type: ignore[arg-type]
+        if self.started:
+            options = self.service.options
+            stores = ", ".join(self.service.stores)
+            where = f"[{options.host}]" if ":" in options.host else options.host
+            print(f"cfgtool: serving {stores} on http://{where}:{self.port}", file=sys.stderr, flush=True)
+
+    async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        self.service.close()
+        await super().shutdown(sockets)  # type: ignore[arg-type]
+        if self._loader is not None:
+            self._loader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loader
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.service.close)  # wake the long polls now, on the loop
+
+
+def _raise_file_limit() -> None:
+    """Thousands of long polls are thousands of sockets: lift the soft limit on open files to the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket (bound here, so that a port in use is a clear error, exit 2)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=4096)
+    except OSError as exc:
+        raise SourceError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="choose another --port (0 picks a free one), or stop what uses it",
+        ) from exc
+
+
+def run(options: Options) -> None:
+    """Serve until SIGTERM or SIGINT (the CLI checks the options first)."""
+    logging.basicConfig(format="cfgtool: %(levelname)s: %(message)s", level=logging.WARNING)
+    service = Service(options)
+    _raise_file_limit()
+    sock = _listen(options.host, options.port)
+    config = uvicorn.Config(
+        Api(service),
+        host=options.host,
+        port=options.port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        backlog=4096,
+        timeout_graceful_shutdown=5,
+    )
+    _Server(config, service, sock.getsockname()[1]).run(sockets=[sock])

@@ -1,0 +1,166 @@
+"""The served repository as a whole: its stores, the loader that refreshes them, readiness and access.
+
+The loader runs `refresh()` on a worker thread every `fetch_interval` seconds: fetch the mirror (when the
+repository is a URL), then refresh each store and hand its new events to its feed on the event loop. A
+failed fetch leaves everything served as it was; `health()` says since when fetching fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cfgtool.cache import cache_root
+from cfgtool.errors import CfgtoolError
+from cfgtool.serve.feed import ChangeFeed
+from cfgtool.serve.metrics import Metrics, StoreFigures
+from cfgtool.serve.source import Repository
+from cfgtool.serve.store import StoreState
+from cfgtool.serve.tokens import Tokens
+
+log = logging.getLogger("cfgtool.serve")
+
+
+@dataclass(frozen=True)
+class Options:
+    """`cfgtool serve`'s options (DESIGN 12)."""
+
+    location: str
+    stores: tuple[str, ...] = ()
+    remote: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8750
+    cache_time: int = 60
+    fetch_interval: float = 5.0
+    tokens: Path | None = None
+    cache: Path = field(default_factory=cache_root)
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+class Service:
+    """Everything the routes read. Built (and the repository checked) before the server starts."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.repository = Repository(options.location, options.remote, options.cache)
+        self.tokens = Tokens(options.tokens) if options.tokens is not None else None
+        self.fetch_error: str | None = None
+        self.failing_since: float | None = None
+        self.last_fetch = 0.0
+        self._fetch()
+        if self.fetch_error is not None and not (self.repository.root / "HEAD").exists():
+            raise CfgtoolError(f"cannot read {options.location}: {self.fetch_error}", hint="check the URL and access")
+        with_acl = self.tokens is not None
+        self.stores = {
+            ref.name: StoreState(ref, self.repository.root, options.cache, options.cache_time, with_acl)
+            for ref in self.repository.stores(list(options.stores))
+        }
+        self.feeds = {name: ChangeFeed() for name in self.stores}
+        self.store_errors: dict[str, str] = {}
+        self.metrics = Metrics(self._figures, lambda: self.last_fetch)
+        self.closed = False
+
+    @property
+    def ready(self) -> bool:
+        return all(state.ready for state in self.stores.values())
+
+    # -- the loader ---------------------------------------------------------------------------------------
+    def _fetch(self) -> None:
+        try:
+            self.repository.fetch()
+        except CfgtoolError as exc:
+            if self.failing_since is None:
+                self.failing_since = time.time()
+            if exc.message != self.fetch_error:  # said once, not every round
+                log.warning("fetching %s failed: %s", self.repository.url, exc.message)
+            self.fetch_error = exc.message
+        else:
+            self.failing_since, self.fetch_error = None, None
+            self.last_fetch = time.time()
+
+    def refresh(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """One round: fetch, then refresh every store (on a worker thread; events go to the loop)."""
+        if self.repository.url is not None:
+            self._fetch()
+        else:
+            self.last_fetch = time.time()
+        if self.tokens is not None:
+            try:
+                self.tokens.reload()
+            except CfgtoolError as exc:
+                log.warning("%s (the tokens read before stay in force)", exc.message)
+        for name, state in self.stores.items():
+            try:
+                events = state.refresh(time.time())
+            except CfgtoolError as exc:
+                if self.store_errors.get(name) != exc.message:
+                    log.warning("store %s: %s", name, exc.message)
+                self.store_errors[name] = exc.message
+                continue
+            self.store_errors.pop(name, None)
+            if events and loop is not None:
+                loop.call_soon_threadsafe(self.feeds[name].extend, events)
+            elif events:
+                self.feeds[name].extend(events)
+        # what is loaded now lives long: keep the collector's full passes (tens of milliseconds over
+        # the modules and versions in memory, a latency spike) from rescanning it on every request burst
+        gc.freeze()
+
+    async def run_loader(self) -> None:
+        """Refresh now and then every `fetch_interval` seconds until closed."""
+        loop = asyncio.get_running_loop()
+        while not self.closed:
+            try:
+                await asyncio.to_thread(self.refresh, loop)
+            except Exception:  # a bug must not stop the loader: it is logged, and the next round retries
+                log.exception("refreshing the stores failed")
+            await asyncio.sleep(self.options.fetch_interval)
+
+    def close(self) -> None:
+        """Graceful shutdown: stop refreshing and release every waiting long poll."""
+        self.closed = True
+        for feed in self.feeds.values():
+            feed.close()
+
+    # -- readiness and metrics ----------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """`/healthz`: ready or not, each store's state, unservable versions, fetch failures."""
+        stores = []
+        for name, state in self.stores.items():
+            view = state.view
+            stores.append({
+                "name": name,
+                "path": state.path,
+                "ready": state.ready,
+                "current": view.current,
+                "seq": self.feeds[name].seq,
+                "unservable": [{"version": n, "error": e} for n, e in sorted(view.unservable.items())],
+                "acl_error": view.acl_problem,
+                "error": self.store_errors.get(name),
+            })
+        fetch = {
+            "remote": self.repository.url,
+            "ok": self.fetch_error is None,
+            "failing_since": _iso(self.failing_since),
+            "error": self.fetch_error,
+            "last_success": _iso(self.last_fetch or None),
+        }
+        return {"ready": self.ready, "stores": stores, "fetch": fetch}
+
+    def _figures(self) -> dict[str, StoreFigures]:
+        return {
+            name: StoreFigures(
+                state.view.current, self.feeds[name].seq, len(state.view.pinned), len(state.view.unservable),
+                self.feeds[name].waiting,
+            )
+            for name, state in self.stores.items()
+        }

@@ -1,0 +1,154 @@
+"""Versions are read in a short-lived worker process, not in the server.
+
+Reading a version means loading its whole Snapshot through `ConfigClient` (compiled the first time, then from
+the client's snapshot cache): about 85 MB and a second of CPU for 10,000 nodes. Done in the server, that
+memory would stay as the process's high-water mark and the compile would hold the interpreter lock while
+requests wait. So a worker (forked from a fork server that has cfgtool imported; one task, then it exits)
+loads the versions, builds each node's answer (canonical JSON bytes and ETag), counts the keys each version
+changed, and hands back plain data packed with msgpack. The server keeps only the answers: a tenth of the
+snapshot.
+
+If no worker can be started, the same function runs in the server's loader thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from cfgtool.cache import pack, unpack
+from cfgtool.client import ConfigClient
+from cfgtool.errors import CfgtoolError
+from cfgtool.snapshot import canonical_json, node_hash
+
+log = logging.getLogger("cfgtool.serve")
+
+
+def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
+    return ConfigClient(Path(root), store=store or ".", version=version, cache_dir=Path(cache))
+
+
+def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
+    """Every resolved node's key answer `{"commit", "config", "exists", "key", "store", "version"}` as
+    canonical JSON bytes with its ETag, and what a key without a node needs to be answered."""
+    snapshot = client.snapshot
+    head = f'{{"commit":{json.dumps(client.commit)},"config":'.encode()
+    tail = f',"store":{json.dumps(name)},"version":{client.version}}}'.encode()
+    configs: dict[str, bytes] = {}
+    bodies: dict[str, list[bytes]] = {}
+    failed, intrinsic = [], []
+    for key, node in snapshot.nodes.items():
+        if node.config is None:
+            failed.append(key)
+            continue
+        if node.intrinsic:
+            intrinsic.append(key)
+        config = configs[key] = canonical_json(node.config).encode("utf-8")
+        body = build_body(head, tail, key, True, config)
+        bodies[key] = [body, etag(body)]
+    return {
+        "commit": client.commit,
+        "name": snapshot.name,
+        "head": head,
+        "tail": tail,
+        "configs": configs,
+        "bodies": bodies,
+        "failed": failed,
+        "intrinsic": intrinsic,
+        "secrets": {k: dict(v) for k, v in snapshot.secrets.items()},
+    }
+
+
+def build_body(head: bytes, tail: bytes, key: str, exists: bool, config: bytes) -> bytes:
+    """A key answer's body, in canonical (sorted) order; re-encoded canonically when it is not ASCII (the
+    key and store parts are written with `json.dumps`' escapes, the config without)."""
+    flag = b"true" if exists else b"false"
+    body = b"".join((head, config, b',"exists":', flag, b',"key":', json.dumps(key).encode(), tail))
+    return body if body.isascii() else canonical_json(json.loads(body)).encode("utf-8")
+
+
+def etag(body: bytes) -> bytes:
+    return b'"sha256:' + hashlib.sha256(body).hexdigest().encode("ascii") + b'"'
+
+
+def load(root: str, store: str, name: str, cache: str, versions: list[int], keep: list[int], base: int | None) -> bytes:
+    """Load `versions` (ascending) of a store: per version its error, or the number of keys it changed since
+    the previous servable one (`base` before the first), and for those in `keep` its answers."""
+    out = []
+    before: Mapping[str, str] | None = None
+    if base is not None:
+        try:
+            before = _hashes(_client(root, store, base, cache))
+        except CfgtoolError:
+            before = None
+    for n in versions:
+        try:
+            client = _client(root, store, n, cache)
+        except CfgtoolError as exc:
+            out.append({"version": n, "error": exc.message})
+            continue
+        hashes = _hashes(client)
+        entry: dict[str, Any] = {"version": n, "error": None, "changed": changed(before or {}, hashes)}
+        if n in keep:
+            entry.update(_answers(client, name))
+        out.append(entry)
+        before = hashes
+        del client
+    return pack(out)
+
+
+def changes_between(root: str, store: str, cache: str, pairs: list[tuple[int, int]]) -> list[int]:
+    """For each pair (a, b), the keys whose config differs between versions a and b (0 when either does not
+    load)."""
+    hashes: dict[int, dict[str, str] | None] = {}
+    for n in sorted({n for pair in pairs for n in pair}):
+        try:
+            hashes[n] = _hashes(_client(root, store, n, cache))
+        except CfgtoolError:
+            hashes[n] = None
+    return [changed(hashes[a] or {}, hashes[b] or {}) if hashes[a] and hashes[b] else 0 for a, b in pairs]
+
+
+def _hashes(client: ConfigClient) -> dict[str, str]:
+    return {key: node_hash(node) for key, node in client.snapshot.nodes.items()}
+
+
+def changed(before: Mapping[str, str], after: Mapping[str, str]) -> int:
+    """Keys whose config (node hash) differs, added and removed keys included."""
+    return sum(1 for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+class Worker:
+    """Runs `load` and `changes_between` in a fresh process per call (in the calling thread when no process
+    can be started)."""
+
+    def __init__(self) -> None:
+        self._processes = True
+
+    def load(self, *args: Any) -> list[dict[str, Any]]:
+        data: bytes = self._run(load, *args)
+        entries: list[dict[str, Any]] = unpack(data)
+        return entries
+
+    def changes_between(self, *args: Any) -> list[int]:
+        found: list[int] = self._run(changes_between, *args)
+        return found
+
+    def _run(self, func: Any, *args: Any) -> Any:
+        if self._processes:
+            try:
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload([__name__])  # forked with cfgtool imported: no start-up cost
+                with ProcessPoolExecutor(1, mp_context=context, max_tasks_per_child=1) as pool:
+                    return pool.submit(func, *args).result()
+            except (OSError, BrokenProcessPool) as exc:
+                log.warning("cannot run a worker process (%s): versions are read in the server", exc)
+                self._processes = False
+        return func(*args)

@@ -1,0 +1,176 @@
+"""ConfigClient over HTTP (cfgtool/remote.py) against real `cfgtool serve` processes on loopback ports."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cfgtool import ConfigClient, HttpConfigClient
+from cfgtool.cache import pack, unpack
+from cfgtool.client import StoreNotFound
+from cfgtool.errors import CfgtoolError
+from cfgtool.remote import OfflineWarning, ServerUnavailable, is_server_url
+from tests.conftest import GitRepo
+from tests.serve.conftest import Server, StartServer, publish_change
+
+FAST = ("--cache-time", "0", "--fetch-interval", "0.2")
+
+
+def wait_for_version(server: Server, store: str, version: int, timeout: float = 60.0) -> None:
+    """Wait until the server has read the tag of `version` (it re-reads the tags every --fetch-interval)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stores = httpx.get(f"{server.url}/v1/stores", timeout=5).json()
+        if any(s["name"] == store and s["current"] == version for s in stores):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the server did not serve version {version} in {timeout} s:\n{server.log()}")
+
+
+def plain(value: object) -> str:
+    """A config as JSON text; a secret (a Secret value in the git client) is its text form, [hidden]."""
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def test_is_server_url_only_for_an_http_url_without_a_path() -> None:
+    assert is_server_url("http://host:8750")
+    assert is_server_url("https://configs.example.com/")
+    assert not is_server_url("https://git.example.com/configs.git")
+    assert not is_server_url("http://host:8750/org/configs")
+    assert not is_server_url("http://host:8750/?x=1")
+    assert not is_server_url("git@github.com:org/configs.git")
+    assert not is_server_url("ssh://git.example.com/configs")
+    assert not is_server_url("/srv/configs")
+    assert not is_server_url(Path("http:"))
+
+
+def test_config_client_chooses_http_for_a_server_url_and_git_for_a_url_with_a_path(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(small.root, *FAST)
+    client = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert isinstance(client, HttpConfigClient) and isinstance(client, ConfigClient)
+    assert client.get_value("/data/a", "size") == 1
+    with pytest.raises(StoreNotFound, match="cannot read"):  # the git client tried to clone it
+        ConfigClient(f"{server.url}/small.git", store="store", cache_dir=tmp_path / "c")
+    git_client = ConfigClient(small.root, store="store", cache_dir=tmp_path / "c")
+    assert not isinstance(git_client, HttpConfigClient)
+
+
+def test_http_client_reads_as_the_git_client(published: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    server = start_server(published.root, *FAST)
+    http = ConfigClient(server.url, store="demo", cache_dir=tmp_path / "http")
+    git = ConfigClient(published.root, store="store", cache_dir=tmp_path / "git")
+    assert (http.version, http.commit) == (git.version, git.commit)
+    keys = git.keys()
+    assert http.keys() == keys and http.keys("/data") == git.keys("/data")
+    assert http.children("/data") == git.children("/data")
+    for key in keys:
+        assert plain(http.get(key)) == plain(git.get(key)), key
+        assert http.imports(key, recursive=True) == git.imports(key, recursive=True)
+        assert http.tags(key) == git.tags(key)
+        assert http.imported_by(key, recursive=True) == git.imported_by(key, recursive=True)
+    key = "/data/tracking/PageViewEvent"
+    assert http.imports(key) == git.imports(key)
+    assert http.explain(key, "kafka.partitions") == git.explain(key, "kafka.partitions")
+    assert http.get_value(key, "kafka.partitions") == git.get_value(key, "kafka.partitions")
+    assert http.datasets("/tags/priority/HIGH") == git.datasets("/tags/priority/HIGH")
+    phantom = http.lookup("/data/tracking/NoSuchEvent")
+    assert (phantom.exists, phantom.node) == (False, "/data/tracking")
+    assert plain(phantom.config) == plain(git.get("/data/tracking/NoSuchEvent"))
+    assert http.exists(key) and not http.exists("/data/tracking/NoSuchEvent")
+
+
+def test_http_client_pins_and_never_mixes_versions_across_a_publish(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(small.root, *FAST)
+    pinned = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert pinned.get_value("/data/a", "tier") == "gold"
+    publish_change(small, {"store/data/main.conf": "tier = silver\n"}, "v2")
+    wait_for_version(server, "small", 2)
+    # /data/b was never read before the publish: the pinned client still reads it at version 1
+    assert (pinned.version, pinned.get_value("/data/b", "tier")) == (1, "gold")
+    fresh = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert fresh.version == 2
+    assert (fresh.get_value("/data/a", "tier"), fresh.get_value("/data/b", "tier")) == ("silver", "silver")
+    older = ConfigClient(server.url, store="small", version=1, cache_dir=tmp_path / "c")
+    assert older.get_value("/data/b", "tier") == "gold"
+
+
+def test_http_client_revalidates_the_version_list_with_a_304_and_never_rereads_a_version(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(small.root, *FAST)
+    first = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    first.get("/data/a")
+    assert (first.requests, first.not_modified) == (2, 0)
+    second = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert (second.requests, second.not_modified) == (1, 1)  # the unchanged version list cost a 304
+    assert second.get_value("/data/a", "size") == 1
+    assert second.requests == 1  # a versions/1 answer never changes: read from the cache
+    publish_change(small, {"store/data/b/main.conf": "size = 3\n"}, "v2")
+    wait_for_version(server, "small", 2)
+    third = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert (third.version, third.not_modified) == (2, 0)  # a changed list is a 200 with the new version
+
+
+def test_http_client_damaged_cache_entries_are_misses(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(small.root, *FAST)
+    HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
+    damaged = 0
+    for path in (tmp_path / "c" / "http").rglob("*.msgpack"):
+        entry = unpack(path.read_bytes())
+        if b'"size":1' in entry["body"]:  # still JSON and msgpack, but not what the server said
+            entry["body"] = entry["body"].replace(b'"size":1', b'"size":7')
+            path.write_bytes(pack(entry))
+            damaged += 1
+    assert damaged == 1
+    again = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert again.get_value("/data/a", "size") == 1
+    assert (again.requests, again.not_modified) == (2, 1)  # the list revalidated, the damaged answer refetched
+
+
+def test_http_client_offline_pins_the_newest_cached_version_and_warns(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    cache = tmp_path / "c"
+    server = start_server(small.root, *FAST)
+    HttpConfigClient(server.url, store="small", cache_dir=cache).get("/data/a")
+    publish_change(small, {"store/data/a/main.conf": "size = 10\n"}, "v2")
+    wait_for_version(server, "small", 2)
+    assert HttpConfigClient(server.url, store="small", cache_dir=cache).get_value("/data/a", "size") == 10
+    server.stop()
+    with pytest.warns(OfflineWarning, match="unreachable"):
+        offline = HttpConfigClient(server.url, store="small", cache_dir=cache)
+    assert (offline.version, offline.offline, offline.get_value("/data/a", "size")) == (2, True, 10)
+    with pytest.raises(ServerUnavailable, match="cannot reach"):
+        offline.get("/data/b")  # never fetched, and the server is down
+    with pytest.raises(CfgtoolError) as refused:
+        HttpConfigClient(server.url, store="small", cache_dir=cache, offline="error")
+    assert isinstance(refused.value, ServerUnavailable) and "offline='cache'" in (refused.value.hint or "")
+    with warnings.catch_warnings(), pytest.raises(ServerUnavailable, match="nothing of store 'small' is cached"):
+        warnings.simplefilter("error")
+        HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "empty")
+
+
+def test_http_client_unknown_store_names_the_served_ones(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(small.root, *FAST)
+    with pytest.raises(StoreNotFound) as missing:
+        ConfigClient(server.url, store="nope", cache_dir=tmp_path / "c")
+    assert "small" in (missing.value.hint or "")
+
+
+def test_http_client_refuses_variables_it_cannot_apply(small: GitRepo, start_server: StartServer) -> None:
+    server = start_server(small.root, *FAST)
+    with pytest.raises(CfgtoolError, match="defaults"):
+        ConfigClient(server.url, store="small", variables={"x": "y"})
