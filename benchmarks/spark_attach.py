@@ -50,7 +50,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from cfgtool.spark import LOOKUP_KEY, ConfigLoader
+    from cfgtool.spark import ConfigLoader
 
     with tempfile.TemporaryDirectory(prefix="cfgtool-spark-bench-") as tmp:
         repo, cache = Path(tmp) / "repo", Path(tmp) / "cache"

@@ -12,8 +12,8 @@ import pytest
 
 from cfgtool.cache import pack, unpack
 from cfgtool.client import compact_json
-from cfgtool.errors import CfgtoolError
-from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys
+from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys, tables
 from cfgtool.versions import publish, rollback
 from tests.conftest import copy_embedded
 
@@ -248,7 +248,7 @@ def test_variables_from_spark_conf(spark: Any, published: GitRepo, cache: Path) 
     loader = ConfigLoader(spark, published.root, cache_dir=cache)
     assert loader.variables == {"local_cluster.name": "lva1"}
     out = loader.attach(_rows(spark).where("id = 0"), paths=["cluster.name"]).collect()
-    assert json.loads(out[0].cluster_name) == "lva1"  # no schema types cluster.name: a JSON column
+    assert out[0].cluster_name == "lva1"  # no schema types cluster.name: every node holds a string there
     explicit = ConfigLoader(spark, published.root, variables={"local_cluster.name": "ltx1"}, cache_dir=cache)
     assert explicit.client.get(TOPIC)["cluster"]["name"] == "ltx1"
 
@@ -336,3 +336,106 @@ def test_attach_agrees_with_the_client_on_every_key(spark: Any, published: GitRe
         assert row.kafka_partitions == loader.client.get_value(row.dataset, "kafka.partitions", None)
         replication = loader.client.get_value(row.dataset, "kafka.replication", None)
         assert (json.loads(row.kafka_replication) if row.kafka_replication else None) == replication
+
+
+UNTYPED = """\
+misc {
+  label = "plain text"
+  shards = 3
+  ratio = 2
+  strict = true
+  mixed = 1
+}
+"""
+
+
+def test_attach_untyped_values_take_the_type_of_the_version_s_values(spark: Any, tmp_path: Path, cache: Path) -> None:
+    """No schema types `misc`: a column holds plain values of the one type every node has there (a string
+    `web`, not the JSON text `"web"`), a double where integers and decimals meet, JSON text for a mix; the
+    same whatever rows the data holds."""
+    repo = copy_embedded(tmp_path / "repo")
+    root = repo.root / "store/main.conf"
+    root.write_text(root.read_text() + "\n" + UNTYPED)
+    tracking = repo.root / TRACKING_CONF
+    tracking.write_text(tracking.read_text() + '\nmisc { ratio = 0.25, mixed = "many", shards = 4 }\n')
+    repo.commit("untyped values")
+    publish(repo.root, message="untyped")
+    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    paths = ["misc.label", "misc.shards", "misc.ratio", "misc.strict", "misc.mixed", "owner", "cluster.name"]
+    out = loader.attach(_rows(spark), paths=paths)
+    assert {n: t for n, t in out.dtypes if n.startswith("misc")} == {
+        "misc_label": "string",
+        "misc_shards": "bigint",
+        "misc_ratio": "double",
+        "misc_strict": "boolean",
+        "misc_mixed": "string",
+    }
+    rows = {r.id: r for r in out.collect()}
+    assert rows[0].misc_label == "plain text" and rows[0].misc_shards == 4 and rows[0].misc_ratio == 0.25
+    assert rows[3].misc_shards == 3 and rows[3].misc_ratio == 2.0 and rows[3].misc_strict is True
+    assert json.loads(rows[0].misc_mixed) == "many" and json.loads(rows[3].misc_mixed) == 1  # a mix: JSON text
+    assert rows[0].owner == loader.client.get_value(TOPIC, "owner") and not rows[0].owner.startswith('"')
+    assert rows[0].cluster_name == "ltx1"
+    outside_only = loader.attach(_rows(spark).where("id = 3"), paths=paths)  # the root only: same schema
+    assert outside_only.dtypes == out.dtypes
+
+
+IDENTITY_KEY = "/data/databases/identity"
+PASSWORD = "database.credentials.password"
+DEMO_IDENTITY = Path(__file__).resolve().parents[2] / "examples/demo-age-identity.txt"
+
+
+def test_attach_and_configs_hide_secrets_unless_an_identity_reveals_them(
+    spark: Any, published: GitRepo, cache: Path
+) -> None:
+    child = f"{IDENTITY_KEY}/audit"  # no node: inherits the sealed password
+    df = spark.createDataFrame([(0, IDENTITY_KEY), (1, child), (2, TOPIC)], "id int, dataset string")
+    plain = ConfigLoader(spark, published.root, cache_dir=cache)
+    hidden = {r.id: r.password for r in plain.attach(df, paths={"password": PASSWORD}).collect()}
+    assert hidden == {0: "[hidden]", 1: "[hidden]", 2: None}
+    with pytest.raises(UsageError, match="identity"):
+        plain.attach(df, paths={"password": PASSWORD}, reveal=True)
+    keyed = ConfigLoader(spark, published.root, cache_dir=cache, identity=DEMO_IDENTITY)
+    assert keyed.attach(df, paths={"password": PASSWORD}).collect()[0].password == "[hidden]"  # not asked to
+    opened = keyed.attach(df, paths={"password": PASSWORD, "database": "database"}, reveal=True)
+    assert dict(opened.dtypes)["password"] == "string"
+    rows = {r.id: r for r in opened.collect()}
+    assert rows[0].password == rows[1].password == "correct-horse-battery-staple"
+    assert json.loads(rows[0].database)["credentials"]["password"] == "correct-horse-battery-staple"
+    again = {r.id: r.password for r in keyed.attach(df, paths={"password": PASSWORD}).collect()}
+    assert again == hidden  # the revealed lookup was not kept for the application
+    configs = {r.key: json.loads(r.config) for r in keyed.configs([IDENTITY_KEY, TOPIC], reveal=True).collect()}
+    assert configs[IDENTITY_KEY]["database"]["credentials"]["password"] == "correct-horse-battery-staple"
+    shown = keyed.configs([IDENTITY_KEY]).collect()[0].config
+    assert "correct-horse" not in shown and "[hidden]" in shown
+
+
+def test_attach_twice_in_an_application_builds_the_lookup_once(
+    spark: Any, published: GitRepo, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second attach of the same paths, by any loader of the application, reuses the kept lookup; the
+    driver only finds the data's keys without a node and joins."""
+    paths = ["kafka.partitions", "owner"]
+    first = ConfigLoader(spark, published.root, cache_dir=cache).attach(_rows(spark), paths=paths).collect()
+
+    def no_rebuild(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the lookup of every node was built again")
+
+    monkeypatch.setattr(ConfigLoader, "_node_lookup", no_rebuild)
+    second = ConfigLoader(spark, published.root, cache_dir=cache)
+    assert sorted(second.attach(_rows(spark), paths=paths).collect()) == sorted(first)
+    with pytest.raises(AssertionError, match="built again"):  # other columns: another lookup
+        second.attach(_rows(spark), paths=paths, prefix="b_")
+    tables.clear()
+
+
+def test_loader_reads_nothing_from_the_repository_after_it_is_built(spark: Any, tmp_path: Path, cache: Path) -> None:
+    """The schema types are read when the loader is built: with the repository gone, attach still types
+    and fills its columns."""
+    repo = copy_embedded(tmp_path / "repo")
+    publish(repo.root, message="first")
+    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    repo.root.rename(tmp_path / "moved")
+    out = loader.attach(_rows(spark), paths=["kafka.partitions", "owner"]).collect()
+    assert {r.id: r.kafka_partitions for r in out}[0] == 128
+    assert loader.configs([PHANTOM]).collect()[0].exists is False
