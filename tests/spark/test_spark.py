@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys, tables
 from cfgtool.versions import publish, rollback
 from tests.conftest import copy_embedded
+from tests.spark.conftest import set_partitions
 
 # One pytest-xdist worker runs them all (`--dist loadgroup`): one Spark session per run, not one per worker.
 pytestmark = pytest.mark.xdist_group("spark")
@@ -28,21 +28,12 @@ PHANTOM = "/data/tracking/NewTopic"
 OUTSIDE = "/elsewhere/thing"
 
 
-def _set_partitions(repo: GitRepo, count: int, message: str) -> None:
-    conf = repo.root / "store/data/tracking/PageViewEvent/main.conf"
-    text = conf.read_text()
-    old = next(line for line in text.splitlines() if line.strip().startswith("kafka.partitions"))
-    conf.write_text(text.replace(old, f"kafka.partitions = {count}"))
-    subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", message], check=True)
-    publish(repo.root, message=message)
-
-
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     """The embedded store published as v1 (128 partitions) and v2 (256 partitions)."""
     repo = copy_embedded(tmp_path_factory.mktemp("spark") / "repo")
     publish(repo.root, message="first")
-    _set_partitions(repo, 256, "second")
+    set_partitions(repo, 256, "second")
     return repo
 
 
@@ -54,12 +45,12 @@ def cache(tmp_path: Path) -> Path:
 def test_loader_first_pins_later_loaders_read_the_pin(spark: Any, tmp_path: Path, cache: Path) -> None:
     repo = copy_embedded(tmp_path / "repo")
     publish(repo.root, message="first")
-    _set_partitions(repo, 256, "second")
+    set_partitions(repo, 256, "second")
     first = ConfigLoader(spark, repo.root, cache_dir=cache)
     assert first.version == 2
     assert spark.conf.get(pin_keys("store")[1]) == "2"
     assert spark.conf.get(pin_keys("store")[0]) == first.commit
-    _set_partitions(repo, 512, "third, mid-run")
+    set_partitions(repo, 512, "third, mid-run")
     later: list[ConfigLoader] = []
     thread = threading.Thread(target=lambda: later.append(ConfigLoader(spark, repo.root, cache_dir=cache)))
     thread.start()
@@ -84,7 +75,7 @@ def test_loader_explicit_version_against_a_pin(spark: Any, published: GitRepo, c
 def test_loader_rolled_back_version_still_readable(spark: Any, tmp_path: Path, cache: Path) -> None:
     repo = copy_embedded(tmp_path / "repo")
     publish(repo.root, message="first")
-    _set_partitions(repo, 256, "second")
+    set_partitions(repo, 256, "second")
     rollback(repo.root, reason="too many partitions")
     assert ConfigLoader(spark, repo.root, cache_dir=cache).version == 1
     spark.conf.unset(pin_keys("store")[0])
