@@ -18,6 +18,7 @@ from cfgtool.client import compact_json
 Kind = str | None  # "string", "integer", "number", "boolean", or None: JSON text
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NONE = type(None)
+_EXACT: dict[str, set[type]] = {"string": {str}, "integer": {int}, "number": {int, float}, "boolean": {bool}}
 
 
 def column_kind(declared: str | None, values: Sequence[Any]) -> Kind:
@@ -66,9 +67,9 @@ def column_array(pa: Any, values: Sequence[Any], kind: Kind) -> Any:
     for a key without a node can differ from every node's) is null in a typed column."""
     if kind is None:
         return pa.array(json_texts(values), pa.string())
+    if set(map(type, values)) - {_NONE} <= _EXACT[kind]:  # nearly always: Arrow converts the list itself
+        return pa.array(values, arrow_type(pa, kind))
     convert: Callable[[Any], Any] = {"integer": int, "number": float}.get(kind, _same)
-    if all(v is None or _matches(v, kind) for v in values):
-        return pa.array([None if v is None else convert(v) for v in values], arrow_type(pa, kind))
     typed = [convert(v) if v is not None and _matches(v, kind) else None for v in values]
     return pa.array(typed, arrow_type(pa, kind))
 
