@@ -41,6 +41,15 @@ def canonical(f: Any, key: Any, store_name: str | None) -> Any:
     return f.when(is_canonical, key).otherwise(f.regexp_replace(key, f"^{scheme}/?(.*?)/?$", "/$1"))
 
 
+def join_lookup(f: Any, df: Any, key: Any, lookup: Any, columns: list[str]) -> Any:
+    """`df` with `columns` of `lookup` joined on `key` (an expression over `df`'s columns), by a broadcast
+    left join. The key is projected once before the join: written into the condition, Spark would compute
+    it for the hash and again for each string test."""
+    keyed = df.select(*[df[c] for c in df.columns], key.cast("string").alias(_DATA_KEY))
+    joined = keyed.join(f.broadcast(lookup), same_key(f, keyed[_DATA_KEY], lookup), "left")
+    return joined.select(*[keyed[c] for c in df.columns], *[lookup[c] for c in columns])
+
+
 def keys_without_node(f: Any, df: Any, on: str, nodes: Any) -> list[str]:
     """The distinct non-null values of `df[on]` that are no node key as written: one anti join of the data
     against the broadcast node keys, then a distinct of what is left (usually little or nothing)."""

@@ -23,7 +23,7 @@ from cfgtool.hocon.resolver import render_path
 from cfgtool.snapshot import Lookup, Snapshot
 from cfgtool.spark import tables
 from cfgtool.spark.columns import Kind, column_array, column_kind, revealed, spark_type, values_at
-from cfgtool.spark.join import LOOKUP_KEY, canonical, keys_without_node, same_key, with_hash
+from cfgtool.spark.join import LOOKUP_KEY, canonical, join_lookup, keys_without_node, with_hash
 from cfgtool.spark.view import SnapshotView
 from cfgtool.store.keys import normalize_key
 from cfgtool.store.settings import parse_settings
@@ -220,8 +220,7 @@ class ConfigLoader:
             others = keys_without_node(f, df, on, lookup)
             if others:
                 lookup = lookup.unionByName(self._other_lookup(others, columns, kinds, missing, reveal))
-        joined = df.join(f.broadcast(lookup), same_key(f, data_key, lookup), "left")
-        return joined.select(*[df[c] for c in df.columns], *[lookup[c] for c in columns])
+        return join_lookup(f, df, data_key, lookup, list(columns))
 
     def broadcast(self, keys: Iterable[str] = ()) -> Any:
         """A broadcast `SnapshotView` of every node's config (plain dicts, secrets `[hidden]`) for UDFs:
