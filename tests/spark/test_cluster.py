@@ -5,7 +5,10 @@ rows of its own pinned version: neither the executors nor the drivers touch git 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +40,7 @@ def spark_submit() -> Path:
 
 def submit(repo: GitRepo, tmp: Path, name: str, no_git: Path) -> subprocess.Popen[str]:
     """Start the example job on `repo`, to wait for the file `tmp/go` once loaded; its Spark log goes to a
-    file, and its local cluster's work directory (executor logs) under `tmp`."""
+    file."""
     env = {
         **os.environ,
         "PYTHONPATH": str(CHECKOUT),
@@ -45,7 +48,6 @@ def submit(repo: GitRepo, tmp: Path, name: str, no_git: Path) -> subprocess.Pope
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "CFGTOOL_CACHE_DIR": str(tmp / "cache"),
-        "SPARK_WORKER_DIR": str(tmp / f"{name}-work"),
     }
     command = [
         str(spark_submit()),
@@ -69,11 +71,18 @@ def submit(repo: GitRepo, tmp: Path, name: str, no_git: Path) -> subprocess.Pope
     )
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    """End a job that is still running, with its driver, local cluster and executors (its own session)."""
+def stop(proc: subprocess.Popen[str], log: Path) -> None:
+    """End a job that is still running, with its driver, local cluster and executors (its own session), and
+    remove the executor logs its local cluster wrote under SPARK_HOME/work (SPARK_WORKER_DIR does not move
+    them in local-cluster mode)."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    work = spark_submit().parents[1] / "work"
+    for app in set(re.findall(r"\bapp-\d{14}-\d{4}\b", log.read_text(errors="replace"))):
+        shutil.rmtree(work / app, ignore_errors=True)
+    with contextlib.suppress(OSError):  # left when another application still writes there
+        work.rmdir()
 
 
 def wait_loaded(proc: subprocess.Popen[str], log: Path) -> str:
@@ -112,9 +121,9 @@ def test_spark_job_on_real_executors_keeps_its_pin_without_git_or_the_repository
             (tmp_path / "go").touch()
             outputs = [proc.communicate(timeout=WAIT_S)[0] for proc in (before, after)]
         finally:
-            stop(after)
+            stop(after, tmp_path / "after.log")
     finally:
-        stop(before)
+        stop(before, tmp_path / "before.log")
     assert [before.returncode, after.returncode] == [0, 0], (tmp_path / "before.log").read_text()[-3000:]
     first, second = rows(outputs[0]), rows(outputs[1])
     # dataset: events, owner, kafka_partitions, cluster_name, topic (the topic from a UDF on the executors)
