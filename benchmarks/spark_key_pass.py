@@ -1,4 +1,4 @@
-"""What finding the data's keys costs, against the join itself (issue 6: why `attach` is not within 1.3x).
+"""What finding the data's keys costs, against the join itself (issues 6 and 17: how `attach` finds them).
 
 Usage:
     python benchmarks/spark_key_pass.py [--keys 100000] [--rows 10000000] [--repeat 2]
@@ -7,9 +7,9 @@ No cfgtool involved: `rows` rows over `keys` distinct key strings, cached, on lo
 - a plain broadcast join with four value columns, written to the `noop` sink (the baseline of spark_attach.py);
 - the same join keyed on a 64-bit hash of the key (xxhash64, a long: Spark probes a compact long map), without
   and with a comparison of the strings (what an exact join on a hash must add);
-- one pass that groups two hashes of every key (how `attach` finds the data's keys);
-- one pass that keeps the keys missing from a broadcast set of node keys, compared as strings and as 64-bit
-  hashes (the cheapest pass there is: it only tests membership).
+- one pass that groups two hashes of every key (how `attach` found the data's keys before issue 17);
+- one pass that keeps the keys missing from a broadcast set of node keys, compared as strings, as 64-bit
+  hashes, and as hashes then strings (what `attach` does now: exact, and it only tests membership).
 `attach` needs one such pass before its join, because keys without a node are resolved on the driver.
 """
 
@@ -88,6 +88,12 @@ def main() -> None:
         without = rows.join(F.broadcast(nodes), rows["dataset"] == nodes["key"], "left_anti")
         without.select("dataset").distinct().collect()
 
+    def missing_checked() -> None:
+        key = rows["dataset"]
+        same = (F.xxhash64(key) == hashed["h"]) & hashed["k"].startswith(key) & key.startswith(hashed["k"])
+        without = rows.join(F.broadcast(hashed.select("h", "k")), same, "left_anti")
+        without.select("dataset").distinct().collect()
+
     def missing_hash() -> None:
         key = rows["dataset"]
         without = rows.join(F.broadcast(node_hashes), F.xxhash64(key) == node_hashes["h"], "left_anti")
@@ -101,6 +107,7 @@ def main() -> None:
         ("hashes", hashes),
         ("missing", missing),
         ("missing_hash", missing_hash),
+        ("missing_checked", missing_checked),
     )
     figures = {name: best(fn, args.repeat) for name, fn in passes}
     spark.stop()
@@ -111,9 +118,10 @@ def main() -> None:
     for kind, label in joins.items():
         print(f"{label:40s} {figures[kind]:.2f} s  ({figures[kind] / base:.2f}x of the join)")
     labels = {
-        "hashes": "pass grouping two key hashes (attach)",
+        "hashes": "pass grouping two key hashes",
         "missing": "pass keeping keys without a node",
         "missing_hash": "the same pass on a 64-bit hash",
+        "missing_checked": "on a hash, strings compared (attach)",
     }
     for kind, label in labels.items():
         print(f"{label:40s} {figures[kind]:.2f} s  (+{figures[kind] / base:.2f}x of the join)")

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from cfgtool.versions import publish
+
+if TYPE_CHECKING:
+    from tests.conftest import GitRepo
 
 
 def spark_missing() -> str | None:
@@ -55,9 +61,22 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
-def fresh_pins(spark: Any) -> Iterator[None]:
-    """Tests share one application: clear every `spark.cfgtool.*` entry after each."""
+def fresh_pins(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests share one application: clear every `spark.cfgtool.*` entry after each that uses it."""
     yield
+    if "spark" not in request.fixturenames:
+        return
+    spark = request.getfixturevalue("spark")
     for key in list(spark.conf.getAll):
         if key.startswith("spark.cfgtool."):
             spark.conf.unset(key)
+
+
+def set_partitions(repo: GitRepo, count: int, message: str) -> None:
+    """Commit PageViewEvent's `kafka.partitions = count` and publish it as the next version."""
+    conf = repo.root / "store/data/tracking/PageViewEvent/main.conf"
+    text = conf.read_text()
+    old = next(line for line in text.splitlines() if line.strip().startswith("kafka.partitions"))
+    conf.write_text(text.replace(old, f"kafka.partitions = {count}"))
+    subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", message], check=True)
+    publish(repo.root, message=message)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,10 +13,11 @@ import pytest
 from cfgtool.artifact import FORMAT
 from cfgtool.artifact_rows import crc
 from cfgtool.client import compact_json
-from cfgtool.errors import CfgtoolError
-from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys
+from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys, tables
 from cfgtool.versions import publish, rollback
 from tests.conftest import copy_embedded
+from tests.spark.conftest import set_partitions
 
 # One pytest-xdist worker runs them all (`--dist loadgroup`): one Spark session per run, not one per worker.
 pytestmark = pytest.mark.xdist_group("spark")
@@ -30,21 +30,12 @@ PHANTOM = "/data/tracking/NewTopic"
 OUTSIDE = "/elsewhere/thing"
 
 
-def _set_partitions(repo: GitRepo, count: int, message: str) -> None:
-    conf = repo.root / "store/data/tracking/PageViewEvent/main.conf"
-    text = conf.read_text()
-    old = next(line for line in text.splitlines() if line.strip().startswith("kafka.partitions"))
-    conf.write_text(text.replace(old, f"kafka.partitions = {count}"))
-    subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", message], check=True)
-    publish(repo.root, message=message)
-
-
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     """The embedded store published as v1 (128 partitions) and v2 (256 partitions)."""
     repo = copy_embedded(tmp_path_factory.mktemp("spark") / "repo")
     publish(repo.root, message="first")
-    _set_partitions(repo, 256, "second")
+    set_partitions(repo, 256, "second")
     return repo
 
 
@@ -56,12 +47,12 @@ def cache(tmp_path: Path) -> Path:
 def test_loader_first_pins_later_loaders_read_the_pin(spark: Any, tmp_path: Path, cache: Path) -> None:
     repo = copy_embedded(tmp_path / "repo")
     publish(repo.root, message="first")
-    _set_partitions(repo, 256, "second")
+    set_partitions(repo, 256, "second")
     first = ConfigLoader(spark, repo.root, cache_dir=cache)
     assert first.version == 2
     assert spark.conf.get(pin_keys("store")[1]) == "2"
     assert spark.conf.get(pin_keys("store")[0]) == first.commit
-    _set_partitions(repo, 512, "third, mid-run")
+    set_partitions(repo, 512, "third, mid-run")
     later: list[ConfigLoader] = []
     thread = threading.Thread(target=lambda: later.append(ConfigLoader(spark, repo.root, cache_dir=cache)))
     thread.start()
@@ -86,7 +77,7 @@ def test_loader_explicit_version_against_a_pin(spark: Any, published: GitRepo, c
 def test_loader_rolled_back_version_still_readable(spark: Any, tmp_path: Path, cache: Path) -> None:
     repo = copy_embedded(tmp_path / "repo")
     publish(repo.root, message="first")
-    _set_partitions(repo, 256, "second")
+    set_partitions(repo, 256, "second")
     rollback(repo.root, reason="too many partitions")
     assert ConfigLoader(spark, repo.root, cache_dir=cache).version == 1
     spark.conf.unset(pin_keys("store")[0])
@@ -250,7 +241,7 @@ def test_variables_from_spark_conf(spark: Any, published: GitRepo, cache: Path) 
     loader = ConfigLoader(spark, published.root, cache_dir=cache)
     assert loader.variables == {"local_cluster.name": "lva1"}
     out = loader.attach(_rows(spark).where("id = 0"), paths=["cluster.name"]).collect()
-    assert json.loads(out[0].cluster_name) == "lva1"  # no schema types cluster.name: a JSON column
+    assert out[0].cluster_name == "lva1"  # no schema types cluster.name: every node holds a string there
     explicit = ConfigLoader(spark, published.root, variables={"local_cluster.name": "ltx1"}, cache_dir=cache)
     assert explicit.client.get(TOPIC)["cluster"]["name"] == "ltx1"
 
@@ -340,3 +331,106 @@ def test_attach_agrees_with_the_client_on_every_key(spark: Any, published: GitRe
         assert row.kafka_partitions == loader.client.get_value(row.dataset, "kafka.partitions", None)
         replication = loader.client.get_value(row.dataset, "kafka.replication", None)
         assert (json.loads(row.kafka_replication) if row.kafka_replication else None) == replication
+
+
+UNTYPED = """\
+misc {
+  label = "plain text"
+  shards = 3
+  ratio = 2
+  strict = true
+  mixed = 1
+}
+"""
+
+
+def test_attach_untyped_values_take_the_type_of_the_version_s_values(spark: Any, tmp_path: Path, cache: Path) -> None:
+    """No schema types `misc`: a column holds plain values of the one type every node has there (a string
+    `web`, not the JSON text `"web"`), a double where integers and decimals meet, JSON text for a mix; the
+    same whatever rows the data holds."""
+    repo = copy_embedded(tmp_path / "repo")
+    root = repo.root / "store/main.conf"
+    root.write_text(root.read_text() + "\n" + UNTYPED)
+    tracking = repo.root / TRACKING_CONF
+    tracking.write_text(tracking.read_text() + '\nmisc { ratio = 0.25, mixed = "many", shards = 4 }\n')
+    repo.commit("untyped values")
+    publish(repo.root, message="untyped")
+    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    paths = ["misc.label", "misc.shards", "misc.ratio", "misc.strict", "misc.mixed", "owner", "cluster.name"]
+    out = loader.attach(_rows(spark), paths=paths)
+    assert {n: t for n, t in out.dtypes if n.startswith("misc")} == {
+        "misc_label": "string",
+        "misc_shards": "bigint",
+        "misc_ratio": "double",
+        "misc_strict": "boolean",
+        "misc_mixed": "string",
+    }
+    rows = {r.id: r for r in out.collect()}
+    assert rows[0].misc_label == "plain text" and rows[0].misc_shards == 4 and rows[0].misc_ratio == 0.25
+    assert rows[3].misc_shards == 3 and rows[3].misc_ratio == 2.0 and rows[3].misc_strict is True
+    assert json.loads(rows[0].misc_mixed) == "many" and json.loads(rows[3].misc_mixed) == 1  # a mix: JSON text
+    assert rows[0].owner == loader.client.get_value(TOPIC, "owner") and not rows[0].owner.startswith('"')
+    assert rows[0].cluster_name == "ltx1"
+    outside_only = loader.attach(_rows(spark).where("id = 3"), paths=paths)  # the root only: same schema
+    assert outside_only.dtypes == out.dtypes
+
+
+IDENTITY_KEY = "/data/databases/identity"
+PASSWORD = "database.credentials.password"
+DEMO_IDENTITY = Path(__file__).resolve().parents[2] / "examples/demo-age-identity.txt"
+
+
+def test_attach_and_configs_hide_secrets_unless_an_identity_reveals_them(
+    spark: Any, published: GitRepo, cache: Path
+) -> None:
+    child = f"{IDENTITY_KEY}/audit"  # no node: inherits the sealed password
+    df = spark.createDataFrame([(0, IDENTITY_KEY), (1, child), (2, TOPIC)], "id int, dataset string")
+    plain = ConfigLoader(spark, published.root, cache_dir=cache)
+    hidden = {r.id: r.password for r in plain.attach(df, paths={"password": PASSWORD}).collect()}
+    assert hidden == {0: "[hidden]", 1: "[hidden]", 2: None}
+    with pytest.raises(UsageError, match="identity"):
+        plain.attach(df, paths={"password": PASSWORD}, reveal=True)
+    keyed = ConfigLoader(spark, published.root, cache_dir=cache, identity=DEMO_IDENTITY)
+    assert keyed.attach(df, paths={"password": PASSWORD}).collect()[0].password == "[hidden]"  # not asked to
+    opened = keyed.attach(df, paths={"password": PASSWORD, "database": "database"}, reveal=True)
+    assert dict(opened.dtypes)["password"] == "string"
+    rows = {r.id: r for r in opened.collect()}
+    assert rows[0].password == rows[1].password == "correct-horse-battery-staple"
+    assert json.loads(rows[0].database)["credentials"]["password"] == "correct-horse-battery-staple"
+    again = {r.id: r.password for r in keyed.attach(df, paths={"password": PASSWORD}).collect()}
+    assert again == hidden  # the revealed lookup was not kept for the application
+    configs = {r.key: json.loads(r.config) for r in keyed.configs([IDENTITY_KEY, TOPIC], reveal=True).collect()}
+    assert configs[IDENTITY_KEY]["database"]["credentials"]["password"] == "correct-horse-battery-staple"
+    shown = keyed.configs([IDENTITY_KEY]).collect()[0].config
+    assert "correct-horse" not in shown and "[hidden]" in shown
+
+
+def test_attach_twice_in_an_application_builds_the_lookup_once(
+    spark: Any, published: GitRepo, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second attach of the same paths, by any loader of the application, reuses the kept lookup; the
+    driver only finds the data's keys without a node and joins."""
+    paths = ["kafka.partitions", "owner"]
+    first = ConfigLoader(spark, published.root, cache_dir=cache).attach(_rows(spark), paths=paths).collect()
+
+    def no_rebuild(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the lookup of every node was built again")
+
+    monkeypatch.setattr(ConfigLoader, "_node_lookup", no_rebuild)
+    second = ConfigLoader(spark, published.root, cache_dir=cache)
+    assert sorted(second.attach(_rows(spark), paths=paths).collect()) == sorted(first)
+    with pytest.raises(AssertionError, match="built again"):  # other columns: another lookup
+        second.attach(_rows(spark), paths=paths, prefix="b_")
+    tables.clear()
+
+
+def test_loader_reads_nothing_from_the_repository_after_it_is_built(spark: Any, tmp_path: Path, cache: Path) -> None:
+    """The schema types are read when the loader is built: with the repository gone, attach still types
+    and fills its columns."""
+    repo = copy_embedded(tmp_path / "repo")
+    publish(repo.root, message="first")
+    loader = ConfigLoader(spark, repo.root, cache_dir=cache)
+    repo.root.rename(tmp_path / "moved")
+    out = loader.attach(_rows(spark), paths=["kafka.partitions", "owner"]).collect()
+    assert {r.id: r.kafka_partitions for r in out}[0] == 128
+    assert loader.configs([PHANTOM]).collect()[0].exists is False
