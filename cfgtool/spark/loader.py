@@ -11,6 +11,7 @@ executors as DataFrames built through Arrow with an explicit schema, or as a bro
 from __future__ import annotations
 
 import importlib
+import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -237,9 +238,9 @@ class ConfigLoader:
     def _node_lookup(self, columns: Mapping[str, str], reveal: bool) -> tuple[Any, dict[str, Kind]]:
         """The lookup DataFrame of every node that resolved (LOOKUP_HASH, LOOKUP_KEY, then `columns`) and each
         column's type, decided over every node."""
-        nodes = self.snapshot.nodes
-        keys = sorted(k for k, snap in nodes.items() if snap.config is not None)
-        plain = [nodes[k].config for k in keys]
+        texts = self.client.config_json()  # the configs alone, as stored: no node data decoded (issue 15)
+        keys = sorted(texts)
+        plain: list[Any] = json.loads("[" + ",".join(texts[k] for k in keys) + "]")  # one decode, not 100k
         kinds: dict[str, Kind] = {}
         values: dict[str, list[Any]] = {}
         for column, path in columns.items():
