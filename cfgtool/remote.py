@@ -43,8 +43,7 @@ from cfgtool.cache import DAMAGED, cache_root, pack, private_dir, unpack
 from cfgtool.client import ConfigClient, StoreNotFound, compact_json
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.explain import Explanation, LayerValue
-from cfgtool.hocon import Origin, split_path
-from cfgtool.plain import MISSING, value_at
+from cfgtool.hocon import Origin
 from cfgtool.snapshot import KeyNotFound, Lookup, write_atomic_bytes
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.versions import VersionNotFound
@@ -204,15 +203,6 @@ class HttpConfigClient(ConfigClient):
         # a key without a node reads as its nearest ancestor, the first layer of its linearization (DESIGN 5.4)
         node = key if exists else str(body.get("node") or self.imports(key, recursive=True)[0])
         return Lookup(key, node, exists, body.get("config") or {})
-
-    def get_value(self, key: str, path: str, default: Any = MISSING, strict: bool = False) -> Any:
-        """The value at `path` in `key`'s config (read from the key's whole answer, so one request per key)."""
-        value = value_at(self.get(key, strict), split_path(path))
-        if value is MISSING:
-            if default is not MISSING:
-                return default
-            raise KeyNotFound(f"{key} has no value at {path} (version {self.version})", hint="check the path")
-        return value
 
     def explain(self, key: str, path: str) -> Explanation:
         """The server's explanation of the value at `path` (DESIGN 5.5)."""
