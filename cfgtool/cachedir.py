@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from pathlib import Path
+
+MB = 1024 * 1024
+STALE_TEMPORARY_S = 24 * 3600  # a temporary cache file older than this was left by a killed writer
 
 
 def cache_root() -> Path:
@@ -27,3 +32,69 @@ def private_dir(path: Path) -> None:
         path = path.parent
     for folder in reversed(missing):
         folder.mkdir(mode=0o700, exist_ok=True)
+
+
+def budget_bytes(variable: str, default_mb: int) -> int:
+    """The size budget in bytes that the environment variable `variable` gives in megabytes (`default_mb`
+    when unset or empty)."""
+    from cfgtool.errors import UsageError
+
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default_mb * MB
+    try:
+        megabytes = float(text)
+    except ValueError:
+        megabytes = -1.0
+    if not megabytes >= 0:  # also refuses nan
+        raise UsageError(
+            f"{variable}={text!r}: expected a size in megabytes", hint=f"for example {variable}={default_mb}"
+        )
+    return int(megabytes * MB)
+
+
+def mark_used(path: Path) -> None:
+    """Record that `path` was just read (its modification time), so `prune` drops it last. Best effort: a
+    cache on a read-only file system is still read."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def prune(directory: Path, suffix: str, budget: int, keep: Path) -> list[Path]:
+    """Remove the least recently used files named `*{suffix}` in `directory` until the rest fit in `budget`
+    bytes, and the temporary files (`.*`) a killed writer left there more than a day ago. `keep` (the file
+    just written) is never removed, even when it alone is over the budget. Returns what was removed.
+
+    Safe beside readers and writers in other processes: a reader keeps reading the file it has open, a
+    writer renames its file into place after writing it, and a file that vanished meanwhile is skipped."""
+    try:
+        listing = list(os.scandir(directory))
+    except OSError:
+        return []
+    cutoff = time.time() - STALE_TEMPORARY_S
+    doomed: list[Path] = []
+    used: list[tuple[float, int, Path]] = []
+    for entry in listing:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if entry.name.startswith("."):
+            if info.st_mtime < cutoff:
+                doomed.append(Path(entry.path))
+        elif entry.name == keep.name:
+            budget -= info.st_size
+        elif entry.name.endswith(suffix):
+            used.append((info.st_mtime, info.st_size, Path(entry.path)))
+    total = sum(size for _, size, _ in used)
+    for _, size, path in sorted(used, key=lambda u: u[0]):
+        if total <= budget:
+            break
+        doomed.append(path)
+        total -= size
+    removed: list[Path] = []
+    for path in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path)
+    return removed

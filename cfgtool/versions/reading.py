@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cfgtool.artifact import Artifact, Reading, artifact_path, open_artifact, write_artifact
-from cfgtool.cachedir import cache_root, private_dir
+from cfgtool.cachedir import budget_bytes, cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.snapshot import Snapshot
 from cfgtool.store.refmemo import RefMemo, memoizable
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from cfgtool.build import Progress
 
 SETTINGS_FILE = "_CONFIG_STORE"
+VERSIONS_BUDGET_VARIABLE = "CFGTOOL_VERSIONS_CACHE_MB"  # the compiled versions' share of the cache
+VERSIONS_BUDGET_MB = 5120  # least recently read versions beyond it are removed (about 10 of 100k datasets)
 
 
 def read_at(
@@ -102,9 +104,13 @@ def store_dir(memo: RefMemo, store: str | Path) -> str:
 
 
 def open_version(cache: Path, commit: str, store: str, variables: Mapping[str, str]) -> Artifact | None:
-    """The cached artifact of `commit`'s `store` (repo-relative) under `variables`, None when there is none."""
+    """The cached artifact of `commit`'s `store` (repo-relative) under `variables`, None when there is none;
+    one that is found is marked as read, so the pruning that follows each new artifact removes it last."""
     path = artifact_path(cache, commit, store, variables)
-    return open_artifact(path, commit=commit, store=store, variables=variables)
+    artifact = open_artifact(path, commit=commit, store=store, variables=variables)
+    if artifact is not None:
+        mark_used(path)
+    return artifact
 
 
 def compile_at(
@@ -132,8 +138,10 @@ def save_artifact(
     if commit is None or snapshot.source.ref is None:
         return False
     path = artifact_path(cache, commit, snapshot.store, variables)
+    budget = budget_bytes(VERSIONS_BUDGET_VARIABLE, VERSIONS_BUDGET_MB)
     with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):
         private_dir(path.parent)
         write_artifact(path, snapshot, diagnostics, variables)
+        prune(path.parent, path.suffix, budget, keep=path)
         return True
     return False
