@@ -1,0 +1,300 @@
+"""The structure cache: a store's import graphs, kept between compiles, so that a compile after `main.conf`
+changes reads no includes file and computes no linearization again.
+
+What discovery reads from includes files and every graph a compile builds (one per variable assignment it
+checks: usable imports, L(K), cycles, import warnings, which nodes another value changes) depend on the
+store's shape alone: its file paths, the blob ids of its includes files and `_CONFIG_STORE`, the variable
+values asked for, and cfgtool's code. `shape_key` digests exactly these, so any change to one of them is
+another entry; `main.conf` contents are not part of it (the node cache keys those). An entry is plain data
+(msgpack: node keys by index, imports as (target, line) pairs), one file per shape with a CRC-32, written
+through a temporary file and a rename; the `KEEP` most recently used files are kept. A damaged, truncated
+or foreign entry is a miss, and each includes file is still checked by path and blob id as it is reused
+(`cfgtool.store.nodes.discover`). Compiles against `--base` rules do not use it (their settings are not the
+source's own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cfgtool._version import __version__
+from cfgtool.cache import DAMAGED, pack, unpack
+from cfgtool.cachedir import cache_root, private_dir
+from cfgtool.diagnostics import Diagnostic
+from cfgtool.store.graph import Graph, GraphState
+from cfgtool.store.includes import INCLUDES_FILES, Import, IncludeLine, VariableUse
+from cfgtool.store.nodes import IncludesFile, KnownIncludes, Store
+from cfgtool.store.settings import SETTINGS_FILE
+from cfgtool.store.sources import Source
+
+T = TypeVar("T")
+FORMAT = 1  # the layout of an entry
+KEEP = 8  # entries kept (one per store shape: a change to includes files or directories makes another)
+_HASHED = frozenset((*INCLUDES_FILES, SETTINGS_FILE))  # files whose content is part of the shape
+# the modules whose code decides what an entry holds: a change to any of them starts afresh
+_CODE = ("store/graph.py", "store/includes.py", "store/nodes.py", "store/keys.py", "store/settings.py",
+         "store/queries.py", "diagnostics.py", "compile.py", "structure.py")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Check:
+    """Another variable assignment a compile checks: its values, the problems its graph reported, the nodes
+    whose L it changes, and that graph (`state`: imports of the nodes whose includes use variables, L of
+    the changed nodes; `Graph.restore` over the main graph supplies the rest)."""
+
+    assignment: Mapping[str, str]
+    diagnostics: tuple[Diagnostic, ...]
+    changed: tuple[str, ...]
+    graph: Graph
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What a compile computes from a store's shape: each node's includes as read, the main graph, the
+    other assignments checked."""
+
+    keys: list[str]  # the store's node keys
+    includes: Mapping[str, KnownIncludes]
+    main: GraphState
+    checks: tuple[tuple[Mapping[str, str], tuple[Diagnostic, ...], tuple[str, ...], GraphState], ...]
+
+    def restore(self, store: Store, chosen: Mapping[str, str]) -> tuple[Graph, list[Check]] | None:
+        """The main graph and the checks, as a compile of a store of this shape built them; None unless
+        `store` was discovered with this structure's includes (`discover(known=...)`) for every node."""
+        if self.keys != list(store.nodes):
+            return None  # another store: the key says it cannot be (a planted or foreign file)
+        if any(store.includes_read.get(key) is not entry for key, entry in self.includes.items()):
+            return None
+        graph = Graph.restore(store, chosen, self.main)
+        checks = [
+            Check(values, found, changed, Graph.restore(store, {**chosen, **values}, state, base=graph))
+            for values, found, changed, state in self.checks
+        ]
+        return graph, checks
+
+
+def shape_key(source: Source, variables: Mapping[str, str] | None, check_variables: bool) -> str:
+    """The digest of everything a `Structure` depends on (see the module docstring)."""
+    files = source.files()
+    oids = source.oids(p for p in files if p.rpartition("/")[2] in _HASHED)
+    head = json.dumps(
+        [FORMAT, __version__, _code_digest(), source.store, sorted((variables or {}).items()), check_variables,
+         source.unsafe],
+    )  # fmt: skip
+    listing = "\n".join(f"{p}\0{oids.get(p, '')}" for p in files)
+    return hashlib.sha256(f"{head}\n{listing}".encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@cache
+def _code_digest() -> str:
+    root = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in _CODE:
+        digest.update((root / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _directory() -> Path:
+    return cache_root() / f"structure-v{FORMAT}-{__version__}"
+
+
+def load(key: str) -> Structure | None:
+    """The entry for `key`; None when there is none, or it does not read back whole."""
+    path = _directory() / f"{key}.msgpack"
+    try:
+        outer = unpack(path.read_bytes())
+        if not (isinstance(outer, list) and len(outer) == 3 and outer[0] == key and isinstance(outer[1], bytes)
+                and zlib.crc32(outer[1]) == outer[2]):  # fmt: skip
+            return None
+        structure = _decode(unpack(outer[1]))
+    except (OSError, RecursionError, *DAMAGED):
+        return None
+    with suppress(OSError):
+        os.utime(path)  # recently used: kept when older entries go
+    return structure
+
+
+def save(key: str, store: Store, graph: Graph, checks: Sequence[Check]) -> None:
+    """Store what a compile computed for the shape `key`; a cache that cannot be written is skipped."""
+    data = pack(_encode(store, graph, checks))
+    directory = _directory()
+    try:
+        private_dir(directory)
+        fd, tmp = tempfile.mkstemp(prefix=".structure.", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(pack([key, data, zlib.crc32(data)]))
+            os.replace(tmp, directory / f"{key}.msgpack")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        entries = sorted(directory.glob("*.msgpack"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        return
+
+
+# -- encoding: node keys by their index in the store's (sorted) node list ------------------------------------
+
+
+def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, Any]:
+    keys = list(store.nodes)
+    index = {k: i for i, k in enumerate(keys)}
+    includes = [
+        [index[key], file.path, file.oid, [_line(line) for line in file.lines], [_diag(d) for d in found]]
+        for key, (file, found) in store.includes_read.items()
+    ]
+    main = graph.state()
+    encoded_checks = []
+    for check in checks:
+        state = check.graph.state()
+        edges = {k: state.edges[k] for k in state.dynamic if k in state.edges}
+        lin = {k: state.lin[k] for k in check.changed if k in state.lin}  # none on or behind a cycle
+        encoded_checks.append([
+            dict(check.assignment), [_diag(d) for d in check.diagnostics], [index[k] for k in check.changed],
+            _state(store, index, edges, lin, state.failed, state.dynamic, ()),
+        ])  # fmt: skip
+    return {
+        "keys": keys,
+        "includes": includes,
+        "main": _state(
+            store,
+            index,
+            {k: v for k, v in main.edges.items() if v},
+            main.lin,
+            main.failed,
+            main.dynamic,
+            main.diagnostics,
+        ),
+        "checks": encoded_checks,
+    }
+
+
+def _state(
+    store: Store, index: Mapping[str, int], edges: Mapping[str, tuple[Import, ...]],
+    lin: Mapping[str, tuple[str, ...]], failed: frozenset[str], dynamic: frozenset[str],
+    diagnostics: Sequence[Diagnostic],
+) -> list[Any]:  # fmt: skip
+    encoded_edges = []
+    for key, imports in edges.items():  # empty ones too: a node whose variable drops every line
+        includes = store.nodes[key].includes
+        lines = includes.lines if includes is not None else ()
+        position = {id(line): i for i, line in enumerate(lines)}
+        flat = [n for imp in imports for n in (index[imp.key], position[id(imp.line)])]
+        encoded_edges.append([index[key], flat])
+    return [
+        encoded_edges,
+        [[index[k], [index[m] for m in members]] for k, members in lin.items()],
+        sorted(index[k] for k in failed),
+        sorted(index[k] for k in dynamic),
+        [_diag(d) for d in diagnostics],
+    ]
+
+
+def _line(line: IncludeLine) -> list[Any]:
+    return [line.text, line.line, line.col, line.template, [[u.name, u.optional, u.col] for u in line.variables]]
+
+
+def _diag(d: Diagnostic) -> list[Any]:
+    return [d.code, d.severity, d.key, d.file, d.line, d.col, d.message, list(d.notes)]
+
+
+# -- decoding: every field is checked; anything else than `_encode` writes raises (a miss) --------------------
+
+
+def _decode(data: Any) -> Structure:
+    keys = list(data["keys"])
+    if not all(type(k) is str for k in keys):
+        raise ValueError("not a key")
+    includes: dict[str, KnownIncludes] = {}
+    for at, path, oid, lines, found in data["includes"]:
+        lines_of = tuple(_read_line(*line) for line in lines)
+        includes[keys[_at(at)]] = (IncludesFile(_str(path), _str(oid), lines_of), _diags(found))
+    made: dict[tuple[str, str, int], Import] = {}  # the same import in several graphs is one object
+    main = _read_state(data["main"], keys, includes, made)
+    checks = []
+    for values, found, changed, state in data["checks"]:
+        if not (isinstance(values, dict) and all(isinstance(v, str) for v in (*values, *values.values()))):
+            raise ValueError("not an assignment")
+        checks.append((values, _diags(found), _pick(keys, changed), _read_state(state, keys, includes, made)))
+    return Structure(keys, includes, main, tuple(checks))
+
+
+def _read_state(
+    data: Any, keys: list[str], includes: Mapping[str, KnownIncludes], made: dict[tuple[str, str, int], Import]
+) -> GraphState:
+    edges_data, lin_data, failed, dynamic, diagnostics = data
+    edges: dict[str, tuple[Import, ...]] = {}
+    for at, flat in edges_data:
+        key = keys[_at(at)]
+        file = includes[key][0] if key in includes else IncludesFile("", "", ())  # no lines to point at
+        imports = []
+        for target, line in zip(_pick(keys, flat[0::2]), flat[1::2], strict=True):
+            imp = made.get((key, target, line))
+            if imp is None:
+                imp = made[key, target, line] = Import(target, _pick(file.lines, [line])[0], file.path)
+            imports.append(imp)
+        edges[key] = tuple(imports)
+    lin = {keys[_at(at)]: _pick(keys, members) for at, members in lin_data}
+    return GraphState(edges, lin, frozenset(_pick(keys, failed)), frozenset(_pick(keys, dynamic)), _diags(diagnostics))
+
+
+def _pick(items: Sequence[T], indices: Any) -> tuple[T, ...]:
+    """`items[i]` for each of `indices`, a list of ints in range (anything else raises)."""
+    if type(indices) is not list or (indices and min(indices) < 0):
+        raise ValueError("not a list of indices")
+    return tuple(map(items.__getitem__, indices))
+
+
+def _at(index: Any) -> int:
+    if type(index) is not int or index < 0:
+        raise ValueError("not an index")
+    return index
+
+
+def _read_line(text: Any, line: Any, col: Any, template: Any, uses: Any) -> IncludeLine:
+    variables = tuple(VariableUse(n, o, c) for n, o, c in uses)
+    if not (
+        type(text) is str
+        and type(line) is int
+        and type(col) is int
+        and type(template) is str
+        and all(type(u.name) is str and type(u.optional) is bool and type(u.col) is int for u in variables)
+    ):
+        raise ValueError("not an import line")  # fmt: skip
+    return IncludeLine(text, line, col, template, variables)
+
+
+def _diags(data: Any) -> tuple[Diagnostic, ...]:
+    out = []
+    for code, severity, key, file, line, col, message, notes in data:
+        if severity not in ("error", "warning"):
+            raise ValueError("not a severity")
+        out.append(Diagnostic(
+            _str(code), severity, _opt(str, key), _opt(str, file), _opt(int, line), _opt(int, col), _str(message),
+            tuple(_str(n) for n in notes),
+        ))  # fmt: skip
+    return tuple(out)
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueError("not a string")
+    return value
+
+
+def _opt(kind: type[T], value: Any) -> T | None:
+    if value is not None and type(value) is not kind:
+        raise ValueError(f"not a {kind.__name__}")
+    return value
