@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
+from itertools import islice, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -152,7 +153,7 @@ def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, An
     keys = list(store.nodes)
     index = {k: i for i, k in enumerate(keys)}
     includes = [
-        [index[key], file.path, file.oid, [_line(line) for line in file.lines], [_diag(d) for d in found]]
+        [index[key], file.path, file.oid, *_lines(file.lines), [_diag(d) for d in found]]
         for key, (file, found) in store.includes_read.items()
     ]
     main = graph.state()
@@ -165,18 +166,11 @@ def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, An
             dict(check.assignment), [_diag(d) for d in check.diagnostics], [index[k] for k in check.changed],
             _state(store, index, edges, lin, state.failed, state.dynamic, ()),
         ])  # fmt: skip
+    edges = {k: v for k, v in main.edges.items() if v}
     return {
         "keys": keys,
         "includes": includes,
-        "main": _state(
-            store,
-            index,
-            {k: v for k, v in main.edges.items() if v},
-            main.lin,
-            main.failed,
-            main.dynamic,
-            main.diagnostics,
-        ),
+        "main": _state(store, index, edges, main.lin, main.failed, main.dynamic, main.diagnostics),
         "checks": encoded_checks,
     }
 
@@ -186,24 +180,30 @@ def _state(
     lin: Mapping[str, tuple[str, ...]], failed: frozenset[str], dynamic: frozenset[str],
     diagnostics: Sequence[Diagnostic],
 ) -> list[Any]:  # fmt: skip
-    encoded_edges = []
+    """[nodes with edges, their import counts, targets, include lines (flat), nodes with an L, their sizes,
+    members (flat), failed, dynamic, diagnostics]: flat lists of indices decode in a few C-level passes."""
+    sources, counts, targets, lines = [], [], [], []
     for key, imports in edges.items():  # empty ones too: a node whose variable drops every line
         includes = store.nodes[key].includes
-        lines = includes.lines if includes is not None else ()
-        position = {id(line): i for i, line in enumerate(lines)}
-        flat = [n for imp in imports for n in (index[imp.key], position[id(imp.line)])]
-        encoded_edges.append([index[key], flat])
+        position = {id(line): i for i, line in enumerate(includes.lines if includes is not None else ())}
+        sources.append(index[key])
+        counts.append(len(imports))
+        targets += [index[imp.key] for imp in imports]
+        lines += [position[id(imp.line)] for imp in imports]
+    members = [index[m] for chain in lin.values() for m in chain]
     return [
-        encoded_edges,
-        [[index[k], [index[m] for m in members]] for k, members in lin.items()],
-        sorted(index[k] for k in failed),
-        sorted(index[k] for k in dynamic),
-        [_diag(d) for d in diagnostics],
+        sources, counts, targets, lines,
+        [index[k] for k in lin], [len(chain) for chain in lin.values()], members,
+        sorted(index[k] for k in failed), sorted(index[k] for k in dynamic), [_diag(d) for d in diagnostics],
+    ]  # fmt: skip
+
+
+def _lines(lines: Sequence[IncludeLine]) -> list[Any]:
+    """An includes file's lines by column: texts, numbers, columns, templates, and [position, variables] pairs."""
+    uses = [
+        [i, [[u.name, u.optional, u.col] for u in line.variables]] for i, line in enumerate(lines) if line.variables
     ]
-
-
-def _line(line: IncludeLine) -> list[Any]:
-    return [line.text, line.line, line.col, line.template, [[u.name, u.optional, u.col] for u in line.variables]]
+    return [[x.text for x in lines], [x.line for x in lines], [x.col for x in lines], [x.template for x in lines], uses]
 
 
 def _diag(d: Diagnostic) -> list[Any]:
@@ -214,46 +214,52 @@ def _diag(d: Diagnostic) -> list[Any]:
 
 
 def _decode(data: Any) -> Structure:
-    keys = list(data["keys"])
-    if not all(type(k) is str for k in keys):
-        raise ValueError("not a key")
+    keys = _typed(data["keys"], str)
     includes: dict[str, KnownIncludes] = {}
-    for at, path, oid, lines, found in data["includes"]:
-        lines_of = tuple(_read_line(*line) for line in lines)
-        includes[keys[_at(at)]] = (IncludesFile(_str(path), _str(oid), lines_of), _diags(found))
-    made: dict[tuple[str, str, int], Import] = {}  # the same import in several graphs is one object
-    main = _read_state(data["main"], keys, includes, made)
+    for at, path, oid, texts, numbers, cols, templates, uses, found in data["includes"]:
+        variables: list[tuple[VariableUse, ...]] = [()] * len(texts)
+        for i, used in uses:
+            variables[_typed([i], int)[0]] = tuple(_use(*u) for u in used)
+        columns = (_typed(texts, str), _typed(numbers, int), _typed(cols, int), _typed(templates, str), variables)
+        if len({len(column) for column in columns}) != 1:
+            raise ValueError("columns of different lengths")
+        lines = tuple(map(IncludeLine, *columns))
+        includes[keys[_at(at)]] = (IncludesFile(_str(path), _str(oid), lines), _diags(found))
+    main = _read_state(data["main"], keys, includes)
     checks = []
     for values, found, changed, state in data["checks"]:
         if not (isinstance(values, dict) and all(isinstance(v, str) for v in (*values, *values.values()))):
             raise ValueError("not an assignment")
-        checks.append((values, _diags(found), _pick(keys, changed), _read_state(state, keys, includes, made)))
+        checks.append((values, _diags(found), _pick(keys, changed), _read_state(state, keys, includes)))
     return Structure(keys, includes, main, tuple(checks))
 
 
-def _read_state(
-    data: Any, keys: list[str], includes: Mapping[str, KnownIncludes], made: dict[tuple[str, str, int], Import]
-) -> GraphState:
-    edges_data, lin_data, failed, dynamic, diagnostics = data
+def _read_state(data: Any, keys: list[str], includes: Mapping[str, KnownIncludes]) -> GraphState:
+    sources, counts, targets, lines, linked, sizes, members, failed, dynamic, diagnostics = data
     edges: dict[str, tuple[Import, ...]] = {}
-    for at, flat in edges_data:
-        key = keys[_at(at)]
+    every_target, every_line = iter(_pick(keys, targets)), iter(_typed(lines, int))
+    for key, count in zip(_pick(keys, sources), _typed(counts, int), strict=True):
         file = includes[key][0] if key in includes else IncludesFile("", "", ())  # no lines to point at
-        imports = []
-        for target, line in zip(_pick(keys, flat[0::2]), flat[1::2], strict=True):
-            imp = made.get((key, target, line))
-            if imp is None:
-                imp = made[key, target, line] = Import(target, _pick(file.lines, [line])[0], file.path)
-            imports.append(imp)
-        edges[key] = tuple(imports)
-    lin = {keys[_at(at)]: _pick(keys, members) for at, members in lin_data}
+        chosen = _pick(file.lines, list(islice(every_line, count)))
+        edges[key] = tuple(map(Import, islice(every_target, count), chosen, repeat(file.path, count)))
+    every_member = iter(_pick(keys, members))
+    lin = {key: tuple(islice(every_member, size)) for key, size in zip(_pick(keys, linked), sizes, strict=True)}
+    if any(next(rest, None) is not None for rest in (every_target, every_line, every_member)):
+        raise ValueError("counts and lists disagree")
     return GraphState(edges, lin, frozenset(_pick(keys, failed)), frozenset(_pick(keys, dynamic)), _diags(diagnostics))
+
+
+def _typed(values: Any, kind: type[T]) -> list[T]:
+    """`values`, a list of `kind` only (anything else raises)."""
+    if type(values) is not list or not set(map(type, values)) <= {kind}:
+        raise ValueError(f"not a list of {kind.__name__}")
+    return values
 
 
 def _pick(items: Sequence[T], indices: Any) -> tuple[T, ...]:
     """`items[i]` for each of `indices`, a list of ints in range (anything else raises)."""
-    if type(indices) is not list or (indices and min(indices) < 0):
-        raise ValueError("not a list of indices")
+    if _typed(indices, int) and min(indices) < 0:
+        raise ValueError("a negative index")
     return tuple(map(items.__getitem__, indices))
 
 
@@ -263,17 +269,10 @@ def _at(index: Any) -> int:
     return index
 
 
-def _read_line(text: Any, line: Any, col: Any, template: Any, uses: Any) -> IncludeLine:
-    variables = tuple(VariableUse(n, o, c) for n, o, c in uses)
-    if not (
-        type(text) is str
-        and type(line) is int
-        and type(col) is int
-        and type(template) is str
-        and all(type(u.name) is str and type(u.optional) is bool and type(u.col) is int for u in variables)
-    ):
-        raise ValueError("not an import line")  # fmt: skip
-    return IncludeLine(text, line, col, template, variables)
+def _use(name: Any, optional: Any, col: Any) -> VariableUse:
+    if not (type(name) is str and type(optional) is bool and type(col) is int):
+        raise ValueError("not a variable use")
+    return VariableUse(name, optional, col)
 
 
 def _diags(data: Any) -> tuple[Diagnostic, ...]:
@@ -283,7 +282,7 @@ def _diags(data: Any) -> tuple[Diagnostic, ...]:
             raise ValueError("not a severity")
         out.append(Diagnostic(
             _str(code), severity, _opt(str, key), _opt(str, file), _opt(int, line), _opt(int, col), _str(message),
-            tuple(_str(n) for n in notes),
+            tuple(_typed(notes, str)),
         ))  # fmt: skip
     return tuple(out)
 
