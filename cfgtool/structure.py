@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -152,10 +152,16 @@ def save(key: str, store: Store, graph: Graph, checks: Sequence[Check]) -> None:
 def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, Any]:
     keys = list(store.nodes)
     index = {k: i for i, k in enumerate(keys)}
+    read = store.includes_read
+    every = [line for file, _ in read.values() for line in file.lines]  # every includes line, file by file
+    position = {id(line): i for i, line in enumerate(every)}
     includes = [
-        [index[key], file.path, file.oid, *_lines(file.lines), [_diag(d) for d in found]]
-        for key, (file, found) in store.includes_read.items()
-    ]
+        [index[k] for k in read], [f.path for f, _ in read.values()], [f.oid for f, _ in read.values()],
+        [len(f.lines) for f, _ in read.values()],
+        [x.text for x in every], [x.line for x in every], [x.col for x in every], [x.template for x in every],
+        [[i, [[u.name, u.optional, u.col] for u in x.variables]] for i, x in enumerate(every) if x.variables],
+        [[i, [_diag(d) for d in found]] for i, (_, found) in enumerate(read.values()) if found],
+    ]  # fmt: skip
     main = graph.state()
     encoded_checks = []
     for check in checks:
@@ -164,46 +170,32 @@ def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, An
         lin = {k: state.lin[k] for k in check.changed if k in state.lin}  # none on or behind a cycle
         encoded_checks.append([
             dict(check.assignment), [_diag(d) for d in check.diagnostics], [index[k] for k in check.changed],
-            _state(store, index, edges, lin, state.failed, state.dynamic, ()),
+            _state(index, position, edges, lin, state.failed, state.dynamic, ()),
         ])  # fmt: skip
     edges = {k: v for k, v in main.edges.items() if v}
     return {
         "keys": keys,
         "includes": includes,
-        "main": _state(store, index, edges, main.lin, main.failed, main.dynamic, main.diagnostics),
+        "main": _state(index, position, edges, main.lin, main.failed, main.dynamic, main.diagnostics),
         "checks": encoded_checks,
     }
 
 
 def _state(
-    store: Store, index: Mapping[str, int], edges: Mapping[str, tuple[Import, ...]],
+    index: Mapping[str, int], position: Mapping[int, int], edges: Mapping[str, tuple[Import, ...]],
     lin: Mapping[str, tuple[str, ...]], failed: frozenset[str], dynamic: frozenset[str],
     diagnostics: Sequence[Diagnostic],
 ) -> list[Any]:  # fmt: skip
-    """[nodes with edges, their import counts, targets, include lines (flat), nodes with an L, their sizes,
-    members (flat), failed, dynamic, diagnostics]: flat lists of indices decode in a few C-level passes."""
-    sources, counts, targets, lines = [], [], [], []
-    for key, imports in edges.items():  # empty ones too: a node whose variable drops every line
-        includes = store.nodes[key].includes
-        position = {id(line): i for i, line in enumerate(includes.lines if includes is not None else ())}
-        sources.append(index[key])
-        counts.append(len(imports))
-        targets += [index[imp.key] for imp in imports]
-        lines += [position[id(imp.line)] for imp in imports]
+    """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members,
+    failed, dynamic, diagnostics]: flat lists of indices, decoded in a few C-level passes."""
+    imports = [imp for chain in edges.values() for imp in chain]  # empty ones count: every line dropped
     members = [index[m] for chain in lin.values() for m in chain]
     return [
-        sources, counts, targets, lines,
+        [index[k] for k in edges], [len(chain) for chain in edges.values()],
+        [index[imp.key] for imp in imports], [position[id(imp.line)] for imp in imports],
         [index[k] for k in lin], [len(chain) for chain in lin.values()], members,
         sorted(index[k] for k in failed), sorted(index[k] for k in dynamic), [_diag(d) for d in diagnostics],
     ]  # fmt: skip
-
-
-def _lines(lines: Sequence[IncludeLine]) -> list[Any]:
-    """An includes file's lines by column: texts, numbers, columns, templates, and [position, variables] pairs."""
-    uses = [
-        [i, [[u.name, u.optional, u.col] for u in line.variables]] for i, line in enumerate(lines) if line.variables
-    ]
-    return [[x.text for x in lines], [x.line for x in lines], [x.col for x in lines], [x.template for x in lines], uses]
 
 
 def _diag(d: Diagnostic) -> list[Any]:
@@ -215,38 +207,55 @@ def _diag(d: Diagnostic) -> list[Any]:
 
 def _decode(data: Any) -> Structure:
     keys = _typed(data["keys"], str)
-    includes: dict[str, KnownIncludes] = {}
-    for at, path, oid, texts, numbers, cols, templates, uses, found in data["includes"]:
-        variables: list[tuple[VariableUse, ...]] = [()] * len(texts)
-        for i, used in uses:
-            variables[_typed([i], int)[0]] = tuple(_use(*u) for u in used)
-        columns = (_typed(texts, str), _typed(numbers, int), _typed(cols, int), _typed(templates, str), variables)
-        if len({len(column) for column in columns}) != 1:
-            raise ValueError("columns of different lengths")
-        lines = tuple(map(IncludeLine, *columns))
-        includes[keys[_at(at)]] = (IncludesFile(_str(path), _str(oid), lines), _diags(found))
-    main = _read_state(data["main"], keys, includes)
+    at, paths, oids, counts, texts, numbers, cols, templates, uses, found = data["includes"]
+    variables: list[tuple[VariableUse, ...]] = [()] * len(texts)
+    for i, used in uses:
+        variables[_at(i)] = tuple(_use(*u) for u in used)
+    columns = (_typed(texts, str), _typed(numbers, int), _typed(cols, int), _typed(templates, str), variables)
+    every = tuple(map(IncludeLine, *_same_length(columns)))
+    problems: list[tuple[Diagnostic, ...]] = [()] * len(paths)
+    for i, diags in found:
+        problems[_at(i)] = _diags(diags)
+    lines = iter(every)
+    lines_of = [tuple(islice(lines, n)) for n in _typed(counts, int)]
+    _same_length((_typed(paths, str), _typed(oids, str), lines_of, problems, at))
+    files = map(IncludesFile, paths, oids, lines_of)
+    includes: dict[str, KnownIncludes] = dict(zip(_pick(keys, at), zip(files, problems, strict=True), strict=True))
+    if next(lines, None) is not None:
+        raise ValueError("more lines than files hold")
+    main = _read_state(data["main"], keys, every, includes)
     checks = []
-    for values, found, changed, state in data["checks"]:
+    for values, diagnostics, changed, state in data["checks"]:
         if not (isinstance(values, dict) and all(isinstance(v, str) for v in (*values, *values.values()))):
             raise ValueError("not an assignment")
-        checks.append((values, _diags(found), _pick(keys, changed), _read_state(state, keys, includes)))
+        state_of = _read_state(state, keys, every, includes)
+        checks.append((values, _diags(diagnostics), _pick(keys, changed), state_of))
     return Structure(keys, includes, main, tuple(checks))
 
 
-def _read_state(data: Any, keys: list[str], includes: Mapping[str, KnownIncludes]) -> GraphState:
+def _read_state(
+    data: Any, keys: list[str], every: tuple[IncludeLine, ...], includes: Mapping[str, KnownIncludes]
+) -> GraphState:
     sources, counts, targets, lines, linked, sizes, members, failed, dynamic, diagnostics = data
-    edges: dict[str, tuple[Import, ...]] = {}
-    every_target, every_line = iter(_pick(keys, targets)), iter(_typed(lines, int))
-    for key, count in zip(_pick(keys, sources), _typed(counts, int), strict=True):
-        file = includes[key][0] if key in includes else IncludesFile("", "", ())  # no lines to point at
-        chosen = _pick(file.lines, list(islice(every_line, count)))
-        edges[key] = tuple(map(Import, islice(every_target, count), chosen, repeat(file.path, count)))
+    nodes, counts = _pick(keys, sources), _typed(counts, int)
+    if sum(counts) != len(targets) or min(counts, default=0) < 0:
+        raise ValueError("import counts and imports disagree")
+    files = (includes[k][0].path if k in includes else "" for k in nodes)
+    paths = chain.from_iterable(map(repeat, files, counts))
+    imports = iter(map(Import, *_same_length((_pick(keys, targets), _pick(every, lines), list(paths)))))
+    edges = {key: tuple(islice(imports, count)) for key, count in zip(nodes, counts, strict=True)}
+    sizes = _typed(sizes, int)
+    if sum(sizes) != len(members) or min(sizes, default=0) < 0:
+        raise ValueError("linearization sizes and members disagree")
     every_member = iter(_pick(keys, members))
     lin = {key: tuple(islice(every_member, size)) for key, size in zip(_pick(keys, linked), sizes, strict=True)}
-    if any(next(rest, None) is not None for rest in (every_target, every_line, every_member)):
-        raise ValueError("counts and lists disagree")
     return GraphState(edges, lin, frozenset(_pick(keys, failed)), frozenset(_pick(keys, dynamic)), _diags(diagnostics))
+
+
+def _same_length(columns: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+    if len({len(column) for column in columns}) > 1:
+        raise ValueError("columns of different lengths")
+    return columns
 
 
 def _typed(values: Any, kind: type[T]) -> list[T]:
