@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from types import MappingProxyType
 
 from cfgtool.diagnostics import Diagnostic
@@ -87,8 +88,9 @@ def discover(
     dirs: dict[str, str] = {"": keys.ROOT}  # store-relative dir -> key, for every node
     rejected: set[str] = set()  # store-relative dirs that are not nodes (so neither is anything under them)
     files_of: dict[str, set[str]] = {}  # store-relative dir -> the node files it has
+    cut = len(source.store) + 1 if source.store else 0  # `source.rel`, inline: a store may have 200,000 files
     for path in source.files():
-        directory, _, name = source.rel(path).rpartition("/")
+        directory, _, name = path[cut:].rpartition("/")
         if (directory in dirs or _node_dir(directory, dirs, rejected, source, diags)) and name in _NODE_FILES:
             files_of.setdefault(directory, set()).add(name)
 
@@ -96,8 +98,9 @@ def discover(
     wanted = [settings_path]
     main_paths: list[str] = []
     for directory, names in files_of.items():
+        node_dir = _dir_path(source, directory)
         for n in names:
-            (main_paths if n == MAIN_FILE else wanted).append(source.path(_join(directory, n)))
+            (main_paths if n == MAIN_FILE else wanted).append(_join(node_dir, n))
     reuse = _reusable(source, known, dirs, files_of) if known else {}
     if reuse:  # neither includes file of such a node is read (E_DUPLICATE_INCLUDES is among its problems)
         skip = {entry[0].path.rpartition("/")[0] for entry in reuse.values()}
@@ -112,21 +115,23 @@ def discover(
     diags += _unsafe(source, dirs)
     nodes: dict[str, Node] = {}
     read: dict[str, KnownIncludes] = {}
-    for directory, key in sorted(dirs.items(), key=lambda item: item[1]):
-        names = files_of.get(directory, set())
-        node_dir = source.path(directory) if directory else source.store
+    none: set[str] = set()
+    for directory, key in sorted(dirs.items(), key=itemgetter(1)):
+        names = files_of.get(directory, none)
+        node_dir = _dir_path(source, directory)
         main_path = _join(node_dir, MAIN_FILE)
         main = NodeFile(main_path, oids[main_path]) if MAIN_FILE in names and main_path in oids else None
         entry = reuse.get(key)
         if entry is None:
-            found: list[Diagnostic] = []
-            includes = _includes(names, node_dir, key, blobs, settings, found)
+            problems: list[Diagnostic] = []
+            includes = _includes(names, node_dir, key, blobs, settings, problems)
             if includes is not None:
-                read[key] = (includes, tuple(found))
+                read[key] = (includes, tuple(problems))
+            diags += problems
         else:
             read[key] = entry
-            includes, found = entry[0], list(entry[1])
-        diags += found
+            includes = entry[0]
+            diags += entry[1]
         nodes[key] = Node(key, node_dir, main, includes)
     return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags), MappingProxyType(read))
 
@@ -168,6 +173,13 @@ def unsafe_link(path: str, key: str) -> Diagnostic:
         file=path,
         notes=("a link can lead outside the repository: commit the files themselves instead",),
     )
+
+
+def _dir_path(source: Source, directory: str) -> str:
+    """The repo-relative path of a store-relative directory ('' = the store root)."""
+    if not directory:
+        return source.store
+    return f"{source.store}/{directory}" if source.store else directory
 
 
 def _join(directory: str, name: str) -> str:
