@@ -123,6 +123,8 @@ class _Sharded(Generic[K, V]):
         self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
         self.max_entries = MAX_SHARD_ENTRIES
 
+    plain_keys = False  # keys are strings stored as they are: a shard is used as read, not rebuilt key by key
+
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
 
@@ -149,7 +151,10 @@ class _Sharded(Generic[K, V]):
                 if self.directory is None:
                     raise FileNotFoundError(name)
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
-                shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+                if self.plain_keys and isinstance(loaded, dict):
+                    shard = loaded  # string keys as stored (a planted bytes key matches no lookup)
+                else:
+                    shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
             except FileNotFoundError:
                 shard = {}
             except (OSError, *DAMAGED):
@@ -292,6 +297,8 @@ class PackedConfig(Deferred):
 
 class NodeCache(_Sharded[str, NodeEntry]):
     """Resolved node configs by fingerprint; stored as [packed config, intrinsic, hash, size, CRC-32]."""
+
+    plain_keys = True
 
     @classmethod
     def default(cls) -> NodeCache:
