@@ -50,6 +50,19 @@ class Layer:
 
 
 _SELF = Reach("self")
+_Link = tuple[str, "Import | None"]  # a node's outgoing link: an import (Import) or its parent (None)
+
+
+class _Links(dict[str, list[_Link]]):
+    """`Graph._out` of a restored graph: each node's links made from its imports when first asked for."""
+
+    def __init__(self, graph: Graph) -> None:
+        super().__init__()
+        self.graph = graph
+
+    def __missing__(self, key: str) -> list[_Link]:
+        links = self[key] = self.graph._links(key)
+        return links
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,7 @@ class Graph(StoreQueries):
             self._out = {k: self._links(k) for k in self.nodes}
         else:
             self._edges = dict(base._edges)
-            self._out = dict(base._out)
+            self._out = _Links(self) if isinstance(base._out, _Links) else dict(base._out)
             for key in self.dynamic:
                 self._edges[key] = self._node_imports(key)
                 self._out[key] = self._links(key)
@@ -128,12 +141,9 @@ class Graph(StoreQueries):
         graph.dynamic = state.dynamic
         if base is None:
             graph._edges = {k: state.edges.get(k, ()) for k in graph.nodes}
-            graph._out = {k: graph._links(k) for k in graph.nodes}
         else:
             graph._edges = {**base._edges, **state.edges}
-            graph._out = dict(base._out)
-            for key in state.edges:
-                graph._out[key] = graph._links(key)
+        graph._out = _Links(graph)  # only explain and provenance follow links here: made when asked for
         graph.failed = state.failed
         graph._lin = dict(state.lin)
         graph._reach = {}
