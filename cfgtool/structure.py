@@ -98,10 +98,13 @@ def shape_key(source: Source, variables: Mapping[str, str] | None, check_variabl
 
 @cache
 def _code_digest() -> str:
+    """The source of the modules in `_CODE` (an install without them: their names, and the version decides)."""
     root = Path(__file__).parent
     digest = hashlib.sha256()
     for name in _CODE:
-        digest.update((root / name).read_bytes())
+        digest.update(name.encode())
+        with suppress(OSError):
+            digest.update((root / name).read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -26,6 +26,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -273,7 +274,8 @@ def jsonschema_code() -> str:
     digest = hashlib.sha256()
     for path in sorted(Path(jsonschema.__file__).parent.glob("*.py")):
         digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+        with suppress(OSError):
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
