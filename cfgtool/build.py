@@ -66,6 +66,7 @@ class Builder:
         self.dynamic: set[str] = set()  # keys whose main.conf includes other files
         self.included: list[str] = []  # files read through `include`, for the snapshot's texts
         self._trees: dict[tuple[str, ...], Node | None] = {}
+        self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
         self.budget = BUDGET + BUDGET_PER_NODE * len(store.nodes)
         self._over_budget: Diagnostic | None = None  # once spent, every later node fails with this
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
@@ -315,13 +316,8 @@ class Builder:
         return main.path if main is not None else None
 
     def _fingerprint(self, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...]) -> str:
-        parts = [key, *imports, "|"]
-        nodes = self.store.nodes
-        for layer in lkeys:
-            node = nodes.get(layer)
-            main = node.main if node is not None else None
-            parts.append(f"{layer}={main.oid if main is not None else '-'}")
-        return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+        layers = map(self._layer_ids.__getitem__, lkeys)
+        return hashlib.sha256("\0".join([key, *imports, "|", *layers]).encode("utf-8")).hexdigest()
 
     def _read(self, keys: Iterable[str]) -> None:
         """Read (into the source's memory) the files of `keys` that `_load` would parse, in one batch."""
@@ -391,6 +387,21 @@ class Builder:
         else:
             self.parse_cache.put((node.main.oid, path), doc)
         return doc
+
+
+class _LayerIds(dict[str, str]):
+    """`key=blob id of its main.conf` (`-`: none) for each key asked for, computed once: every node's
+    fingerprint names each of its layers, and most layers (the root, the tags) are in thousands of them."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.nodes = store.nodes
+
+    def __missing__(self, layer: str) -> str:
+        node = self.nodes.get(layer)
+        main = node.main if node is not None else None
+        text = self[layer] = f"{layer}={main.oid if main is not None else '-'}"
+        return text
 
 
 def _over_budget(key: str, resolved: Resolved) -> Diagnostic:

@@ -8,15 +8,15 @@
 - `SchemaPasses`: the (schema file, node content hash) pairs that passed a set of JSON Schemas: a node whose
   content did not change is not validated again (`cfgtool.validate.schemas`).
 
-Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that
-holds data only (pickle and marshal can carry code, and a cache directory may be shared or planted; DESIGN
-15), and reads them several times faster than pickling the node objects. They are sharded by the first hex
-digit of their key; a shard is read when first needed, and a shard that gained entries is written as the
-file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's
-forked worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is
-written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss.
-Every entry is checked as it is decoded: a damaged, truncated, foreign or hostile shard or entry is a cache
-miss, never an error. Cache directories are created private (0700).
+Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that holds
+data only (pickle and marshal can carry code, and a cache directory may be shared or planted; DESIGN 15), and reads
+them several times faster than pickling the node objects. They are sharded by the first hex digit of their key
+(parse trees by the first two); a shard is read when first needed, and a shard that gained entries is written as the
+file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's forked
+worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is written to a
+temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss. Every entry is checked
+as it is decoded: a damaged, truncated, foreign or hostile shard or entry is a cache miss,
+never an error. Cache directories are created private (0700).
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 from cfgtool.snapshot import Deferred
 
-FORMAT = 7  # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees; 7: node configs packed)
+# the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees; 7: node configs packed; 8: parse
+# trees in 256 shards)
+FORMAT = 8
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -121,6 +123,8 @@ class _Sharded(Generic[K, V]):
         self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
         self.max_entries = MAX_SHARD_ENTRIES
 
+    plain_keys = False  # keys are strings stored as they are: a shard is used as read, not rebuilt key by key
+
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
 
@@ -147,7 +151,10 @@ class _Sharded(Generic[K, V]):
                 if self.directory is None:
                     raise FileNotFoundError(name)
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
-                shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+                if self.plain_keys and isinstance(loaded, dict):
+                    shard = loaded  # string keys as stored (a planted bytes key matches no lookup)
+                else:
+                    shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
             except FileNotFoundError:
                 shard = {}
             except (OSError, *DAMAGED):
@@ -236,7 +243,12 @@ class _Sharded(Generic[K, V]):
 
 
 class ParseCache(_Sharded[tuple[str, str], Obj]):
-    """Parsed documents by (blob id, path)."""
+    """Parsed documents by (blob id, path), in 256 shards (two hex digits): a compile after a one-file change
+    needs the trees of a few layers, and a shard is read whole (a 100,000-file store's trees are 350 MB)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        super().__init__(directory)
+        self.max_entries = MAX_SHARD_ENTRIES // 16  # as many entries in all as 16 shards of the others
 
     @classmethod
     def default(cls) -> ParseCache:
@@ -244,7 +256,7 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
         return cls(cache_root() / f"parse-v{FORMAT}-{__version__}-{_MODEL}")
 
     def _shard_of(self, key: tuple[str, str]) -> str:
-        return key[0][:1]
+        return key[0][:2]
 
     def _dump(self, value: Obj) -> Any:
         with deep_recursion():  # documents nest up to the parser's limit, deeper than Python's default
@@ -285,6 +297,8 @@ class PackedConfig(Deferred):
 
 class NodeCache(_Sharded[str, NodeEntry]):
     """Resolved node configs by fingerprint; stored as [packed config, intrinsic, hash, size, CRC-32]."""
+
+    plain_keys = True
 
     @classmethod
     def default(cls) -> NodeCache:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cfgtool import structure
 from cfgtool._version import __version__
 from cfgtool.access.enforce import acl_problems, change_problems
 from cfgtool.build import Builder
@@ -39,7 +40,7 @@ class CompileResult:
     store: Store
     rules: Rules  # what it was checked with
     checked: tuple[Mapping[str, str], ...]  # every variable assignment that was compiled
-    stats: Mapping[str, int]  # files parsed, nodes resolved, nodes reused from the cache
+    stats: Mapping[str, int]  # files parsed, nodes resolved, nodes reused, graphs reused (1: from the cache)
 
     @property
     def errors(self) -> int:
@@ -233,7 +234,12 @@ def _compile(
     source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None,
     progress: Progress | None,
 ) -> CompileResult:
-    store = discover(source, None if trusted is None else (trusted.settings, trusted.settings_file))
+    shape = structure.shape_key(source, variables, check_variables) if trusted is None else None
+    known = structure.load(shape) if shape is not None else None
+    store = discover(
+        source, None if trusted is None else (trusted.settings, trusted.settings_file),
+        known=known.includes if known is not None else None,
+    )  # fmt: skip
     own = rules_of(source, *read_settings(source)) if trusted is not None else None
     rules = trusted or rules_of(source, store.settings, store.settings_file)
     settings = store.settings
@@ -242,26 +248,25 @@ def _compile(
     diags: list[Diagnostic] = list(store.diagnostics)
     if own is not None and trusted is not None:
         diags += trusted.changes(own)
-    graph = Graph(store, chosen)
+    restored = known.restore(store, chosen) if known is not None else None
+    if restored is not None:
+        graph, checks = restored
+    else:
+        graph = Graph(store, chosen)
+        checks = _checks(graph, chosen, variables) if check_variables else []
+        if shape is not None:
+            structure.save(shape, store, graph, checks)
     diags += graph.diagnostics
     builder = Builder(store, diags, progress)
     nodes = builder.build(graph, graph.nodes)
 
     checked: list[Mapping[str, str]] = [chosen]
     main_count = len(diags)
-    if check_variables:
-        depends = {k: used for k in graph.nodes if k not in graph.failed and (used := graph.variables_of(k))}
-        for assignment in assignments(settings.variables, set().union(*depends.values()), variables):
-            differing = {n for n, v in assignment.items() if chosen.get(n) != v}
-            if not differing:
-                continue
-            checked.append(assignment)
-            other = Graph(store, {**chosen, **assignment}, base=graph)
-            diags += other.diagnostics
-            note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(assignment.items())),)
-            changed = [k for k, used in depends.items() if used & differing]
-            changed = [k for k in changed if other.linearization(k) != graph.linearization(k)]
-            builder.build(other, changed, note, keep=False)
+    for check in checks:
+        checked.append(check.assignment)
+        diags += check.diagnostics
+        note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(check.assignment.items())),)
+        builder.build(check.graph, check.changed, note, keep=False)
     builder.flush()
     diags[main_count:] = _new_problems(diags[:main_count], diags[main_count:])
 
@@ -275,7 +280,27 @@ def _compile(
         cfgtool_version=__version__,
         texts=source.texts(builder.texts_paths()),
     )
-    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), dict(builder.stats))
+    stats = {**builder.stats, "graphs_reused": int(restored is not None)}
+    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats)
+
+
+def _checks(
+    graph: Graph, chosen: Mapping[str, str], variables: Mapping[str, str] | None
+) -> list[structure.Check]:
+    """Every other assignment of the variables that nodes depend on (DESIGN 5.3), with its graph, the
+    problems that graph reports and the nodes whose L it changes (only those are resolved again)."""
+    depends = {k: used for k in graph.nodes if k not in graph.failed and (used := graph.variables_of(k))}
+    out = []
+    for assignment in assignments(graph.store.settings.variables, set().union(*depends.values()), variables):
+        differing = {n for n, v in assignment.items() if chosen.get(n) != v}
+        if not differing:
+            continue
+        other = Graph(graph.store, {**chosen, **assignment}, base=graph)
+        found = tuple(other.diagnostics)  # those found building it (not while answering queries later)
+        changed = [k for k, used in depends.items() if used & differing]
+        changed = [k for k in changed if other.linearization(k) != graph.linearization(k)]
+        out.append(structure.Check(assignment, found, tuple(changed), other))
+    return out
 
 
 def _dirty(source: Source, rules: Rules) -> bool:

@@ -111,7 +111,7 @@ def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
 
 
 def test_cache_damaged_entry_is_a_miss(tmp_path: Path) -> None:
-    (tmp_path / "e.msgpack").write_bytes(pack({"ef\0m.conf": [3, "m.conf", 1]}))  # a truncated record
+    (tmp_path / "ef.msgpack").write_bytes(pack({"ef\0m.conf": [3, "m.conf", 1]}))  # a truncated record
     cache = ParseCache(tmp_path)
     assert cache.get(("ef", "m.conf")) is None
 

@@ -326,9 +326,9 @@ def test_compile_reuses_cached_nodes_and_resolves_only_what_a_change_reaches(
     files = {"main.conf": "base = 1\n", "data/main.conf": "d = ${base}\n"}
     files |= {f"data/n{i}/main.conf": f"own = {i}\n" for i in range(5)}
     first = compile_files(files)
-    assert first.stats == {"parsed": 7, "resolved": 7, "reused": 0}
+    assert first.stats == {"parsed": 7, "resolved": 7, "reused": 0, "graphs_reused": 0}
     second = compile_files({"data/n3/main.conf": "own = 33\n"})
-    assert second.stats == {"parsed": 1, "resolved": 1, "reused": 6}
+    assert second.stats == {"parsed": 1, "resolved": 1, "reused": 6, "graphs_reused": 1}  # same shape
     assert second.snapshot.lookup("/data/n3").config == {"base": 1, "d": 1, "own": 33}
     assert second.snapshot.nodes["/data/n1"].origins["own"].line == 1  # provenance of a reused node
     fresh_cache = tmp_path / "fresh"

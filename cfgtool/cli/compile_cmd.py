@@ -176,8 +176,9 @@ def _describe_nodes(result: CompileResult) -> str:
     snap = result.snapshot
     keys = list(result.store.nodes)
     parents = {parent(k) for k in keys}
-    tags = sum(1 for k in keys if snap.is_tag(k) or k in snap.tag_roots)
-    datasets = sum(1 for k in keys if not (snap.is_tag(k) or k in snap.tag_roots) and k not in parents)
+    tagged = {k for k in keys if snap.is_tag(k) or k in snap.tag_roots}
+    tags = len(tagged)
+    datasets = sum(1 for k in keys if k not in tagged and k not in parents)
     text = f"{len(keys):,} ({plural(datasets, 'dataset')}, {plural(tags, 'tag')}, "
     text += f"{plural(len(keys) - tags - datasets, 'group')})"
     failed = len(keys) - len(snap.nodes) + len(snap.failed)

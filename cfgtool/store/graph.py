@@ -50,6 +50,31 @@ class Layer:
 
 
 _SELF = Reach("self")
+_Link = tuple[str, "Import | None"]  # a node's outgoing link: an import (Import) or its parent (None)
+
+
+class _Links(dict[str, list[_Link]]):
+    """`Graph._out` of a restored graph: each node's links made from its imports when first asked for."""
+
+    def __init__(self, graph: Graph) -> None:
+        super().__init__()
+        self.graph = graph
+
+    def __missing__(self, key: str) -> list[_Link]:
+        links = self[key] = self.graph._links(key)
+        return links
+
+
+@dataclass(frozen=True)
+class GraphState:
+    """A graph's computed parts: usable imports per node (in file order), L per linearized node, the nodes on
+    or behind a cycle, the nodes whose includes use variables, and the problems found."""
+
+    edges: Mapping[str, tuple[Import, ...]]
+    lin: Mapping[str, tuple[str, ...]]
+    failed: frozenset[str]
+    dynamic: frozenset[str]
+    diagnostics: tuple[Diagnostic, ...]
 
 
 class Graph(StoreQueries):
@@ -63,14 +88,7 @@ class Graph(StoreQueries):
         """`base`: a graph of the same store under other variable values. Nodes whose includes use no
         variable take their imports from it (their problems were reported there), and linearizations are
         then computed on demand: checking another variable value costs only what that value changes."""
-        self.store = store
-        self.nodes = store.nodes
-        self.tag_roots = tuple(store.settings.tag_roots)
-        declared = store.settings.variables
-        self.values: dict[str, str] = {n: v.default for n, v in declared.items() if v.default is not None}
-        self.values.update(variables or {})
-        self.diagnostics: list[Diagnostic] = []
-        self._hints: dict[str, tuple[str, ...]] = {}
+        self._setup(store, variables)
         self.dynamic: frozenset[str] = (
             base.dynamic
             if base is not None
@@ -81,7 +99,7 @@ class Graph(StoreQueries):
             self._out = {k: self._links(k) for k in self.nodes}
         else:
             self._edges = dict(base._edges)
-            self._out = dict(base._out)
+            self._out = _Links(self) if isinstance(base._out, _Links) else dict(base._out)
             for key in self.dynamic:
                 self._edges[key] = self._node_imports(key)
                 self._out[key] = self._links(key)
@@ -94,6 +112,42 @@ class Graph(StoreQueries):
                 if key not in self.failed:
                     self._linearize(key)
                     self._check_order(key)
+
+    def _setup(self, store: Store, variables: Mapping[str, str] | None) -> None:
+        self.store = store
+        self.nodes = store.nodes
+        self.tag_roots = tuple(store.settings.tag_roots)
+        declared = store.settings.variables
+        self.values: dict[str, str] = {n: v.default for n, v in declared.items() if v.default is not None}
+        self.values.update(variables or {})
+        self.diagnostics: list[Diagnostic] = []
+        self._hints: dict[str, tuple[str, ...]] = {}
+
+    def state(self) -> GraphState:
+        """What this graph computed (every node's imports and L, cycles, problems), for `restore`."""
+        return GraphState(self._edges, self._lin, self.failed, self.dynamic, tuple(self.diagnostics))
+
+    @classmethod
+    def restore(
+        cls, store: Store, variables: Mapping[str, str] | None, state: GraphState, base: Graph | None = None
+    ) -> Graph:
+        """The graph `Graph(store, variables, base)` was when it gave `state` (the same store shape and values:
+        the structure cache's key says so), without computing it again. Over `base`, `state` need only hold
+        the imports of the nodes whose includes use variables, and the L it will be asked for (others are
+        computed on demand)."""
+        graph = cls.__new__(cls)
+        graph._setup(store, variables)
+        graph.diagnostics = list(state.diagnostics)
+        graph.dynamic = state.dynamic
+        if base is None:
+            graph._edges = {k: state.edges.get(k, ()) for k in graph.nodes}
+        else:
+            graph._edges = {**base._edges, **state.edges}
+        graph._out = _Links(graph)  # only explain and provenance follow links here: made when asked for
+        graph.failed = state.failed
+        graph._lin = dict(state.lin)
+        graph._reach = {}
+        return graph
 
     def _lin_of(self, key: str) -> tuple[str, ...] | None:
         if key not in self._lin and key not in self.failed and key in self.nodes:

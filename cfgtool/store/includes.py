@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.keys import BadKeyError, normalize_key
@@ -29,10 +30,10 @@ class VariableUse:
     col: int
 
 
-@dataclass(frozen=True)
-class IncludeLine:
+class IncludeLine(NamedTuple):
     """One import line: the raw text (without newline), its 1-based line, the column where the import
-    starts, the template (comment and surrounding blanks removed, variables not yet applied)."""
+    starts, the template (comment and surrounding blanks removed, variables not yet applied). A named tuple:
+    a large store has hundreds of thousands, made again from the structure cache by each compile."""
 
     text: str
     line: int
@@ -41,9 +42,9 @@ class IncludeLine:
     variables: tuple[VariableUse, ...] = ()
 
 
-@dataclass(frozen=True)
-class Import:
-    """An include line after variables were applied: the normalized key it imports."""
+class Import(NamedTuple):
+    """An include line after variables were applied: the normalized key it imports (a named tuple, as
+    `IncludeLine`)."""
 
     key: str
     line: IncludeLine

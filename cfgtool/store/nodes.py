@@ -9,7 +9,8 @@ here: `main.conf` text and blob id are handed on, so the compile step can parse 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from types import MappingProxyType
 
 from cfgtool.diagnostics import Diagnostic
@@ -59,21 +60,37 @@ class Store:
     settings_file: str
     nodes: Mapping[str, Node]
     diagnostics: tuple[Diagnostic, ...]
+    # each node's includes file as discovery read it, with the problems it found there (for `known`)
+    includes_read: Mapping[str, KnownIncludes] = field(default_factory=lambda: MappingProxyType({}))
 
 
-def discover(source: Source, rules: tuple[Settings, str] | None = None, *, mains: bool = True) -> Store:
+# A node's includes file as read, and the problems found reading it (E_DUPLICATE_INCLUDES, E_SYNTAX,
+# E_UNDECLARED_VARIABLE): what `discover` would find again in a file with the same path and blob id.
+KnownIncludes = tuple[IncludesFile, tuple[Diagnostic, ...]]
+
+
+def discover(
+    source: Source,
+    rules: tuple[Settings, str] | None = None,
+    *,
+    mains: bool = True,
+    known: Mapping[str, KnownIncludes] | None = None,
+) -> Store:
     """The nodes of the store in `source`, with every discovery problem as a diagnostic.
 
     `rules`: the settings to compile with and their file, when they come from elsewhere (a `--base` ref,
     DESIGN 15); the source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
     serves the import graph alone (`imported-by`, `datasets`): no `main.conf` is read, every `main` is None.
+    `known`: includes files read before (`Store.includes_read` of a store with the same shape and settings);
+    a node whose includes file has the same path and blob id takes it from there instead of reading it.
     """
     diags: list[Diagnostic] = []
     dirs: dict[str, str] = {"": keys.ROOT}  # store-relative dir -> key, for every node
     rejected: set[str] = set()  # store-relative dirs that are not nodes (so neither is anything under them)
     files_of: dict[str, set[str]] = {}  # store-relative dir -> the node files it has
+    cut = len(source.store) + 1 if source.store else 0  # `source.rel`, inline: a store may have 200,000 files
     for path in source.files():
-        directory, _, name = source.rel(path).rpartition("/")
+        directory, _, name = path[cut:].rpartition("/")
         if (directory in dirs or _node_dir(directory, dirs, rejected, source, diags)) and name in _NODE_FILES:
             files_of.setdefault(directory, set()).add(name)
 
@@ -81,8 +98,13 @@ def discover(source: Source, rules: tuple[Settings, str] | None = None, *, mains
     wanted = [settings_path]
     main_paths: list[str] = []
     for directory, names in files_of.items():
+        node_dir = _dir_path(source, directory)
         for n in names:
-            (main_paths if n == MAIN_FILE else wanted).append(source.path(_join(directory, n)))
+            (main_paths if n == MAIN_FILE else wanted).append(_join(node_dir, n))
+    reuse = _reusable(source, known, dirs, files_of) if known else {}
+    if reuse:  # neither includes file of such a node is read (E_DUPLICATE_INCLUDES is among its problems)
+        skip = {entry[0].path.rpartition("/")[0] for entry in reuse.values()}
+        wanted = [settings_path, *(p for p in wanted[1:] if p.rpartition("/")[0] not in skip)]
     blobs = source.load(wanted)
     oids = source.oids(main_paths) if mains else {}
 
@@ -92,14 +114,42 @@ def discover(source: Source, rules: tuple[Settings, str] | None = None, *, mains
         settings, settings_path = rules
     diags += _unsafe(source, dirs)
     nodes: dict[str, Node] = {}
-    for directory, key in sorted(dirs.items(), key=lambda item: item[1]):
-        names = files_of.get(directory, set())
-        node_dir = source.path(directory) if directory else source.store
+    read: dict[str, KnownIncludes] = {}
+    none: set[str] = set()
+    for directory, key in sorted(dirs.items(), key=itemgetter(1)):
+        names = files_of.get(directory, none)
+        node_dir = _dir_path(source, directory)
         main_path = _join(node_dir, MAIN_FILE)
         main = NodeFile(main_path, oids[main_path]) if MAIN_FILE in names and main_path in oids else None
-        includes = _includes(names, node_dir, key, blobs, settings, diags)
+        entry = reuse.get(key)
+        if entry is None:
+            problems: list[Diagnostic] = []
+            includes = _includes(names, node_dir, key, blobs, settings, problems)
+            if includes is not None:
+                read[key] = (includes, tuple(problems))
+            diags += problems
+        else:
+            read[key] = entry
+            includes = entry[0]
+            diags += entry[1]
         nodes[key] = Node(key, node_dir, main, includes)
-    return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags))
+    return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags), MappingProxyType(read))
+
+
+def _reusable(
+    source: Source, known: Mapping[str, KnownIncludes], dirs: Mapping[str, str], files_of: Mapping[str, set[str]]
+) -> dict[str, KnownIncludes]:
+    """The entries of `known` for a node whose includes file is, in `source`, at that path with that blob id."""
+    paths: dict[str, str] = {}  # key -> the path of its includes file
+    for directory, names in files_of.items():
+        present = next((n for n in INCLUDES_FILES if n in names), None)
+        if present is not None and dirs[directory] in known:
+            paths[dirs[directory]] = source.path(_join(directory, present))
+    oids = source.oids(paths.values())
+    return {
+        key: known[key] for key, path in paths.items()
+        if known[key][0].path == path and oids.get(path) == known[key][0].oid
+    }  # fmt: skip
 
 
 def _unsafe(source: Source, dirs: Mapping[str, str]) -> list[Diagnostic]:
@@ -123,6 +173,13 @@ def unsafe_link(path: str, key: str) -> Diagnostic:
         file=path,
         notes=("a link can lead outside the repository: commit the files themselves instead",),
     )
+
+
+def _dir_path(source: Source, directory: str) -> str:
+    """The repo-relative path of a store-relative directory ('' = the store root)."""
+    if not directory:
+        return source.store
+    return f"{source.store}/{directory}" if source.store else directory
 
 
 def _join(directory: str, name: str) -> str:

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.store.keys import ROOT, is_strictly_under, is_under, parent
+from cfgtool.store.keys import ROOT, is_under, parent
 
 
 class UnresolvableKeyError(CfgtoolError):
@@ -52,7 +52,13 @@ class StoreQueries(ABC):
 
     def is_tag(self, key: str) -> bool:
         """Whether `key` is under one of the tag roots (the roots themselves are not tags)."""
-        return any(is_strictly_under(key, root) for root in self.tag_roots)
+        if ROOT in self.tag_roots:
+            return key != ROOT
+        return key.startswith(self._tag_prefixes)  # asked for every node by summaries and schema selectors
+
+    @cached_property
+    def _tag_prefixes(self) -> tuple[str, ...]:
+        return tuple(root + "/" for root in self.tag_roots)
 
     def imports(self, key: str, recursive: bool = False) -> list[str]:
         """K's explicit imports, highest priority first; recursive: L(K) without K."""

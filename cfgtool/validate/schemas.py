@@ -22,12 +22,14 @@ switches validation off), and every violation in a selected node, at the file:li
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -260,16 +262,21 @@ def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagn
 def schemas_digest(specs: Sequence[SchemaSpec]) -> str:
     """What a node's verdict depends on besides its config: every schema (a `$ref` may name another file),
     and the jsonschema that applies them."""
-    content = [jsonschema_version(), [[spec.file, spec.schema] for spec in specs]]
+    content = [jsonschema_code(), [[spec.file, spec.schema] for spec in specs]]
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=repr)  # YAML may hold dates
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def jsonschema_version() -> str:
-    try:
-        return importlib.metadata.version("jsonschema")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+@cache
+def jsonschema_code() -> str:
+    """A digest of the jsonschema modules that apply the schemas (their source, so a patched install counts
+    too): asking for its version would import importlib.metadata, about 15 ms of every compile."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(jsonschema.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        with suppress(OSError):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _error_order(error: jsonschema.ValidationError) -> tuple[list[str], str]:

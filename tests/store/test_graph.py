@@ -6,8 +6,9 @@ import pytest
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.graph import Graph
+from cfgtool.store.keys import is_strictly_under
 from cfgtool.store.nodes import Store
-from cfgtool.store.queries import UnresolvableKeyError
+from cfgtool.store.queries import StoreQueries, UnresolvableKeyError
 
 MakeStore = Callable[..., Store]
 
@@ -344,3 +345,24 @@ def test_a_cycle_under_another_variable_value_is_found_over_an_acyclic_base(make
         d.message for d in alone.diagnostics if d.code == "E_CYCLE"
     ]
     assert not Graph(store, {"side": "left"}, base=base).failed
+
+
+class _Roots(StoreQueries):
+    """Only tag roots: what `is_tag` reads."""
+
+    def __init__(self, roots: tuple[str, ...]) -> None:
+        self.nodes: dict[str, object] = {}
+        self.tag_roots = roots
+
+    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+        return None
+
+    def _imports_of(self, key: str) -> tuple[str, ...]:
+        return ()
+
+
+@pytest.mark.parametrize("roots", [("/tags",), ("/tags", "/tags/x", "/more"), ("/",), ("/", "/tags"), ()])
+def test_is_tag_means_strictly_under_a_tag_root(roots: tuple[str, ...]) -> None:
+    queries = _Roots(roots)
+    for key in ("/", "/tags", "/tags/x", "/tags/x/y", "/tagsmore", "/more", "/more/a", "/data/x"):
+        assert queries.is_tag(key) == any(is_strictly_under(key, root) for root in roots), key

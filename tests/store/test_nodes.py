@@ -150,3 +150,26 @@ def test_discover_reads_a_ref_not_the_worktree(make_store: MakeStore, store_repo
     store_repo.write({"data/y/main.conf": "uncommitted\n"}, under="store/")
     assert "/data/y" not in discover(GitSource(store_repo.root, "HEAD")).nodes
     assert "/data/y" in discover(WorkTreeSource(store_repo.root)).nodes
+
+
+@pytest.mark.parametrize("commit", [False, True], ids=["worktree", "git"])
+def test_discover_known_includes_reused_only_at_the_same_path_and_blob(
+    make_store: MakeStore, store_repo: GitRepo, commit: bool
+) -> None:
+    first = make_store(
+        {"_CONFIG_STORE": "", "a/includes": "/b\n", "b/includes": "/c\n${x}\n", "c/main.conf": "c = 1\n"},
+        commit=commit,
+    )
+    known = dict(first.includes_read)
+    assert set(known) == {"/a", "/b"} and known["/b"][1][0].code == "E_UNDECLARED_VARIABLE"
+    store_repo.write({"a/includes": "/c\n"}, under="store/")  # a's file changed: read again; b's is reused
+    if commit:
+        store_repo.commit()
+    source = GitSource(store_repo.root, "HEAD") if commit else WorkTreeSource(store_repo.root)
+    again = discover(source, known={**known, "/c": known["/b"]})  # an entry for a node without that file
+    assert again.includes_read["/b"] is known["/b"]
+    assert again.nodes["/b"].includes is known["/b"][0]
+    assert again.includes_read["/a"] is not known["/a"]
+    assert [line.template for line in again.nodes["/a"].includes.lines] == ["/c"]  # type: ignore[union-attr]
+    assert again.nodes["/c"].includes is None and "/c" not in again.includes_read
+    assert again.diagnostics == first.diagnostics  # b's problem is reported from the known entry
