@@ -20,6 +20,9 @@ from cfgtool.hocon.resolver import UNDEFINED, render_path, resolve_tree
 from cfgtool.hocon.values import Concat, Joined, JoinedLst, JoinedObj, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
 MAX_OUTPUT_NODES = 2_000_000  # values one resolved document may expand to (shared subtrees count each time)
+# size units (`Resolved.size`, at least one per value) converted before a document's size is checked exactly;
+# below MAX_OUTPUT_NODES, so that a document over the limit is always checked
+_CHECK_AFTER = 50_000
 PathLike = str | Sequence[str]
 _INFINITY = float("inf")
 
@@ -260,12 +263,15 @@ def to_plain(node: Node, check_size: bool = True) -> Any:
 
 
 def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
-    if check_size:
-        _check_size(node)
+    """The plain value of `node` and its size (`Resolved.size`). With `check_size`, a document over
+    MAX_OUTPUT_NODES values ends with `_check_size`'s E_LIMIT before any other error, as if checked first;
+    the check itself runs only once the conversion has reached _CHECK_AFTER units or met an error, so a
+    document of ordinary size is walked once, not twice, and a bomb is stopped after a few milliseconds."""
     size = 0
+    checked = not check_size
 
     def convert(n: Node, depth: int) -> Any:
-        nonlocal size
+        nonlocal size, checked
         if isinstance(n, Scalar):
             value = n.value
             if value.__class__ is float and (value == _INFINITY or value == -_INFINITY):
@@ -278,18 +284,29 @@ def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
             )
         if isinstance(n, Obj):
             size += 4 + len(n.fields)
+            if size >= _CHECK_AFTER and not checked:
+                _check_size(node)
+                checked = True
             depth += 1
             return {k: convert(v, depth) for k, v in n.fields.items()}
         if isinstance(n, Lst):
             size += 2 + len(n.items)
+            if size >= _CHECK_AFTER and not checked:
+                _check_size(node)
+                checked = True
             depth += 1
             return [convert(v, depth) for v in n.items]
         if isinstance(n, Subst):
             raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
         raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
 
-    with deep_recursion():
-        plain = convert(node, 0)
+    try:
+        with deep_recursion():
+            plain = convert(node, 0)
+    except HoconError:
+        if not checked:
+            _check_size(node)  # too large a document says so first
+        raise
     return plain, size
 
 

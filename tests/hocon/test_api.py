@@ -486,3 +486,31 @@ def test_resolved_value_of_doubling_objects_is_E_LIMIT_quickly() -> None:
     # would make a 10 s bound pass or fail with machine load.
     assert time.monotonic() - start < 5
     assert info.value.code == "E_LIMIT"
+
+
+def test_a_document_over_the_size_limit_says_so_before_a_bad_number_it_holds() -> None:
+    """The size check runs only once a conversion is large or fails, yet its E_LIMIT still comes first, as
+    when every document was checked before converting: here the bad number is met first in document order."""
+    text = "n = 1e999\na0 = [1, 2]\n" + "".join(f"a{i + 1} = [${{a{i}}}, ${{a{i}}}]\n" for i in range(30))
+    with pytest.raises(HoconError) as info:
+        resolve([parse(text, "h.conf")]).value  # noqa: B018
+    assert info.value.code == "E_LIMIT"
+    assert "more than 2000000 values" in str(info.value)
+    with pytest.raises(HoconError) as small:
+        resolve([parse("n = 1e999\na = [1, 2]\n", "h.conf")]).value  # noqa: B018
+    assert small.value.code == "E_SYNTAX"
+
+
+def test_an_ordinary_document_is_walked_once_to_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document of ordinary size is converted without the separate size walk (a compile converts every
+    node: the walk cost a sixth of it); a large one is checked."""
+    import cfgtool.hocon.api as api
+
+    walks: list[object] = []
+    real = api._check_size
+    monkeypatch.setattr(api, "_check_size", lambda root: walks.append(root) or real(root))
+    assert resolve([parse("a { b = [1, 2, {c: 3}] }\nd = ${a}", "h.conf")]).value["d"] == {"b": [1, 2, {"c": 3}]}
+    assert walks == []
+    big = "a0 = [1, 2]\n" + "".join(f"a{i + 1} = [${{a{i}}}, ${{a{i}}}]\n" for i in range(16))
+    assert len(resolve([parse(big, "h.conf")]).value["a16"]) == 2
+    assert len(walks) == 1
