@@ -10,6 +10,7 @@ URL is cloned into the cache directory and fetched once per client.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cfgtool.artifact import Artifact, compact_json
+from cfgtool.artifact_rows import values_at
 from cfgtool.cachedir import cache_root, private_dir
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.plain import MISSING, value_at
@@ -157,6 +159,33 @@ class ConfigClient:
                 nodes = self.snapshot.nodes
                 self._config_json = {k: compact_json(n.config) for k, n in nodes.items() if n.config is not None}
         return self._config_json
+
+    def config_values(self, paths: Sequence[tuple[str, ...]]) -> tuple[list[str], list[list[Any]]]:
+        """The keys of every node that resolved, sorted, and for each path (split, as `hocon.split_path` gives
+        it) the value at it in each one's config, None where it has none; secrets read `[hidden]`. Only these
+        values are decoded when the version artifact can extract them (`Artifact.config_values`), else every
+        config, in one pass."""
+        if self._artifact is not None:
+            found = self._artifact.config_values(paths)
+            if found is not None:
+                return found
+        texts = self.config_json()
+        keys = sorted(texts)
+        try:
+            configs = json.loads("[" + ",".join(texts[k] for k in keys) + "]")  # one decode, not one per node
+            if not all(type(config) is dict for config in configs):
+                raise ValueError("a config that is no object")
+        except (ValueError, RecursionError):  # a row that reads back as no config: compiled again
+            assert self._artifact is not None  # configs encoded in this process always decode
+            nodes = self._artifact.recovered().nodes
+            keys = sorted(k for k, n in nodes.items() if n.config is not None)
+            configs = [nodes[k].config for k in keys]
+        return keys, [values_at(configs, parts) for parts in paths]
+
+    @property
+    def cache_dir(self) -> Path:
+        """The cache directory: version artifacts, clones of URLs, and what readers keep beside them."""
+        return self._cache
 
     def __repr__(self) -> str:
         where = f"{self.location!r}, store={self.store!r}"
