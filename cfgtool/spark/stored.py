@@ -76,7 +76,7 @@ def read(pa: Any, path: Path, ident: Mapping[str, Any]) -> tuple[Any, dict[str, 
         expected = pa.schema([(LOOKUP_KEY, pa.string()), *((c, arrow_type(pa, kinds[c])) for c in columns)])
         if not table.schema.equals(expected):
             return None
-    except (ValueError, TypeError, KeyError, RecursionError, pa.ArrowException):
+    except (ValueError, TypeError, KeyError, OSError, RecursionError, pa.ArrowException):
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # recently used: pruned last
