@@ -24,7 +24,16 @@ from cfgtool.hocon.resolver import render_path
 from cfgtool.snapshot import Lookup, Snapshot
 from cfgtool.spark import stored, tables
 from cfgtool.spark.columns import Kind, column_array, column_kind, revealed, spark_type
-from cfgtool.spark.join import LOOKUP_KEY, canonical, join_lookup, keys_without_node, with_hash
+from cfgtool.spark.join import (
+    DATA_KEY,
+    LOOKUP_HASH,
+    LOOKUP_KEY,
+    canonical,
+    join_lookup,
+    keys_without_node,
+    name,
+    with_hash,
+)
 from cfgtool.spark.view import SnapshotView
 from cfgtool.store.keys import normalize_key
 from cfgtool.store.settings import parse_settings
@@ -203,7 +212,7 @@ class ConfigLoader:
             if not isinstance(paths, Mapping)
             else {f"{prefix}{c}": p for c, p in paths.items()}
         )
-        clash = sorted(set(columns) & set(df.columns))
+        clash = sorted((set(columns) | {DATA_KEY, LOOKUP_HASH, LOOKUP_KEY}) & set(df.columns))
         if clash:
             raise UsageError(f"attach would overwrite columns {clash}", hint="pass prefix= or a {column: path} mapping")
         f = self._functions
@@ -213,15 +222,14 @@ class ConfigLoader:
             app = self.spark.sparkContext.applicationId
             key = ("lookup", app, *self._version_key, tuple(columns.items()))
             lookup, kinds = tables.kept(key, lambda: self._lookup_frame(*self._kept_table(columns)))
-        lookup = lookup.select(*[lookup[c].alias(c) for c in lookup.columns])  # its own columns in this join
-        data_key = df[on]
+        data_key = name(on)
         if missing == "null":  # every node is in the lookup: the data's keys need no pass, only a spelling
-            data_key = canonical(f, data_key, self.snapshot.name)
+            data_key = canonical(data_key, self.snapshot.name)
         else:
             others = keys_without_node(f, df, on, lookup)
             if others:
                 lookup = lookup.unionByName(self._other_lookup(others, columns, kinds, missing, reveal))
-        return join_lookup(f, df, data_key, lookup, list(columns))
+        return join_lookup(f, df, data_key, lookup)
 
     def broadcast(self, keys: Iterable[str] = ()) -> Any:
         """A broadcast `SnapshotView` of every node's config (plain dicts, secrets `[hidden]`) for UDFs:
@@ -306,7 +314,7 @@ class ConfigLoader:
         t = self._types
         fields = [t.StructField(LOOKUP_KEY, t.StringType(), True)]
         fields += [t.StructField(column, spark_type(t, kinds[column]), True) for column in kinds]
-        return with_hash(self._functions, self._frame(table, t.StructType(fields))), dict(kinds)
+        return with_hash(self._frame(table, t.StructType(fields))), dict(kinds)
 
     # -- helpers -----------------------------------------------------------------------------------------
     def _key(self, key: str) -> str:
