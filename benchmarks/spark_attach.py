@@ -25,7 +25,8 @@ Each attach is timed three ways, by a new loader each time:
 
 Every loader and client is built untimed (a new application reads the snapshot from the disk cache). The
 rounds are interleaved (each round times every variant once) and medians are printed, with the load average
-before and after (the machine is shared).
+before and after (the machine is shared). A ratio is the ratio of the medians; "round by round" is the median of
+each round's ratio, which a load that changes between rounds disturbs less.
 """
 
 from __future__ import annotations
@@ -185,8 +186,9 @@ def main() -> None:
         line = f"{label:62s} {med[name]:6.2f} s  [{spread}]"
         if base is not None:
             ratio = med[name] / med[base]
+            paired = statistics.median(t / b for t, b in zip(times[name], times[base], strict=True))
             verdict = "" if target is None else f" <= {target}x {'PASS' if ratio <= target else 'MISS'}"
-            line += f"  {ratio:.2f}x{verdict}"
+            line += f"  {ratio:.2f}x{verdict} (round by round: {paired:.2f}x)"
         print(line)
 
     print(
