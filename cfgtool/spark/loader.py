@@ -199,7 +199,8 @@ class ConfigLoader:
         nearest ancestor's config (`missing="inherit"`, DESIGN 5.4), nulls (`"null"`), or fails (`"error"`).
         Secret paths read `[hidden]` unless `reveal` (which needs the loader's identity).
 
-        The lookup of every node is built once per application and paths (`tables`). With "inherit" and
+        The lookup of every node is kept per application and paths (`tables`), and on disk for later
+        applications of the same version (`stored`); it is built only when neither has it. With "inherit" and
         "error", one pass over `df` first finds its keys that are no node key as written, which are then
         resolved on the driver; "null" needs no pass: Spark puts each key in canonical form itself."""
         if missing not in ("inherit", "null", "error"):
