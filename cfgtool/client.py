@@ -43,6 +43,8 @@ class StoreNotFound(SourceError):
 class ConfigClient:
     """Reads one version of a store: `client.version`, `client.commit`, and the queries of DESIGN 6."""
 
+    _artifact: Artifact | None = None  # the version artifact read from (none: compiled here, or read over HTTP)
+
     def __new__(cls, location: str | Path, *args: Any, **kwargs: Any) -> ConfigClient:
         """A server URL (`http://host:8750`, no path: `cfgtool.remote.is_server_url`) reads through the server
         (`HttpConfigClient`, which also takes offline=, token=, timeout=); any other location is git."""
@@ -73,7 +75,6 @@ class ConfigClient:
         memo = self._refs()
         self.repo = memo.repo.root
         self.version, self.commit = self._pin(memo, version)
-        self._artifact: Artifact | None = None
         self.snapshot: Snapshot = self._snapshot(memo)
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -181,11 +182,6 @@ class ConfigClient:
             keys = sorted(k for k, n in nodes.items() if n.config is not None)
             configs = [nodes[k].config for k in keys]
         return keys, [values_at(configs, parts) for parts in paths]
-
-    @property
-    def cache_dir(self) -> Path:
-        """The cache directory: version artifacts, clones of URLs, and what readers keep beside them."""
-        return self._cache
 
     def __repr__(self) -> str:
         where = f"{self.location!r}, store={self.store!r}"

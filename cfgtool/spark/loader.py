@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cfgtool.artifact_rows import values_at
+from cfgtool.cachedir import cache_root
 from cfgtool.client import ConfigClient, compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
@@ -95,6 +96,7 @@ class ConfigLoader:
         self.store = store
         self.variables = {**_conf_variables(spark), **(variables or {})}
         self._identity = identity
+        self.cache = Path(cache_dir) if cache_dir is not None else cache_root()  # the client's, and `stored`'s
         commit_key, version_key = pin_keys(store)
         with _PIN_LOCK:
             pinned = spark.conf.get(version_key, None)
@@ -109,7 +111,7 @@ class ConfigLoader:
             else:
                 pinned_commit = None  # first loader, or an explicit repin
             self.client = ConfigClient(
-                location, store, variables=self.variables, version=version, cache_dir=cache_dir, identity=identity
+                location, store, variables=self.variables, version=version, cache_dir=self.cache, identity=identity
             )
             if pinned_commit is not None and pinned_commit != self.client.commit:
                 raise PinConflict(
@@ -248,7 +250,7 @@ class ConfigLoader:
         """The lookup table of every node for `columns`, as the disk keeps it for this version (`stored`: a
         previous application built it), else built now and kept there."""
         ident = stored.identity(self.client.store, self.commit, self.variables, columns)
-        path = stored.lookup_path(self.client.cache_dir, ident)
+        path = stored.lookup_path(self.cache, ident)
         found = stored.read(self._pa, path, ident)
         if found is not None:
             return found

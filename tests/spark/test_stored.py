@@ -162,7 +162,7 @@ def _plant(cache: Path, source: Path, loader: ConfigLoader, paths: Any) -> None:
     """Copy `source` (another lookup's file) to where `loader` looks for the lookup of `paths`."""
     columns = {p.replace(".", "_"): p for p in paths} if not isinstance(paths, dict) else paths
     ident = stored.identity(loader.client.store, loader.commit, loader.variables, columns)
-    target = stored.lookup_path(loader.client.cache_dir, ident)
+    target = stored.lookup_path(loader.cache, ident)
     assert target != source  # another file by name
     shutil.copy(source, target)
 
