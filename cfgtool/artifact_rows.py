@@ -5,8 +5,9 @@ switches the whole artifact to its recovery (a compile), so an answer is never w
 from __future__ import annotations
 
 import json
+import re
 import zlib
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,36 @@ class Damaged(Exception):
 def crc(*parts: str | None) -> int:
     """A CRC of a row's stored text (its key among the parts): damage, not tampering, is what it finds."""
     return zlib.crc32("\0".join(p if p is not None else "\1" for p in parts).encode("utf-8", "surrogatepass"))
+
+
+def crc_ok(key: str, stored: bytes | None, expected: int) -> bool:
+    """Whether `crc(key, text)` is `expected`, given the text as SQLite stores it (UTF-8 bytes, None for
+    NULL): SQLite calls this for each row, and the bytes need no decoding to be checked."""
+    head = zlib.crc32(f"{key}\0".encode("utf-8", "surrogatepass"))
+    return zlib.crc32(stored if stored is not None else b"\1", head) == expected
+
+
+# A path segment SQLite's JSON path can name as `."segment"`: it compares the segment with a key as written in
+# the JSON text, where `"`, `\` and control characters are escaped, so a segment holding one is walked in Python.
+_SQLITE_LABEL = re.compile(r'[^"\\\x00-\x1f]*')
+
+
+def sqlite_path(parts: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The SQLite JSON path of the longest prefix of `parts` it can name, and the rest (`values_at` walks it)."""
+    named = 0
+    while named < len(parts) and _SQLITE_LABEL.fullmatch(parts[named]):
+        named += 1
+    return "$" + "".join(f'."{part}"' for part in parts[:named]), parts[named:]
+
+
+def values_at(values: Sequence[Any], parts: tuple[str, ...]) -> list[Any]:
+    """The value at `parts` in each of `values` (configs, or values already taken at a prefix of the path), None
+    where there is none: only objects have members. Inlined `plain.value_at`: this runs for every node of a
+    Spark lookup, and testing for `dict` is several times cheaper than for `Mapping`."""
+    out = list(values)
+    for part in parts:
+        out = [value.get(part) if isinstance(value, dict) else None for value in out]
+    return out
 
 
 class Nodes(Mapping[str, NodeSnapshot]):

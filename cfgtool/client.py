@@ -10,6 +10,7 @@ URL is cloned into the cache directory and fetched once per client.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cfgtool.artifact import Artifact, compact_json
+from cfgtool.artifact_rows import values_at
 from cfgtool.cachedir import cache_root, private_dir
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.plain import MISSING, value_at
@@ -40,6 +42,8 @@ class StoreNotFound(SourceError):
 
 class ConfigClient:
     """Reads one version of a store: `client.version`, `client.commit`, and the queries of DESIGN 6."""
+
+    _artifact: Artifact | None = None  # the version artifact read from (none: compiled here, or read over HTTP)
 
     def __new__(cls, location: str | Path, *args: Any, **kwargs: Any) -> ConfigClient:
         """A server URL (`http://host:8750`, no path: `cfgtool.remote.is_server_url`) reads through the server
@@ -71,7 +75,6 @@ class ConfigClient:
         memo = self._refs()
         self.repo = memo.repo.root
         self.version, self.commit = self._pin(memo, version)
-        self._artifact: Artifact | None = None
         self.snapshot: Snapshot = self._snapshot(memo)
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -157,6 +160,28 @@ class ConfigClient:
                 nodes = self.snapshot.nodes
                 self._config_json = {k: compact_json(n.config) for k, n in nodes.items() if n.config is not None}
         return self._config_json
+
+    def config_values(self, paths: Sequence[tuple[str, ...]]) -> tuple[list[str], list[list[Any]]]:
+        """The keys of every node that resolved, sorted, and for each path (split, as `hocon.split_path` gives
+        it) the value at it in each one's config, None where it has none; secrets read `[hidden]`. Only these
+        values are decoded when the version artifact can extract them (`Artifact.config_values`), else every
+        config, in one pass."""
+        if self._artifact is not None:
+            found = self._artifact.config_values(paths)
+            if found is not None:
+                return found
+        texts = self.config_json()
+        keys = sorted(texts)
+        try:
+            configs = json.loads("[" + ",".join(texts[k] for k in keys) + "]")  # one decode, not one per node
+            if not all(type(config) is dict for config in configs):
+                raise ValueError("a config that is no object")
+        except (ValueError, RecursionError):  # a row that reads back as no config: compiled again
+            assert self._artifact is not None  # configs encoded in this process always decode
+            nodes = self._artifact.recovered().nodes
+            keys = sorted(k for k, n in nodes.items() if n.config is not None)
+            configs = [nodes[k].config for k in keys]
+        return keys, [values_at(configs, parts) for parts in paths]
 
     def __repr__(self) -> str:
         where = f"{self.location!r}, store={self.store!r}"

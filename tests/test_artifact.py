@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 import cfgtool.artifact_rows as rows_module
-from cfgtool.artifact import FORMAT, artifact_path, open_artifact, write_artifact
+from cfgtool.artifact import FORMAT, artifact_path, compact_json, open_artifact, write_artifact
+from cfgtool.artifact_rows import sqlite_path, values_at
 from cfgtool.client import ConfigClient
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.snapshot import Snapshot
+from cfgtool.spark.columns import column_kind
 from cfgtool.versions import publish
 from tests.conftest import GitRepo, copy_embedded
 
@@ -201,3 +205,89 @@ def test_readers_keep_reading_while_the_artifact_is_replaced(
             reader.join()
     assert errors == []
     assert not [p for p in (tmp_path / f"versions-v{FORMAT}").iterdir() if p.name.startswith(".")]
+
+
+# -- the values at paths, extracted by SQLite (`Artifact.config_values`, what the Spark lookup reads) ---------------
+
+_NAMED = ["a", "b", "a.b", 'q"uote', "back\\slash", "tab\there", "", "é", "x y", "0", "$", "[0]"]
+_SEGMENTS = st.sampled_from(_NAMED) | st.sampled_from(_NAMED) | st.text(max_size=2)  # mostly keys that repeat
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)  # beyond 64 bits too
+    | st.floats(allow_nan=False, allow_infinity=False)  # integral ones included: 8.0 stays a float
+    | st.sampled_from([0, 1, 0.0, 1.0, -0.0, 2**63, -(2**63) - 1, 1e16, 5e-324])
+    | st.text(max_size=4)
+)
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SEGMENTS, inner, max_size=3), max_leaves=8
+)
+_CONFIGS = st.lists(st.none() | st.dictionaries(_SEGMENTS, _VALUES, min_size=1, max_size=5), max_size=6)
+_PATH = st.lists(_SEGMENTS, min_size=1, max_size=3).map(tuple)
+
+
+def _artifact_of(configs: list[Any]) -> Any:
+    """An artifact whose nodes hold `configs` (None: a node that did not resolve), as `write_artifact` stores them."""
+    from cfgtool.artifact import _SCHEMA, Artifact
+
+    con = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    con.executescript(_SCHEMA)
+    for i, config in enumerate(configs):
+        key, text = f"/n{i}", compact_json(config) if config is not None else None
+        con.execute(
+            "INSERT INTO nodes VALUES (?, ?, ?, '[]', ?, '[]', ?)",
+            (key, text, rows_module.crc(key, text), rows_module.crc(key, "[]"), rows_module.crc(key, "[]")),
+        )
+    return Artifact(con, {}, ())
+
+
+def _paths_in(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every path that names a value in `value`, so that the drawn paths mostly find something."""
+    if not isinstance(value, dict):
+        return []
+    return [p for k, v in value.items() for p in [(*prefix, k), *_paths_in(v, (*prefix, k))]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_config_values_in_sqlite_type_every_value_as_decoding_each_config(data: st.DataObject) -> None:
+    """The values SQLite extracts decode to exactly what decoding each whole config and walking the path gives
+    (true/false not 1/0, null as absent, integers beyond 64 bits, integral floats, segments SQLite cannot
+    name), so the columns are typed as before."""
+    configs = data.draw(_CONFIGS)
+    present = sorted({p for c in configs for p in _paths_in(c)})
+    drawn = st.sampled_from(present) | _PATH if present else _PATH
+    paths = data.draw(st.lists(drawn, max_size=4))
+    found = _artifact_of(configs).config_values(paths)
+    assert found is not None
+    keys, values = found
+    decoded = [json.loads(compact_json(c)) for c in configs if c is not None]
+    assert keys == [f"/n{i}" for i, c in enumerate(configs) if c is not None]
+    expected = [values_at(decoded, parts) for parts in paths]
+    assert repr(values) == repr(expected)  # repr: 1, 1.0 and True differ
+    assert [column_kind(None, v) for v in values] == [column_kind(None, v) for v in expected]
+    walked = any(v is not None for p, vs in zip(paths, values, strict=True) if sqlite_path(p)[1] for v in vs)
+    event("found at a segment SQLite cannot name" if walked else "none found at such a segment")
+
+
+@pytest.mark.parametrize(
+    ("sql", "args"),
+    [
+        ("UPDATE nodes SET config = replace(config, '128', '129') WHERE key = ?", (TOPIC,)),  # a flipped byte
+        ("UPDATE nodes SET config = ?, config_crc = ? WHERE key = ?", (*hostile("[" * 100_000 + "]" * 100_000), TOPIC)),
+        ("UPDATE nodes SET config = ?, config_crc = ? WHERE key = ?", (*hostile("[1, 2]"), TOPIC)),  # not an object
+    ],
+)
+def test_config_values_of_a_damaged_row_are_those_of_a_compile(
+    embedded: GitRepo, tmp_path: Path, sql: str, args: tuple[Any, ...]
+) -> None:
+    paths = [("kafka", "partitions"), ("owner",)]
+    expected = ConfigClient(embedded.root, cache_dir=tmp_path).config_values(paths)
+    assert expected[1][0][expected[0].index(TOPIC)] == 128
+    (path,) = (tmp_path / f"versions-v{FORMAT}").glob("*.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute(sql, args)
+    con.close()
+    client = ConfigClient(embedded.root, cache_dir=tmp_path)
+    assert client.config_values(paths) == expected
+    assert client._artifact is not None and client._artifact.is_recovered  # answered by a compile

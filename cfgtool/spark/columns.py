@@ -78,17 +78,6 @@ def _same(value: Any) -> Any:
     return value
 
 
-def values_at(configs: Sequence[Mapping[str, Any] | None], parts: tuple[str, ...]) -> list[Any]:
-    """The value at `parts` of each config, None where it has none (`value_at` inlined: this runs for
-    every node and path of an `attach`; configs are plain dicts, and testing for `dict` is several times
-    cheaper than for `Mapping`)."""
-    first, *rest = parts
-    out = [config.get(first) if config is not None else None for config in configs]
-    for part in rest:
-        out = [value.get(part) if isinstance(value, dict) else None for value in out]
-    return out
-
-
 def revealed(value: Any) -> Any:
     """`value` with every `Secret` in it opened (`Secret.reveal`); plain values are returned as they are."""
     if isinstance(value, Secret):

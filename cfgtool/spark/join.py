@@ -4,6 +4,10 @@ finds the data's keys without a node.
 The lookup DataFrame carries a 64-bit hash of its key: Spark probes a compact map of longs, cheaper than
 hashing and matching strings (`benchmarks/spark_key_pass.py`), and then compares the strings, so a hash
 collision can never join a row to another key's values.
+
+Expressions are written as Spark SQL text (`selectExpr`, one `expr`), not built from `Column` calls: PySpark
+records the Python call site of every `Column` method and `functions` call with several round trips to the
+JVM, which made building the plan of an `attach` cost as much as a tenth of its join (issue 17).
 """
 
 from __future__ import annotations
@@ -15,46 +19,54 @@ from cfgtool.store.keys import ROOT
 
 LOOKUP_KEY = "__cfgtool_key"  # the lookup's key column (any other name could be a requested column)
 LOOKUP_HASH = "__cfgtool_key_hash"  # the xxhash64 of LOOKUP_KEY: the equi-key of the join
-_DATA_KEY = "__cfgtool_data_key"
+DATA_KEY = "__cfgtool_data_key"  # the data's key, projected once
+# equal xxhash64, then equal strings: the string test is two prefix tests so that Spark keeps it a condition,
+# not a second join key
+_SAME_KEY = (
+    f"xxhash64({DATA_KEY}) = {LOOKUP_HASH} AND startswith({LOOKUP_KEY}, {DATA_KEY}) "
+    f"AND startswith({DATA_KEY}, {LOOKUP_KEY})"
+)
 
 
-def with_hash(f: Any, lookup: Any) -> Any:
+def name(column: str) -> str:
+    """`column` as a Spark SQL identifier (backquoted: any name, dots and backquotes included)."""
+    return "`" + column.replace("`", "``") + "`"
+
+
+def string(text: str) -> str:
+    """`text` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def with_hash(lookup: Any) -> Any:
     """`lookup` with the LOOKUP_HASH of its LOOKUP_KEY first."""
-    return lookup.select(f.xxhash64(lookup[LOOKUP_KEY]).alias(LOOKUP_HASH), *lookup.columns)
+    return lookup.selectExpr(f"xxhash64({LOOKUP_KEY}) AS {LOOKUP_HASH}", "*")
 
 
-def same_key(f: Any, key: Any, lookup: Any) -> Any:
-    """The condition joining a data key to its lookup row: equal xxhash64, then equal strings. The string
-    test is two prefix tests so that Spark keeps it a condition, not a second join key."""
-    other = lookup[LOOKUP_KEY]
-    key = key.cast("string")  # a no-op on strings, which keys are
-    return (f.xxhash64(key) == lookup[LOOKUP_HASH]) & other.startswith(key) & key.startswith(other)
-
-
-def canonical(f: Any, key: Any, store_name: str | None) -> Any:
-    """A key column in the canonical form of `normalize_key` (store scheme stripped, leading `/`, no
-    trailing `/`), computed in Spark; an invalid key stays invalid, so it matches no node. Keys that are
-    canonical already, nearly all of them, skip the regular expression."""
-    key = key.cast("string")
-    is_canonical = key.startswith("/") & ((key == ROOT) | ~key.endswith("/"))
+def canonical(key: str, store_name: str | None) -> str:
+    """The SQL of key column `key` (an expression) in the canonical form of `normalize_key` (store scheme
+    stripped, leading `/`, no trailing `/`); an invalid key stays invalid, so it matches no node. Keys that
+    are canonical already, nearly all of them, skip the regular expression."""
+    key = f"CAST({key} AS STRING)"
     scheme = f"(?:{re.escape(store_name)}:(?=/))?" if store_name else ""
-    return f.when(is_canonical, key).otherwise(f.regexp_replace(key, f"^{scheme}/?(.*?)/?$", "/$1"))
+    plain = f"startswith({key}, '/') AND ({key} = {string(ROOT)} OR NOT endswith({key}, '/'))"
+    return f"CASE WHEN {plain} THEN {key} ELSE regexp_replace({key}, {string(f'^{scheme}/?(.*?)/?$')}, '/$1') END"
 
 
-def join_lookup(f: Any, df: Any, key: Any, lookup: Any, columns: list[str]) -> Any:
-    """`df` with `columns` of `lookup` joined on `key` (an expression over `df`'s columns), by a broadcast
-    left join. The key is projected once before the join: written into the condition, Spark would compute
-    it for the hash and again for each string test."""
-    keyed = df.select(*[df[c] for c in df.columns], key.cast("string").alias(_DATA_KEY))
-    joined = keyed.join(f.broadcast(lookup), same_key(f, keyed[_DATA_KEY], lookup), "left")
-    return joined.select(*[keyed[c] for c in df.columns], *[lookup[c] for c in columns])
+def join_lookup(f: Any, df: Any, key: str, lookup: Any) -> Any:
+    """`df` with the columns of `lookup` but its key and hash, joined on `key` (the SQL of an expression over
+    `df`'s columns), by a broadcast left join. The key is projected once before the join: written into the
+    condition, Spark would compute it for the hash and again for each string test."""
+    keyed = df.selectExpr("*", f"CAST({key} AS STRING) AS {DATA_KEY}")
+    joined = keyed.join(lookup.hint("broadcast"), f.expr(_SAME_KEY), "left")
+    return joined.drop(DATA_KEY, LOOKUP_HASH, LOOKUP_KEY)
 
 
 def keys_without_node(f: Any, df: Any, on: str, nodes: Any) -> list[str]:
     """The distinct non-null values of `df[on]` that are no node key as written: one anti join of the data
     against the broadcast node keys, then a distinct of what is left (usually little or nothing)."""
-    data = df.select(df[on].cast("string").alias(_DATA_KEY)).where(f.col(_DATA_KEY).isNotNull())
-    nodes = nodes.select(LOOKUP_HASH, LOOKUP_KEY)
-    rest = data.join(f.broadcast(nodes), same_key(f, data[_DATA_KEY], nodes), "left_anti").distinct()
-    keys: list[str] = rest.toArrow().column(_DATA_KEY).to_pylist()
+    data = df.selectExpr(f"CAST({name(on)} AS STRING) AS {DATA_KEY}").where(f"{DATA_KEY} IS NOT NULL")
+    nodes = nodes.select(LOOKUP_HASH, LOOKUP_KEY).hint("broadcast")
+    rest = data.join(nodes, f.expr(_SAME_KEY), "left_anti").distinct()
+    keys: list[str] = rest.toArrow().column(DATA_KEY).to_pylist()
     return keys

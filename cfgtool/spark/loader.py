@@ -11,20 +11,30 @@ executors as DataFrames built through Arrow with an explicit schema, or as a bro
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from cfgtool.artifact_rows import values_at
+from cfgtool.cachedir import cache_root
 from cfgtool.client import ConfigClient, compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.snapshot import Lookup, Snapshot
-from cfgtool.spark import tables
-from cfgtool.spark.columns import Kind, column_array, column_kind, revealed, spark_type, values_at
-from cfgtool.spark.join import LOOKUP_KEY, canonical, join_lookup, keys_without_node, with_hash
+from cfgtool.spark import stored, tables
+from cfgtool.spark.columns import Kind, column_array, column_kind, revealed, spark_type
+from cfgtool.spark.join import (
+    DATA_KEY,
+    LOOKUP_HASH,
+    LOOKUP_KEY,
+    canonical,
+    join_lookup,
+    keys_without_node,
+    name,
+    with_hash,
+)
 from cfgtool.spark.view import SnapshotView
 from cfgtool.store.keys import normalize_key
 from cfgtool.store.settings import parse_settings
@@ -86,6 +96,7 @@ class ConfigLoader:
         self.store = store
         self.variables = {**_conf_variables(spark), **(variables or {})}
         self._identity = identity
+        self.cache = Path(cache_dir) if cache_dir is not None else cache_root()  # the client's, and `stored`'s
         commit_key, version_key = pin_keys(store)
         with _PIN_LOCK:
             pinned = spark.conf.get(version_key, None)
@@ -100,7 +111,7 @@ class ConfigLoader:
             else:
                 pinned_commit = None  # first loader, or an explicit repin
             self.client = ConfigClient(
-                location, store, variables=self.variables, version=version, cache_dir=cache_dir, identity=identity
+                location, store, variables=self.variables, version=version, cache_dir=self.cache, identity=identity
             )
             if pinned_commit is not None and pinned_commit != self.client.commit:
                 raise PinConflict(
@@ -190,7 +201,8 @@ class ConfigLoader:
         nearest ancestor's config (`missing="inherit"`, DESIGN 5.4), nulls (`"null"`), or fails (`"error"`).
         Secret paths read `[hidden]` unless `reveal` (which needs the loader's identity).
 
-        The lookup of every node is built once per application and paths (`tables`). With "inherit" and
+        The lookup of every node is kept per application and paths (`tables`), and on disk for later
+        applications of the same version (`stored`); it is built only when neither has it. With "inherit" and
         "error", one pass over `df` first finds its keys that are no node key as written, which are then
         resolved on the driver; "null" needs no pass: Spark puts each key in canonical form itself."""
         if missing not in ("inherit", "null", "error"):
@@ -203,25 +215,24 @@ class ConfigLoader:
             if not isinstance(paths, Mapping)
             else {f"{prefix}{c}": p for c, p in paths.items()}
         )
-        clash = sorted(set(columns) & set(df.columns))
+        clash = sorted((set(columns) | {DATA_KEY, LOOKUP_HASH, LOOKUP_KEY}) & set(df.columns))
         if clash:
             raise UsageError(f"attach would overwrite columns {clash}", hint="pass prefix= or a {column: path} mapping")
         f = self._functions
         if reveal:  # opened secrets are never kept beyond this call
-            lookup, kinds = self._node_lookup(columns, reveal=True)
+            lookup, kinds = self._lookup_frame(*self._node_table(columns, reveal=True))
         else:
             app = self.spark.sparkContext.applicationId
             key = ("lookup", app, *self._version_key, tuple(columns.items()))
-            lookup, kinds = tables.kept(key, lambda: self._node_lookup(columns, reveal=False))
-        lookup = lookup.select(*[lookup[c].alias(c) for c in lookup.columns])  # its own columns in this join
-        data_key = df[on]
+            lookup, kinds = tables.kept(key, lambda: self._lookup_frame(*self._kept_table(columns)))
+        data_key = name(on)
         if missing == "null":  # every node is in the lookup: the data's keys need no pass, only a spelling
-            data_key = canonical(f, data_key, self.snapshot.name)
+            data_key = canonical(data_key, self.snapshot.name)
         else:
             others = keys_without_node(f, df, on, lookup)
             if others:
                 lookup = lookup.unionByName(self._other_lookup(others, columns, kinds, missing, reveal))
-        return join_lookup(f, df, data_key, lookup, list(columns))
+        return join_lookup(f, df, data_key, lookup)
 
     def broadcast(self, keys: Iterable[str] = ()) -> Any:
         """A broadcast `SnapshotView` of every node's config (plain dicts, secrets `[hidden]`) for UDFs:
@@ -235,25 +246,32 @@ class ConfigLoader:
         return self.spark.sparkContext.broadcast(view)
 
     # -- lookups -----------------------------------------------------------------------------------------
-    def _node_lookup(self, columns: Mapping[str, str], reveal: bool) -> tuple[Any, dict[str, Kind]]:
-        """The lookup DataFrame of every node that resolved (LOOKUP_HASH, LOOKUP_KEY, then `columns`) and each
-        column's type, decided over every node."""
-        texts = self.client.config_json()  # the configs alone, as stored: no node data decoded (issue 15)
-        keys = sorted(texts)
-        plain: list[Any] = json.loads("[" + ",".join(texts[k] for k in keys) + "]")  # one decode, not 100k
-        kinds: dict[str, Kind] = {}
-        values: dict[str, list[Any]] = {}
-        for column, path in columns.items():
-            parts = split_path(path)
-            values[column] = values_at(plain, parts)
-            kinds[column] = column_kind(self._declared.get(render_path(parts)), values[column])
+    def _kept_table(self, columns: Mapping[str, str]) -> tuple[Any, dict[str, Kind]]:
+        """The lookup table of every node for `columns`, as the disk keeps it for this version (`stored`: a
+        previous application built it), else built now and kept there."""
+        ident = stored.identity(self.client.store, self.commit, self.variables, columns)
+        path = stored.lookup_path(self.cache, ident)
+        found = stored.read(self._pa, path, ident)
+        if found is not None:
+            return found
+        table, kinds = self._node_table(columns, reveal=False)
+        stored.write(self._pa, path, ident, table, kinds)
+        return table, kinds
+
+    def _node_table(self, columns: Mapping[str, str], reveal: bool) -> tuple[Any, dict[str, Kind]]:
+        """The Arrow lookup table of every node that resolved (LOOKUP_KEY, then `columns`) and each column's
+        type, decided over every node. Only the values at the paths are decoded (`ConfigClient.config_values`)."""
+        parts = {column: split_path(path) for column, path in columns.items()}
+        keys, found = self.client.config_values(list(parts.values()))
+        values = dict(zip(columns, found, strict=True))
+        kinds = {c: column_kind(self._declared.get(render_path(parts[c])), values[c]) for c in columns}
         if reveal:
             secret = [i for i, k in enumerate(keys) if self.snapshot.secrets.get(k)]
             opened = [self.client.lookup(keys[i]).config for i in secret]
-            for column, path in columns.items():
-                for i, value in zip(secret, values_at(opened, split_path(path)), strict=True):
+            for column, path in parts.items():
+                for i, value in zip(secret, values_at(opened, path), strict=True):
                     values[column][i] = revealed(value)
-        return self._lookup_frame(keys, values, kinds), kinds
+        return self._lookup_table(keys, values, kinds), kinds
 
     def _other_lookup(
         self,
@@ -286,15 +304,20 @@ class ConfigLoader:
         values = {c: values_at(configs, split_path(p)) for c, p in columns.items()}
         if reveal:
             values = {c: [revealed(v) for v in vs] for c, vs in values.items()}
-        return self._lookup_frame(list(raw_keys), values, kinds)
+        return self._lookup_frame(self._lookup_table(list(raw_keys), values, kinds), kinds)[0]
 
-    def _lookup_frame(self, keys: list[str], values: Mapping[str, list[Any]], kinds: Mapping[str, Kind]) -> Any:
-        pa, t = self._pa, self._types
+    def _lookup_table(self, keys: list[str], values: Mapping[str, list[Any]], kinds: Mapping[str, Kind]) -> Any:
+        pa = self._pa
         arrays = {LOOKUP_KEY: pa.array(keys, pa.string())}
         arrays |= {column: column_array(pa, vs, kinds[column]) for column, vs in values.items()}
+        return pa.table(arrays)
+
+    def _lookup_frame(self, table: Any, kinds: Mapping[str, Kind]) -> tuple[Any, dict[str, Kind]]:
+        """The lookup DataFrame of an Arrow lookup table (LOOKUP_HASH first), and the kinds it was built with."""
+        t = self._types
         fields = [t.StructField(LOOKUP_KEY, t.StringType(), True)]
-        fields += [t.StructField(column, spark_type(t, kinds[column]), True) for column in values]
-        return with_hash(self._functions, self._frame(pa.table(arrays), t.StructType(fields)))
+        fields += [t.StructField(column, spark_type(t, kinds[column]), True) for column in kinds]
+        return with_hash(self._frame(table, t.StructType(fields))), dict(kinds)
 
     # -- helpers -----------------------------------------------------------------------------------------
     def _key(self, key: str) -> str:

@@ -416,7 +416,7 @@ def test_attach_twice_in_an_application_builds_the_lookup_once(
     def no_rebuild(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the lookup of every node was built again")
 
-    monkeypatch.setattr(ConfigLoader, "_node_lookup", no_rebuild)
+    monkeypatch.setattr(ConfigLoader, "_node_table", no_rebuild)
     second = ConfigLoader(spark, published.root, cache_dir=cache)
     assert sorted(second.attach(_rows(spark), paths=paths).collect()) == sorted(first)
     with pytest.raises(AssertionError, match="built again"):  # other columns: another lookup
