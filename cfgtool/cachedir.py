@@ -60,10 +60,13 @@ def mark_used(path: Path) -> None:
         os.utime(path)
 
 
-def prune(directory: Path, suffix: str, budget: int, keep: Path) -> list[Path]:
-    """Remove the least recently used files named `*{suffix}` in `directory` until the rest fit in `budget`
-    bytes, and the temporary files (`.*`) a killed writer left there more than a day ago. `keep` (the file
-    just written) is never removed, even when it alone is over the budget. Returns what was removed.
+def prune(
+    directory: Path, suffix: str, keep: Path, *, budget: int | None = None, limit: int | None = None
+) -> list[Path]:
+    """Remove the least recently used files named `*{suffix}` in `directory` beyond `limit` files or `budget`
+    bytes (`keep`, the file just written, included), and the temporary files (`.*`) a killed writer left there
+    more than a day ago. `keep` is never removed, even when it alone is over the budget. Returns what was
+    removed. Every cache that keeps files by recent use prunes here; `mark_used` records a read.
 
     Safe beside readers and writers in other processes: a reader keeps reading the file it has open, a
     writer renames its file into place after writing it, and a file that vanished meanwhile is skipped."""
@@ -74,6 +77,7 @@ def prune(directory: Path, suffix: str, budget: int, keep: Path) -> list[Path]:
     cutoff = time.time() - STALE_TEMPORARY_S
     doomed: list[Path] = []
     used: list[tuple[float, int, Path]] = []
+    room, slots = budget, None if limit is None else limit - 1
     for entry in listing:
         try:
             info = entry.stat(follow_symlinks=False)
@@ -83,15 +87,17 @@ def prune(directory: Path, suffix: str, budget: int, keep: Path) -> list[Path]:
             if info.st_mtime < cutoff:
                 doomed.append(Path(entry.path))
         elif entry.name == keep.name:
-            budget -= info.st_size
+            room = None if room is None else room - info.st_size
         elif entry.name.endswith(suffix):
             used.append((info.st_mtime, info.st_size, Path(entry.path)))
-    total = sum(size for _, size, _ in used)
-    for _, size, path in sorted(used, key=lambda u: u[0]):
-        if total <= budget:
-            break
-        doomed.append(path)
-        total -= size
+    full = False
+    for _, size, path in sorted(used, key=lambda u: u[0], reverse=True):  # the most recently used first
+        full = full or (slots is not None and slots <= 0) or (room is not None and size > room)
+        if full:
+            doomed.append(path)
+            continue
+        slots = None if slots is None else slots - 1
+        room = None if room is None else room - size
     removed: list[Path] = []
     for path in doomed:
         with contextlib.suppress(FileNotFoundError):

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from cfgtool._version import __version__
 from cfgtool.cache import DAMAGED, pack, unpack
-from cfgtool.cachedir import cache_root, private_dir
+from cfgtool.cachedir import cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.graph import Graph, GraphState
 from cfgtool.store.includes import INCLUDES_FILES, Import, IncludeLine, VariableUse
@@ -123,8 +123,7 @@ def load(key: str) -> Structure | None:
         structure = _decode(unpack(outer[1]))
     except (OSError, RecursionError, *DAMAGED):
         return None
-    with suppress(OSError):
-        os.utime(path)  # recently used: kept when older entries go
+    mark_used(path)
     return structure
 
 
@@ -142,9 +141,7 @@ def save(key: str, store: Store, graph: Graph, checks: Sequence[Check]) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        entries = sorted(directory.glob("*.msgpack"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in entries[KEEP:]:
-            old.unlink(missing_ok=True)
+        prune(directory, ".msgpack", keep=directory / f"{key}.msgpack", limit=KEEP)
     except OSError:
         return
 

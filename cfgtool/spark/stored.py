@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool._version import __version__
-from cfgtool.cachedir import private_dir
+from cfgtool.cachedir import mark_used, private_dir, prune
 from cfgtool.spark.columns import Kind, arrow_type
 from cfgtool.spark.join import LOOKUP_KEY
 
@@ -78,8 +78,7 @@ def read(pa: Any, path: Path, ident: Mapping[str, Any]) -> tuple[Any, dict[str, 
             return None
     except (ValueError, TypeError, KeyError, OSError, RecursionError, pa.ArrowException):
         return None
-    with contextlib.suppress(OSError):
-        os.utime(path)  # recently used: pruned last
+    mark_used(path)
     return table, kinds
 
 
@@ -102,15 +101,5 @@ def write(pa: Any, path: Path, ident: Mapping[str, Any], table: Any, kinds: Mapp
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        _prune(path.parent)
+        prune(path.parent, path.suffix, keep=path, limit=LIMIT)
 
-
-def _prune(folder: Path) -> None:
-    """Remove the least recently used lookups beyond `LIMIT` (and nothing else: only `*.arrow` files)."""
-    entries = []
-    for entry in folder.glob("*.arrow"):
-        with contextlib.suppress(OSError):
-            entries.append((entry.stat().st_mtime_ns, entry))
-    for _, entry in sorted(entries, reverse=True)[LIMIT:]:
-        with contextlib.suppress(OSError):
-            entry.unlink()

@@ -142,6 +142,6 @@ def save_artifact(
     with contextlib.suppress(OSError, ValueError, TypeError, OverflowError):
         private_dir(path.parent)
         write_artifact(path, snapshot, diagnostics, variables)
-        prune(path.parent, path.suffix, budget, keep=path)
+        prune(path.parent, path.suffix, keep=path, budget=budget)
         return True
     return False
