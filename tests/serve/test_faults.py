@@ -127,8 +127,9 @@ def test_a_restarted_server_is_ready_from_the_snapshot_cache(
 
 
 def _compiled(cache: Path) -> dict[Path, int]:
-    """What compiling writes to the cache (not the memo of what the refs named, which a restart may add)."""
-    return {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file() and not p.parent.name.startswith("refs-")}
+    """What compiling writes to the cache (not the memo of what the refs named, which a restart may add), by
+    inode: a file written again is a new one, renamed into place (a read only marks its file as used)."""
+    return {p: p.stat().st_ino for p in cache.rglob("*") if p.is_file() and not p.parent.name.startswith("refs-")}
 
 
 def test_shutdown_answers_waiting_long_polls_and_exits_0(small: GitRepo, start_server: StartServer) -> None:
