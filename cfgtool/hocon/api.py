@@ -267,47 +267,55 @@ def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
     MAX_OUTPUT_NODES values ends with `_check_size`'s E_LIMIT before any other error, as if checked first;
     the check itself runs only once the conversion has reached _CHECK_AFTER units or met an error, so a
     document of ordinary size is walked once, not twice, and a bomb is stopped after a few milliseconds."""
-    size = 0
-    checked = not check_size
-
-    def convert(n: Node, depth: int) -> Any:
-        nonlocal size, checked
-        if isinstance(n, Scalar):
-            value = n.value
-            if value.__class__ is float and (value == _INFINITY or value == -_INFINITY):
-                raw = getattr(n, "raw", None) or repr(value)
-                raise HoconError(E_SYNTAX, f"number {raw} is too large for a 64-bit float; quote it", n.origin)
-            return value
-        if depth > MAX_DEPTH:
-            raise HoconError(
-                E_LIMIT, f"the resolved value is nested deeper than {MAX_DEPTH} objects and arrays", n.origin
-            )
-        if isinstance(n, Obj):
-            size += 4 + len(n.fields)
-            if size >= _CHECK_AFTER and not checked:
-                _check_size(node)
-                checked = True
-            depth += 1
-            return {k: convert(v, depth) for k, v in n.fields.items()}
-        if isinstance(n, Lst):
-            size += 2 + len(n.items)
-            if size >= _CHECK_AFTER and not checked:
-                _check_size(node)
-                checked = True
-            depth += 1
-            return [convert(v, depth) for v in n.items]
-        if isinstance(n, Subst):
-            raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
-        raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
-
+    walk = _Walk(node, checked=not check_size)
     try:
         with deep_recursion():
-            plain = convert(node, 0)
+            plain = _convert(node, 0, walk)
     except HoconError:
-        if not checked:
-            _check_size(node)  # too large a document says so first
+        walk.check()  # too large a document says so first
         raise
-    return plain, size
+    return plain, walk.size
+
+
+class _Walk:
+    """What a conversion counts (a plain object, not a closure: a recursive closure is a reference cycle
+    that would keep each resolved tree alive until the cyclic GC runs, which a compile pauses)."""
+
+    __slots__ = ("checked", "root", "size")
+
+    def __init__(self, root: Node, checked: bool) -> None:
+        self.root, self.size, self.checked = root, 0, checked
+
+    def check(self) -> None:
+        if not self.checked:
+            _check_size(self.root)
+            self.checked = True
+
+
+def _convert(n: Node, depth: int, walk: _Walk) -> Any:
+    if isinstance(n, Scalar):
+        value = n.value
+        if value.__class__ is float and (value == _INFINITY or value == -_INFINITY):
+            raw = getattr(n, "raw", None) or repr(value)
+            raise HoconError(E_SYNTAX, f"number {raw} is too large for a 64-bit float; quote it", n.origin)
+        return value
+    if depth > MAX_DEPTH:
+        raise HoconError(E_LIMIT, f"the resolved value is nested deeper than {MAX_DEPTH} objects and arrays", n.origin)
+    if isinstance(n, Obj):
+        walk.size += 4 + len(n.fields)
+        if walk.size >= _CHECK_AFTER:
+            walk.check()
+        depth += 1
+        return {k: _convert(v, depth, walk) for k, v in n.fields.items()}
+    if isinstance(n, Lst):
+        walk.size += 2 + len(n.items)
+        if walk.size >= _CHECK_AFTER:
+            walk.check()
+        depth += 1
+        return [_convert(v, depth, walk) for v in n.items]
+    if isinstance(n, Subst):
+        raise HoconError(E_UNRESOLVED_REF, f"${{{render_path(n.path)}}} is not resolved", n.origin)
+    raise HoconError(E_UNRESOLVED_REF, "value is not resolved", n.origin)
 
 
 def _check_size(root: Node) -> None:

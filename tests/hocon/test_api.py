@@ -519,3 +519,19 @@ def test_an_ordinary_document_is_walked_once_to_its_value(monkeypatch: pytest.Mo
     big = "a0 = [1, 2]\n" + "".join(f"a{i + 1} = [${{a{i}}}, ${{a{i}}}]\n" for i in range(16))
     assert len(resolve([parse(big, "h.conf")]).value["a16"]) == 2
     assert len(walks) == 1
+
+
+def test_converting_a_tree_keeps_no_reference_to_it() -> None:
+    """A compile pauses the cyclic GC: a conversion that left a reference cycle holding the tree (a recursive
+    closure does) kept every node's resolved tree alive until the end (+10% peak memory at 10k nodes)."""
+    import gc
+    import sys
+
+    root = resolve([parse("a { b = [1, {c: 2}] }\nd = ${a}", "h.conf")]).root
+    gc.disable()
+    try:
+        before = sys.getrefcount(root)
+        assert to_plain(root) == {"a": {"b": [1, {"c": 2}]}, "d": {"b": [1, {"c": 2}]}}
+        assert sys.getrefcount(root) == before
+    finally:
+        gc.enable()
