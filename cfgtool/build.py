@@ -106,7 +106,7 @@ class Builder:
             if not keep:
                 continue
             out[key] = self._cached(graph, key, lkeys, imports, hit)
-        if len(todo) >= PARALLEL_MIN and _can_fork():
+        if len(todo) >= PARALLEL_MIN and can_fork():
             out.update(self._build_split(graph, todo, notes))
             return out
         self._load({k for _, lkeys, _, _ in todo for k in lkeys})
@@ -133,7 +133,7 @@ class Builder:
         half = len(todo) // 2
         theirs, mine = todo[:half], todo[half:]
         self._read({k for _, lkeys, _, _ in todo for k in lkeys})  # one git process, shared by both
-        join = _fork(partial(self._share, graph, theirs, notes))
+        join = fork(partial(self._share, graph, theirs, notes))
         out: dict[str, NodeSnapshot] = {}
         self._split_at = self._done  # from here on, the worker goes about as fast as this process
         try:
@@ -446,13 +446,13 @@ def diagnostic(exc: HoconError, key: str, notes: tuple[str, ...] = ()) -> Diagno
     )
 
 
-def _can_fork() -> bool:
+def can_fork() -> bool:
     """Whether a worker process may be forked: POSIX, two CPUs or more, and no other thread (a lock held
     by another thread at the fork would stay locked in the child)."""
     return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
 
 
-def _fork(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
+def fork(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
     """Run `work` in a forked child; the returned function waits for its bytes (None if the child failed)."""
     read_end, write_end = os.pipe()
     pid = os.fork()

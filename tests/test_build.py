@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cfgtool.build import _fork
+from cfgtool.build import fork
 from cfgtool.cache import PackedConfig
 from cfgtool.compile import compile_store
 from tests.conftest import GitRepo
@@ -93,7 +93,7 @@ def test_build_split_over_a_worker_matches_one_process(store_repo: GitRepo, tmp_
 
 
 def test_fork_returns_the_child_result() -> None:
-    join = _fork(lambda: str(os.getpid()).encode())
+    join = fork(lambda: str(os.getpid()).encode())
     assert int(join() or b"0") not in (0, os.getpid())
 
 
@@ -101,7 +101,7 @@ def test_fork_failure_in_the_child_returns_none() -> None:
     def fail() -> bytes:
         raise RuntimeError("boom")
 
-    assert _fork(fail)() is None
+    assert fork(fail)() is None
 
 
 def test_build_cached_configs_are_read_only_when_asked(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,6 +53,9 @@ EXTENSION = "x-cfgtool"
 SELECTOR_FIELDS = ("keys", "tags", "exclude")
 _GLOB_SEGMENT = re.compile(r"\*\*|[A-Za-z0-9._~*?-]+")
 SIMPLE_TYPES = frozenset({"string", "integer", "number", "boolean"})
+PARALLEL_MIN = 2000  # nodes to check against one schema before half of them go to a forked worker
+_Todo = tuple[str, tuple[str, str]]  # a node key, and its verdict's key in SchemaPasses
+_Checked = tuple[list[Diagnostic], list[tuple[str, str]], bool]  # problems, verdicts of passes, schema unusable
 
 
 @dataclass(frozen=True)
@@ -232,31 +236,67 @@ def _glob_problem(text: str) -> str | None:
 
 def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagnostic]:
     """E_SCHEMA for every violation in every selected node with a resolved config, and for selector entries
-    that match no node. The node key goes into `Diagnostic.key`, never into the message (for grouping)."""
+    that match no node. The node key goes into `Diagnostic.key`, never into the message (for grouping).
+    Many nodes to check are split with a forked worker (`_checked_in_two`), with the same result."""
     diags: list[Diagnostic] = []
     passes = SchemaPasses.default(schemas_digest(specs))
     for spec in specs:
         selected = spec.selected(snapshot)
         diags += _unmatched(spec, snapshot, selected)
+        todo: list[tuple[str, tuple[str, str]]] = []
         for key in selected:
             node = snapshot.nodes[key]
-            if not node.resolved:
-                continue
-            passed = (spec.file, node_hash(node))
-            if passes.has(passed):
-                continue
-            try:
-                errors = sorted(spec.validator.iter_errors(node.config), key=_error_order)
-            except referencing.exceptions.Unresolvable as err:
-                message = f"the schema cannot be applied: $ref {err.ref!r} names no schema file or $id"
-                diags.append(Diagnostic.of("E_SCHEMA", message, file=spec.file, line=1, col=1))
-                break
-            if not errors:
-                passes.put(passed, True)
-            for error in errors:
-                diags += _violations(spec, snapshot, key, error)
+            if node.resolved:
+                passed = (spec.file, node_hash(node))
+                if not passes.has(passed):
+                    todo.append((key, passed))
+        split = _checked_in_two(spec, snapshot, todo) if len(todo) >= PARALLEL_MIN else None
+        found, ok, _ = split if split is not None else _checked(spec, snapshot, todo)
+        for passed in ok:
+            passes.put(passed, True)
+        diags += found
     passes.flush()
     return list(dict.fromkeys(diags))
+
+
+def _checked(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Checked:
+    """The problems of `spec` in the nodes of `todo`, in order, the verdicts of those that pass, and whether
+    the schema turned out not to apply (that ends the check)."""
+    diags: list[Diagnostic] = []
+    ok: list[tuple[str, str]] = []
+    for key, passed in todo:
+        try:
+            errors = sorted(spec.validator.iter_errors(snapshot.nodes[key].config), key=_error_order)
+        except referencing.exceptions.Unresolvable as err:
+            message = f"the schema cannot be applied: $ref {err.ref!r} names no schema file or $id"
+            diags.append(Diagnostic.of("E_SCHEMA", message, file=spec.file, line=1, col=1))
+            return diags, ok, True
+        if not errors:
+            ok.append(passed)
+        for error in errors:
+            diags += _violations(spec, snapshot, key, error)
+    return diags, ok, False
+
+
+def _checked_in_two(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Checked | None:
+    """`_checked` in two processes, a forked worker taking the first half of `todo` (the result is the one
+    process's); None when no worker can be forked or it failed."""
+    from cfgtool.build import can_fork, fork
+
+    if not can_fork():
+        return None
+    half = len(todo) // 2
+    join = fork(lambda: pickle.dumps(_checked(spec, snapshot, todo[:half]), protocol=pickle.HIGHEST_PROTOCOL))
+    try:
+        mine = _checked(spec, snapshot, todo[half:])
+    finally:
+        data = join()  # also when this half failed: no worker is left behind
+    if data is None:
+        return None
+    theirs: _Checked = pickle.loads(data)  # a pipe from this compile's own child, never a cache
+    if theirs[2]:
+        return theirs
+    return theirs[0] + mine[0], theirs[1] + mine[1], mine[2]
 
 
 def schemas_digest(specs: Sequence[SchemaSpec]) -> str:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cfgtool.cache import unpack
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic
@@ -521,3 +523,42 @@ def test_passing_verdicts_are_reused_and_a_changed_schema_checks_again(
     again = compile_files({"schemas/data.yaml": stricter})
     violations = rows(schema_report(again)[1])
     assert any(row[0] == "/data/ok" and "sla" in row[4] for row in violations)
+
+
+def test_a_check_split_with_a_forked_worker_reports_what_one_process_does(
+    compile_files: Compile, schema_report: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many nodes to check go half to a forked worker (`schemas.PARALLEL_MIN`): the same problems in the same
+    order, including a schema that turns out not to apply in either half."""
+    import cfgtool.build
+    import cfgtool.validate.schemas as schemas
+
+    unusable = {
+        "store/_CONFIG_STORE": SETTINGS,
+        "store/data/a/main.conf": "b = 1\n",
+        "store/data/b/main.conf": "a = 1\n",
+        "store/data/c/main.conf": "b = x\n",
+        "schemas/s.yaml": (
+            "x-cfgtool: {applies_to: {keys: ['/data/*']}}\n"
+            "properties: {a: {$ref: 'https://nowhere.example/x.json'}, b: {type: integer}}\n"
+        ),
+    }
+    forks: list[object] = []
+    real_fork = cfgtool.build.fork
+
+    def counted(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
+        forks.append(work)
+        return real_fork(work)
+
+    monkeypatch.setattr(cfgtool.build, "fork", counted)
+    for files in (BAD_STORE, unusable):
+        result = compile_files(files)
+        monkeypatch.setattr(schemas, "PARALLEL_MIN", 10**9)
+        _, alone = schema_report(result)
+        assert forks == []
+        monkeypatch.setattr(schemas, "PARALLEL_MIN", 1)
+        _, split = schema_report(result)
+        assert forks
+        forks.clear()
+        assert split == alone
+        assert alone
