@@ -8,11 +8,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from cfgtool.versions import publish
+from tests.conftest import copy_embedded
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -80,3 +82,17 @@ def set_partitions(repo: GitRepo, count: int, message: str) -> None:
     conf.write_text(text.replace(old, f"kafka.partitions = {count}"))
     subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", message], check=True)
     publish(repo.root, message=message)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    """The embedded store published as v1 (128 partitions) and v2 (256 partitions), once per test module."""
+    repo = copy_embedded(tmp_path_factory.mktemp("spark") / "repo")
+    publish(repo.root, message="first")
+    set_partitions(repo, 256, "second")
+    return repo
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"

@@ -30,20 +30,6 @@ PHANTOM = "/data/tracking/NewTopic"
 OUTSIDE = "/elsewhere/thing"
 
 
-@pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
-    """The embedded store published as v1 (128 partitions) and v2 (256 partitions)."""
-    repo = copy_embedded(tmp_path_factory.mktemp("spark") / "repo")
-    publish(repo.root, message="first")
-    set_partitions(repo, 256, "second")
-    return repo
-
-
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
 def test_loader_first_pins_later_loaders_read_the_pin(spark: Any, tmp_path: Path, cache: Path) -> None:
     repo = copy_embedded(tmp_path / "repo")
     publish(repo.root, message="first")

@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cfgtool.spark import ConfigLoader, stored, tables
-from cfgtool.versions import publish
-from tests.conftest import copy_embedded
-from tests.spark.conftest import set_partitions
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -27,20 +24,6 @@ PATHS = ["kafka.partitions", "owner", "cluster.name", "kafka.replication", "no.s
 IDENTITY_KEY = "/data/databases/identity"
 PASSWORD = "database.credentials.password"
 DEMO_IDENTITY = Path(__file__).resolve().parents[2] / "examples/demo-age-identity.txt"
-
-
-@pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
-    """The embedded store published as v1 (128 partitions) and v2 (256 partitions)."""
-    repo = copy_embedded(tmp_path_factory.mktemp("stored") / "repo")
-    publish(repo.root, message="first")
-    set_partitions(repo, 256, "second")
-    return repo
-
-
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
 
 
 @pytest.fixture(autouse=True)
