@@ -15,10 +15,8 @@ diagnostics are the same as in one process.
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import posixpath
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -26,6 +24,7 @@ from typing import Any, cast
 
 from cfgtool.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
+from cfgtool.forking import can_fork, fork
 from cfgtool.hocon import HoconError, Origin, Resolved, parse
 from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
 from cfgtool.hocon.merge import merge_nodes
@@ -444,34 +443,3 @@ def diagnostic(exc: HoconError, key: str, notes: tuple[str, ...] = ()) -> Diagno
     return Diagnostic.of(
         exc.code, exc.message, key=key, file=exc.file, line=exc.line, col=exc.col, notes=(*exc.notes, *notes)
     )
-
-
-def can_fork() -> bool:
-    """Whether a worker process may be forked: POSIX, two CPUs or more, and no other thread (a lock held
-    by another thread at the fork would stay locked in the child)."""
-    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
-
-
-def fork(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
-    """Run `work` in a forked child; the returned function waits for its bytes (None if the child failed)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        status = 1
-        try:
-            os.close(read_end)
-            data = work()
-            with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(data)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-
-    def join() -> bytes | None:
-        with os.fdopen(read_end, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        return data if status == 0 else None
-
-    return join

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from cfgtool.build import fork
 from cfgtool.cache import PackedConfig
 from cfgtool.compile import compile_store
+from cfgtool.forking import fork
 from tests.conftest import GitRepo
 
 SETTINGS = "tag_roots: [/tags]\nvariables:\n  cl:\n    values: [a1, b1]\n    default: a1\n"

@@ -40,6 +40,7 @@ from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore
 
 from cfgtool.cache import SchemaPasses
 from cfgtool.diagnostics import Diagnostic
+from cfgtool.forking import can_fork, fork
 from cfgtool.hocon.resolver import render_path
 from cfgtool.snapshot import Snapshot, node_hash
 from cfgtool.store.keys import BadKeyError, glob_match, normalize_key
@@ -281,8 +282,6 @@ def _checked(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Ch
 def _checked_in_two(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Checked | None:
     """`_checked` in two processes, a forked worker taking the first half of `todo` (the result is the one
     process's); None when no worker can be forked or it failed."""
-    from cfgtool.build import can_fork, fork
-
     if not can_fork():
         return None
     half = len(todo) // 2

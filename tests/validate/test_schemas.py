@@ -530,7 +530,7 @@ def test_a_check_split_with_a_forked_worker_reports_what_one_process_does(
 ) -> None:
     """Many nodes to check go half to a forked worker (`schemas.PARALLEL_MIN`): the same problems in the same
     order, including a schema that turns out not to apply in either half."""
-    import cfgtool.build
+    import cfgtool.forking
     import cfgtool.validate.schemas as schemas
 
     unusable = {
@@ -544,14 +544,14 @@ def test_a_check_split_with_a_forked_worker_reports_what_one_process_does(
         ),
     }
     forks: list[object] = []
-    real_fork = cfgtool.build.fork
+    real_fork = cfgtool.forking.fork
 
     def counted(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
         forks.append(work)
         return real_fork(work)
 
-    monkeypatch.setattr(cfgtool.build, "fork", counted)
-    monkeypatch.setattr(cfgtool.build, "can_fork", lambda: True)  # also under pytest-xdist's threads
+    monkeypatch.setattr(schemas, "fork", counted)
+    monkeypatch.setattr(schemas, "can_fork", lambda: True)  # also under pytest-xdist's threads
     for files in (BAD_STORE, unusable):
         result = compile_files(files)
         monkeypatch.setattr(schemas, "PARALLEL_MIN", 10**9)
