@@ -118,22 +118,16 @@ class _Sharded(Generic[K, V]):
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory  # None: in memory only, nothing is read or written
-        self._shards: dict[str, dict[K, Any]] = {}  # stored forms, as on disk
+        self._shards: dict[str, dict[str, Any]] = {}  # stored forms by key text, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
         self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
         self.max_entries = MAX_SHARD_ENTRIES
-
-    plain_keys = False  # keys are strings stored as they are: a shard is used as read, not rebuilt key by key
 
     def _shard_of(self, key: K) -> str:
         raise NotImplementedError
 
     def _key_text(self, key: K) -> str:
         return "\0".join(key) if isinstance(key, tuple) else str(key)
-
-    def _key_of(self, text: str) -> K:
-        key: Any = tuple(text.split("\0")) if "\0" in text else text
-        return key  # type: ignore[no-any-return]
 
     def _dump(self, value: V) -> Any:
         """`value` as plain data for msgpack."""
@@ -144,17 +138,18 @@ class _Sharded(Generic[K, V]):
         result: V = stored
         return result
 
-    def _shard(self, name: str) -> dict[K, Any]:
+    def _shard(self, name: str) -> dict[str, Any]:
+        """A shard's file as read: looked up by key text, never rebuilt key by key (a shard of a large store
+        holds thousands of entries, and a compile asks for few, or for each once)."""
         shard = self._shards.get(name)
         if shard is None:
             try:
                 if self.directory is None:
                     raise FileNotFoundError(name)
                 loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
-                if self.plain_keys and isinstance(loaded, dict):
-                    shard = loaded  # string keys as stored (a planted bytes key matches no lookup)
-                else:
-                    shard = {self._key_of(k): v for k, v in loaded.items() if isinstance(k, str)}
+                if not isinstance(loaded, dict):
+                    raise ValueError("not a map")
+                shard = loaded  # a planted key that is no string matches no lookup
             except FileNotFoundError:
                 shard = {}
             except (OSError, *DAMAGED):
@@ -168,7 +163,7 @@ class _Sharded(Generic[K, V]):
         new = self._new.get(name)
         if new is not None and key in new:
             return new[key]
-        stored = self._shard(name).get(key)
+        stored = self._shard(name).get(self._key_text(key))
         if stored is None:
             return None
         try:
@@ -178,7 +173,7 @@ class _Sharded(Generic[K, V]):
 
     def has(self, key: K) -> bool:
         name = self._shard_of(key)
-        return key in self._new.get(name, ()) or key in self._shard(name)
+        return key in self._new.get(name, ()) or self._key_text(key) in self._shard(name)
 
     def put(self, key: K, value: V) -> None:
         self._new.setdefault(self._shard_of(key), {})[key] = value
@@ -298,8 +293,6 @@ class PackedConfig(Deferred):
 class NodeCache(_Sharded[str, NodeEntry]):
     """Resolved node configs by fingerprint; stored as [packed config, intrinsic, hash, size, CRC-32]."""
 
-    plain_keys = True
-
     @classmethod
     def default(cls) -> NodeCache:
         return cls(cache_root() / f"nodes-v{FORMAT}-{__version__}-{_MODEL}")
@@ -312,13 +305,15 @@ class NodeCache(_Sharded[str, NodeEntry]):
         data = config.data if isinstance(config, PackedConfig) else pack(config)
         return [data, intrinsic, content_hash, size, zlib.crc32(data)]
 
+    def _key_text(self, key: str) -> str:
+        return key
+
     def _load(self, stored: Any) -> NodeEntry:
-        if not (isinstance(stored, (list, tuple)) and len(stored) == 5 and isinstance(stored[0], bytes)
-                and isinstance(stored[1], bool) and isinstance(stored[2], str)
-                and type(stored[3]) is int and stored[3] >= 0
-                and zlib.crc32(stored[0]) == stored[4] and _is_map(stored[0])):  # fmt: skip
+        data, intrinsic, content_hash, size, crc = stored  # anything else raises: a miss
+        if not (type(data) is bytes and type(intrinsic) is bool and type(content_hash) is str and type(size) is int
+                and size >= 0 and zlib.crc32(data) == crc and _is_map(data)):  # fmt: skip
             raise ValueError("not a node cache entry")  # a miss: only a planted map that does not decode is left
-        return PackedConfig(stored[0], self.directory), stored[1], stored[2], stored[3]
+        return PackedConfig(data, self.directory), intrinsic, content_hash, size
 
 
 class SchemaPasses(_Sharded[tuple[str, str], bool]):

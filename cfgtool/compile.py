@@ -236,10 +236,10 @@ def _compile(
 ) -> CompileResult:
     shape = structure.shape_key(source, variables, check_variables) if trusted is None else None
     known = structure.load(shape) if shape is not None else None
-    store = discover(
-        source, None if trusted is None else (trusted.settings, trusted.settings_file),
-        known=known.includes if known is not None else None,
-    )  # fmt: skip
+    if known is not None:
+        store = known.store(source)
+    else:
+        store = discover(source, None if trusted is None else (trusted.settings, trusted.settings_file))
     own = rules_of(source, *read_settings(source)) if trusted is not None else None
     rules = trusted or rules_of(source, store.settings, store.settings_file)
     settings = store.settings
@@ -248,9 +248,8 @@ def _compile(
     diags: list[Diagnostic] = list(store.diagnostics)
     if own is not None and trusted is not None:
         diags += trusted.changes(own)
-    restored = known.restore(store, chosen) if known is not None else None
-    if restored is not None:
-        graph, checks = restored
+    if known is not None:
+        graph, checks = known.restore(store, chosen)
     else:
         graph = Graph(store, chosen)
         checks = _checks(graph, chosen, variables) if check_variables else []
@@ -280,7 +279,7 @@ def _compile(
         cfgtool_version=__version__,
         texts=source.texts(builder.texts_paths()),
     )
-    stats = {**builder.stats, "graphs_reused": int(restored is not None)}
+    stats = {**builder.stats, "graphs_reused": int(known is not None)}
     return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats)
 
 

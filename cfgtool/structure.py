@@ -8,9 +8,10 @@ values asked for, and cfgtool's code. `shape_key` digests exactly these, so any 
 another entry; `main.conf` contents are not part of it (the node cache keys those). An entry is plain data
 (msgpack: node keys by index, imports as (target, line) pairs), one file per shape with a CRC-32, written
 through a temporary file and a rename; the `KEEP` most recently used files are kept. A damaged, truncated
-or foreign entry is a miss, and each includes file is still checked by path and blob id as it is reused
-(`cfgtool.store.nodes.discover`). Compiles against `--base` rules do not use it (their settings are not the
-source's own).
+or foreign entry is a miss. Since the shape names every file path, what discovery found (nodes, includes
+files as read, problems) is kept too: a compile that finds its shape only reads the blob ids of the
+`main.conf` files (`cfgtool.store.nodes.relaid`). Compiles against `--base` rules do not use it (their
+settings are not the source's own).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import json
 import os
 import tempfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
-from itertools import chain, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,12 +35,12 @@ from cfgtool.cachedir import cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.graph import Graph, GraphState
 from cfgtool.store.includes import INCLUDES_FILES, Import, IncludeLine, VariableUse
-from cfgtool.store.nodes import IncludesFile, KnownIncludes, Store
+from cfgtool.store.nodes import IncludesFile, KnownIncludes, Store, relaid
 from cfgtool.store.settings import SETTINGS_FILE
 from cfgtool.store.sources import Source
 
 T = TypeVar("T")
-FORMAT = 1  # the layout of an entry
+FORMAT = 2  # the layout of an entry (2: what discovery found, not only the includes files)
 KEEP = 8  # entries kept (one per store shape: a change to includes files or directories makes another)
 _HASHED = frozenset((*INCLUDES_FILES, SETTINGS_FILE))  # files whose content is part of the shape
 # the modules whose code decides what an entry holds: a change to any of them starts afresh
@@ -65,17 +66,20 @@ class Structure:
     other assignments checked."""
 
     keys: list[str]  # the store's node keys
+    mains: frozenset[str]  # the nodes with a main.conf
     includes: Mapping[str, KnownIncludes]
+    diagnostics: tuple[Diagnostic, ...]  # what discovery found wrong, in its order
     main: GraphState
     checks: tuple[tuple[Mapping[str, str], tuple[Diagnostic, ...], tuple[str, ...], GraphState], ...]
 
-    def restore(self, store: Store, chosen: Mapping[str, str]) -> tuple[Graph, list[Check]] | None:
-        """The main graph and the checks, as a compile of a store of this shape built them; None unless
-        `store` was discovered with this structure's includes (`discover(known=...)`) for every node."""
-        if self.keys != list(store.nodes):
-            return None  # another store: the key says it cannot be (a planted or foreign file)
-        if any(store.includes_read.get(key) is not entry for key, entry in self.includes.items()):
-            return None
+    def store(self, source: Source) -> Store:
+        """The store in `source`, a store of this shape, as `discover` would find it: no includes file is read,
+        only the blob ids of the `main.conf` files."""
+        return relaid(source, self.keys, self.mains, self.includes, self.diagnostics)
+
+    def restore(self, store: Store, chosen: Mapping[str, str]) -> tuple[Graph, list[Check]]:
+        """The main graph and the checks, as a compile of a store of this shape built them, for the `store`
+        this structure gave."""
         graph = Graph.restore(store, chosen, self.main)
         checks = [
             Check(values, found, changed, Graph.restore(store, {**chosen, **values}, state, base=graph))
@@ -175,6 +179,8 @@ def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, An
     edges = {k: v for k, v in main.edges.items() if v}
     return {
         "keys": keys,
+        "mains": [i for i, node in enumerate(store.nodes.values()) if node.main is not None],
+        "diagnostics": [_diag(d) for d in store.diagnostics],
         "includes": includes,
         "main": _state(index, position, edges, main.lin, main.failed, main.dynamic, main.diagnostics),
         "checks": encoded_checks,
@@ -207,22 +213,21 @@ def _diag(d: Diagnostic) -> list[Any]:
 
 def _decode(data: Any) -> Structure:
     keys = _typed(data["keys"], str)
+    if not (all(map(str.startswith, keys, repeat("/"))) and all(map(str.__lt__, keys, islice(keys, 1, None)))):
+        raise ValueError("not the node keys of a store, in order")  # as `discover` lists them
     at, paths, oids, counts, texts, numbers, cols, templates, uses, found = data["includes"]
     variables: list[tuple[VariableUse, ...]] = [()] * len(texts)
     for i, used in uses:
         variables[_at(i)] = tuple(_use(*u) for u in used)
     columns = (_typed(texts, str), _typed(numbers, int), _typed(cols, int), _typed(templates, str), variables)
-    every = tuple(map(IncludeLine, *_same_length(columns)))
+    every = tuple(_tuples(IncludeLine, _same_length(columns)))
     problems: list[tuple[Diagnostic, ...]] = [()] * len(paths)
     for i, diags in found:
         problems[_at(i)] = _diags(diags)
-    lines = iter(every)
-    lines_of = [tuple(islice(lines, n)) for n in _typed(counts, int)]
+    lines_of = _split(every, counts, "includes lines")
     _same_length((_typed(paths, str), _typed(oids, str), lines_of, problems, at))
     files = map(IncludesFile, paths, oids, lines_of)
     includes: dict[str, KnownIncludes] = dict(zip(_pick(keys, at), zip(files, problems, strict=True), strict=True))
-    if next(lines, None) is not None:
-        raise ValueError("more lines than files hold")
     main = _read_state(data["main"], keys, every, includes)
     checks = []
     for values, diagnostics, changed, state in data["checks"]:
@@ -230,7 +235,8 @@ def _decode(data: Any) -> Structure:
             raise ValueError("not an assignment")
         state_of = _read_state(state, keys, every, includes)
         checks.append((values, _diags(diagnostics), _pick(keys, changed), state_of))
-    return Structure(keys, includes, main, tuple(checks))
+    mains = frozenset(_pick(keys, data["mains"]))
+    return Structure(keys, mains, includes, _diags(data["diagnostics"]), main, tuple(checks))
 
 
 def _read_state(
@@ -238,18 +244,26 @@ def _read_state(
 ) -> GraphState:
     sources, counts, targets, lines, linked, sizes, members, failed, dynamic, diagnostics = data
     nodes, counts = _pick(keys, sources), _typed(counts, int)
-    if sum(counts) != len(targets) or min(counts, default=0) < 0:
-        raise ValueError("import counts and imports disagree")
     files = (includes[k][0].path if k in includes else "" for k in nodes)
-    paths = chain.from_iterable(map(repeat, files, counts))
-    imports = iter(map(Import, *_same_length((_pick(keys, targets), _pick(every, lines), list(paths)))))
-    edges = {key: tuple(islice(imports, count)) for key, count in zip(nodes, counts, strict=True)}
-    sizes = _typed(sizes, int)
-    if sum(sizes) != len(members) or min(sizes, default=0) < 0:
-        raise ValueError("linearization sizes and members disagree")
-    every_member = iter(_pick(keys, members))
-    lin = {key: tuple(islice(every_member, size)) for key, size in zip(_pick(keys, linked), sizes, strict=True)}
+    paths = list(chain.from_iterable(map(repeat, files, counts)))
+    imports = tuple(_tuples(Import, _same_length((_pick(keys, targets), _pick(every, lines), paths))))
+    edges = dict(zip(nodes, _split(imports, counts, "imports"), strict=True))
+    lin = dict(zip(_pick(keys, linked), _split(_pick(keys, members), sizes, "linearizations"), strict=True))
     return GraphState(edges, lin, frozenset(_pick(keys, failed)), frozenset(_pick(keys, dynamic)), _diags(diagnostics))
+
+
+def _tuples(kind: type[T], columns: Sequence[Sequence[Any]]) -> Iterator[T]:
+    """Named tuples of `kind` from columns of their fields, made without the named tuple's Python-level
+    `__new__` (a large store's entry holds hundreds of thousands)."""
+    return map(tuple.__new__, repeat(kind), zip(*columns, strict=True))  # type: ignore[arg-type]
+
+
+def _split(items: tuple[T, ...], sizes: Any, what: str) -> list[tuple[T, ...]]:
+    """`items` cut into consecutive runs of `sizes` (non-negative ints that add up to all of them)."""
+    if sum(_typed(sizes, int)) != len(items) or min(sizes, default=0) < 0:
+        raise ValueError(f"{what}: sizes and items disagree")
+    bounds = list(accumulate(sizes, initial=0))
+    return list(map(items.__getitem__, map(slice, bounds, islice(bounds, 1, None))))
 
 
 def _same_length(columns: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:

@@ -3,30 +3,51 @@
 from __future__ import annotations
 
 import gc
+import os
+import sys
 from collections.abc import Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from cfgtool.cli import compile_cmd, hocon_cmd, query_cmd
-from cfgtool.cli.acl_cmd import acl_app
 from cfgtool.cli.context import CliContext
-from cfgtool.cli.diff_cmd import audit_command, diff_command
 from cfgtool.cli.error_handler import run_handled
-from cfgtool.cli.init_cmd import init_command
-from cfgtool.cli.secret_cmd import secret_app
-from cfgtool.cli.serve_cmd import serve_command, token_app
-from cfgtool.cli.versions_cmd import publish_command, rollback_command, versions_command
 
 HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
 
 Exit status: 0 success, 1 config errors, 2 usage or environment errors, 3 internal error, 130 interrupted.
 Set CFGTOOL_DEBUG=1 to see tracebacks."""
 
+# name -> (module under cfgtool.cli, attribute): a function is a command, a typer app a group of them. In the
+# order of `cfgtool --help` (typer lists the commands before the groups).
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init_cmd", "init_command"),
+    "compile": ("compile_cmd", "compile_command"),
+    "get": ("query_cmd", "get"),
+    "explain": ("query_cmd", "explain_command"),
+    "imports": ("query_cmd", "imports"),
+    "imported-by": ("query_cmd", "imported_by"),
+    "tags": ("query_cmd", "tags"),
+    "datasets": ("query_cmd", "datasets"),
+    "hocon": ("hocon_cmd", "hocon"),
+    "publish": ("versions_cmd", "publish_command"),
+    "rollback": ("versions_cmd", "rollback_command"),
+    "versions": ("versions_cmd", "versions_command"),
+    "diff": ("diff_cmd", "diff_command"),
+    "audit": ("diff_cmd", "audit_command"),
+    "serve": ("serve_cmd", "serve_command"),
+    "acl": ("acl_cmd", "acl_app"),
+    "secret": ("secret_cmd", "secret_app"),
+    "token": ("serve_cmd", "token_app"),
+}
+_ROOT_VALUED = ("--repo", "--store")  # the root options that take a value
 
-def build_app() -> typer.Typer:
-    """A fresh typer app with every command registered."""
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """A fresh typer app with every command registered, or only the command `only`: building the click
+    command of all of them (their signatures, options and help) costs about 30 ms of every run."""
     app = typer.Typer(
         name="cfgtool",
         help=HELP,
@@ -36,24 +57,13 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    app.command("init")(init_command)
-    app.command("compile")(compile_cmd.compile_command)
-    app.command("get")(query_cmd.get)
-    app.command("explain")(query_cmd.explain_command)
-    app.command("imports")(query_cmd.imports)
-    app.command("imported-by")(query_cmd.imported_by)
-    app.command("tags")(query_cmd.tags)
-    app.command("datasets")(query_cmd.datasets)
-    app.command("hocon")(hocon_cmd.hocon)
-    app.command("publish")(publish_command)
-    app.command("rollback")(rollback_command)
-    app.command("versions")(versions_command)
-    app.command("diff")(diff_command)
-    app.command("audit")(audit_command)
-    app.add_typer(acl_app)
-    app.add_typer(secret_app)
-    app.command("serve")(serve_command)
-    app.add_typer(token_app)
+    for name, (module, attribute) in _COMMANDS.items():
+        if only is None or name == only:
+            target = getattr(import_module(f"cfgtool.cli.{module}"), attribute)
+            if isinstance(target, typer.Typer):
+                app.add_typer(target)
+            else:
+                app.command(name)(target)
     return app
 
 
@@ -64,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (which would rescan them again and again) stays off for the run; reference counting frees memory.
     """
     gc.disable()
-    command = typer.main.get_command(build_app())
+    command = typer.main.get_command(build_app(named_command(sys.argv[1:] if argv is None else argv)))
     _flags_without_metavar(command)
 
     def invoke() -> int:
@@ -75,6 +85,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     return run_handled(invoke)
+
+
+def named_command(args: Sequence[str]) -> str | None:
+    """The command `args` run, when it can be told before parsing them: the first argument after the root
+    options that take values (`--repo PATH`, `--store=DIR`), if it names a command. None (every command is
+    built) for anything else: no command, an unknown one (its error suggests the near ones), root help,
+    `--version`, shell completion."""
+    if os.environ.get("_CFGTOOL_COMPLETE"):
+        return None
+    rest = iter(args)
+    for arg in rest:
+        if arg in _ROOT_VALUED:
+            next(rest, None)
+        elif not arg.startswith(tuple(f"{option}=" for option in _ROOT_VALUED)):
+            return arg if arg in _COMMANDS else None
+    return None
 
 
 def _flags_without_metavar(command: typer.core.TyperCommand | typer.core.TyperGroup | object) -> None:

@@ -8,7 +8,7 @@ here: `main.conf` text and blob id are handed on, so the compile step can parse 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from types import MappingProxyType
@@ -74,15 +74,12 @@ def discover(
     rules: tuple[Settings, str] | None = None,
     *,
     mains: bool = True,
-    known: Mapping[str, KnownIncludes] | None = None,
 ) -> Store:
     """The nodes of the store in `source`, with every discovery problem as a diagnostic.
 
     `rules`: the settings to compile with and their file, when they come from elsewhere (a `--base` ref,
     DESIGN 15); the source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
     serves the import graph alone (`imported-by`, `datasets`): no `main.conf` is read, every `main` is None.
-    `known`: includes files read before (`Store.includes_read` of a store with the same shape and settings);
-    a node whose includes file has the same path and blob id takes it from there instead of reading it.
     """
     diags: list[Diagnostic] = []
     dirs: dict[str, str] = {"": keys.ROOT}  # store-relative dir -> key, for every node
@@ -101,10 +98,6 @@ def discover(
         node_dir = _dir_path(source, directory)
         for n in names:
             (main_paths if n == MAIN_FILE else wanted).append(_join(node_dir, n))
-    reuse = _reusable(source, known, dirs, files_of) if known else {}
-    if reuse:  # neither includes file of such a node is read (E_DUPLICATE_INCLUDES is among its problems)
-        skip = {entry[0].path.rpartition("/")[0] for entry in reuse.values()}
-        wanted = [settings_path, *(p for p in wanted[1:] if p.rpartition("/")[0] not in skip)]
     blobs = source.load(wanted)
     oids = source.oids(main_paths) if mains else {}
 
@@ -121,35 +114,37 @@ def discover(
         node_dir = _dir_path(source, directory)
         main_path = _join(node_dir, MAIN_FILE)
         main = NodeFile(main_path, oids[main_path]) if MAIN_FILE in names and main_path in oids else None
-        entry = reuse.get(key)
-        if entry is None:
-            problems: list[Diagnostic] = []
-            includes = _includes(names, node_dir, key, blobs, settings, problems)
-            if includes is not None:
-                read[key] = (includes, tuple(problems))
-            diags += problems
-        else:
-            read[key] = entry
-            includes = entry[0]
-            diags += entry[1]
+        problems: list[Diagnostic] = []
+        includes = _includes(names, node_dir, key, blobs, settings, problems)
+        if includes is not None:
+            read[key] = (includes, tuple(problems))
+        diags += problems
         nodes[key] = Node(key, node_dir, main, includes)
     return Store(source, settings, settings_path, MappingProxyType(nodes), tuple(diags), MappingProxyType(read))
 
 
-def _reusable(
-    source: Source, known: Mapping[str, KnownIncludes], dirs: Mapping[str, str], files_of: Mapping[str, set[str]]
-) -> dict[str, KnownIncludes]:
-    """The entries of `known` for a node whose includes file is, in `source`, at that path with that blob id."""
-    paths: dict[str, str] = {}  # key -> the path of its includes file
-    for directory, names in files_of.items():
-        present = next((n for n in INCLUDES_FILES if n in names), None)
-        if present is not None and dirs[directory] in known:
-            paths[dirs[directory]] = source.path(_join(directory, present))
-    oids = source.oids(paths.values())
-    return {
-        key: known[key] for key, path in paths.items()
-        if known[key][0].path == path and oids.get(path) == known[key][0].oid
-    }  # fmt: skip
+def relaid(
+    source: Source,
+    node_keys: Sequence[str],
+    mains: Collection[str],
+    includes: Mapping[str, KnownIncludes],
+    diagnostics: tuple[Diagnostic, ...],
+) -> Store:
+    """The store `discover` finds in `source`, from what it found in a store of the same shape (its
+    `node_keys`, those with a `main.conf`, the includes files as read, every problem; `cfgtool.structure`): only
+    `_CONFIG_STORE` and the blob ids of the `main.conf` files are read again, no includes file."""
+    settings_path = source.path(SETTINGS_FILE)
+    settings, _ = _settings(source.read(settings_path), settings_path)  # its problems are among `diagnostics`
+    dirs = [_dir_path(source, key[1:]) for key in node_keys]  # a node's key is its store-relative directory
+    oids = source.oids(_join(d, MAIN_FILE) for d, key in zip(dirs, node_keys, strict=True) if key in mains)
+    nodes: dict[str, Node] = {}
+    for key, node_dir in zip(node_keys, dirs, strict=True):
+        main_path = _join(node_dir, MAIN_FILE)
+        oid = oids.get(main_path)
+        entry = includes.get(key)
+        main = None if oid is None else NodeFile(main_path, oid)
+        nodes[key] = Node(key, node_dir, main, None if entry is None else entry[0])
+    return Store(source, settings, settings_path, MappingProxyType(nodes), diagnostics, MappingProxyType(includes))
 
 
 def _unsafe(source: Source, dirs: Mapping[str, str]) -> list[Diagnostic]:

@@ -38,3 +38,52 @@ def test_the_package_exports_load_when_used() -> None:
 
     assert callable(cfgtool.compile) and cfgtool.compile.__name__ == "compile_store"  # the function, not the module
     assert cfgtool.versions.publish.__name__ == "publish"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["compile"], "compile"),
+        (["--repo", "r", "--store=s", "get", "/a"], "get"),
+        (["--repo=r", "--store", "compile", "acl"], "acl"),  # a store named `compile`: the option's value
+        (["acl", "check"], "acl"),
+        (["--version"], None),
+        (["--help", "compile"], None),  # root help lists every command
+        (["comple"], None),  # unknown: the error suggests `compile`, from every command
+        (["--repo"], None),
+        ([], None),
+    ],
+)
+def test_the_command_is_told_before_parsing(args: list[str], named: str | None) -> None:
+    from cfgtool.cli.app import named_command
+
+    assert named_command(args) == named
+
+
+def test_a_command_alone_imports_only_its_own_module() -> None:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, "compile", "--help"], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "cfgtool.cli.compile_cmd" in loaded
+    assert not {"cfgtool.cli.serve_cmd", "cfgtool.cli.versions_cmd", "cfgtool.cli.acl_cmd"} & loaded
+
+
+def test_a_command_built_alone_is_the_command_built_with_every_other() -> None:
+    import typer
+
+    from cfgtool.cli.app import _COMMANDS, build_app
+
+    whole = typer.main.get_command(build_app())
+    assert isinstance(whole, typer.core.TyperGroup)
+    assert list(whole.commands) == list(_COMMANDS)  # `cfgtool --help` lists them in this order
+    for name in _COMMANDS:
+        alone = typer.main.get_command(build_app(name))
+        assert isinstance(alone, typer.core.TyperGroup) and list(alone.commands) == [name]
+        mine, theirs = alone.commands[name], whole.commands[name]
+        assert [p.opts for p in mine.params] == [p.opts for p in theirs.params], name
+        assert mine.help == theirs.help and sorted(getattr(mine, "commands", {})) == sorted(getattr(theirs, "commands", {}))
+
+
+def test_the_program_skips_the_last_collection_of_what_it_leaves() -> None:
+    probe = "import gc, sys, cfgtool.cli as cli; sys.argv = ['cfgtool', '--version']; cli.main(); print(gc.get_freeze_count() > 0)"  # noqa: E501
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert proc.stdout.split()[-1] == "True"  # after the version it printed

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from cfgtool.store.nodes import Store, discover
+from cfgtool.store.nodes import Store, discover, relaid
 from cfgtool.store.sources import GitSource, WorkTreeSource, blob_id
 
 if TYPE_CHECKING:
@@ -153,23 +153,25 @@ def test_discover_reads_a_ref_not_the_worktree(make_store: MakeStore, store_repo
 
 
 @pytest.mark.parametrize("commit", [False, True], ids=["worktree", "git"])
-def test_discover_known_includes_reused_only_at_the_same_path_and_blob(
+def test_relaid_is_what_discover_finds_in_a_store_of_the_same_shape(
     make_store: MakeStore, store_repo: GitRepo, commit: bool
 ) -> None:
     first = make_store(
-        {"_CONFIG_STORE": "", "a/includes": "/b\n", "b/includes": "/c\n${x}\n", "c/main.conf": "c = 1\n"},
+        {"_CONFIG_STORE": "", "a/includes": "/b\n", "b/includes": "/c\n${x}\n", "b/includes.conf": "/a\n",
+         "c/main.conf": "c = 1\n", "Bad Dir/main.conf": "x = 1\n"},
         commit=commit,
-    )
-    known = dict(first.includes_read)
-    assert set(known) == {"/a", "/b"} and known["/b"][1][0].code == "E_UNDECLARED_VARIABLE"
-    store_repo.write({"a/includes": "/c\n"}, under="store/")  # a's file changed: read again; b's is reused
+    )  # fmt: skip
+    assert {d.code for d in first.diagnostics} == {"E_UNDECLARED_VARIABLE", "E_DUPLICATE_INCLUDES", "E_BAD_KEY"}
+    store_repo.write({"c/main.conf": "c = 2\n"}, under="store/")  # a main.conf changed: the same shape
     if commit:
         store_repo.commit()
     source = GitSource(store_repo.root, "HEAD") if commit else WorkTreeSource(store_repo.root)
-    again = discover(source, known={**known, "/c": known["/b"]})  # an entry for a node without that file
-    assert again.includes_read["/b"] is known["/b"]
-    assert again.nodes["/b"].includes is known["/b"][0]
-    assert again.includes_read["/a"] is not known["/a"]
-    assert [line.template for line in again.nodes["/a"].includes.lines] == ["/c"]  # type: ignore[union-attr]
-    assert again.nodes["/c"].includes is None and "/c" not in again.includes_read
-    assert again.diagnostics == first.diagnostics  # b's problem is reported from the known entry
+    mains = [k for k, node in first.nodes.items() if node.main is not None]
+    again = relaid(source, list(first.nodes), mains, first.includes_read, first.diagnostics)
+    assert not {p.rpartition("/")[2] for p in source._cache} & {"includes", "includes.conf"}  # none read
+    assert again.includes_read["/b"] is first.includes_read["/b"]
+    assert again.nodes["/c"].main != first.nodes["/c"].main  # the new blob id
+    found = discover(source)
+    assert (again.nodes, again.diagnostics, again.includes_read, again.settings, again.settings_file) == (
+        found.nodes, found.diagnostics, found.includes_read, found.settings, found.settings_file
+    )
