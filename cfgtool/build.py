@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import pickle
 import posixpath
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from cfgtool.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
@@ -31,7 +31,7 @@ from cfgtool.hocon.merge import merge_nodes
 from cfgtool.hocon.values import Node, Obj
 from cfgtool.layers import resolve_layers
 from cfgtool.provenance import Provenance
-from cfgtool.snapshot import NodeSnapshot, node_hash
+from cfgtool.snapshot import NodeSnapshot, hash_content, node_snapshot
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, decode
 
@@ -199,16 +199,9 @@ class Builder:
     ) -> NodeSnapshot:
         """The snapshot of a node resolved before (cached, or by the worker): provenance only when asked."""
         config, intrinsic, content_hash, _ = entry
-        return NodeSnapshot(
-            key=key,
-            config=cast("Mapping[str, Any]", config),  # a PackedConfig is read (unpacked) when first asked for
-            layers=lkeys,
-            imports=imports,
-            file=self._file(key),
-            intrinsic=intrinsic,
-            content_hash=content_hash,
-            provenance=Provenance(compute=partial(self._provenance, key, lkeys), reach=partial(_reached, graph, key)),
-        )
+        provenance = Provenance(compute=partial(self._provenance, key, lkeys), reach=partial(_reached, graph, key))
+        # a PackedConfig is read (unpacked) when first asked for
+        return node_snapshot(key, config, lkeys, imports, self._file(key), intrinsic, provenance, content_hash)
 
     def _resolve(
         self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], fingerprint: str,
@@ -217,46 +210,47 @@ class Builder:
         self.stats["resolved"] += 1
         self._step()
         reach = partial(_reached, graph, key)
-        failed = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
         tree = self._tree(lkeys)
+        problem: Diagnostic | None = None
         if tree is None:
-            return failed  # a layer does not parse: its E_SYNTAX was reported once, at its file
-        if self._over_budget is not None:
-            self.diags.append(replace(self._over_budget, key=key))
-            return failed
-        resolved: Resolved
-        try:
-            resolved = resolve_layers([tree], key)
-            config = resolved.value
-        except HoconError as exc:
-            self.diags.append(diagnostic(exc, key, notes))
-            return failed
-        except MemoryError:
-            origin = tree.origin
-            self.diags.append(Diagnostic.of(
-                "E_LIMIT", "ran out of memory resolving this config", key=key, file=origin.file,
-                line=origin.line, col=origin.col,
-            ))
-            return failed
-        problem = self._spend(key, resolved.size, lkeys, resolved)
+            pass  # a layer does not parse: its E_SYNTAX was reported once, at its file
+        elif self._over_budget is not None:
+            problem = replace(self._over_budget, key=key)
+        else:
+            try:
+                resolved = resolve_layers([tree], key)
+                _ = resolved.value  # made here: too large a value is an error of this node
+            except HoconError as exc:
+                problem = diagnostic(exc, key, notes)
+            except MemoryError:
+                origin = tree.origin
+                problem = Diagnostic.of(
+                    "E_LIMIT", "ran out of memory resolving this config", key=key, file=origin.file,
+                    line=origin.line, col=origin.col,
+                )  # fmt: skip
+            else:
+                problem = self._spend(key, resolved.size, lkeys, resolved)
+                if problem is None:
+                    return self._resolved(key, lkeys, imports, fingerprint, resolved, reach)
         if problem is not None:
             self.diags.append(problem)
-            return failed
-        snap = NodeSnapshot(
-            key=key,
-            config=config,
-            layers=lkeys,
-            imports=imports,
-            file=self._file(key),
-            intrinsic=resolved.used_extra,
-            # resolved again when asked (explain, --output, a schema error's position): keeping every node's
-            # resolved tree with its origins would cost about a third of a compile's memory
-            provenance=Provenance(compute=partial(self._provenance, key, lkeys), reach=reach),
-        )
-        content_hash = node_hash(snap)  # once: the snapshot's digest and the node cache both need it
+        return NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
+
+    def _resolved(
+        self, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], fingerprint: str, resolved: Resolved,
+        reach: Callable[[], tuple[str, ...]],
+    ) -> NodeSnapshot:
+        """The snapshot of a node just resolved, put in the node cache (unless a layer includes other files)."""
+        config = resolved.value
+        content_hash = hash_content(config, lkeys, imports)  # once: the snapshot's digest and the node cache
         if not any(k in self.dynamic for k in lkeys):
             self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash, resolved.size))
-        return replace(snap, content_hash=content_hash)
+        # resolved again when asked (explain, --output, a schema error's position): keeping every node's resolved
+        # tree with its origins would cost about a third of a compile's memory
+        provenance = Provenance(compute=partial(self._provenance, key, lkeys), reach=reach)
+        return node_snapshot(
+            key, config, lkeys, imports, self._file(key), resolved.used_extra, provenance, content_hash
+        )
 
     def _step(self, count: int = 1) -> None:
         """`count` more nodes of the current build are done: report it."""

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -108,6 +108,26 @@ class NodeSnapshot:
 
 # The frozen dataclass's __init__ sets `config` through object.__setattr__, which goes through this descriptor.
 NodeSnapshot.config = _Config()  # type: ignore[assignment]
+
+
+def node_snapshot(
+    key: str,
+    config: Mapping[str, Any] | Deferred | None,
+    layers: tuple[str, ...],
+    imports: tuple[str, ...],
+    file: str | None,
+    intrinsic: bool,
+    provenance: Provenance,
+    content_hash: str | None,
+) -> NodeSnapshot:
+    """`NodeSnapshot(...)` with every field given, made without the frozen dataclass's `object.__setattr__` per
+    field (a third of the time): a compile makes one for every node of the store."""
+    snap: NodeSnapshot = object.__new__(NodeSnapshot)
+    snap.__dict__.update(
+        key=key, _config=config, layers=layers, imports=imports, file=file, intrinsic=intrinsic,
+        provenance=provenance, content_hash=content_hash,
+    )  # fmt: skip
+    return snap
 
 
 @dataclass(frozen=True)
@@ -339,7 +359,12 @@ def node_hash(snap: NodeSnapshot) -> str:
     """sha256 of one node's content: resolved config, layers and imports (cached ones come from the cache)."""
     if snap.content_hash is not None:
         return snap.content_hash
-    content = {"config": snap.config, "layers": list(snap.layers), "imports": list(snap.imports)}
+    return hash_content(snap.config, snap.layers, snap.imports)
+
+
+def hash_content(config: Mapping[str, Any] | None, layers: Sequence[str], imports: Sequence[str]) -> str:
+    """`node_hash` of a node with this config, layers and imports."""
+    content = {"config": config, "layers": list(layers), "imports": list(imports)}
     return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
 
 

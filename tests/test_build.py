@@ -119,3 +119,20 @@ def test_build_cached_configs_are_read_only_when_asked(
     configs = {k: s.config for k, s in cold.snapshot.nodes.items()}
     assert {k: s.config for k, s in warm.snapshot.nodes.items()} == configs
     assert not any(isinstance(s.__dict__["_config"], PackedConfig) for s in warm.snapshot.nodes.values())
+
+
+def test_node_snapshot_is_the_dataclass_made_with_every_field() -> None:
+    import dataclasses
+
+    from cfgtool.provenance import Provenance
+    from cfgtool.snapshot import NodeSnapshot, node_snapshot
+
+    packed = PackedConfig(b"\x81\xa1a\x01", None)  # {"a": 1}, read when asked for
+    values: dict[str, Any] = {
+        "key": "/k", "config": packed, "layers": ("/k", "/"), "imports": ("/t",), "file": "store/k/main.conf",
+        "intrinsic": True, "provenance": Provenance(), "content_hash": "h",
+    }  # fmt: skip
+    assert [f.name for f in dataclasses.fields(NodeSnapshot)] == list(values)  # a new field must be given here too
+    made, fast = NodeSnapshot(**values), node_snapshot(*values.values())
+    assert vars(fast) == vars(made) and fast.provenance is made.provenance
+    assert fast.resolved and fast.config == {"a": 1} and fast == NodeSnapshot(**{**values, "config": {"a": 1}})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Literal
 
 from cfgtool.diagnostics import Diagnostic
@@ -17,6 +18,8 @@ from cfgtool.store.includes import Import, expand, variables_used
 from cfgtool.store.keys import is_strictly_under, is_under, parent
 from cfgtool.store.nodes import Store
 from cfgtool.store.queries import StoreQueries
+
+_IMPORTED = itemgetter(0)  # `Import.key`, without the named tuple's Python-level property
 
 
 @dataclass(frozen=True)
@@ -423,4 +426,4 @@ class Graph(StoreQueries):
     # ---------------------------------------------------------------------------------------------- StoreQueries
 
     def _imports_of(self, key: str) -> tuple[str, ...]:
-        return tuple(imp.key for imp in self._edges.get(key, ()))
+        return tuple(map(_IMPORTED, self._edges.get(key, ())))  # asked for every node by each build

@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from types import MappingProxyType
+from typing import NamedTuple
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store import keys
@@ -23,17 +24,16 @@ MAIN_FILE = "main.conf"
 _NODE_FILES = frozenset((MAIN_FILE, *INCLUDES_FILES))
 
 
-@dataclass(frozen=True)
-class NodeFile:
+class NodeFile(NamedTuple):
     """A node's `main.conf`: repo-relative `path` and blob id `oid`. Its text is read only when the file is
-    not in the parse cache (`Source.load`), so an unchanged store is compiled without reading it again."""
+    not in the parse cache (`Source.load`), so an unchanged store is compiled without reading it again. A named
+    tuple, as `Node`."""
 
     path: str
     oid: str
 
 
-@dataclass(frozen=True)
-class IncludesFile:
+class IncludesFile(NamedTuple):
     """A node's includes file and its parsed lines (variables not applied)."""
 
     path: str
@@ -41,9 +41,9 @@ class IncludesFile:
     lines: tuple[IncludeLine, ...]
 
 
-@dataclass(frozen=True)
-class Node:
-    """A config node: its key, its repo-relative directory, its own config and its includes (None: absent)."""
+class Node(NamedTuple):
+    """A config node: its key, its repo-relative directory, its own config and its includes (None: absent). A
+    named tuple (immutable, made in one C call): each compile makes one for every node of the store."""
 
     key: str
     dir: str
