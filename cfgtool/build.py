@@ -139,8 +139,6 @@ class Builder:
             self._load({k for _, lkeys, _, _ in mine for k in lkeys})
             for key, lkeys, imports, fingerprint in mine:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
-            self.parse_cache.stage()  # while the worker may still run: after it, only files are left to write
-            self.node_cache.stage()
         finally:
             data = join()  # also when this half failed: no worker is left behind
         self._split_at = None

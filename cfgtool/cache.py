@@ -113,14 +113,13 @@ class _Sharded(Generic[K, V]):
     """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
     strings (`_key_text`: tuples joined with NUL).
 
-    New entries stay as given until `flush` (or `stage`) converts them, one shard at a time.
+    New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time.
     """
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory  # None: in memory only, nothing is read or written
         self._shards: dict[str, dict[str, Any]] = {}  # stored forms by key text, as on disk
         self._new: dict[str, dict[K, V]] = {}  # entries put since the last flush
-        self._staged: dict[str, tuple[dict[str, Any], bytes]] = {}  # `_stored` of a shard's new entries
         self._damaged: set[str] = set()  # shards whose file did not read back: written afresh, never added to
         self.max_entries = MAX_SHARD_ENTRIES
 
@@ -177,45 +176,27 @@ class _Sharded(Generic[K, V]):
         return key in self._new.get(name, ()) or self._key_text(key) in self._shard(name)
 
     def put(self, key: K, value: V) -> None:
-        name = self._shard_of(key)
-        self._new.setdefault(name, {})[key] = value
-        self._staged.pop(name, None)
+        self._new.setdefault(self._shard_of(key), {})[key] = value
 
     def forget_new(self) -> None:
         """Drop the entries put since the last flush without writing them: in a forked worker they are its
         parent's, which writes them (the worker flushes only what it adds)."""
         self._new.clear()
-        self._staged.clear()
-
-    def stage(self) -> None:
-        """Make the stored form of every entry put since the last flush, touching no file, so that `flush` is
-        left with the files alone: a build stages its own entries while its forked worker still runs."""
-        if self.directory is None:
-            return
-        for name in self._new:
-            with suppress(ValueError, TypeError, OverflowError):  # `flush` meets it again, and stops there
-                self._stored(name)
-
-    def _stored(self, name: str) -> tuple[dict[str, Any], bytes]:
-        """A shard's new entries in their stored forms (by key text), and those packed as one map."""
-        staged = self._staged.get(name)
-        if staged is None:
-            added = {self._key_text(k): self._dump(v) for k, v in self._new[name].items()}
-            staged = self._staged[name] = (added, pack(added))
-        return staged
 
     def flush(self) -> None:
         """Add every entry put since the last flush to its shard's file; a cache that cannot be written is
         skipped silently. A written shard leaves memory (read again if asked): entries written by another
         process since it was read (a forked worker) are then found too."""
         if self.directory is None:
-            self.forget_new()
+            self._new.clear()
             return
         for name in sorted(self._new):
+            new = self._new[name]
             self._shard(name)  # a shard is checked once before it is added to
             path = self.directory / f"{name}.msgpack"
             try:
-                added, data = self._stored(name)
+                added = {self._key_text(k): self._dump(v) for k, v in new.items()}
+                data = pack(added)
                 if name not in self._damaged:
                     with suppress(OSError, ValueError):  # no file yet, or not a map: the new entries alone
                         data = join_maps(path.read_bytes(), data)
@@ -225,7 +206,7 @@ class _Sharded(Generic[K, V]):
             except (OSError, ValueError, TypeError, OverflowError):
                 return
             self._damaged.discard(name)
-            del self._shards[name], self._new[name], self._staged[name]
+            del self._shards[name], self._new[name]
 
     def _bounded(self, joined: bytes, added: dict[str, Any]) -> bytes:
         """`joined` (a shard's file with `added` joined on) rewritten with its newest `max_entries` entries: a

@@ -144,26 +144,6 @@ def test_cache_flush_keeps_entries_another_process_wrote_since_the_read(tmp_path
     assert plain(parent.get("11")) == ({"w": 1}, False, "h1", 1)  # a flushed shard is read again when asked
 
 
-def test_cache_staged_before_another_process_writes_keeps_both_and_the_last_put(tmp_path: Path) -> None:
-    # a compile stages its entries while its forked worker runs; the worker writes first, then the compile
-    worker, parent = NodeCache(tmp_path), NodeCache(tmp_path)
-    assert worker.get("11") is None and parent.get("12") is None
-    parent.put("12", ({"p": 0}, False, "h0", 1))
-    parent.stage()
-    assert not list(tmp_path.iterdir())  # staging touches no file
-    parent.put("12", ({"p": 2}, False, "h2", 1))  # put again after staging: that one is written
-    parent.put("13", ({"q": 3}, False, "h3", 1))
-    parent.stage()
-    assert plain(parent.get("12")) == ({"p": 2}, False, "h2", 1)  # staged entries are found before the flush
-    worker.put("11", ({"w": 1}, False, "h1", 1))
-    worker.flush()
-    parent.flush()
-    fresh = NodeCache(tmp_path)
-    assert [plain(fresh.get(k)) for k in ("11", "12", "13")] == [
-        ({"w": 1}, False, "h1", 1), ({"p": 2}, False, "h2", 1), ({"q": 3}, False, "h3", 1)
-    ]
-
-
 @pytest.mark.parametrize("count", [14, 300, 70_000])  # the three sizes of a msgpack map header
 def test_join_maps_counts_across_header_sizes(count: int) -> None:
     old = {f"o{i}": i for i in range(count)}
