@@ -140,3 +140,22 @@ def test_containment_a_linked_schema_is_E_UNSAFE_PATH_not_silently_skipped(
     diags = json.loads(proc.stdout)["diagnostics"]
     assert [d["file"] for d in diags if d["code"] == "E_UNSAFE_PATH"] == ["schemas/partitions.yaml"]
     assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_containment_examine_tells_links_and_regular_files_apart(tmp_path: Path) -> None:
+    from cfgtool.store.sources import Containment
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "file").write_text("x")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "d" / "link").symlink_to(tmp_path / "d" / "file")
+    (tmp_path / "linked").symlink_to(tmp_path / "outside")
+    (tmp_path / "outside" / "f").write_text("y")
+    here = Containment(tmp_path)
+    assert here.examine("d/file") == (None, True)
+    assert here.examine("d/link") == ("d/link", False)
+    assert here.examine("linked/f") == ("linked", False)  # a directory on the way is a link
+    assert here.examine("d") == (None, False)  # a directory is no file to read
+    assert here.examine("d/missing") == (None, False)
+    assert here.examine("../d/file") == ("../d/file", False) and here.examine("/etc/passwd")[1] is False
+    assert [here.link_of(p) for p in ("d/file", "d/link", "linked/f")] == [None, "d/link", "linked"]

@@ -178,6 +178,7 @@ class WorkTreeSource(Source):
                 f"{located.root} is a bare repository and has no working tree", hint="pass --ref REF"
             )
         self.repo_root = located.root
+        self._root = str(located.root)  # for the paths of every file: a store may have 200,000
         self.store = _store_dir(self.repo_root, store)
         self._links = Containment(self.repo_root)
         link = self._links.link_of(self.store) if self.store else None
@@ -202,10 +203,10 @@ class WorkTreeSource(Source):
             files: list[str] = []
             unsafe: set[str] = set()
             for p in git.ls_files(self.repo_root, self.store):
-                link = self._links.link_of(p)
+                link, regular = self._links.examine(p)
                 if link is not None:
                     unsafe.add(link)
-                elif _is_file(self.repo_root / p):
+                elif regular:
                     files.append(p)
             self.unsafe = sorted(unsafe)
             self.check_store(files)
@@ -215,13 +216,12 @@ class WorkTreeSource(Source):
     def _read(self, paths: list[str]) -> dict[str, Blob]:
         out: dict[str, Blob] = {}
         for p in paths:
-            if self._links.link_of(p) is not None:
-                continue
-            full = self.repo_root / p
-            if not _is_file(full):
+            link, regular = self._links.examine(p)
+            if link is not None or not regular:
                 continue
             try:
-                data = full.read_bytes()
+                with open(f"{self._root}/{p}", "rb") as handle:  # a string path: pathlib costs more than the read
+                    data = handle.read()
             except OSError as err:
                 raise SourceError(f"cannot read {p}: {err.strerror}", hint="check the file's permissions") from err
             out[p] = Blob(p, blob_id(data), data)
@@ -239,25 +239,34 @@ class Containment:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root = str(root)  # paths as strings: asked for every file of a store
         self._dirs: dict[str, str | None] = {"": None}  # directory -> the link on its way (None: safe)
 
     def link_of(self, rel: str) -> str | None:
         """The first part of `rel` that is a symbolic link (or `rel` itself when it is not a plain relative
         path), None when `rel` can be read safely (it need not exist)."""
+        return self.examine(rel)[0]
+
+    def examine(self, rel: str) -> tuple[str | None, bool]:
+        """`link_of(rel)`, and whether `rel` is a regular file that can be read: one lstat of the file (its
+        directories are checked once), for every file of a store."""
         if not rel or rel.startswith("/") or ".." in rel.split("/") or "\0" in rel:
-            return rel or None
-        parent, _, _ = rel.rpartition("/")
-        found = self._dir(parent)
+            return rel or None, False
+        found = self._dir(rel.rpartition("/")[0])
         if found is not None:
-            return found
-        return rel if _is_link(self.root / rel) else None
+            return found, False
+        try:
+            mode = os.lstat(f"{self._root}/{rel}").st_mode
+        except OSError:
+            return None, False
+        return (rel, False) if stat.S_ISLNK(mode) else (None, stat.S_ISREG(mode))
 
     def _dir(self, directory: str) -> str | None:
         if directory in self._dirs:
             return self._dirs[directory]
         parent, _, _ = directory.rpartition("/")
         found = self._dir(parent)
-        if found is None and _is_link(self.root / directory):
+        if found is None and _is_link(f"{self._root}/{directory}"):
             found = directory
         self._dirs[directory] = found
         return found
@@ -328,17 +337,9 @@ class _Texts(Mapping[str, str]):
         return len(self._paths)
 
 
-def _is_link(path: Path) -> bool:
+def _is_link(path: str) -> bool:
     try:
         return stat.S_ISLNK(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_file(path: Path) -> bool:
-    """A regular file that is not a symlink (git stores symlinks as links; both sources skip them)."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 
