@@ -175,6 +175,11 @@ class _Sharded(Generic[K, V]):
         name = self._shard_of(key)
         return key in self._new.get(name, ()) or self._key_text(key) in self._shard(name)
 
+    @property
+    def pending(self) -> int:
+        """How many entries were put since the last flush."""
+        return sum(map(len, self._new.values()))
+
     def put(self, key: K, value: V) -> None:
         self._new.setdefault(self._shard_of(key), {})[key] = value
 

@@ -9,7 +9,7 @@ Nothing here prints or writes files except the parse cache, which is written ato
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -142,13 +142,16 @@ def compile_source(
     (nothing here prints).
     """
     with _gc_paused():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
-        result = _compile(source, variables, check_variables, trusted, progress)
-        hidden, problems = hide_secrets(result.rules, result.snapshot)
-        problems += acl_problems(source, result.rules)
-        if validate:
-            if progress is not None:
-                progress("validating", 0, 0)
-            problems += validate_snapshot(result.store, hidden, result.rules, base, principal)
+        result, written = _compile(source, variables, check_variables, trusted, progress)
+        try:
+            hidden, problems = hide_secrets(result.rules, result.snapshot)
+            problems += acl_problems(source, result.rules)
+            if validate:
+                if progress is not None:
+                    progress("validating", 0, 0)
+                problems += validate_snapshot(result.store, hidden, result.rules, base, principal)
+        finally:
+            written()  # the caches are whole when the compile returns
     return replace(result, snapshot=hidden, diagnostics=result.diagnostics + tuple(problems))
 
 
@@ -233,7 +236,9 @@ def validate_snapshot(
 def _compile(
     source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None,
     progress: Progress | None,
-) -> CompileResult:
+) -> tuple[CompileResult, Callable[[], None]]:
+    """The compile of `compile_source` without validation, and the function that waits for its cache entries
+    to be written (`Builder.flush_aside`)."""
     shape = structure.shape_key(source, variables, check_variables) if trusted is None else None
     known = structure.load(shape) if shape is not None else None
     if known is not None:
@@ -266,7 +271,7 @@ def _compile(
         diags += check.diagnostics
         note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(check.assignment.items())),)
         builder.build(check.graph, check.changed, note, keep=False)
-    builder.flush()
+    written = builder.flush_aside()
     diags[main_count:] = _new_problems(diags[:main_count], diags[main_count:])
 
     snapshot = Snapshot(
@@ -280,7 +285,7 @@ def _compile(
         texts=source.texts(builder.texts_paths()),
     )
     stats = {**builder.stats, "graphs_reused": int(known is not None)}
-    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats)
+    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats), written
 
 
 def _checks(

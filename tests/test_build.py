@@ -55,6 +55,8 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import discover
 from cfgtool.store.sources import open_source
 build.PARALLEL_MIN = int(sys.argv[2])
+if sys.argv[3:] == ["fail-flush"]:  # the child that writes the cache entries fails before writing any
+    build.Builder._flushed = lambda self: sys.exit(1)
 result = compile_store(Path(sys.argv[1]), ref="HEAD", validate=False)
 diags = sorted(result.diagnostics, key=lambda d: (*sort_key(d), d.notes))
 store = discover(open_source(Path(sys.argv[1]), ref="HEAD"))
@@ -66,11 +68,11 @@ print(json.dumps({"snapshot": result.snapshot.to_json(), "diagnostics": [repr(d)
 """
 
 
-def compiled(repo: GitRepo, cache: Path, parallel_min: int) -> dict[str, Any]:
+def compiled(repo: GitRepo, cache: Path, parallel_min: int, *options: str) -> dict[str, Any]:
     """Compile `repo` at HEAD in a new process with the caches at `cache` (see `_RUN`)."""
     env = {**os.environ, "CFGTOOL_CACHE_DIR": str(cache)}
     out = subprocess.run(
-        [sys.executable, "-c", _RUN, str(repo.root), str(parallel_min)],
+        [sys.executable, "-c", _RUN, str(repo.root), str(parallel_min), *options],
         check=True, capture_output=True, text=True, env=env,
     )
     result: dict[str, Any] = json.loads(out.stdout)
@@ -90,6 +92,20 @@ def test_build_split_over_a_worker_matches_one_process(store_repo: GitRepo, tmp_
     again_two = compiled(store_repo, tmp_path / "two", 10**9)  # the worker's cache entries were kept
     assert again_two["stats"] == again_one["stats"] and again_two["stats"]["resolved"] < one["stats"]["resolved"]
     assert again_two["snapshot"] == one["snapshot"]
+
+
+def test_cache_entries_written_aside_are_whole_when_the_compile_returns_even_if_that_child_fails(
+    store_repo: GitRepo, tmp_path: Path
+) -> None:
+    varied_store(store_repo)
+    first = compiled(store_repo, tmp_path / "here", 10**9)  # written by this process, as it goes on
+    assert compiled(store_repo, tmp_path / "failed", 1, "fail-flush")["snapshot"] == first["snapshot"]
+    assert compiled(store_repo, tmp_path / "aside", 1)["snapshot"] == first["snapshot"]
+    warm = compiled(store_repo, tmp_path / "here", 10**9)["stats"]
+    assert warm["resolved"] < first["stats"]["resolved"] and warm["parsed"] < first["stats"]["parsed"]
+    for cache in ("failed", "aside"):  # the entries were written here after the child failed / by the child
+        again = compiled(store_repo, tmp_path / cache, 10**9)
+        assert again["stats"] == warm and again["snapshot"] == first["snapshot"], cache
 
 
 def test_fork_returns_the_child_result() -> None:
