@@ -124,17 +124,20 @@ class Builder:
         self.parse_cache.flush()
         self.node_cache.flush()
 
-    def flush_aside(self) -> Callable[[], None]:
+    def flush_aside(self) -> Callable[[bool], None]:
         """`flush`, in a forked child when there are many entries to write (a cold compile: encoding and
         writing them takes a tenth of it), so that validation runs meanwhile. The returned function waits for
-        the child, and writes the entries here if it failed; call it before the compile returns."""
+        the child; given True it writes the entries here if the child failed or could not start, given False
+        (the compile is failing or interrupted) it only waits. Call it before the compile returns."""
         if self.parse_cache.pending + self.node_cache.pending < PARALLEL_MIN or not can_fork():
             self.flush()
-            return lambda: None
+            return lambda keep: None
         join = fork(self._flushed)
+        self.parse_cache.release()  # the child has them; a large cache's shards would stay through validation
+        self.node_cache.release()
 
-        def written() -> None:
-            if join() is None:
+        def written(keep: bool) -> None:
+            if join() is None and keep:
                 self.flush()
             else:
                 self.parse_cache.forget_new()

@@ -113,7 +113,7 @@ class _Sharded(Generic[K, V]):
     """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
     strings (`_key_text`: tuples joined with NUL).
 
-    New entries stay as given until `flush` (or `stored_new`) converts them, one shard at a time.
+    New entries stay as given until `flush` converts them, one shard at a time.
     """
 
     def __init__(self, directory: Path | None) -> None:
@@ -184,9 +184,14 @@ class _Sharded(Generic[K, V]):
         self._new.setdefault(self._shard_of(key), {})[key] = value
 
     def forget_new(self) -> None:
-        """Drop the entries put since the last flush without writing them: in a forked worker they are its
-        parent's, which writes them (the worker flushes only what it adds)."""
+        """Drop the entries put since the last flush without writing them: another process writes them (in a
+        forked build worker they are its parent's; a compile's flushing child wrote its parent's)."""
         self._new.clear()
+
+    def release(self) -> None:
+        """Drop the shards read from disk (read again when asked): a forked child writes the new entries, and
+        a large cache's shards would otherwise stay in memory while the compile goes on."""
+        self._shards.clear()
 
     def flush(self) -> None:
         """Add every entry put since the last flush to its shard's file; a cache that cannot be written is

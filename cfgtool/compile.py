@@ -3,7 +3,8 @@
 discover nodes -> parse every main.conf (cached by blob id) -> linearize (one graph per variable assignment)
 -> merge the layers' own configs and resolve once per node (intrinsics `cfgtool.key` / `cfgtool.name`)
 -> Snapshot. Problems are collected as `Diagnostic`s per node; one failing node never stops the others.
-Nothing here prints or writes files except the parse cache, which is written atomically.
+Nothing here prints or writes files except the caches (`cfgtool.cache`, `cfgtool.structure`), each file
+written atomically; a store's shape found in the structure cache skips discovery and the graphs.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def compile_source(
     (nothing here prints).
     """
     with _gc_paused():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
-        result, written = _compile(source, variables, check_variables, trusted, progress)
+        result, written = _compile(source, variables, check_variables, trusted, progress, aside=validate)
         try:
             hidden, problems = hide_secrets(result.rules, result.snapshot)
             problems += acl_problems(source, result.rules)
@@ -150,8 +151,10 @@ def compile_source(
                 if progress is not None:
                     progress("validating", 0, 0)
                 problems += validate_snapshot(result.store, hidden, result.rules, base, principal)
-        finally:
-            written()  # the caches are whole when the compile returns
+        except BaseException:
+            written(False)  # no child is left behind; an interrupted compile writes nothing more
+            raise
+        written(True)  # the caches are whole when the compile returns
     return replace(result, snapshot=hidden, diagnostics=result.diagnostics + tuple(problems))
 
 
@@ -235,15 +238,15 @@ def validate_snapshot(
 
 def _compile(
     source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None,
-    progress: Progress | None,
-) -> tuple[CompileResult, Callable[[], None]]:
+    progress: Progress | None, aside: bool,
+) -> tuple[CompileResult, Callable[[bool], None]]:
     """The compile of `compile_source` without validation, and the function that waits for its cache entries
-    to be written (`Builder.flush_aside`)."""
+    to be written: with `aside`, by a child while the caller validates (`Builder.flush_aside`)."""
     shape = structure.shape_key(source, variables, check_variables) if trusted is None else None
     known = structure.load(shape) if shape is not None else None
-    if known is not None:
-        store = known.store(source)
-    else:
+    store = known.store(source) if known is not None else None
+    if store is None:
+        known = None  # none, or one that does not fit this source (planted or foreign): a miss
         store = discover(source, None if trusted is None else (trusted.settings, trusted.settings_file))
     own = rules_of(source, *read_settings(source)) if trusted is not None else None
     rules = trusted or rules_of(source, store.settings, store.settings_file)
@@ -271,7 +274,6 @@ def _compile(
         diags += check.diagnostics
         note = ("with " + ", ".join(f"{n}={v}" for n, v in sorted(check.assignment.items())),)
         builder.build(check.graph, check.changed, note, keep=False)
-    written = builder.flush_aside()
     diags[main_count:] = _new_problems(diags[:main_count], diags[main_count:])
 
     snapshot = Snapshot(
@@ -285,7 +287,11 @@ def _compile(
         texts=source.texts(builder.texts_paths()),
     )
     stats = {**builder.stats, "graphs_reused": int(known is not None)}
-    return CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats), written
+    result = CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats)
+    if aside:
+        return result, builder.flush_aside()  # last: nothing may fail between the fork and the caller's wait
+    builder.flush()
+    return result, lambda keep: None
 
 
 def _checks(

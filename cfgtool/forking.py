@@ -15,9 +15,18 @@ def can_fork() -> bool:
 
 
 def fork(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
-    """Run `work` in a forked child; the returned function waits for its bytes (None if the child failed)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
+    """Run `work` in a forked child; the returned function waits for its bytes (None if the child failed, or
+    could not be started: out of memory or processes, the caller then does the work itself)."""
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return lambda: None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return lambda: None
     if pid == 0:  # the child: never returns into the caller's code
         status = 1
         try:

@@ -62,8 +62,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Structure:
-    """What a compile computes from a store's shape: each node's includes as read, the main graph, the
-    other assignments checked."""
+    """What a compile computes from a store's shape: what discovery found (the nodes, those with a main.conf,
+    each node's includes as read, the problems), the main graph, the other assignments checked."""
 
     keys: list[str]  # the store's node keys
     mains: frozenset[str]  # the nodes with a main.conf
@@ -72,9 +72,9 @@ class Structure:
     main: GraphState
     checks: tuple[tuple[Mapping[str, str], tuple[Diagnostic, ...], tuple[str, ...], GraphState], ...]
 
-    def store(self, source: Source) -> Store:
+    def store(self, source: Source) -> Store | None:
         """The store in `source`, a store of this shape, as `discover` would find it: no includes file is read,
-        only the blob ids of the `main.conf` files."""
+        only the blob ids of the `main.conf` files (None: this entry cannot be that store's)."""
         return relaid(source, self.keys, self.mains, self.includes, self.diagnostics)
 
     def restore(self, store: Store, chosen: Mapping[str, str]) -> tuple[Graph, list[Check]]:

@@ -152,3 +152,13 @@ def test_node_snapshot_is_the_dataclass_made_with_every_field() -> None:
     made, fast = NodeSnapshot(**values), node_snapshot(*values.values())
     assert vars(fast) == vars(made) and fast.provenance is made.provenance
     assert fast.resolved and fast.config == {"a": 1} and fast == NodeSnapshot(**{**values, "config": {"a": 1}})
+
+
+def test_fork_that_cannot_start_returns_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_more_processes() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", no_more_processes)
+    assert fork(lambda: b"never")() is None
+    assert len(os.listdir("/proc/self/fd")) == before  # the pipe was closed

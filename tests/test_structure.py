@@ -109,6 +109,12 @@ def test_structure_cache_reads_no_includes_file_when_warm(
         lambda data: _reframe(data, lambda payload: payload[:-3] + b"\x00\x00\x00"),  # the CRC does not match
         lambda data: _rewrite(data, lambda entry: {**entry, "keys": entry["keys"][::-1]}),  # another store
         lambda data: _rewrite(data, lambda entry: {**entry, "main": [1, 2]}),  # a damaged field, CRC made to match
+        # planted, with the CRC made to match: nodes that cannot be the store's
+        lambda data: _rewrite(data, lambda entry: {**entry, "keys": [*entry["keys"], "/zzz/r"]}),  # no parent node
+        lambda data: _rewrite(data, lambda entry: {**entry, "keys": [*entry["keys"], "/zzz"]}),  # no such directory
+        lambda data: _rewrite(data, lambda entry: {**entry, "keys": [*entry["keys"], "/~"]}),  # no key
+        lambda data: _rewrite(data, lambda entry: {**entry, "keys": ["/0", *entry["keys"][1:]]}),  # no root
+        lambda data: _rewrite(data, lambda entry: {**entry, "includes": _moved(entry["includes"])}),  # elsewhere
     ],
 )
 def test_structure_cache_damaged_entry_is_a_miss(
@@ -124,6 +130,33 @@ def test_structure_cache_damaged_entry_is_a_miss(
     assert answers(missed) == cold
     again = compiled(repo, cache, monkeypatch)  # the miss wrote the entry afresh
     assert again.stats["graphs_reused"] == 1 and answers(again) == cold
+
+
+def _moved(includes: list[Any]) -> list[Any]:
+    """The includes columns of an entry with the first file's path in another directory."""
+    paths = list(includes[1])
+    paths[0] = "store/elsewhere/includes"
+    return [includes[0], paths, *includes[2:]]
+
+
+def test_structure_cache_settings_problems_are_found_afresh(
+    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shaped_store(repo)
+    repo.write({"_CONFIG_STORE": SETTINGS + "unknown_setting: 1\n"}, under="store/")
+    repo.commit()
+    cache = tmp_path / "cache"
+    cold = answers(compiled(repo, cache, monkeypatch))
+    (entry,) = entries(cache)
+
+    def reworded(entry: dict[str, Any]) -> dict[str, Any]:
+        diags = [[*d[:6], "an older cfgtool's words", d[7]] if d[0] == "E_SETTINGS" else d for d in entry["diagnostics"]]
+        assert diags != entry["diagnostics"]  # the settings' problem is in the entry
+        return {**entry, "diagnostics": diags}
+
+    entry.write_bytes(_rewrite(entry.read_bytes(), reworded))
+    warm = compiled(repo, cache, monkeypatch)
+    assert warm.stats["graphs_reused"] == 1 and answers(warm) == cold
 
 
 def _reframe(data: bytes, change: Any) -> bytes:

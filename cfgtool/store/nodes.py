@@ -60,7 +60,8 @@ class Store:
     settings_file: str
     nodes: Mapping[str, Node]
     diagnostics: tuple[Diagnostic, ...]
-    # each node's includes file as discovery read it, with the problems it found there (for `known`)
+    # each node's includes file as discovery read it, with the problems it found there (kept by the structure
+    # cache, `relaid`)
     includes_read: Mapping[str, KnownIncludes] = field(default_factory=lambda: MappingProxyType({}))
 
 
@@ -129,13 +130,18 @@ def relaid(
     mains: Collection[str],
     includes: Mapping[str, KnownIncludes],
     diagnostics: tuple[Diagnostic, ...],
-) -> Store:
+) -> Store | None:
     """The store `discover` finds in `source`, from what it found in a store of the same shape (its
     `node_keys`, those with a `main.conf`, the includes files as read, every problem; `cfgtool.structure`): only
-    `_CONFIG_STORE` and the blob ids of the `main.conf` files are read again, no includes file."""
-    settings_path = source.path(SETTINGS_FILE)
-    settings, _ = _settings(source.read(settings_path), settings_path)  # its problems are among `diagnostics`
+    `_CONFIG_STORE` and the blob ids of the `main.conf` files are read again, no includes file, and the settings'
+    problems are found afresh. None when they cannot be that store's (a foreign or planted cache entry): every
+    key a node directory of the store under a parent that is a node, every includes file in its node's
+    directory."""
     dirs = [_dir_path(source, key[1:]) for key in node_keys]  # a node's key is its store-relative directory
+    if not _fits(source, node_keys, dirs, includes):
+        return None
+    settings_path = source.path(SETTINGS_FILE)
+    settings, settings_diags = _settings(source.read(settings_path), settings_path)
     oids = source.oids(_join(d, MAIN_FILE) for d, key in zip(dirs, node_keys, strict=True) if key in mains)
     nodes: dict[str, Node] = {}
     for key, node_dir in zip(node_keys, dirs, strict=True):
@@ -144,7 +150,35 @@ def relaid(
         entry = includes.get(key)
         main = None if oid is None else NodeFile(main_path, oid)
         nodes[key] = Node(key, node_dir, main, None if entry is None else entry[0])
-    return Store(source, settings, settings_path, MappingProxyType(nodes), diagnostics, MappingProxyType(includes))
+    # `discover` reports the directories that are no keys first, then the settings' problems, then the rest
+    bad_keys = next((i for i, d in enumerate(diagnostics) if d.code != "E_BAD_KEY"), len(diagnostics))
+    rest = next((i for i in range(bad_keys, len(diagnostics)) if diagnostics[i].code != "E_SETTINGS"), len(diagnostics))
+    diags = (*diagnostics[:bad_keys], *settings_diags, *diagnostics[rest:])
+    return Store(source, settings, settings_path, MappingProxyType(nodes), diags, MappingProxyType(includes))
+
+
+def _fits(source: Source, node_keys: Sequence[str], dirs: Sequence[str], includes: Mapping[str, KnownIncludes]) -> bool:
+    """Whether `node_keys` (their directories `dirs`) and `includes` can be what `discover` finds in `source`."""
+    known = set(node_keys)
+    if not node_keys or node_keys[0] != keys.ROOT or len(known) != len(node_keys):
+        return False
+    for key in node_keys[1:]:
+        parent, _, name = key.rpartition("/")
+        if (parent or keys.ROOT) not in known or not keys.is_valid_segment(name):
+            return False
+    present = {source.store}  # every directory that holds a file of the store, and their parents
+    for path in source.files():
+        directory = path.rpartition("/")[0]
+        while directory not in present and directory:
+            present.add(directory)
+            directory = directory.rpartition("/")[0]
+    if not present.issuperset(dirs):
+        return False
+    node_dir = dict(zip(node_keys, dirs, strict=True))
+    return all(
+        key in node_dir and file.path in (_join(node_dir[key], name) for name in INCLUDES_FILES)
+        for key, (file, _) in includes.items()
+    )
 
 
 def _unsafe(source: Source, dirs: Mapping[str, str]) -> list[Diagnostic]:

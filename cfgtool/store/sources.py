@@ -238,7 +238,6 @@ class Containment:
     absolute, climbs with `..`, or passes through (or is) a symbolic link. Directories are checked once."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
         self._root = str(root)  # paths as strings: asked for every file of a store
         self._dirs: dict[str, str | None] = {"": None}  # directory -> the link on its way (None: safe)
 
