@@ -20,8 +20,8 @@ import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
-from typing import Any
 
+from cfgtool.budget import Budget
 from cfgtool.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.forking import can_fork, fork
@@ -36,10 +36,6 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, decode
 
 PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a forked worker
-# What the resolved configs of one compile may cost, in `Resolved.size` units (about 50 bytes each), per
-# process: a few hundred bytes that every node inherits can otherwise expand to gigabytes (DESIGN 15).
-BUDGET = 2_000_000
-BUDGET_PER_NODE = 1_000
 _Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
 # How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
 Progress = Callable[[str, int, int], None]
@@ -66,8 +62,7 @@ class Builder:
         self.included: list[str] = []  # files read through `include`, for the snapshot's texts
         self._trees: dict[tuple[str, ...], Node | None] = {}
         self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
-        self.budget = BUDGET + BUDGET_PER_NODE * len(store.nodes)
-        self._over_budget: Diagnostic | None = None  # once spent, every later node fails with this
+        self.budget = Budget(len(store.nodes))
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
         self.stats = {"parsed": 0, "resolved": 0, "reused": 0}  # what this compile did, for reports and tests
         self.progress = progress
@@ -97,7 +92,7 @@ class Builder:
                 continue
             self.stats["reused"] += 1
             self._step()
-            problem = self._spend(key, hit[3], lkeys)
+            problem = self.budget.spend(key, hit[3], partial(self._resolved_again, key, lkeys))
             if problem is not None:
                 self.diags.append(problem)
                 out[key] = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports)
@@ -241,8 +236,8 @@ class Builder:
         problem: Diagnostic | None = None
         if tree is None:
             pass  # a layer does not parse: its E_SYNTAX was reported once, at its file
-        elif self._over_budget is not None:
-            problem = replace(self._over_budget, key=key)
+        elif self.budget.over is not None:
+            problem = replace(self.budget.over, key=key)
         else:
             try:
                 resolved = resolve_layers([tree], key)
@@ -256,7 +251,7 @@ class Builder:
                     line=origin.line, col=origin.col,
                 )  # fmt: skip
             else:
-                problem = self._spend(key, resolved.size, lkeys, resolved)
+                problem = self.budget.spend(key, resolved.size, lambda: resolved)
                 if problem is None:
                     return self._resolved(key, lkeys, imports, fingerprint, resolved, reach)
         if problem is not None:
@@ -286,22 +281,12 @@ class Builder:
             done = self._done if self._split_at is None else 2 * self._done - self._split_at
             self.progress(self._stage, min(done, self._total), self._total)
 
-    def _spend(
-        self, key: str, size: int, lkeys: tuple[str, ...], resolved: Resolved | None = None
-    ) -> Diagnostic | None:
-        """Spend `size` of the budget on the config of `key`; the E_LIMIT for it once the budget is spent."""
-        if self._over_budget is None:
-            self.budget -= size
-            if self.budget >= 0:
-                return None
-            if resolved is None:  # a cached config: resolve it again (once) to say where it is large
-                self._load(lkeys)
-                tree = self._tree(lkeys)
-                assert tree is not None
-                resolved = resolve_layers([tree], key)
-            self._over_budget = _over_budget(key, resolved)
-            return self._over_budget
-        return replace(self._over_budget, key=key)
+    def _resolved_again(self, key: str, lkeys: tuple[str, ...]) -> Resolved:
+        """A cached node resolved again (to say where the config that spent the budget is large)."""
+        self._load(lkeys)
+        tree = self._tree(lkeys)
+        assert tree is not None
+        return resolve_layers([tree], key)
 
     def _provenance(self, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
         """Resolve a node again, for its provenance (explain, `--output`): neither cache nor build keeps it."""
@@ -422,36 +407,6 @@ class _LayerIds(dict[str, str]):
         main = node.main if node is not None else None
         text = self[layer] = f"{layer}={main.oid if main is not None else '-'}"
         return text
-
-
-def _over_budget(key: str, resolved: Resolved) -> Diagnostic:
-    """E_LIMIT for the node whose config spent the budget, at the assignment of its largest top-level value
-    (where an expanding document most likely is); the message names no node, so that every node failing for
-    the same reason is one diagnostic."""
-    root = resolved.root
-    fields = root.fields if isinstance(root, Obj) else {}
-    largest = max(fields, key=lambda k: _cost(resolved.value[k]), default=None)
-    origin = fields[largest].origin if largest is not None else root.origin
-    total = f"{BUDGET:,} + {BUDGET_PER_NODE:,} per node"
-    message = (
-        f"the resolved configs of this store are larger than its budget ({total}, in units of about 50 bytes); "
-        "the largest value of the first node over it is set here: if many nodes inherit it and its substitutions "
-        "copy arrays or objects into each other, make it smaller"
-    )
-    return Diagnostic.of("E_LIMIT", message, key=key, file=origin.file, line=origin.line, col=origin.col)
-
-
-def _cost(value: Any) -> int:
-    """Plain values and containers below `value` (iterative: values may be nested 400 deep)."""
-    count, todo = 0, [value]
-    while todo:
-        item = todo.pop()
-        count += 1
-        if isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return count
 
 
 def _reached(graph: Graph, key: str) -> tuple[str, ...]:
