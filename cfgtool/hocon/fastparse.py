@@ -58,8 +58,9 @@ _SLASH, _MINUS = -2, -1  # kinds the first character leaves open: `//` comment o
 _PIECES = re.compile(
     _WS_CLASS + "+"
     "|" + _UNQUOTED_START + _UNQUOTED
-    + r"|[{}\[\]:,=]|\+="
-    + r"|(?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*"
+    + r"|(?:[{\[:,=]|\+=)" + _WS_CLASS + "*"  # whitespace after these never counts: one piece
+    + r"|[}\]]"
+    + r"|(?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*" + _WS_CLASS + "*"
     + r'|""".*?""""*'
     + r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
     + "|" + _NUMBER
@@ -122,7 +123,7 @@ def _settle(pieces: list[str], kinds: list[int]) -> None:
                 kinds[at] = NUMBER if number else UNQUOTED
             else:
                 kinds[at] = NL if piece.startswith("//") else UNQUOTED
-    if pieces and kinds[-1] == NL and pieces[-1][-1] != "\n":
+    if pieces and kinds[-1] == NL and "\n" not in pieces[-1]:
         kinds[-1] = EOF
 
 
@@ -144,10 +145,10 @@ class _Fast:
 
     def _newline(self, i: int) -> int:
         """Step over the newline run at `i` (and the indentation after it)."""
-        self.line += self.pieces[i].count("\n")
-        i += 1
-        self.line_start = self.starts[i]
-        return i + 1 if self.kinds[i] == WS else i
+        piece = self.pieces[i]
+        self.line += piece.count("\n")
+        self.line_start = self.starts[i] + piece.rindex("\n") + 1
+        return i + 1
 
     def document(self) -> Obj:
         kinds = self.kinds
@@ -167,8 +168,9 @@ class _Fast:
     def _object(self, braced: bool, path: tuple[str, ...]) -> Obj:
         kinds = self.kinds
         pieces = self.pieces
+        starts = self.starts
+        file = self.file
         i = self.i
-        origin = Origin(self.file, 1, 1)
         if braced:
             origin = self._origin(i)
             self.depth += 1
@@ -177,11 +179,16 @@ class _Fast:
             i += 1
             if kinds[i] == WS:
                 i += 1
+        else:
+            origin = Origin(file, 1, 1)
         fields: dict[str, Node] = {}
         while True:
             kind = kinds[i]
             if kind == NL:
-                i = self._newline(i)
+                piece = pieces[i]
+                self.line += piece.count("\n")
+                self.line_start = starts[i] + piece.rindex("\n") + 1
+                i += 1
                 kind = kinds[i]
             if kind == UNQUOTED:
                 key = pieces[i]
@@ -201,12 +208,69 @@ class _Fast:
                     key = unescape(key, self._origin(i))
             else:
                 raise _GIVE_UP
-            self.i = i
-            self._field(fields, path, key, kind == UNQUOTED)
-            i = self.i
+            # `key = literal`, `a.b: ${c}`, `key {`: most fields, read here; `_field` reads the others
+            j = i + 1
+            if kinds[j] == WS:
+                j += 1
+            sep = kinds[j]
+            value: Node | None = None
+            if sep in (EQUALS, COLON, LBRACE):
+                keys: list[str] | None = None
+                if kind == UNQUOTED and "." in key:
+                    keys = key.split(".")
+                    if not all(keys) or self.depth + len(keys) - 1 > FAST_DEPTH:
+                        raise _GIVE_UP
+                    key_origin = _new_origin(Origin, (file, self.line, starts[i] - self.line_start + 1))
+                if sep != LBRACE:
+                    j += 1
+                    if kinds[j] == WS:
+                        j += 1
+                value_kind = kinds[j]
+                after = j + 1 if kinds[j + 1] != WS else j + 2
+                if value_kind in _LITERAL:
+                    if kinds[after] not in _VALUE_START:
+                        piece = pieces[j]
+                        if value_kind == UNQUOTED and piece not in _KEYWORDS:
+                            line_col = (file, self.line, starts[j] - self.line_start + 1)
+                            value = Scalar(piece, _new_origin(Origin, line_col))
+                        elif value_kind == STRING and piece[1:3] != '""' and "\\" not in piece:
+                            line_col = (file, self.line, starts[j] - self.line_start + 1)
+                            value = Scalar(piece[1:-1], _new_origin(Origin, line_col), True)
+                        else:
+                            value = self._literal(j)
+                        i = after
+                elif value_kind == SUBST:
+                    if kinds[after] not in _VALUE_START:
+                        value = self._subst(j)
+                        i = after
+                elif value_kind == LBRACE:
+                    self.i = j
+                    if keys is None:
+                        value = self._object(True, (*path, key))
+                    else:
+                        self.depth += len(keys) - 1
+                        value = self._object(True, (*path, *keys))
+                        self.depth -= len(keys) - 1
+                    i = self.i
+                    if kinds[i] in _VALUE_START:  # `{...} {...}`: a concatenation (the general parser's)
+                        raise _GIVE_UP
+                if value is not None:
+                    if keys is not None:
+                        for inner in reversed(keys[1:]):
+                            value = Obj({inner: value}, key_origin)
+                        key = keys[0]
+                    old = fields.get(key)
+                    fields[key] = value if old is None else merge_owned(value, old)
+            if value is None:
+                self.i = i
+                self._field(fields, path, key, kind == UNQUOTED)
+                i = self.i
             kind = kinds[i]
             if kind == NL:
-                i = self._newline(i)
+                piece = pieces[i]
+                self.line += piece.count("\n")
+                self.line_start = starts[i] + piece.rindex("\n") + 1
+                i += 1
                 if kinds[i] == COMMA:
                     kind = COMMA
             if kind == COMMA:
@@ -341,16 +405,15 @@ class _Fast:
             ws = "" if first or kinds[i - 1] != WS else pieces[i - 1]
             first = False
             if kind in _LITERAL:
-                origin = self._origin(i)
                 if run_origin is None:
                     run_at = i
-                    run_origin = origin
+                    run_origin = self._origin(i)
                     if ws:
-                        parts.append(Ws(ws, origin))
+                        parts.append(Ws(ws, run_origin))
                 else:
                     run.append(ws)
                 if kind == STRING:
-                    run.append(self._string(i, origin))
+                    run.append(self._string(i, run_origin))  # (an origin for errors only: they give up)
                 else:
                     if kind == NUMBER and "+" in pieces[i] and _number(pieces[i]) is None:
                         raise _GIVE_UP
