@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from itertools import accumulate, repeat
+from operator import itemgetter
 
 from cfgtool.hocon.assemble import append_in_place, concat, merge_owned
 from cfgtool.hocon.errors import HoconError
@@ -73,6 +74,7 @@ _KIND = {
     "\n": NL, "#": NL, "/": _SLASH, '"': STRING, "$": SUBST, "-": _MINUS,
     **dict.fromkeys("0123456789", NUMBER), **dict.fromkeys(_WS_CHARS, WS),
 }  # any other first character: unquoted text
+_first = itemgetter(0)
 _DIGITS = frozenset("0123456789")
 _LITERAL = frozenset((STRING, NUMBER, UNQUOTED))
 _VALUE_START = frozenset((STRING, NUMBER, UNQUOTED, SUBST, LBRACE, LBRACK))
@@ -95,7 +97,7 @@ def parse_fast(text: str, file: str) -> Obj | None:
     starts = [0, *accumulate(map(len, pieces))]
     if starts[-1] != len(text):  # a character no token starts with: a syntax error
         return None
-    kinds = list(map(_KIND.get, [p[0] for p in pieces], repeat(UNQUOTED)))
+    kinds = list(map(_KIND.get, map(_first, pieces), repeat(UNQUOTED)))
     _settle(pieces, kinds)
     pieces += ("", "")
     kinds += (EOF, EOF)
@@ -111,11 +113,8 @@ def _settle(pieces: list[str], kinds: list[int]) -> None:
     """Decide the kinds the first character leaves open, and mark a comment that ends the text as EOF."""
     for kind in (_SLASH, _MINUS):
         at = -1
-        while True:
-            try:
-                at = kinds.index(kind, at + 1)
-            except ValueError:
-                break
+        for _ in range(kinds.count(kind)):
+            at = kinds.index(kind, at + 1)
             piece = pieces[at]
             if kind == _MINUS:
                 second = piece[1:2]
@@ -227,37 +226,39 @@ class _Fast:
                         j += 1
                 value_kind = kinds[j]
                 after = j + 1 if kinds[j + 1] != WS else j + 2
-                if value_kind in _LITERAL:
-                    if kinds[after] not in _VALUE_START:
-                        piece = pieces[j]
-                        if value_kind == UNQUOTED and piece not in _KEYWORDS:
-                            line_col = (file, self.line, starts[j] - self.line_start + 1)
-                            value = Scalar(piece, _new_origin(Origin, line_col))
-                        elif value_kind == STRING and piece[1:3] != '""' and "\\" not in piece:
-                            line_col = (file, self.line, starts[j] - self.line_start + 1)
-                            value = Scalar(piece[1:-1], _new_origin(Origin, line_col), True)
-                        else:
-                            value = self._literal(j)
-                        i = after
-                elif value_kind == SUBST:
-                    if kinds[after] not in _VALUE_START:
-                        value = self._subst(j)
-                        i = after
-                elif value_kind == LBRACE:
-                    self.i = j
-                    if keys is None:
-                        value = self._object(True, (*path, key))
+                if value_kind in _LITERAL and kinds[after] not in _VALUE_START:
+                    piece = pieces[j]
+                    if value_kind == UNQUOTED and piece not in _KEYWORDS:
+                        line_col = (file, self.line, starts[j] - self.line_start + 1)
+                        value = Scalar(piece, _new_origin(Origin, line_col))
+                    elif value_kind == STRING and piece[1:3] != '""' and "\\" not in piece:
+                        line_col = (file, self.line, starts[j] - self.line_start + 1)
+                        value = Scalar(piece[1:-1], _new_origin(Origin, line_col), True)
                     else:
-                        self.depth += len(keys) - 1
-                        value = self._object(True, (*path, *keys))
-                        self.depth -= len(keys) - 1
+                        value = self._literal(j)
+                    i = after
+                elif value_kind == SUBST and kinds[after] not in _VALUE_START:
+                    value = self._subst(j)
+                    i = after
+                elif value_kind in _VALUE_START:  # an object, an array or a concatenation
+                    self.i = j
+                    nested = 0 if keys is None else len(keys) - 1
+                    self.depth += nested
+                    inner = (*path, key) if keys is None else (*path, *keys)
+                    if value_kind == LBRACE:
+                        value = self._object(True, inner)
+                    elif value_kind == LBRACK:
+                        value = self._array(inner)
+                    else:
+                        value = self._value(inner)
+                    self.depth -= nested
                     i = self.i
                     if kinds[i] in _VALUE_START:  # `{...} {...}`: a concatenation (the general parser's)
                         raise _GIVE_UP
                 if value is not None:
                     if keys is not None:
-                        for inner in reversed(keys[1:]):
-                            value = Obj({inner: value}, key_origin)
+                        for name in reversed(keys[1:]):
+                            value = Obj({name: value}, key_origin)
                         key = keys[0]
                     old = fields.get(key)
                     fields[key] = value if old is None else merge_owned(value, old)
@@ -475,6 +476,9 @@ class _Fast:
 
     def _array(self, path: tuple[str, ...]) -> Lst:
         kinds = self.kinds
+        pieces = self.pieces
+        starts = self.starts
+        file = self.file
         i = self.i
         origin = self._origin(i)
         self.depth += 1
@@ -498,7 +502,14 @@ class _Fast:
                 raise _GIVE_UP
             after = i + 1 if kinds[i + 1] != WS else i + 2
             if kind in _LITERAL and kinds[after] not in _VALUE_START:
-                items.append(self._literal(i))
+                piece = pieces[i]
+                if kind == UNQUOTED and piece not in _KEYWORDS:
+                    items.append(Scalar(piece, _new_origin(Origin, (file, self.line, starts[i] - self.line_start + 1))))
+                elif kind == STRING and piece[1:3] != '""' and "\\" not in piece:
+                    line_col = (file, self.line, starts[i] - self.line_start + 1)
+                    items.append(Scalar(piece[1:-1], _new_origin(Origin, line_col), True))
+                else:
+                    items.append(self._literal(i))
                 i = after
             else:
                 self.i = i
