@@ -52,7 +52,7 @@ from cfgtool.hocon.values import Concat, Lst, Node, Num, Obj, Scalar, Subst, Ws
 FAST_DEPTH = 64  # nesting this fast path handles (the general parser allows more, with a larger stack)
 
 WS = EOF + 1  # a run of inline whitespace (the lexer attaches it to the next token instead)
-_SLASH, _MINUS = -2, -1  # kinds the first character leaves open: `//` comment or unquoted, number or unquoted
+_OPEN = -1  # the first character leaves the kind open: `//` comment or unquoted (`/x`), number or unquoted (`-x`)
 
 # The lexer's token pattern with whitespace as pieces of its own, no groups (each group costs every match) and
 # no catch-all: a character no token starts with is skipped by `findall`, so the pieces no longer cover the text.
@@ -71,7 +71,7 @@ _PIECES = re.compile(
 )
 _KIND = {
     "{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+": PLUSEQ,
-    "\n": NL, "#": NL, "/": _SLASH, '"': STRING, "$": SUBST, "-": _MINUS,
+    "\n": NL, "#": NL, "/": _OPEN, '"': STRING, "$": SUBST, "-": _OPEN,
     **dict.fromkeys("0123456789", NUMBER), **dict.fromkeys(_WS_CHARS, WS),
 }  # any other first character: unquoted text
 _first = itemgetter(0)
@@ -111,17 +111,16 @@ def parse_fast(text: str, file: str) -> Obj | None:
 
 def _settle(pieces: list[str], kinds: list[int]) -> None:
     """Decide the kinds the first character leaves open, and mark a comment that ends the text as EOF."""
-    for kind in (_SLASH, _MINUS):
-        at = -1
-        for _ in range(kinds.count(kind)):
-            at = kinds.index(kind, at + 1)
-            piece = pieces[at]
-            if kind == _MINUS:
-                second = piece[1:2]
-                number = second in _DIGITS or (second == "." and piece[2:3] in _DIGITS)
-                kinds[at] = NUMBER if number else UNQUOTED
-            else:
-                kinds[at] = NL if piece.startswith("//") else UNQUOTED
+    at = -1
+    for _ in range(kinds.count(_OPEN)):
+        at = kinds.index(_OPEN, at + 1)
+        piece = pieces[at]
+        second = piece[1:2]
+        if piece[0] == "/":
+            kinds[at] = NL if second == "/" else UNQUOTED
+        else:
+            number = second in _DIGITS or (second == "." and piece[2:3] in _DIGITS)
+            kinds[at] = NUMBER if number else UNQUOTED
     if pieces and kinds[-1] == NL and "\n" not in pieces[-1]:
         kinds[-1] = EOF
 
@@ -171,7 +170,7 @@ class _Fast:
         file = self.file
         i = self.i
         if braced:
-            origin = self._origin(i)
+            obj_origin = self._origin(i)
             self.depth += 1
             if self.depth > FAST_DEPTH:
                 raise _GIVE_UP
@@ -179,7 +178,7 @@ class _Fast:
             if kinds[i] == WS:
                 i += 1
         else:
-            origin = Origin(file, 1, 1)
+            obj_origin = _new_origin(Origin, (file, 1, 1))
         fields: dict[str, Node] = {}
         while True:
             kind = kinds[i]
@@ -197,10 +196,10 @@ class _Fast:
                 i += 1
                 self.i = i + 1 if kinds[i] == WS else i
                 self.depth -= 1
-                return Obj(fields, origin)
+                return Obj(fields, obj_origin)
             elif kind == EOF and not braced:
                 self.i = i
-                return Obj(fields, origin)
+                return Obj(fields, obj_origin)
             elif kind == STRING and pieces[i][1:3] != '""':  # a quoted key (not a triple-quoted one)
                 key = pieces[i][1:-1]
                 if "\\" in key:
@@ -228,12 +227,13 @@ class _Fast:
                 after = j + 1 if kinds[j + 1] != WS else j + 2
                 if value_kind in _LITERAL and kinds[after] not in _VALUE_START:
                     piece = pieces[j]
-                    if value_kind == UNQUOTED and piece not in _KEYWORDS:
-                        line_col = (file, self.line, starts[j] - self.line_start + 1)
-                        value = Scalar(piece, _new_origin(Origin, line_col))
+                    origin = _new_origin(Origin, (file, self.line, starts[j] - self.line_start + 1))
+                    if value_kind == UNQUOTED:
+                        value = Scalar(piece, origin) if piece not in _KEYWORDS else Scalar(_KEYWORDS[piece], origin)
                     elif value_kind == STRING and piece[1:3] != '""' and "\\" not in piece:
-                        line_col = (file, self.line, starts[j] - self.line_start + 1)
-                        value = Scalar(piece[1:-1], _new_origin(Origin, line_col), True)
+                        value = Scalar(piece[1:-1], origin, True)
+                    elif value_kind == NUMBER and piece.isdigit() and len(piece) < 19:  # within 64 bits
+                        value = Num(int(piece), origin, piece)
                     else:
                         value = self._literal(j)
                     i = after
