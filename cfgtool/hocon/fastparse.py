@@ -105,7 +105,7 @@ def parse_fast(text: str, file: str) -> Obj | None:
     parser = _Fast(pieces, kinds, starts, file, 1 if text.startswith("\ufeff") else 0)
     try:
         return parser.document()
-    except (_GiveUp, HoconError):
+    except (_GiveUp, HoconError, RecursionError):  # (a deep stack at the call: the caller allows a deeper one)
         return None
 
 
@@ -399,6 +399,7 @@ class _Fast:
         run_at = -1  # the first of them
         run_origin = None
         first = True
+        containers = False  # objects or arrays among the parts (`concat` checks those)
         while True:
             kind = kinds[i]
             if kind not in _VALUE_START:
@@ -438,6 +439,7 @@ class _Fast:
             self.i = i
             parts.append(self._object(True, path) if kind == LBRACE else self._array(path))
             i = self.i
+            containers = True
         if run_origin is not None:
             parts.append(self._run(run, run_at, run_origin))
         if not parts:
@@ -445,7 +447,7 @@ class _Fast:
         self.i = i
         if len(parts) == 1:
             return parts[0]
-        return concat(parts)
+        return concat(parts) if containers else Concat(parts, parts[0].origin)
 
     def _run(self, run: list[str], at: int, origin: Origin) -> Node:
         """Adjacent literals: one typed scalar alone, else the string of their text."""

@@ -445,8 +445,12 @@ def parse_source(text: str, file: str, reader: Reader | None, include_depth: int
     return root
 
 
-def parse_text(text: str, file: str, reader: Reader | None = None, value_level: bool = False) -> Node:
+def parse_text(
+    text: str, file: str, reader: Reader | None = None, value_level: bool = False, fast: bool = True
+) -> Node:
     """Parse HOCON `text` named `file`; the root is an object unless `value_level` allows an array.
 
-    The fast path reads most documents; the general tokenizer and parser read the rest and raise every error."""
-    return parse_fast(text, file) or _Parser(text, file, reader, 0).document(value_level)
+    The fast path reads most documents (unless `fast` is off: the caller tried it); the general tokenizer and
+    parser read the rest and raise every error."""
+    root = parse_fast(text, file) if fast else None
+    return root if root is not None else _Parser(text, file, reader, 0).document(value_level)
