@@ -79,6 +79,8 @@ _DIGITS = frozenset("0123456789")
 _LITERAL = frozenset((STRING, NUMBER, UNQUOTED))
 _VALUE_START = frozenset((STRING, NUMBER, UNQUOTED, SUBST, LBRACE, LBRACK))
 _KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+_PATHS: dict[str, tuple[str, ...]] = {}  # simple substitution paths already split (files share most of them)
+_PATHS_KEPT = 4096  # (of at most 80 characters each: hostile input cannot grow it past about 1 MB)
 _new_origin = tuple.__new__  # Origin(...) without NamedTuple's Python-level __new__
 
 
@@ -469,11 +471,15 @@ class _Fast:
         piece = self.pieces[i]
         opener = 3 if piece[2:3] == "?" else 2
         body = piece[opener:-1]
-        origin = self._origin(i)
-        if _SIMPLE_PATH.match(body):  # `${a.b.c}`: the common case needs no path parser
-            path = tuple(body.split("."))
-        else:
-            path = parse_path_expression(body, Origin(self.file, origin.line, origin.col + opener))
+        origin = _new_origin(Origin, (self.file, self.line, self.starts[i] - self.line_start + 1))
+        path = _PATHS.get(body)
+        if path is None:
+            if _SIMPLE_PATH.match(body):  # `${a.b.c}`: the common case needs no path parser
+                path = tuple(body.split("."))
+                if len(_PATHS) < _PATHS_KEPT and len(body) <= 80:
+                    _PATHS[body] = path
+            else:
+                path = parse_path_expression(body, Origin(self.file, origin.line, origin.col + opener))
         return Subst(path, opener == 3, origin)
 
     def _array(self, path: tuple[str, ...]) -> Lst:
