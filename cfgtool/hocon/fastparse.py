@@ -54,9 +54,8 @@ FAST_DEPTH = 64  # nesting this fast path handles (the general parser allows mor
 WS = EOF + 1  # a run of inline whitespace (the lexer attaches it to the next token instead)
 _OPEN = -1  # the first character leaves the kind open: `//` comment or unquoted (`/x`), number or unquoted (`-x`)
 
-# The lexer's token pattern with whitespace as pieces of its own, no groups (each group costs every match) and
-# no catch-all: a character no token starts with is skipped by `findall`, so the pieces no longer cover the text.
-_PIECES = re.compile(
+# The lexer's token pattern with whitespace as pieces of its own and no groups (each group costs every match).
+_PIECE = (
     _WS_CLASS + "+"
     "|" + _UNQUOTED_START + _UNQUOTED
     + r"|(?:[{\[:,=]|\+=)" + _WS_CLASS + "*"  # whitespace after these never counts: one piece
@@ -66,9 +65,12 @@ _PIECES = re.compile(
     + r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
     + "|" + _NUMBER
     + r"|\$\{[^}\n]*\}"
-    + "|" + _COMMENT + r"\Z",
-    re.DOTALL,
+    + "|" + _COMMENT + r"\Z"
 )
+_ONE_PIECE = re.compile(_PIECE, re.DOTALL)
+# Where no token starts (a syntax error), the rest of the text is one last piece: `findall` stops there, as the
+# lexer does, instead of searching on (which could take quadratic time on hostile text).
+_PIECES = re.compile(_PIECE + r"|.+", re.DOTALL)
 _KIND = {
     "{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+": PLUSEQ,
     "\n": NL, "#": NL, "/": _OPEN, '"': STRING, "$": SUBST, "-": _OPEN,
@@ -96,9 +98,9 @@ def parse_fast(text: str, file: str) -> Obj | None:
     if len(text) > MAX_TEXT:
         return None
     pieces: list[str] = _PIECES.findall(text)
-    starts = [0, *accumulate(map(len, pieces))]
-    if starts[-1] != len(text):  # a character no token starts with: a syntax error
+    if pieces and not _ONE_PIECE.fullmatch(pieces[-1]):  # a character no token starts with: a syntax error
         return None
+    starts = [0, *accumulate(map(len, pieces))]
     kinds = list(map(_KIND.get, map(_first, pieces), repeat(UNQUOTED)))
     _settle(pieces, kinds)
     pieces += ("", "")
