@@ -52,7 +52,7 @@ _TOKENS = re.compile(
     r"|(" + _NUMBER + ")"  # 10 number (or unquoted text that starts like one)
     r"|(\$\{\??)([^}\n]*)\}"  # 11 "${" or "${?", 12 the path expression
     r"|(" + _COMMENT + r")?\Z"  # 13 a comment at the very end
-    r"|(.))",  # 14 any other character: no token starts here (so `findall` never rescans the whitespace)
+    r"|(.+))",  # 14 where no token starts, the rest of the text: `findall` stops (no quadratic rescans)
     re.DOTALL,
 )
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}
