@@ -249,16 +249,17 @@ class _Fast:
                     nested = 0 if keys is None else len(keys) - 1
                     self.depth += nested
                     inner = (*path, key) if keys is None else (*path, *keys)
-                    if value_kind == LBRACE:
-                        value = self._object(True, inner)
-                    elif value_kind == LBRACK:
-                        value = self._array(inner)
+                    if value_kind in (LBRACE, LBRACK):
+                        line, line_start = self.line, self.line_start
+                        value = self._object(True, inner) if value_kind == LBRACE else self._array(inner)
+                        if kinds[self.i] in _VALUE_START:  # `{...} {...}`: a concatenation, read again as one
+                            self.i = j
+                            self.line, self.line_start = line, line_start
+                            value = self._value(inner)
                     else:
                         value = self._value(inner)
                     self.depth -= nested
                     i = self.i
-                    if kinds[i] in _VALUE_START:  # `{...} {...}`: a concatenation (the general parser's)
-                        raise _GIVE_UP
                 if value is not None:
                     if keys is not None:
                         for name in reversed(keys[1:]):
