@@ -1,9 +1,8 @@
-"""The parser's fast path: a HOCON document read straight from one `findall` over its text, without tokens.
+"""The parser's fast path: a HOCON document read straight from the pieces of one `findall`, without tokens.
 
-`findall` (in C) splits the text into pieces: runs of inline whitespace, tokens, and newline runs (with the
-comments and blank lines after them), exactly where the lexer's tokens fall. Their start offsets and kinds
-(by first character) are computed in C too; the parser here walks those lists by index, with the common cases
-(a one-line field, a literal value, the newline after it) inline, and tracks line and column itself.
+`pieces.split` gives the text's pieces, their kinds and start offsets (computed in C); the parser here walks
+those lists by index, with the common cases (a one-line field, a literal value, the newline after it) inline,
+and tracks line and column itself.
 
 It builds the very nodes `parser._Parser` builds. Anything it does not handle (an error of any kind, an
 include, a document nested deeper than `FAST_DEPTH`, a root array) makes it give up (`None`): the caller then
@@ -13,20 +12,10 @@ position stays theirs.
 
 from __future__ import annotations
 
-import re
-from itertools import accumulate, repeat
-from operator import itemgetter
-
 from cfgtool.hocon.assemble import append_in_place, concat, merge_owned
 from cfgtool.hocon.errors import HoconError
 from cfgtool.hocon.lexer import (
-    _COMMENT,
-    _NUMBER,
     _SIMPLE_PATH,
-    _UNQUOTED,
-    _UNQUOTED_START,
-    _WS_CHARS,
-    _WS_CLASS,
     COLON,
     COMMA,
     EOF,
@@ -47,37 +36,11 @@ from cfgtool.hocon.lexer import (
     unescape,
 )
 from cfgtool.hocon.origin import Origin
+from cfgtool.hocon.pieces import WS, split
 from cfgtool.hocon.values import Concat, Lst, Node, Num, Obj, Scalar, Subst, Ws
 
 FAST_DEPTH = 64  # nesting this fast path handles (the general parser allows more, with a larger stack)
 
-WS = EOF + 1  # a run of inline whitespace (the lexer attaches it to the next token instead)
-_OPEN = -1  # the first character leaves the kind open: `//` comment or unquoted (`/x`), number or unquoted (`-x`)
-
-# The lexer's token pattern with whitespace as pieces of its own and no groups (each group costs every match).
-_PIECE = (
-    _WS_CLASS + "+"
-    "|" + _UNQUOTED_START + _UNQUOTED
-    + r"|(?:[{\[:,=]|\+=)" + _WS_CLASS + "*"  # whitespace after these never counts: one piece
-    + r"|[}\]]"
-    + r"|(?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*" + _WS_CLASS + "*"
-    + r'|""".*?""""*'
-    + r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-    + "|" + _NUMBER
-    + r"|\$\{[^}\n]*\}"
-    + "|" + _COMMENT + r"\Z"
-)
-_ONE_PIECE = re.compile(_PIECE, re.DOTALL)
-# Where no token starts (a syntax error), the rest of the text is one last piece: `findall` stops there, as the
-# lexer does, instead of searching on (which could take quadratic time on hostile text).
-_PIECES = re.compile(_PIECE + r"|.+", re.DOTALL)
-_KIND = {
-    "{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+": PLUSEQ,
-    "\n": NL, "#": NL, "/": _OPEN, '"': STRING, "$": SUBST, "-": _OPEN,
-    **dict.fromkeys("0123456789", NUMBER), **dict.fromkeys(_WS_CHARS, WS),
-}  # any other first character: unquoted text
-_first = itemgetter(0)
-_DIGITS = frozenset("0123456789")
 _LITERAL = frozenset((STRING, NUMBER, UNQUOTED))
 _VALUE_START = frozenset((STRING, NUMBER, UNQUOTED, SUBST, LBRACE, LBRACK))
 _KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
@@ -97,36 +60,15 @@ def parse_fast(text: str, file: str) -> Obj | None:
     """The root object of HOCON `text`, or None where the general parser must read it (see the module doc)."""
     if len(text) > MAX_TEXT:
         return None
-    pieces: list[str] = _PIECES.findall(text)
-    if pieces and not _ONE_PIECE.fullmatch(pieces[-1]):  # a character no token starts with: a syntax error
+    split_text = split(text)
+    if split_text is None:
         return None
-    starts = [0, *accumulate(map(len, pieces))]
-    kinds = list(map(_KIND.get, map(_first, pieces), repeat(UNQUOTED)))
-    _settle(pieces, kinds)
-    pieces += ("", "")
-    kinds += (EOF, EOF)
-    starts.append(starts[-1])
+    pieces, kinds, starts = split_text
     parser = _Fast(pieces, kinds, starts, file, 1 if text.startswith("\ufeff") else 0)
     try:
         return parser.document()
     except (_GiveUp, HoconError, RecursionError):  # (a deep stack at the call: the caller allows a deeper one)
         return None
-
-
-def _settle(pieces: list[str], kinds: list[int]) -> None:
-    """Decide the kinds the first character leaves open, and mark a comment that ends the text as EOF."""
-    at = -1
-    for _ in range(kinds.count(_OPEN)):
-        at = kinds.index(_OPEN, at + 1)
-        piece = pieces[at]
-        second = piece[1:2]
-        if piece[0] == "/":
-            kinds[at] = NL if second == "/" else UNQUOTED
-        else:
-            number = second in _DIGITS or (second == "." and piece[2:3] in _DIGITS)
-            kinds[at] = NUMBER if number else UNQUOTED
-    if pieces and kinds[-1] == NL and "\n" not in pieces[-1]:
-        kinds[-1] = EOF
 
 
 class _Fast:
