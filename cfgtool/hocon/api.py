@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_SYNTAX, E_UNRESOLVED_REF, HoconError
+from cfgtool.hocon.fastparse import parse_fast
 from cfgtool.hocon.lexer import parse_path_expression
 from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
@@ -45,9 +46,12 @@ def bulk() -> Iterator[None]:
 
 def parse(text: str, origin: str = "<string>", *, reader: Reader | None = None) -> Obj:
     """Parse one HOCON document; its root is an object. Includes are read through `reader` (none: skipped)."""
+    fast = parse_fast(text, origin)  # most documents; its nesting is bounded, so no deeper recursion is needed
+    if fast is not None:
+        return fast
     try:
         with deep_recursion():
-            root = parse_text(text, origin, reader)
+            root = parse_text(text, origin, reader, fast=False)
     except RecursionError:
         raise HoconError(E_LIMIT, "document nested too deeply", Origin(origin, 1, 1)) from None
     assert isinstance(root, Obj)

@@ -38,6 +38,7 @@ _UNQUOTED = r"[^" + _NOT_UNQUOTED + r"/]*(?:/(?!/)[^" + _NOT_UNQUOTED + r"/]*)*"
 _COMMENT = r"(?:\#|//)[^\n]*"
 # Unquoted text may not start like a number (a digit, or '-' before a digit): numbers are tried separately.
 _UNQUOTED_START = r"(?:[^" + _NOT_UNQUOTED + r"/0-9-]|-(?![0-9]|\.[0-9])|/(?!/))"
+_NUMBER = r"-?[0-9][0-9eE+\-.]*|-\.[0-9][0-9eE+\-.]*"  # a number, or unquoted text that starts like one
 # One match per token: (whitespace before it)(the token). `findall` runs it over a whole file in C.
 # Groups: 1 whitespace, then one of the alternatives below.
 _TOKENS = re.compile(
@@ -48,10 +49,10 @@ _TOKENS = re.compile(
     r"|((?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*)"
     r'|("""(.*?)"""("*))'  # 5 triple-quoted string, 6 body, 7 extra closing quotes
     r'|("([^"\\\n]*(?:\\.[^"\\\n]*)*)")'  # 8 quoted string, 9 its body
-    r"|(-?[0-9][0-9eE+\-.]*|-\.[0-9][0-9eE+\-.]*)"  # 10 number (or unquoted text that starts like one)
+    r"|(" + _NUMBER + ")"  # 10 number (or unquoted text that starts like one)
     r"|(\$\{\??)([^}\n]*)\}"  # 11 "${" or "${?", 12 the path expression
     r"|(" + _COMMENT + r")?\Z"  # 13 a comment at the very end
-    r"|(.))",  # 14 any other character: no token starts here (so `findall` never rescans the whitespace)
+    r"|(.+))",  # 14 where no token starts, the rest of the text: `findall` stops (no quadratic rescans)
     re.DOTALL,
 )
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}

@@ -11,7 +11,9 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_SYNTAX, E_TYPE, E_UNSUPPORTED_INCLUDE, HoconError
+from cfgtool.hocon.assemble import append_in_place, concat, merge_owned
+from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_SYNTAX, E_UNSUPPORTED_INCLUDE, HoconError
+from cfgtool.hocon.fastparse import parse_fast
 from cfgtool.hocon.lexer import (
     COLON,
     COMMA,
@@ -33,7 +35,7 @@ from cfgtool.hocon.lexer import (
     tokenize,
     unescape,
 )
-from cfgtool.hocon.merge import merge_all, merge_nodes
+from cfgtool.hocon.merge import merge_all
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Subst, Ws
 
@@ -203,7 +205,7 @@ class _Parser:
             self._skip_newlines()
             item = self._value(full, tok)
             origin = self._origin(tok)
-            if len(keys) == 1 and _append_in_place(fields.get(keys[0]), item, origin):
+            if len(keys) == 1 and append_in_place(fields.get(keys[0]), item, origin):
                 return
             value = Concat([Subst(full, True, origin), Lst([item], item.origin)], origin, append=True)
         else:
@@ -215,7 +217,7 @@ class _Parser:
             value = Obj({key: value}, key_origin)
         head = keys[0]
         old = fields.get(head)
-        fields[head] = value if old is None else _merge_owned(value, old)
+        fields[head] = value if old is None else merge_owned(value, old)
 
     # -- values --------------------------------------------------------------------------------------
     def _value(self, path: tuple[str, ...], after: Token) -> Node:
@@ -268,7 +270,7 @@ class _Parser:
             raise self._error(tok, f"expected a value after {self._describe(after)}, found {self._describe(tok)}")
         if len(parts) == 1:
             return parts[0]
-        return self._concat(parts)
+        return concat(parts)
 
     def _literal(self, tok: Token) -> Node:
         origin = _new_origin(Origin, (self.file, tok[3], tok[4]))
@@ -287,29 +289,6 @@ class _Parser:
         if len(run) == 1:
             return self._literal(start)
         return Scalar("".join(run), self._origin(start), True)
-
-    def _concat(self, parts: list[Node]) -> Node:
-        """A concatenation; literal type conflicts (`[1] x`, `{} []`) are reported now, others at resolve."""
-        has_obj = has_list = has_str = False
-        for part in parts:
-            if isinstance(part, Obj):
-                has_obj = True
-            elif isinstance(part, Lst):
-                has_list = True
-            elif type(part) is not Ws and isinstance(part, Scalar):
-                has_str = True
-        if (has_obj and has_list) or ((has_obj or has_list) and has_str):
-            raise HoconError(
-                E_TYPE,
-                "cannot concatenate objects or arrays with strings or each other here; "
-                "quote the text or put it on its own key",
-                parts[0].origin,
-            )
-        if has_obj or has_list:
-            parts = _consolidate(parts)
-            if len(parts) == 1:
-                return parts[0]
-        return Concat(parts, parts[0].origin)
 
     def _array(self, path: tuple[str, ...]) -> Lst:
         tokens = self.tokens
@@ -394,7 +373,7 @@ class _Parser:
             included = relativize(included, path)
         for key, value in included.fields.items():
             old = fields.get(key)
-            fields[key] = value if old is None else _merge_owned(value, old)
+            fields[key] = value if old is None else merge_owned(value, old)
 
     def _load_include(self, name: str, required: bool, from_cwd: bool, origin: Origin) -> Obj | None:
         """Read an include target: relative to the including file, or for `file(...)`, as Lightbend does,
@@ -431,74 +410,6 @@ class _Parser:
         return result
 
 
-def _append_in_place(old: Node | None, item: Node, origin: Origin) -> bool:
-    """`key += item` right after an array literal or another `+=` of the same key in this object: add `item`
-    to that array instead of stacking one more definition (`${?key} [item]`), which made 100,000 appends
-    quadratic. Only an item without substitutions: one could refer to the key, and see a different value."""
-    if old is None or not _plain(item):
-        return False
-    if type(old) is Lst:
-        target = old
-    elif type(old) is Concat and old.append and type(old.parts[-1]) is Lst:
-        target = old.parts[-1]
-    else:
-        return False
-    target.items.append(item)
-    old.origin = origin
-    return True
-
-
-def _plain(node: Node) -> bool:
-    """Whether `node` holds no substitution (nesting is bounded by MAX_DEPTH)."""
-    if isinstance(node, Obj):
-        return all(_plain(v) for v in node.fields.values())
-    if isinstance(node, Lst):
-        return all(_plain(v) for v in node.items)
-    return isinstance(node, Scalar)
-
-
-def _merge_owned(high: Node, low: Node) -> Node:
-    """`merge_nodes` for a field this parse defines again: `low` was built by this parse and nothing else holds
-    it, so objects are merged into it in place. 100,000 `a.kI = I` lines then cost linear time, where copying
-    `a`'s fields for each line was quadratic."""
-    if type(high) is Obj and type(low) is Obj:
-        fields = low.fields
-        for key, value in high.fields.items():
-            old = fields.get(key)
-            fields[key] = value if old is None else _merge_owned(value, old)
-        low.origin = high.origin
-        return low
-    if type(high) is Obj and type(low) is Merge and type(low.stack[0]) is Obj:  # an object over a non-object
-        low.stack[0] = _merge_owned(high, low.stack[0])
-        low.origin = high.origin
-        return low
-    return merge_nodes(high, low)
-
-
-def _consolidate(parts: list[Node]) -> list[Node]:
-    """Join adjacent object literals (and adjacent array literals) of a concatenation now, as Lightbend does.
-
-    `{x = 1} {y = ${a.x}}` then is one object, so `${a.x}` finds `x` without resolving `a` (no false cycle),
-    and a field that a later object overrides is never resolved. The whitespace between containers does not
-    count; pieces around a substitution stay for the resolver.
-    """
-    out: list[Node] = []
-    for part in parts:
-        if isinstance(part, (Obj, Lst)):
-            last = len(out) - 1
-            while last >= 0 and type(out[last]) is Ws:
-                last -= 1
-            prev = out[last] if last >= 0 else None
-            if isinstance(part, Obj) and isinstance(prev, Obj):
-                del out[last:]
-                part = merge_nodes(part, prev)
-            elif isinstance(part, Lst) and isinstance(prev, Lst):
-                del out[last:]
-                part = Lst([*prev.items, *part.items], prev.origin)
-        out.append(part)
-    return out
-
-
 def relativize(node: Node, prefix: tuple[str, ...]) -> Obj:
     """Rewrite `${p}` in an included document to `${prefix.p}` (falling back to `${p}` at lookup)."""
     result = _relativize(node, prefix)
@@ -526,11 +437,20 @@ def parse_source(text: str, file: str, reader: Reader | None, include_depth: int
         from cfgtool.hocon.properties import parse_properties
 
         return parse_properties(text, file)
-    root = _Parser(text, file, reader, include_depth).document(False)
-    assert isinstance(root, Obj)
+    root = parse_fast(text, file)
+    if root is None:
+        general = _Parser(text, file, reader, include_depth).document(False)
+        assert isinstance(general, Obj)
+        return general
     return root
 
 
-def parse_text(text: str, file: str, reader: Reader | None = None, value_level: bool = False) -> Node:
-    """Parse HOCON `text` named `file`; the root is an object unless `value_level` allows an array."""
-    return _Parser(text, file, reader, 0).document(value_level)
+def parse_text(
+    text: str, file: str, reader: Reader | None = None, value_level: bool = False, fast: bool = True
+) -> Node:
+    """Parse HOCON `text` named `file`; the root is an object unless `value_level` allows an array.
+
+    The fast path reads most documents (unless `fast` is off: the caller tried it); the general tokenizer and
+    parser read the rest and raise every error."""
+    root = parse_fast(text, file) if fast else None
+    return root if root is not None else _Parser(text, file, reader, 0).document(value_level)
