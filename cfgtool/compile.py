@@ -9,9 +9,7 @@ written atomically; a store's shape found in the structure cache skips discovery
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -142,7 +140,7 @@ def compile_source(
     changes against them is W_RULES_CHANGED. `progress`, when given, is told how far the compile is
     (nothing here prints).
     """
-    with _gc_paused():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
+    with bulk():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
         result, written = _compile(source, variables, check_variables, trusted, progress, aside=validate)
         try:
             hidden, problems = hide_secrets(result.rules, result.snapshot)
@@ -167,25 +165,6 @@ def hide_secrets(rules: Rules, snapshot: Snapshot) -> tuple[Snapshot, list[Diagn
     from cfgtool.access.redact import seal_snapshot
 
     return seal_snapshot(snapshot, rules.schemas[0])
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """`bulk()`, and at the end the objects it made go to the oldest GC generation in one step.
-
-    Resuming the GC would otherwise scan all of them at once (about half a second at 10,000 datasets),
-    then again as they age. `gc.freeze` + `gc.unfreeze` moves them without a scan; it is skipped when the
-    program keeps frozen objects of its own (unfreezing would release those too).
-    """
-    handover = gc.get_freeze_count() == 0
-    try:
-        with bulk():
-            yield
-            if handover:
-                gc.freeze()
-    finally:
-        if handover:
-            gc.unfreeze()
 
 
 def validate_snapshot(

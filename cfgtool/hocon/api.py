@@ -33,13 +33,21 @@ def bulk() -> Iterator[None]:
     """Pause the cyclic garbage collector while parsing many files that are all kept (a store compile).
 
     Parse trees hold no reference cycles, so nothing is lost; without the pause CPython rescans the growing
-    set of kept trees again and again, which halves parse throughput at 10,000 files.
+    set of kept trees again and again, which halves parse throughput at 10,000 files. At the end, what was
+    made goes to the oldest generation in one step: resuming the collector would otherwise scan all of it at
+    once (about half a second at 10,000 datasets), then again as it ages. `gc.freeze` + `gc.unfreeze` move
+    it without a scan; that is skipped when frozen objects exist already (unfreezing would release them too).
     """
     enabled = gc.isenabled()
+    handover = enabled and gc.get_freeze_count() == 0
     gc.disable()
     try:
         yield
+        if handover:
+            gc.freeze()
     finally:
+        if handover:
+            gc.unfreeze()
         if enabled:
             gc.enable()
 

@@ -535,3 +535,23 @@ def test_converting_a_tree_keeps_no_reference_to_it() -> None:
         assert sys.getrefcount(root) == before
     finally:
         gc.enable()
+
+
+def test_bulk_pauses_the_collector_and_hands_what_it_made_to_the_oldest_generation() -> None:
+    import gc
+
+    from cfgtool.hocon import bulk
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with bulk():
+        assert not gc.isenabled()
+        kept = [{"k": [i]} for i in range(1000)]  # container objects the collector tracks
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert any(o is kept for o in gc.get_objects(generation=2))  # moved without a scan
+    gc.freeze()  # a program that keeps frozen objects of its own: they stay frozen
+    try:
+        with bulk():
+            more = [[i] for i in range(10)]
+        assert gc.get_freeze_count() > 0 and not any(o is more for o in gc.get_objects(generation=2))
+    finally:
+        gc.unfreeze()
