@@ -150,7 +150,8 @@ def test_structure_cache_settings_problems_are_found_afresh(
     (entry,) = entries(cache)
 
     def reworded(entry: dict[str, Any]) -> dict[str, Any]:
-        diags = [[*d[:6], "an older cfgtool's words", d[7]] if d[0] == "E_SETTINGS" else d for d in entry["diagnostics"]]
+        words = "an older cfgtool's words"
+        diags = [[*d[:6], words, d[7]] if d[0] == "E_SETTINGS" else d for d in entry["diagnostics"]]
         assert diags != entry["diagnostics"]  # the settings' problem is in the entry
         return {**entry, "diagnostics": diags}
 

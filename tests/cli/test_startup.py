@@ -61,7 +61,8 @@ def test_the_command_is_told_before_parsing(args: list[str], named: str | None) 
 
 
 def test_a_command_alone_imports_only_its_own_module() -> None:
-    proc = subprocess.run([sys.executable, "-c", _PROBE, "compile", "--help"], capture_output=True, text=True, check=True)
+    args = [sys.executable, "-c", _PROBE, "compile", "--help"]
+    proc = subprocess.run(args, capture_output=True, text=True, check=True)
     loaded = set(json.loads(proc.stdout.splitlines()[-1]))
     assert "cfgtool.cli.compile_cmd" in loaded
     assert not {"cfgtool.cli.serve_cmd", "cfgtool.cli.versions_cmd", "cfgtool.cli.acl_cmd"} & loaded
@@ -80,7 +81,8 @@ def test_a_command_built_alone_is_the_command_built_with_every_other() -> None:
         assert isinstance(alone, typer.core.TyperGroup) and list(alone.commands) == [name]
         mine, theirs = alone.commands[name], whole.commands[name]
         assert [p.opts for p in mine.params] == [p.opts for p in theirs.params], name
-        assert mine.help == theirs.help and sorted(getattr(mine, "commands", {})) == sorted(getattr(theirs, "commands", {}))
+        assert mine.help == theirs.help
+        assert sorted(getattr(mine, "commands", {})) == sorted(getattr(theirs, "commands", {}))
 
 
 def test_the_program_skips_the_last_collection_of_what_it_leaves() -> None:
