@@ -15,7 +15,6 @@ from __future__ import annotations
 from cfgtool.hocon.assemble import append_in_place, concat, merge_owned
 from cfgtool.hocon.errors import HoconError
 from cfgtool.hocon.lexer import (
-    _SIMPLE_PATH,
     COLON,
     COMMA,
     EOF,
@@ -28,10 +27,11 @@ from cfgtool.hocon.lexer import (
     PLUSEQ,
     RBRACE,
     RBRACK,
+    SIMPLE_PATH,
     STRING,
     SUBST,
     UNQUOTED,
-    _number,
+    number_value,
     parse_path_expression,
     unescape,
 )
@@ -315,7 +315,7 @@ class _Fast:
         if kind == STRING:
             return Scalar(self._string(i, origin), origin, True)
         if kind == NUMBER:
-            number = _number(piece)
+            number = number_value(piece)
             if number is not None:
                 return Num(number, origin, piece)
             if "+" in piece:  # not a number, and '+' is reserved outside quotes
@@ -364,7 +364,7 @@ class _Fast:
                 if kind == STRING:
                     run.append(self._string(i, run_origin))  # (an origin for errors only: they give up)
                 else:
-                    if kind == NUMBER and "+" in pieces[i] and _number(pieces[i]) is None:
+                    if kind == NUMBER and "+" in pieces[i] and number_value(pieces[i]) is None:
                         raise _GIVE_UP
                     run.append(pieces[i])
                 i += 1
@@ -405,7 +405,7 @@ class _Fast:
             return Scalar(run[0], origin, True)
         piece = self.pieces[at]
         if kind == NUMBER:
-            number = _number(piece)
+            number = number_value(piece)
             if number is not None:
                 return Num(number, origin, piece)
         elif piece in _KEYWORDS:
@@ -419,7 +419,7 @@ class _Fast:
         origin = _new_origin(Origin, (self.file, self.line, self.starts[i] - self.line_start + 1))
         path = _PATHS.get(body)
         if path is None:
-            if _SIMPLE_PATH.match(body):  # `${a.b.c}`: the common case needs no path parser
+            if SIMPLE_PATH.match(body):  # `${a.b.c}`: the common case needs no path parser
                 path = tuple(body.split("."))
                 if len(_PATHS) < _PATHS_KEPT and len(body) <= 80:
                     _PATHS[body] = path

@@ -58,7 +58,7 @@ _TOKENS = re.compile(
 _PUNCT = {"{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+=": PLUSEQ}
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _ESCAPE_RE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
-_SIMPLE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*\Z")
+SIMPLE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT_RE = re.compile(r"-?[0-9]+\Z")  # leading zeros are allowed, as in Lightbend (`023` is 23)
 _FLOAT_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")  # `-.5` as Java reads it
@@ -85,7 +85,7 @@ def unescape(body: str, origin: Origin) -> str:
     return text
 
 
-def _number(raw: str) -> int | float | None:
+def number_value(raw: str) -> int | float | None:
     """Parse a number as Lightbend does; None when `raw` is not one (it is then unquoted text).
 
     An integer outside 64 bits is text, as in Lightbend (Java's `Long.parseLong` fails on it): consumers in
@@ -133,7 +133,7 @@ def tokenize(text: str, file: str) -> list[Token]:
             append(_number_token(num, file, line, col, ws))
             pos = start + len(num)
         elif subst:
-            if _SIMPLE_PATH.match(sbody):  # `${a.b.c}`: the common case needs no path parser
+            if SIMPLE_PATH.match(sbody):  # `${a.b.c}`: the common case needs no path parser
                 path = tuple(sbody.split("."))
             else:
                 path = parse_path_expression(sbody, Origin(file, line, col + len(subst)))
@@ -160,7 +160,7 @@ def tokenize(text: str, file: str) -> list[Token]:
 
 def _number_token(raw: str, file: str, line: int, col: int, ws: str) -> Token:
     """A number token, or unquoted text for number-like text such as `1.2.3` (as Lightbend does)."""
-    number = _number(raw)
+    number = number_value(raw)
     if number is not None:  # `1e999` is infinite: fine as text in a concatenation, E_SYNTAX as a value
         return (NUMBER, number, raw, line, col, ws)
     bad = next((c for c in raw if c in _FORBIDDEN), None)
