@@ -215,10 +215,7 @@ class _Fast:
                 i = self.i
             kind = kinds[i]
             if kind == NL:
-                piece = pieces[i]
-                self.line += piece.count("\n")
-                self.line_start = starts[i] + piece.rindex("\n") + 1
-                i += 1
+                i = self._newline(i)
                 if kinds[i] == COMMA:
                     kind = COMMA
             if kind == COMMA:
