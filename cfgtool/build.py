@@ -40,8 +40,9 @@ _Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports,
 # How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
 Progress = Callable[[str, int, int], None]
 # What a worker sends back: results by key (None: failed), diagnostics, keys whose main.conf includes files,
-# the included files, keys it parsed. Its cache entries go to the cache files (the parent adds its own later).
-_Share = tuple[dict[str, "NodeEntry | None"], list[Diagnostic], list[str], list[str], list[str]]
+# the files each of those includes, keys it parsed. Its cache entries go to the cache files (the parent adds its
+# own later).
+_Share = tuple[dict[str, "NodeEntry | None"], list[Diagnostic], list[str], dict[str, tuple[str, ...]], list[str]]
 
 
 class Builder:
@@ -59,7 +60,9 @@ class Builder:
         self.node_cache = NodeCache.default() if caches else NodeCache(None)
         self.docs: dict[str, Obj | None] = {}  # key -> its own parsed main.conf (None: it does not parse)
         self.dynamic: set[str] = set()  # keys whose main.conf includes other files
-        self.included: list[str] = []  # files read through `include`, for the snapshot's texts
+        # key -> the files its main.conf reads through `include` (transitively): the snapshot's texts, and a
+        # node's files for the pull-request gate (an edit to an included file alters the node)
+        self.included: dict[str, tuple[str, ...]] = {}
         self._trees: dict[tuple[str, ...], Node | None] = {}
         self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
         self.budget = Budget(len(store.nodes))
@@ -111,7 +114,7 @@ class Builder:
     def texts_paths(self) -> list[str]:
         """Every file a snapshot may need again: each node's main.conf and every included file."""
         mains = [node.main.path for node in self.store.nodes.values() if node.main is not None]
-        return [*mains, *self.included]
+        return [*mains, *dict.fromkeys(f for files in self.included.values() for f in files)]
 
     def flush(self) -> None:
         if self.progress is not None:
@@ -173,7 +176,7 @@ class Builder:
         results, diags, dynamic, included, parsed_keys = share
         self.diags += diags
         self.dynamic.update(dynamic)
-        self.included += included
+        self.included.update(included)
         self.stats["resolved"] += len(theirs)
         self.stats["parsed"] += len(set(parsed_keys) - self._parsed)
         self._parsed.update(parsed_keys)
@@ -193,7 +196,7 @@ class Builder:
     def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
         """In the worker: resolve `todo`, write its cache entries and return what the parent needs, pickled
         (see `_build_split`; a pipe between two processes of one compile, never a cache)."""
-        start, included_start = len(self.diags), len(self.included)
+        start, included_before = len(self.diags), set(self.included)
         self.progress = None  # the parent reports progress; a worker never touches the terminal
         self.parse_cache.forget_new()  # the parent's own entries: it has them
         self.node_cache.forget_new()
@@ -210,7 +213,7 @@ class Builder:
             results,
             self.diags[start:],
             sorted(self.dynamic),
-            self.included[included_start:],
+            {k: v for k, v in self.included.items() if k not in included_before},
             sorted(self._parsed - before),
         )
         return pickle.dumps(share, protocol=pickle.HIGHEST_PROTOCOL)
@@ -384,11 +387,13 @@ class Builder:
         except HoconError as exc:
             self.diags.append(diagnostic(exc, key))
             return None
+        finally:
+            if used:  # also those read before a syntax error: they are the node's files all the same
+                self.included[key] = tuple(dict.fromkeys(used))
         node = self.store.nodes[key]
         assert node.main is not None
         if used:
             self.dynamic.add(key)
-            self.included += used
         else:
             self.parse_cache.put((node.main.oid, path), doc)
         return doc

@@ -10,7 +10,7 @@ written atomically; a store's shape found in the structure cache skips discovery
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cfgtool import structure
@@ -40,6 +40,8 @@ class CompileResult:
     rules: Rules  # what it was checked with
     checked: tuple[Mapping[str, str], ...]  # every variable assignment that was compiled
     stats: Mapping[str, int]  # files parsed, nodes resolved, nodes reused, graphs reused (1: from the cache)
+    # key -> the files its main.conf includes (`include "x.conf"`, transitively): they are the node's files too
+    included: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def errors(self) -> int:
@@ -103,7 +105,9 @@ def compile_store(
     if principal is None:
         return result
     changed_rules = [d.file for d in result.diagnostics if d.code == "W_RULES_CHANGED" and d.file]
-    denied = change_problems(based.rules, based.store, result.store, principal, changed_rules)
+    denied = change_problems(
+        based.rules, (based.store, based.included), (result.store, result.included), principal, changed_rules
+    )
     return replace(result, diagnostics=result.diagnostics + tuple(denied))
 
 
@@ -266,7 +270,9 @@ def _compile(
         texts=source.texts(builder.texts_paths()),
     )
     stats = {**builder.stats, "graphs_reused": int(known is not None)}
-    result = CompileResult(snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats)
+    result = CompileResult(
+        snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats, dict(builder.included)
+    )
     if aside:
         return result, builder.flush_aside()  # last: nothing may fail between the fork and the caller's wait
     builder.flush()

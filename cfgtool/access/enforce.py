@@ -1,9 +1,10 @@
 """Where access control is enforced (DESIGN 13): a pull request's changes, and publish / rollback.
 
-- `change_problems`: `compile --base REF --principal P` reports E_ACCESS_DENIED, at the changed file, for each
-  node P may not create, alter or delete (its own main.conf or includes changed) and for each rule-file change
-  without `alter_store` (settings, schemas, policies, recipients) or `alter_acl` (the ACL file). The ACL is the
-  base ref's (DESIGN 15): a change cannot grant itself rights.
+- `change_problems`: `compile --base REF --principal P` reports E_ACCESS_DENIED, at the changed file with the
+  node's key, for each node P may not create, alter or delete (its main.conf, its includes or a file its
+  main.conf includes changed), for each key a node starts to import that P may not read (the import copies it
+  into a node others read), and for each rule-file change without `alter_store` (settings, schemas, policies,
+  recipients) or `alter_acl` (the ACL file). The ACL is the base ref's: a change cannot grant itself rights.
 - `require`: publish and rollback check their operation on the store under the ACL of the current version
   (or of the published ref when there is none yet).
 - `acl_of` reads and checks the ACL of a set of rules; `acl_problems` are E_ACL / W_ACL_PREFIX of a store's
@@ -12,7 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from itertools import product
 from pathlib import Path
 
 from cfgtool.access.acl import Acl, parse_acl
@@ -21,7 +23,8 @@ from cfgtool.access.authorizer import Authorizer, Decision
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import CfgtoolError
 from cfgtool.rules import Rules, rules_of
-from cfgtool.store.nodes import Node, Store, read_settings
+from cfgtool.store.includes import expand
+from cfgtool.store.nodes import IncludesFile, Node, Store, read_settings
 from cfgtool.store.sources import Source, open_source
 
 
@@ -34,8 +37,12 @@ def acl_of(rules: Rules) -> tuple[Acl, list[Diagnostic]]:
     return parse_acl(rules.text(rules.acl_file), rules.acl_file, rules.settings.name)
 
 
+# A compiled store and, for each key, the files its main.conf includes (`CompileResult.included`).
+Compiled = tuple[Store, Mapping[str, tuple[str, ...]]]
+
+
 def change_problems(
-    trusted: Rules, base: Store, new: Store, principal: str, rule_files: Sequence[str]
+    trusted: Rules, base: Compiled, new: Compiled, principal: str, rule_files: Sequence[str]
 ) -> list[Diagnostic]:
     """E_ACCESS_DENIED for every change `principal` may not make under the trusted (base) ACL."""
     acl, _ = acl_of(trusted)
@@ -44,15 +51,27 @@ def change_problems(
     authorizer = Authorizer(acl)
     who = as_principal(principal)
     diags: list[Diagnostic] = []
-    for key in sorted(base.nodes.keys() | new.nodes.keys()):
-        before, after = _files(base.nodes.get(key)), _files(new.nodes.get(key))
-        if before == after:
+    (old_store, old_included), (new_store, new_included) = base, new
+    for key in sorted(old_store.nodes.keys() | new_store.nodes.keys()):
+        old_node, new_node = old_store.nodes.get(key), new_store.nodes.get(key)
+        before = _files(old_store, old_node, old_included.get(key, ()))
+        after = _files(new_store, new_node, new_included.get(key, ()))
+        if before != after:
+            operation = "create" if not before else "delete" if not after else "alter"
+            changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+            decision = authorizer.authorize(who, operation, key)
+            if not decision.allowed:
+                diags.append(_denied(decision, changed[0], f"{operation} {key}", key))
+        if new_node is None or new_node.includes is None:
             continue
-        operation = "create" if not before else "delete" if not after else "alter"
-        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-        decision = authorizer.authorize(who, operation, key)
-        if not decision.allowed:
-            diags.append(_denied(decision, changed[0], f"{operation} {key}"))
+        known = _imports(old_store, old_node.includes) if old_node is not None and old_node.includes else {}
+        for imported, line in _imports(new_store, new_node.includes).items():
+            if imported in known:
+                continue
+            decision = authorizer.authorize(who, "read", imported)
+            if not decision.allowed:
+                what = f"import {imported} into {key} (it needs read on {imported})"
+                diags.append(_denied(decision, new_node.includes.path, what, key, line))
     for file in rule_files:
         operation = "alter_acl" if file == trusted.acl_file else "alter_store"
         decision = authorizer.authorize(who, operation, None)
@@ -68,21 +87,44 @@ def acl_problems(source: Source, rules: Rules) -> list[Diagnostic]:
     return acl_of(own)[1]
 
 
-def _files(node: Node | None) -> dict[str, str]:
-    """A node's own files and their blob ids (empty: the node does not exist or has no files of its own)."""
+def _files(store: Store, node: Node | None, included: Sequence[str]) -> dict[str, str]:
+    """A node's files and their blob ids (empty: the node does not exist or has no files of its own): its
+    main.conf, its includes and every file its main.conf includes (`-`: an include of a missing file)."""
     if node is None:
         return {}
     files = {node.main.path: node.main.oid} if node.main is not None else {}
     if node.includes is not None:
         files[node.includes.path] = node.includes.oid
+    if included:
+        oids = store.source.oids(included)
+        files.update((path, oids.get(path, "-")) for path in included)
     return files
 
 
-def _denied(decision: Decision, file: str, what: str) -> Diagnostic:
+def _imports(store: Store, includes: IncludesFile) -> dict[str, int]:
+    """Every key an includes file imports, under every declared value of the variables it uses, and the
+    line that imports it first."""
+    declared = store.settings.variables
+    out: dict[str, int] = {}
+    for line in includes.lines:
+        names = sorted({u.name for u in line.variables if u.name in declared})
+        for values in product(*(declared[n].values for n in names)):
+            found, _ = expand(
+                [line], dict(zip(names, values, strict=True)), file=includes.path, key="", declared=declared,
+                store_name=store.settings.name,
+            )  # fmt: skip
+            for imported in found:
+                out.setdefault(imported.key, line.line)
+    return out
+
+
+def _denied(decision: Decision, file: str, what: str, key: str | None = None, line: int | None = None) -> Diagnostic:
     return Diagnostic.of(
         "E_ACCESS_DENIED",
         f"{decision.principal} may not {what}: {decision.reason}",
+        key=key,
         file=file,
+        line=line,
         notes=("the ACL of the target branch decides; ask its owners, or a super user, to make this change",),
     )
 

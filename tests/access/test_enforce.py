@@ -210,3 +210,62 @@ def test_the_scaffolded_acl_starts_open_and_its_examples_work_once_uncommented(
         (("User:release-bot", "alter_store"), 1),
     ]:
         assert run_cfgtool("acl", "check", *args, cwd=root).returncode == status, args
+
+
+INTERN_ON_TRACKING = (
+    "  - {principal: User:intern, operation: all, key: /data/tracking/, pattern: prefixed, permission: allow}\n"
+)
+
+
+def test_importing_a_key_needs_read_on_it(work: GitRepo, run_cfgtool: Run) -> None:
+    """An import copies the imported key's config into a node others read: the author must be able to read it."""
+    work.write({ACL: (work.root / ACL).read_text(encoding="utf-8") + INTERN_ON_TRACKING})
+    work.commit("interns work on tracking")
+    includes = "store/data/tracking/PageViewEvent/includes"
+    diags = pr(work, run_cfgtool, "intern", {
+        includes: "/tags/priority/HIGH\n/data/databases/identity/members   # the members' config\n",
+        "store/data/tracking/NewEvent/includes": "data/databases/identity\n",
+        "store/data/tracking/OtherEvent/includes": "/data/databases/jobs\n",
+    })  # fmt: skip
+    found = sorted((d["file"], d["line"], d["key"], d["message"].split(": ")[0])
+                   for d in diags if d["code"] == "E_ACCESS_DENIED")  # fmt: skip
+    assert found == [
+        ("store/data/tracking/NewEvent/includes", 1, "/data/tracking/NewEvent", "User:intern may not import "
+         "/data/databases/identity into /data/tracking/NewEvent (it needs read on /data/databases/identity)"),
+        (includes, 2, "/data/tracking/PageViewEvent", "User:intern may not import /data/databases/identity/members "
+         "into /data/tracking/PageViewEvent (it needs read on /data/databases/identity/members)"),
+    ]
+    # an import that was already there is no new copy: moving it or commenting beside it is no problem
+    work.write({includes: "/data/databases/identity/members\n/tags/priority/HIGH  # first\n"})
+    work.commit("the import was there before")
+    work.write({includes: "# reordered\n/tags/priority/HIGH\n/data/databases/identity/members\n"})
+    work.commit("reorder")
+    proc = run_cfgtool("compile", "--base", "HEAD~1", "--principal", "intern", "--format", "json", cwd=work.root)
+    assert denied(json.loads(proc.stdout)["diagnostics"]) == []
+
+
+def test_editing_an_included_file_alters_every_node_that_includes_it(work: GitRepo, run_cfgtool: Run) -> None:
+    shared = "store/data/databases/_shared/pool.conf"
+    inner = "store/data/databases/_shared/limits.conf"
+    work.write({
+        shared: 'include "limits.conf"\npool.size = 10\n',
+        inner: "pool.max = 20\n",
+        "store/data/databases/jobs/main.conf": 'include "../_shared/pool.conf"\n',
+        "store/data/databases/messaging/main.conf": 'include "../_shared/pool.conf"\n',
+    })  # fmt: skip
+    work.commit("the databases share a pool")
+    diags = pr(work, run_cfgtool, "alice", {inner: "pool.max = 2000\n"})
+    found = sorted((d["file"], d["key"], d["message"].split(": ")[0]) for d in diags if d["code"] == "E_ACCESS_DENIED")
+    assert found == [
+        (inner, "/data/databases/jobs", "User:alice may not alter /data/databases/jobs"),
+        (inner, "/data/databases/messaging", "User:alice may not alter /data/databases/messaging"),
+    ]
+    # a file an include names but that does not exist yet is the node's too: creating it alters the node
+    page_views = "store/data/tracking/PageViewEvent/main.conf"
+    text = (work.root / page_views).read_text(encoding="utf-8")
+    work.write({page_views: text + 'include "../../databases/_shared/extra.conf"\n'})
+    work.commit("tracking includes a file that is not there")
+    extra = "store/data/databases/_shared/extra.conf"
+    assert denied(pr(work, run_cfgtool, "alice", {extra: "pool.min = 1\n"})) == []  # her team's node alone
+    diags = pr(work, run_cfgtool, "carol", {extra: "pool.min = 2\n"})
+    assert denied(diags) == [(extra, "User:carol may not alter /data/tracking/PageViewEvent")]
