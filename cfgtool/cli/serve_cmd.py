@@ -1,20 +1,22 @@
-"""`cfgtool serve` and `cfgtool token add` (DESIGN 12): serve published versions over HTTP, and create the
-bearer tokens it accepts."""
+"""`cfgtool serve` and `cfgtool token add|list|revoke` (docs/serving.md, docs/access.md): serve published
+versions over HTTP, and manage the bearer tokens it accepts."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from cfgtool.cli.context import CliContext
+from cfgtool.cli.query_cmd import QueryFmt, QueryFormat
 from cfgtool.errors import UsageError
 
 token_app = typer.Typer(
     name="token",
-    help="Create bearer tokens for `cfgtool serve --tokens FILE` (stored as salted scrypt hashes).",
+    help="Manage the bearer tokens of `cfgtool serve --tokens FILE` (stored as SHA-256 hashes, never in clear).",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -24,7 +26,7 @@ Tokens = Annotated[
     typer.Option(
         "--tokens",
         metavar="FILE",
-        help="The tokens file (JSON of salted scrypt hashes). With it every request needs a token.",
+        help="The tokens file (JSON of token hashes, `cfgtool token add`). With it every request needs a token.",
         show_default=False,
     ),
 ]
@@ -145,6 +147,9 @@ def serve_command(
     run(options)
 
 
+TokensFile = Annotated[Path, typer.Option("--tokens", metavar="FILE", help="The tokens file.")]
+
+
 @token_app.command("add")
 def token_add(
     principal: Annotated[str, typer.Argument(metavar="PRINCIPAL", help="User:name (a bare name is a User).")],
@@ -152,16 +157,68 @@ def token_add(
         Path, typer.Option("--tokens", metavar="FILE", help="The tokens file (created when missing).")
     ],
 ) -> None:
-    """Create a bearer token for PRINCIPAL and print it (once: only its hash is kept).
+    """Create a bearer token for PRINCIPAL and print it (once: only its SHA-256 is kept).
 
-    The token's principal is checked against each store's ACL (DESIGN 13):
-    read for configs and explain, describe for the other queries.
+    The token is 256 random bits; the token's principal is checked against each store's ACL:
+    read for configs and explain, describe for the other queries. A running server reads the
+    changed file within its --fetch-interval.
 
     Example:
       cfgtool token add User:dashboard --tokens /etc/cfgtool/tokens.json
+      curl -H "Authorization: Bearer $TOKEN" http://configs:8750/v1/stores
     """
     from cfgtool.serve.tokens import add_token
 
     who, token = add_token(tokens, principal)
     typer.echo(token)
     typer.echo(f"cfgtool: note: a token for {who} was added to {tokens}; it is shown only this once", err=True)
+
+
+@token_app.command("list")
+def token_list(tokens: TokensFile, fmt: QueryFmt = QueryFormat.TEXT) -> None:
+    """List the tokens of FILE: id, principal, created, hash kind (never a secret or a hash).
+
+    Kind `scrypt` marks a token made by an older cfgtool: it still works, but each new
+    connection's first check costs an scrypt run; replace it with `token add` and revoke it.
+
+    Examples:
+      cfgtool token list --tokens /etc/cfgtool/tokens.json
+      cfgtool token list --tokens /etc/cfgtool/tokens.json --format json
+    """
+    from cfgtool.serve.tokens import read_tokens
+
+    if not tokens.is_file():
+        hint = f"create it with `cfgtool token add USER --tokens {tokens}`"
+        raise UsageError(f"--tokens {tokens}: no such file", hint=hint)
+    entries = [e.summary() for e in read_tokens(tokens).values()]
+    if fmt is QueryFormat.JSON:
+        typer.echo(json.dumps(entries, indent=2))
+        return
+    for e in entries:
+        typer.echo(f"{e['id']}  {e['principal']}  {e['created'] or '-'}  {e['kind']}")
+    if not entries:
+        typer.echo("no tokens")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    ident: Annotated[str, typer.Argument(metavar="ID", help="The token's id (`cfgtool token list`).")],
+    tokens: TokensFile,
+    fmt: QueryFmt = QueryFormat.TEXT,
+) -> None:
+    """Revoke the token ID: remove it from FILE (rewritten atomically).
+
+    A running server reads the changed file within its --fetch-interval (5 s by
+    default) and refuses the token from then on (401).
+
+    Examples:
+      cfgtool token revoke 3f9c2a7d41b0e855 --tokens /etc/cfgtool/tokens.json
+      cfgtool token revoke 3f9c2a7d41b0e855 --tokens /etc/cfgtool/tokens.json --format json
+    """
+    from cfgtool.serve.tokens import revoke_token
+
+    gone = revoke_token(tokens, ident)
+    if fmt is QueryFormat.JSON:
+        typer.echo(json.dumps({"revoked": gone.summary()}, indent=2))
+        return
+    typer.echo(f"revoked token {gone.id} of {gone.principal}")

@@ -23,6 +23,7 @@ from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.service import Service
 from cfgtool.serve.store import StoreState, View
 from cfgtool.serve.timeline import visible
+from cfgtool.serve.tokens import TooManyChecks
 from cfgtool.store.keys import BadKeyError, normalize_key
 
 Scope = MutableMapping[str, Any]
@@ -89,8 +90,8 @@ class Api:
 
     # -- shared helpers -----------------------------------------------------------------------------------
     async def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The request's principal (None without tokens); Denied 401 for a missing or unknown token. A token
-        not seen before is checked (scrypt) on a worker thread, never on the event loop."""
+        """The request's principal (None without tokens); Denied 401 for a missing or unknown token, 429 while
+        too many checks of older (scrypt) tokens wait (`Tokens.check` never blocks the event loop)."""
         tokens = self.service.tokens
         if tokens is None:
             return None
@@ -99,7 +100,13 @@ class Api:
                 scheme, _, token = value.decode("latin-1").partition(" ")
                 token = token.strip()
                 if scheme.lower() == "bearer":
-                    who = tokens.cached(token) or await asyncio.to_thread(tokens.principal, token)
+                    try:
+                        who = await tokens.check(token)
+                    except TooManyChecks:
+                        raise Denied(
+                            error(429, "too_many_requests", "too many token checks are waiting: retry shortly"),
+                            [(b"retry-after", b"1")],
+                        ) from None
                     if who is not None:
                         return who
                 break

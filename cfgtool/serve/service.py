@@ -130,6 +130,8 @@ class Service:
         self.closed = True
         for feed in self.feeds.values():
             feed.close()
+        if self.tokens is not None:
+            self.tokens.close()
 
     # -- readiness and metrics ----------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:

@@ -1,0 +1,198 @@
+"""Server tokens on real `cfgtool serve` processes (docs/access.md): SHA-256 hashes compared in constant time,
+older scrypt files still accepted, no timing difference between an unknown id and a wrong secret, wrong
+secrets never slow the answers down, and `cfgtool token list|revoke` (a running server follows the file)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import stat
+import statistics
+import subprocess
+import threading
+import time
+from base64 import b64encode
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import GitRepo
+from tests.serve.conftest import StartServer, cfgtool_command, publish_change
+
+ACL = """\
+acls:
+  - {principal: "User:*", operation: read, key: /data/, pattern: prefixed, permission: allow}
+"""
+EXPLAIN = "/v1/small/versions/2/explain/data/a?path=size"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*cfgtool_command(), "token", *args], capture_output=True, text=True, timeout=60)
+
+
+def add(tokens: Path, principal: str) -> str:
+    proc = cli("add", principal, "--tokens", str(tokens))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def write_scrypt_file(tokens: Path, principal: str) -> str:
+    """A tokens file as cfgtool wrote it before SHA-256 tokens (salted scrypt, n=2**14): its one token."""
+    ident, secret, salt = secrets.token_hex(8), secrets.token_urlsafe(32), secrets.token_bytes(16)
+    digest = hashlib.scrypt(secret.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
+    entry = {"id": ident, "principal": principal, "salt": b64encode(salt).decode(), "hash": b64encode(digest).decode(),
+             "n": 2**14, "r": 8, "p": 1, "created": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    tokens.write_text(json.dumps({"tokens": [entry]}))
+    tokens.chmod(0o600)
+    return f"cfgtool_{ident}_{secret}"
+
+
+def wrong_secret(token: str) -> str:
+    return token[:-1] + ("B" if token.endswith("A") else "A")
+
+
+def unknown_id(token: str) -> str:
+    """The token with its secret under a random id (cfgtool_<id>_<secret>: the secret may hold "_" itself)."""
+    return f"cfgtool_{secrets.token_hex(8)}_{token.split('_', 2)[2]}"
+
+
+def timed(client: httpx.Client, url: str, token: str) -> tuple[int, float]:
+    start = time.perf_counter()
+    status = client.get(url, headers={"authorization": f"Bearer {token}"}).status_code
+    return status, time.perf_counter() - start
+
+
+def served(small: GitRepo, start_server: StartServer, tokens: Path) -> str:
+    publish_change(small, {"store/_ACL.yaml": ACL, "store/data/c/main.conf": "size = 3\n"}, "an ACL")
+    return start_server(small.root, "--tokens", str(tokens), "--cache-time", "0", "--fetch-interval", "0.2").url
+
+
+def test_token_add_stores_a_sha256_of_a_256_bit_token(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    first, second = add(tokens, "alice"), add(tokens, "User:alice")
+    assert first != second and first.startswith("cfgtool_")
+    secret = first.split("_", 2)[2]  # cfgtool_<id>_<secret>: the secret may hold "_" itself
+    assert len(secret) == 43  # 32 random bytes, url-safe base64
+    text = tokens.read_text()
+    assert first not in text and secret not in text
+    entries = json.loads(text)["tokens"]
+    assert [(e["principal"], e["kind"]) for e in entries] == [("User:alice", "sha256")] * 2
+    assert entries[0]["hash"] == b64encode(hashlib.sha256(first.encode()).digest()).decode()
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+
+
+def test_token_list_and_revoke_and_the_running_server_follows(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    alice, bob = add(tokens, "alice"), add(tokens, "bob")
+    url = served(small, start_server, tokens)
+
+    listed = cli("list", "--tokens", str(tokens), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    entries = json.loads(listed.stdout)
+    assert [(e["principal"], e["kind"]) for e in entries] == [("User:alice", "sha256"), ("User:bob", "sha256")]
+    assert set(entries[0]) == {"id", "principal", "created", "kind"}
+    text = cli("list", "--tokens", str(tokens)).stdout
+    assert entries[1]["id"] in text and "User:bob" in text and "sha256" in text
+    assert alice.split("_", 2)[2] not in listed.stdout + text
+
+    def status(token: str) -> int:
+        return httpx.get(f"{url}{EXPLAIN}", headers={"authorization": f"Bearer {token}"}).status_code
+
+    assert status(alice) == status(bob) == 200
+    revoked = cli("revoke", entries[1]["id"], "--tokens", str(tokens), "--format", "json")
+    assert revoked.returncode == 0, revoked.stderr
+    assert json.loads(revoked.stdout)["revoked"]["principal"] == "User:bob"
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    deadline = time.monotonic() + 30
+    while status(bob) != 401:
+        assert time.monotonic() < deadline, "the server still accepts a revoked token"
+        time.sleep(0.1)
+    assert status(alice) == 200
+
+    again = cli("revoke", entries[1]["id"], "--tokens", str(tokens))
+    assert again.returncode == 2 and "no token with id" in again.stderr and "Traceback" not in again.stderr
+    missing = cli("list", "--tokens", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_an_older_scrypt_tokens_file_keeps_working(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    old = write_scrypt_file(tokens, "User:carol")
+    new = add(tokens, "dave")  # adding keeps the older entry as it is
+    url = served(small, start_server, tokens)
+    with httpx.Client() as client:
+        for token in (old, old, new):
+            assert timed(client, f"{url}{EXPLAIN}", token)[0] == 200
+        for token in (wrong_secret(old), unknown_id(old), wrong_secret(new), "garbage"):
+            assert timed(client, f"{url}{EXPLAIN}", token)[0] == 401
+    kinds = [e["kind"] for e in json.loads(cli("list", "--tokens", str(tokens), "-f", "json").stdout)]
+    assert kinds == ["scrypt", "sha256"]
+
+
+def _medians(url: str, tokens: dict[str, str], rounds: int) -> dict[str, float]:
+    """The median answer time of each token (their requests alternate, so load falls on all alike)."""
+    times: dict[str, list[float]] = {name: [] for name in tokens}
+    with httpx.Client() as client:
+        for _ in range(rounds):
+            for name, token in tokens.items():
+                status, took = timed(client, url, token)
+                assert status == 401
+                times[name].append(took)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def test_an_unknown_id_answers_as_slowly_as_a_wrong_secret(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    old = write_scrypt_file(tokens, "User:carol")  # scrypt: tens of milliseconds for a known id
+    url = served(small, start_server, tokens)
+    found = _medians(f"{url}{EXPLAIN}", {"wrong": wrong_secret(old), "unknown": unknown_id(old)}, 15)
+    assert found["unknown"] > 0.6 * found["wrong"], found  # before: 1 ms against 79 ms
+
+    fresh = tmp_path / "fresh.json"
+    new = add(fresh, "dave")
+    tokens.write_text(fresh.read_text())  # SHA-256 only: both a hash and a comparison
+    time.sleep(1)
+    found = _medians(f"{url}{EXPLAIN}", {"wrong": wrong_secret(new), "unknown": unknown_id(new)}, 15)
+    assert abs(found["unknown"] - found["wrong"]) < 0.005, found
+
+
+def test_wrong_secrets_leave_explain_fast(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    old = write_scrypt_file(tokens, "User:carol")  # the worst case: every wrong secret may cost an scrypt run
+    good = add(tokens, "dave")
+    url = served(small, start_server, tokens)
+    stop = threading.Event()
+    statuses: set[int] = set()
+
+    def attack() -> None:
+        with httpx.Client() as client:
+            while not stop.is_set():
+                statuses.add(timed(client, f"{url}{EXPLAIN}", wrong_secret(old))[0])
+
+    def explain(n: int) -> float:
+        with httpx.Client() as client:
+            took = []
+            for _ in range(n):
+                status, t = timed(client, f"{url}{EXPLAIN}", good)
+                assert status == 200
+                took.append(t)
+            return statistics.median(took)
+
+    quiet = explain(20)
+    attackers = [threading.Thread(target=attack) for _ in range(10)]
+    for t in attackers:
+        t.start()
+    try:
+        time.sleep(0.5)
+        loaded = explain(20)
+    finally:
+        stop.set()
+        for t in attackers:
+            t.join()
+    assert statuses <= {401, 429} and 401 in statuses
+    assert loaded < 5 * quiet + 0.05, (quiet, loaded)  # before: 10 ms -> seconds (scrypt filled the thread pool)
