@@ -1,15 +1,16 @@
 """`cfgtool secret set` and `cfgtool secret reseal` (DESIGN 14): sealed values written into a working tree.
 
 `set_secret` seals a value for (store, key, path) to the store's `_RECIPIENTS` and writes the assignment into
-the key's `main.conf`, replacing that path's value where the file already assigns it and otherwise adding a
-line, so the rest of the file stays exactly as it was. `reseal` opens every envelope of the store with an
+the key's `main.conf`, replacing every value the file assigns to that path (whatever its form) and otherwise
+adding a line, so the rest of the file stays exactly as it was and no clear text is left in it. `reseal` opens every envelope of the store with an
 identity and seals it again to the current recipients (after a recipient was added or removed). Files are
 written atomically.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,9 @@ from cfgtool.access.secrets import SecretError, open_envelope, parse_recipients,
 from cfgtool.errors import UsageError
 from cfgtool.hidden import ENVELOPE
 from cfgtool.hocon import HoconError, parse, split_path
+from cfgtool.hocon.lexer import COMMA, EOF, LBRACE, LBRACK, NL, RBRACE, RBRACK, tokenize
 from cfgtool.hocon.resolver import render_path
-from cfgtool.hocon.values import Node, Scalar
-from cfgtool.provenance import own_leaves
+from cfgtool.hocon.values import Merge, Node, Obj, Scalar, Subst
 from cfgtool.snapshot import write_atomic
 from cfgtool.store.keys import BadKeyError, normalize_key, segments
 from cfgtool.store.nodes import MAIN_FILE, read_settings
@@ -76,50 +77,89 @@ def set_secret(repo: Path | None, store: str | Path, key: str, path: str, value:
     return SetResult(key, name, rel, replaced, line)
 
 
+_PROBE = "cfgtool-secret-set-"  # `${?"cfgtool-secret-set-N"}`: an assignment already replaced
+
+
 def _assign(text: str, file: str, parts: tuple[str, ...], literal: str) -> tuple[str, bool, int]:
-    """`text` with `path = literal`: the value of an existing single-line assignment replaced in place,
-    else a line appended. Returns the new text, whether it replaced, and the line."""
+    """`text` with `path = literal`: the value of every existing assignment of the path replaced in place
+    (quoted, unquoted, triple-quoted over several lines, concatenated, an object or a list, overridden ones
+    too), else a line appended. Returns the new text, whether it replaced, and the line of the assignment
+    that counts (the last). A text in which the path would still hold anything but `literal` is refused.
+
+    A later scalar hides an earlier one from the parsed document, but an optional substitution keeps it (as
+    its fallback): each value found is replaced by a probe `${?"cfgtool-secret-set-N"}` and the text parsed
+    again, until only probes are left; then the probes become `literal`."""
+    if _PROBE in text:
+        raise UsageError(f"{file} already holds {_PROBE!r}", hint="remove it, then run this again")
+    work, probes = text, 0
+    while (doc := _parsed(work, file)) is not None:
+        found = [n for n in _assignments(doc, parts) if not (isinstance(n, Subst) and n.path[0].startswith(_PROBE))]
+        if not found:
+            break
+        for start, end in sorted({_value_span(work, file, node) for node in found}, reverse=True):
+            work = f'{work[:start]}${{?"{_PROBE}{probes}"}}{work[end:]}'
+            probes += 1
+    if probes:
+        first = work.index(f'${{?"{_PROBE}0"}}')  # the effective assignment: the first one found
+        line, replaced = work.count("\n", 0, first) + 1, True
+        new = re.sub(r'\$\{\?"' + _PROBE + r'[0-9]+"\}', lambda _: literal, work)
+    else:
+        prefix = "" if not text or text.endswith("\n") else "\n"
+        new = text + prefix + f"{render_path(parts)} = {literal}\n"
+        line, replaced = new.count("\n"), False
+    after = _parsed(new, file)
+    values = list(_assignments(after, parts)) if after is not None else []
+    if not values or any(not isinstance(n, Scalar) or f'"{n.value}"' != literal for n in values):
+        raise UsageError(
+            f"cannot replace {render_path(parts)} in {file} safely: the secret was not written",
+            hint="edit the file so that it assigns the path once, as `path = value`, and run this again",
+        )
+    return new, replaced, line
+
+
+def _parsed(text: str, file: str) -> Node | None:
     try:
-        doc = parse(text, file) if text.strip() else None
+        return parse(text, file) if text.strip() else None
     except HoconError as err:
         raise UsageError(f"{file} does not parse: {err}", hint="fix its syntax first (cfgtool compile)") from err
-    target = next((leaf for path, leaf in own_leaves(doc) if path == parts), None) if doc is not None else None
-    lines = text.splitlines(keepends=True)
-    if target is not None:
-        span = _span(lines, target)
-        if span is not None:
-            number, start, end = span
-            row = lines[number - 1]
-            lines[number - 1] = row[:start] + literal + row[end:]
-            return "".join(lines), True, number
-    prefix = "" if not text or text.endswith("\n") else "\n"
-    return text + prefix + f"{render_path(parts)} = {literal}\n", False, len(lines) + 1
 
 
-def _span(lines: Sequence[str], node: Node) -> tuple[int, int, int] | None:
-    """(line, start col, end col) of a value written on one line: a quoted or unquoted scalar."""
-    if not isinstance(node, Scalar) or not 1 <= node.origin.line <= len(lines):
-        return None
-    row = lines[node.origin.line - 1]
-    start = node.origin.col - 1
-    if row.startswith('"""', start):
-        return None
-    if row.startswith('"', start):
-        i = start + 1
-        while i < len(row):
-            if row[i] == "\\":
-                i += 2
-                continue
-            if row[i] == '"':
-                return node.origin.line, start, i + 1
-            i += 1
-        return None
-    end = start
-    while end < len(row) and row[end] not in "\n\r,}]#" and not row.startswith("//", end):
-        end += 1
-    while end > start and row[end - 1] in " \t":
-        end -= 1
-    return node.origin.line, start, end
+def _assignments(node: Node, parts: tuple[str, ...]) -> Iterator[Node]:
+    """Every value written at `parts` in an unresolved document, overridden ones included."""
+    if isinstance(node, Merge):
+        for member in node.stack:
+            yield from _assignments(member, parts)
+    elif not parts:
+        yield node
+    elif isinstance(node, Obj) and parts[0] in node.fields:
+        yield from _assignments(node.fields[parts[0]], parts[1:])
+
+
+def _value_span(text: str, file: str, node: Node) -> tuple[int, int]:
+    """(start, end) offsets in `text` of the value that starts at `node`'s origin: every token up to the end
+    of the field (a newline, `,`, or the `}` / `]` that closes what holds it), brackets balanced."""
+    starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+    bom = 1 if text.startswith("\ufeff") else 0
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1 + (bom if line == 1 else 0)
+
+    tokens = tokenize(text, file)
+    where = (node.origin.line, node.origin.col)
+    first = next(i for i, tok in enumerate(tokens) if (tok[3], tok[4]) == where)
+    depth, last = 0, first
+    for i in range(first, len(tokens)):
+        kind = tokens[i][0]
+        if kind in (LBRACE, LBRACK):
+            depth += 1
+        elif kind in (RBRACE, RBRACK):
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and kind in (NL, COMMA, EOF):
+            break
+        last = i
+    return offset(tokens[first][3], tokens[first][4]), offset(tokens[last][3], tokens[last][4]) + len(tokens[last][2])
 
 
 def reseal(repo: Path | None, store: str | Path, identities: Sequence[Any]) -> list[str]:

@@ -44,8 +44,9 @@ def set_command(
     """Seal a value from standard input for KEY's PATH and write it into KEY's main.conf.
 
     The value is sealed with age to the recipients in the store's _RECIPIENTS;
-    only their identities can open it. An existing assignment of PATH in the file
-    is replaced in place; otherwise a line is added. Commit the file as usual.
+    only their identities can open it. Every existing assignment of PATH in the file
+    is replaced in place, whatever its form (quoted, unquoted, triple-quoted);
+    otherwise a line is added. Commit the file as usual.
     A trailing newline of the input is dropped. On a terminal, the value is asked
     for without echo.
 

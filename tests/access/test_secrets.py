@@ -217,3 +217,28 @@ def test_no_output_of_any_command_shows_a_secret(
             assert PLANTED.encode() not in data, f"the cache file {name} holds the secret in clear"
             cached += 1
     assert cached, "the commands cached nothing: the cache check checked nothing"
+
+
+def test_secret_set_replaces_every_earlier_assignment_whatever_its_form(work: GitRepo, run_cfgtool: Run) -> None:
+    """A triple-quoted value over several lines, an unquoted one, one inside braces and a concatenation are
+    all replaced; the clear text never stays in the file, and the rest of the file stays as it was."""
+    conf = "store/data/databases/jobs/main.conf"
+    work.write({conf: (
+        "# jobs\n"
+        f'database.credentials.password = """{PLANTED}-1\nsecond line {PLANTED}-2\n"""  # was in clear\n'
+        "database { name = jobs, credentials { user = x, password = " + PLANTED + "-3 } }\n"
+        f'database.credentials.password = "{PLANTED}" "-4"\n'
+        "owner = jobs-team\n"
+    )})  # fmt: skip
+    out = ok(run_cfgtool("secret", "set", "/data/databases/jobs", PASSWORD, cwd=work.root, input="new-value"))
+    assert f"sealed /data/databases/jobs {PASSWORD}: replaced at {conf}:4" in out
+    text = (work.root / conf).read_text(encoding="utf-8")
+    assert PLANTED not in text
+    lines = text.splitlines()
+    assert lines[0] == "# jobs" and lines[-1] == "owner = jobs-team" and len(lines) == 5
+    assert lines[1].startswith(f'{PASSWORD} = "ENC[') and lines[1].endswith('"  # was in clear')
+    assert lines[2].startswith("database { name = jobs, credentials { user = x, password = \"ENC[")
+    assert lines[2].endswith('" } }')
+    assert len(ENVELOPE.findall(text)) == 3
+    diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root)))["diagnostics"]
+    assert not [d for d in diags if d["code"].startswith("E_SECRET")]
