@@ -2,9 +2,9 @@
 
 `set_secret` seals a value for (store, key, path) to the store's `_RECIPIENTS` and writes the assignment into
 the key's `main.conf`, replacing every value the file assigns to that path (whatever its form) and otherwise
-adding a line, so the rest of the file stays exactly as it was and no clear text is left in it. `reseal` opens every envelope of the store with an
-identity and seals it again to the current recipients (after a recipient was added or removed). Files are
-written atomically.
+adding a line, so the rest of the file stays exactly as it was and no clear text is left in it. `reseal` opens
+every envelope of the store with an identity and seals it again to the current recipients (after a recipient
+was added or removed). Files are written atomically.
 """
 
 from __future__ import annotations
