@@ -41,6 +41,21 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _proxies(text: str | None) -> tuple[str, ...]:
+    """`--forwarded-allow-ips`: addresses or networks, comma-separated, or `*` (UsageError for others)."""
+    found = tuple(part.strip() for part in (text or "").split(",") if part.strip())
+    for part in found:
+        if part != "*":
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError as exc:
+                raise UsageError(
+                    f"--forwarded-allow-ips: {part!r} is not an IP address or network",
+                    hint="name your proxies' addresses, e.g. --forwarded-allow-ips 10.0.0.5,10.0.1.0/24",
+                ) from exc
+    return found
+
+
 def _missing_extra() -> str | None:
     try:
         import prometheus_client  # noqa: F401
@@ -100,6 +115,29 @@ def serve_command(
         bool,
         typer.Option("--insecure-open", help="Without --tokens, allow listening on a non-loopback address."),
     ] = False,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            metavar="ADDRESSES",
+            help="Proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the client for "
+            "the ACL's host; from anyone else the header is ignored (default: none).",
+            show_default=False,
+        ),
+    ] = None,
+    access_log: Annotated[
+        Path | None,
+        typer.Option(
+            "--access-log",
+            metavar="FILE",
+            help="Append the access log (one JSON line per request) to FILE instead of stderr.",
+            show_default=False,
+        ),
+    ] = None,
+    max_connections: Annotated[
+        int,
+        typer.Option("--max-connections", metavar="N", min=1, help="Open connections at most; more are refused (429)."),
+    ] = 10_000,
 ) -> None:
     """Serve published versions of the repository's stores over HTTP/JSON.
 
@@ -109,10 +147,16 @@ def serve_command(
     applies at once. Stop it with SIGTERM or Ctrl-C: waiting long polls are
     answered first. Without --tokens it listens on loopback only.
 
+    Every request is logged as one JSON line (stderr, or --access-log FILE).
+    Limits: 16 KB of request line and headers (431), 10 s for a request to
+    arrive (408), --max-connections open connections and 100 waiting long
+    polls per principal (429), 1,024-character keys (414).
+
     Examples:
       cfgtool serve
       cfgtool serve --repo https://git.example.com/configs.git --port 8750
       cfgtool serve --host 0.0.0.0 --tokens /etc/cfgtool/tokens.json --cache-time 30
+      cfgtool serve --tokens tokens.json --forwarded-allow-ips 10.0.0.5 --access-log /var/log/cfgtool.jsonl
       curl -s localhost:8750/v1/demo/current/keys/data/tracking/PageViewEvent
     """
     missing = _missing_extra()
@@ -129,6 +173,7 @@ def serve_command(
     if tokens is not None and not tokens.is_file():
         hint = f"create it with `cfgtool token add USER --tokens {tokens}`"
         raise UsageError(f"--tokens {tokens}: no such file", hint=hint)
+    proxies = _proxies(forwarded_allow_ips)
     from cfgtool.serve.server import run
     from cfgtool.serve.service import Options
 
@@ -143,6 +188,9 @@ def serve_command(
         cache_time=cache_time,
         fetch_interval=fetch_interval,
         tokens=tokens,
+        forwarded_allow_ips=proxies,
+        access_log=access_log,
+        max_connections=max_connections,
     )
     run(options)
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import secrets
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,6 +21,7 @@ from urllib.parse import parse_qs
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.plain import MISSING, value_at
+from cfgtool.serve.accesslog import PRINCIPAL, VERSION, AccessLog, Exchange
 from cfgtool.serve.answers import Answer, Bounded, answer, error, etag_matches
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.service import Service
@@ -36,7 +40,12 @@ IMMUTABLE = b"private, max-age=31536000, immutable"
 NO_STORE = b"no-store"
 MAX_WAIT = 55.0
 DEFAULT_WAIT = "30"
+MAX_KEY = 1024  # characters of a normalized key, its leading `/` included
+CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostile long ones are not kept)
+MAX_POLLS = 100  # long polls waiting at once per principal (per client address without tokens)
 Headers = list[tuple[bytes, bytes]]
+
+log = logging.getLogger("cfgtool.serve")
 
 
 class Denied(Exception):
@@ -52,6 +61,32 @@ def not_found(what: str) -> Denied:
     return Denied(error(404, "not_found", what))
 
 
+def version_number(text: str) -> int:
+    """A URL's version number: 1 to 9 ASCII digits, else Denied 404 (as a version that does not exist)."""
+    if not VERSION.fullmatch(text):
+        raise not_found(f"no version {text[:20]!r}: a version number is 1 to 9 digits")
+    return int(text)
+
+
+def internal(exc: BaseException, scope: Scope) -> Answer:
+    """The answer to an unexpected exception (a bug): one log line naming it by a random id, and a 500 with
+    that id and nothing else about the server's insides."""
+    found = scope.get("cfgtool.error")
+    if found is not None:  # already logged and answered (by Starlette's handler below the fast path)
+        return found  # type: ignore[no-any-return]
+    ident = secrets.token_hex(8)
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}" if frame is not None else ""
+    what = repr(f"{type(exc).__name__}: {exc}")[:300]
+    log.error("internal error %s: %s %s%s", ident, scope.get("method"), what, where)
+    message = f"an internal error; the server's log names it {ident}"
+    found = answer({"error": "E_INTERNAL", "id": ident, "message": message}, 500)
+    scope["cfgtool.error"] = found
+    return found
+
+
 class Api:
     """The application: the fast path, then Starlette for everything else."""
 
@@ -63,19 +98,40 @@ class Api:
         self.starlette = starlette_app(self)
         self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
         self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
+        self._polls: Counter[str | None] = Counter()  # waiting long polls per principal (or client address)
+        self.access: AccessLog | None = None  # set by the server: the access log
 
     def key(self, text: str) -> str:
-        """The normalized key of a URL's `{key}` (Denied 400 for a bad one)."""
+        """The normalized key of a URL's `{key}` (Denied 400 for a bad one, 414 past `MAX_KEY` characters)."""
         found = self._keys.get(text)
         if found is not None:
             return found
+        if len(text) > MAX_KEY:  # "/" + text, less a trailing "/", is longer still
+            raise Denied(error(414, "key_too_long", f"a key has at most {MAX_KEY} characters"))
         try:
-            return self._keys.put(text, normalize_key("/" + text, None))
+            key = normalize_key("/" + text, None)
         except BadKeyError as exc:
             raise Denied(error(400, "bad_key", exc.message)) from exc
+        if len(key) > MAX_KEY:
+            raise Denied(error(414, "key_too_long", f"a key has at most {MAX_KEY} characters"))
+        return self._keys.put(text, key) if len(text) <= CACHED_KEY else key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+        if scope["type"] != "http":
+            return await self.starlette(scope, receive, send)
+        exchange = Exchange(send)
+        try:
+            await self._route(scope, receive, exchange)
+        except Exception as exc:  # a bug: never a traceback to the client, one line in the log
+            found = internal(exc, scope)
+            if not exchange.status:
+                await respond(exchange, found, [(b"cache-control", NO_STORE)])
+        finally:
+            if self.access is not None:
+                self.access.request(scope, exchange)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] in ("GET", "HEAD"):
             parts = scope["path"].split("/", 6)  # '', v1, store, current|versions, keys|N, key... | keys, key...
             if len(parts) == 4 and parts[1] == "v1" and parts[3] == "changes":
                 return await self._changes(scope, send, parts[2])
@@ -83,9 +139,9 @@ class Api:
                 if parts[3] == "current" and parts[4] == "keys":
                     key = "/".join(parts[5:])
                     return await self._key(scope, send, parts[2], None, key)
-                if parts[3] == "versions" and len(parts) >= 6 and parts[5] == "keys" and parts[4].isdigit():
+                if parts[3] == "versions" and len(parts) >= 6 and parts[5] == "keys":
                     key = parts[6] if len(parts) > 6 else ""
-                    return await self._key(scope, send, parts[2], int(parts[4]), key)
+                    return await self._key(scope, send, parts[2], parts[4], key)
         await self.starlette(scope, receive, send)
 
     # -- shared helpers -----------------------------------------------------------------------------------
@@ -108,6 +164,7 @@ class Api:
                             [(b"retry-after", b"1")],
                         ) from None
                     if who is not None:
+                        PRINCIPAL.set(who)
                         return who
                 break
         raise Denied(
@@ -173,7 +230,7 @@ class Api:
         await respond(send, found, headers, scope["method"] == "HEAD")
 
     async def _changes_answer(self, scope: Scope, store: str) -> Answer:
-        await self.principal(scope["headers"])
+        who = await self.principal(scope["headers"])
         state = self.store(store)
         feed = self.service.feeds[state.name]
         query = parse_qs(scope["query_string"].decode("latin-1"))
@@ -183,9 +240,25 @@ class Api:
         except ValueError as exc:
             raise Denied(error(400, "bad_request", "since is an integer and wait a number of seconds")) from exc
         deadline = time.monotonic() + wait
-        events = await feed.wait(since, wait)
-        while not events and feed.seq <= since and not feed.closed and (left := deadline - time.monotonic()) > 0:
-            events = await feed.wait(since, left)  # woken by an event that is still not past `since`
+        if feed.seq > since or wait <= 0 or feed.closed:
+            events = feed.after(since)
+        else:  # a long poll: at most MAX_POLLS waiting per principal
+            holder = who if who is not None else (scope["client"][0] if scope.get("client") else None)
+            if self._polls[holder] >= MAX_POLLS:
+                message = f"at most {MAX_POLLS} long polls may wait at once per principal"
+                raise Denied(error(429, "too_many_long_polls", message), [(b"retry-after", b"1")])
+            self._polls[holder] += 1
+            try:
+                events = await feed.wait(since, wait)
+                while not events and feed.seq <= since and not feed.closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    events = await feed.wait(since, left)  # woken by an event that is still not past `since`
+            finally:
+                self._polls[holder] -= 1
+                if not self._polls[holder]:
+                    del self._polls[holder]
         seq, current = max(feed.seq, since), state.view.current  # a `since` ahead of this server: never back
         return self._feeds.get_or_build(
             (store, since, seq, current),
@@ -193,7 +266,7 @@ class Api:
         )
 
     # -- the hot path -------------------------------------------------------------------------------------
-    async def _key(self, scope: Scope, send: Send, store: str, number: int | None, text: str) -> None:
+    async def _key(self, scope: Scope, send: Send, store: str, number: str | None, text: str) -> None:
         route = "current" if number is None else "version"
         headers: Headers = []
         try:
@@ -209,8 +282,9 @@ class Api:
         self.metrics.count(route, found.status)
         await respond(send, found, headers, scope["method"] == "HEAD")
 
-    async def _key_answer(self, scope: Scope, store: str, number: int | None, text: str) -> tuple[Answer, Headers]:
+    async def _key_answer(self, scope: Scope, store: str, asked: str | None, text: str) -> tuple[Answer, Headers]:
         who = await self.principal(scope["headers"])
+        number = None if asked is None else version_number(asked)
         state = self.store(store)
         view = state.view
         key = self.key(text)

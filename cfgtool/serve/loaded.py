@@ -18,7 +18,7 @@ from cfgtool.hocon import split_path
 from cfgtool.serve.answers import Answer, Bounded, answer
 from cfgtool.serve.worker import build_body, etag
 from cfgtool.snapshot import canonical_json
-from cfgtool.store.keys import ROOT, parent
+from cfgtool.store.keys import depth, nearest
 
 
 class LoadedVersion:
@@ -38,6 +38,7 @@ class LoadedVersion:
         self.failed = frozenset(entry["failed"])
         self.intrinsic = frozenset(entry["intrinsic"])
         self.nodes = frozenset(self.configs) | self.failed
+        self._depth = max(map(depth, self.nodes), default=0)
         self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
         self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
         self._phantoms: Bounded[str, Answer] = Bounded(4096)
@@ -48,10 +49,8 @@ class LoadedVersion:
         return Answer(200, body, etag(body))
 
     def nearest(self, key: str) -> str:
-        """`key` if it has a node, else its nearest ancestor that has one."""
-        while key not in self.nodes:
-            key = parent(key) or ROOT
-        return key
+        """`key` if it has a node, else its nearest ancestor that has one (linear in the key's length)."""
+        return nearest(key, self.nodes, self._depth)
 
     def key_answer(self, key: str) -> Answer:
         """The answer for `key` (normalized), a node or not; CfgtoolError when its node did not resolve."""

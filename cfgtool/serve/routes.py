@@ -38,7 +38,7 @@ def _response(found: Answer, headers: dict[str, str] | None = None, request: Req
 
 def starlette_app(api: Api) -> Starlette:
     """The Starlette application behind the fast path."""
-    from cfgtool.serve.app import Denied, not_found
+    from cfgtool.serve.app import Denied, internal, not_found, version_number
 
     service = api.service
 
@@ -75,7 +75,7 @@ def starlette_app(api: Api) -> Starlette:
         kind = request.path_params["query"]
         if kind not in QUERIES:
             raise not_found(f"no query {kind!r} (queries: {', '.join(QUERIES)})")
-        loaded = await api.version(state, int(request.path_params["n"]))
+        loaded = await api.version(state, version_number(request.path_params["n"]))
         key = api.key(request.path_params["key"])
         view = state.view
         missing = f"{key} has no node in version {loaded.version} of store {state.name}"
@@ -130,12 +130,16 @@ def starlette_app(api: Api) -> Starlette:
     routes = [
         Route("/v1/stores", handled("stores", stores)),
         Route("/v1/{store}/versions", handled("versions", versions)),
-        Route("/v1/{store}/versions/{n:int}/{query}/{key:path}", handled("query", query)),
+        Route("/v1/{store}/versions/{n}/{query}/{key:path}", handled("query", query)),
         Route("/healthz", handled("healthz", healthz)),
         Route("/metrics", handled("metrics", metrics)),
         Route("/{rest:path}", handled("other", fallback)),
     ]
-    return Starlette(routes=routes)
+
+    async def crashed(request: Request, exc: Exception) -> Response:
+        return _response(internal(exc, request.scope))
+
+    return Starlette(routes=routes, exception_handlers={Exception: crashed})
 
 
 def _filter(found: Answer, keep: Callable[[list[str]], list[str]]) -> dict[str, Any]:

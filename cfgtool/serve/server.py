@@ -13,12 +13,16 @@ import resource
 import signal
 import socket
 import sys
+from pathlib import Path
 from types import FrameType
+from typing import BinaryIO
 
 import uvicorn
 
 from cfgtool.errors import SourceError
+from cfgtool.serve.accesslog import AccessLog
 from cfgtool.serve.app import Api
+from cfgtool.serve.protocol import limited
 from cfgtool.serve.service import Options, Service
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -27,10 +31,11 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 class _Server(uvicorn.Server):
     """uvicorn's server with the loader started beside it and long polls released on shutdown."""
 
-    def __init__(self, config: uvicorn.Config, service: Service, port: int) -> None:
+    def __init__(self, config: uvicorn.Config, service: Service, port: int, access: AccessLog) -> None:
         super().__init__(config)
         self.service = service
         self.port = port
+        self.access = access
         self._loader: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -47,6 +52,7 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self.service.close()
         await super().shutdown(sockets)  # type: ignore[arg-type]
+        self.access.flush()
         if self._loader is not None:
             self._loader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -80,23 +86,39 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from exc
 
 
+def _open_log(path: Path | None) -> BinaryIO:
+    """The access log's file, appended to (stderr's descriptor without a path)."""
+    if path is None:
+        return open(sys.stderr.fileno(), "ab", buffering=0, closefd=False)
+    try:
+        return open(path, "ab")
+    except OSError as exc:
+        raise SourceError(f"cannot open the access log {path}: {exc.strerror or exc}", hint="check the path") from exc
+
+
 def run(options: Options) -> None:
     """Serve until SIGTERM or SIGINT (the CLI checks the options first)."""
     logging.basicConfig(format="cfgtool: %(levelname)s: %(message)s", level=logging.WARNING)
-    service = Service(options)
-    _raise_file_limit()
-    sock = _listen(options.host, options.port)
-    config = uvicorn.Config(
-        Api(service),
-        host=options.host,
-        port=options.port,
-        loop="uvloop",
-        http="httptools",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        server_header=False,
-        backlog=4096,
-        timeout_graceful_shutdown=5,
-    )
-    _Server(config, service, sock.getsockname()[1]).run(sockets=[sock])
+    with _open_log(options.access_log) as stream:
+        service = Service(options)
+        _raise_file_limit()
+        sock = _listen(options.host, options.port)
+        api = Api(service)
+        api.access = AccessLog(stream)
+        config = uvicorn.Config(
+            api,
+            host=options.host,
+            port=options.port,
+            loop="uvloop",
+            http=limited(options.max_connections, api.access),
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            server_header=False,
+            backlog=4096,
+            timeout_graceful_shutdown=5,
+            # the ACL's `host` is the socket's peer unless the peer is a proxy named here
+            proxy_headers=bool(options.forwarded_allow_ips),
+            forwarded_allow_ips=list(options.forwarded_allow_ips),
+        )
+        _Server(config, service, sock.getsockname()[1], api.access).run(sockets=[sock])

@@ -40,6 +40,9 @@ class Options:
     fetch_interval: float = 5.0
     tokens: Path | None = None
     cache: Path = field(default_factory=cache_root)
+    forwarded_allow_ips: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
+    access_log: Path | None = None  # the access log's file (None: stderr)
+    max_connections: int = 10_000
 
 
 def _iso(t: float | None) -> str | None:

@@ -7,6 +7,7 @@ A key is `/` or `/` followed by segments joined by `/`; a segment matches `[A-Za
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from functools import lru_cache
 
 from cfgtool.errors import UsageError
@@ -82,6 +83,28 @@ def parent(key: str) -> str | None:
         return None
     head = key.rsplit("/", 1)[0]
     return head or ROOT
+
+
+def nearest(key: str, nodes: Container[str], deepest: int) -> str:
+    """`key` if it is in `nodes`, else its nearest ancestor in `nodes` (which holds the root). `deepest` is the
+    most segments any key of `nodes` has: the search starts no deeper, so it is linear in the key's length
+    (walking up from a deep hostile key one parent at a time would be quadratic)."""
+    if key in nodes:
+        return key
+    end = 0
+    for _ in range(deepest):
+        end = key.find("/", end + 1)
+        if end < 0:
+            break
+    found = key if end < 0 else key[:end] or ROOT
+    while found not in nodes:
+        found = parent(found) or ROOT
+    return found
+
+
+def depth(key: str) -> int:
+    """The number of segments of a normalized key (0 for the root)."""
+    return 0 if key == ROOT else key.count("/")
 
 
 def ancestors(key: str) -> list[str]:

@@ -1,0 +1,130 @@
+"""The server's HTTP/1.1 connections: uvicorn's httptools protocol with the transport limits of docs/serving.md.
+
+httptools (llhttp) has no limit on the size of a request's head: it buffers a header of any length until its
+end arrives, so four connections sending 250 MB of headers held a gigabyte. And uvicorn closes only idle
+keep-alive connections: a request sent half-way stays open forever. This subclass enforces the limits in
+front of the parser, for the cost of a length check per received chunk (no measurable change in throughput;
+uvicorn's h11 protocol has a head limit but serves about half as many requests a second):
+
+- the request line and headers together at most `HEAD_LIMIT` bytes: past that the bytes are never handed to
+  the parser and the answer is 431;
+- a request arrives complete within `REQUEST_TIMEOUT` seconds of its first byte (or of the connection's
+  opening), else 408 and the connection is closed;
+- at most `max_connections` open connections: one more is answered 429 and closed at once.
+
+A refused connection is closed as nginx's lingering close does: the answer and a FIN go out, what the client
+still sends is read and dropped for up to `LINGER` seconds, then the socket closes. Closing at once with
+unread bytes would send a reset, which can destroy the answer before the client reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from http import HTTPStatus
+from typing import Any, ClassVar
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from cfgtool.serve.accesslog import AccessLog
+from cfgtool.serve.answers import Answer, error
+
+HEAD_LIMIT = 16 * 1024
+REQUEST_TIMEOUT = 10.0
+MAX_CONNECTIONS = 10_000
+LINGER = 2.0  # seconds a refused connection is read (and its bytes dropped) before it is closed
+
+
+class LimitedProtocol(HttpToolsProtocol):
+    """One connection, with the head size, request time and connection count bounded (`limited()` makes the
+    class uvicorn instantiates, with the server's connection cap and access log)."""
+
+    max_connections: ClassVar[int] = MAX_CONNECTIONS
+    access: ClassVar[AccessLog | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head = 0  # bytes of the current request's head seen so far
+        self._in_head = True  # waiting for the end of a request's head
+        self._deadline: asyncio.TimerHandle | None = None
+        self._refused = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            self._refuse(error(429, "too_many_connections", f"the server holds {self.max_connections} connections"))
+            return
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:  # lingering: dropped
+            return
+        if self._in_head:
+            if self._deadline is None:
+                self._arm()
+            room = HEAD_LIMIT - self._head
+            if len(data) > room:
+                super().data_received(data[:room])  # the head may end within the limit
+                if self.transport.is_closing():
+                    return
+                if self._in_head:
+                    message = f"the request line and headers exceed {HEAD_LIMIT} bytes together"
+                    self._refuse(error(431, "headers_too_large", message))
+                    return
+                data = data[room:]
+            else:
+                self._head += len(data)
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        self._in_head, self._head = True, 0
+        super().on_message_complete()
+
+    def _arm(self) -> None:
+        self._deadline = self.loop.call_later(REQUEST_TIMEOUT, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self._in_head and not self._refused:  # nothing answered yet: say why
+            message = f"the request did not arrive complete within {REQUEST_TIMEOUT:g} s"
+            self._refuse(error(408, "request_timeout", message))
+        else:
+            self.transport.close()
+
+    def _refuse(self, found: Answer) -> None:
+        """Answer `found` without the application and close the connection (lingering)."""
+        self._disarm()
+        self._refused = True
+        phrase = HTTPStatus(found.status).phrase
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+            b"cache-control: no-store\r\nconnection: close\r\n\r\n%s"
+            % (found.status, phrase.encode(), len(found.body), found.body)
+        )
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self._deadline = self.loop.call_later(LINGER, self.transport.close)
+        else:
+            self.transport.close()
+        if self.access is not None:
+            self.access.refused(found.status, len(found.body))
+
+
+def limited(max_connections: int, access: AccessLog | None) -> type[LimitedProtocol]:
+    """The protocol class for uvicorn's `http=` with this server's connection cap and access log."""
+    return type("CfgtoolProtocol", (LimitedProtocol,), {"max_connections": max_connections, "access": access})
