@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from cfgtool.hocon import Resolved
     from cfgtool.hocon.values import Node
 
-FORMAT = 2
+FORMAT = 3  # 3: the header holds the rules' blob ids (the digest covers them); older artifacts are misses
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -109,6 +109,7 @@ def write_artifact(
         "variables": dict(snapshot.variables),
         "tag_roots": list(snapshot.tag_roots),
         "cfgtool_version": snapshot.cfgtool_version,
+        "rules": dict(sorted(snapshot.rules.items())),
         "diagnostics": [d.to_json() for d in diagnostics],
     }
     head_text = json.dumps(head, ensure_ascii=False)
@@ -191,6 +192,7 @@ class Artifact:
             cfgtool_version=head["cfgtool_version"],
             texts=self.texts,
             secrets=Secrets(self.nodes),
+            rules=head["rules"],
         )
         return Reading(snapshot, self.diagnostics)
 
@@ -325,6 +327,9 @@ def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str
         diagnostics = tuple(_diagnostic(d) for d in head["diagnostics"])
         if not all(field in head for field in ("name", "variables", "tag_roots", "cfgtool_version")):
             raise KeyError("a field of the header")
+        rules = head["rules"]
+        if not (isinstance(rules, dict) and strings(list(rules)) and strings(list(rules.values()))):
+            raise ValueError("the rules of the header")
     except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         con.close()
         return None

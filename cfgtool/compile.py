@@ -268,6 +268,7 @@ def _compile(
         nodes=nodes,
         cfgtool_version=__version__,
         texts=source.texts(builder.texts_paths()),
+        rules=(own or rules).files(),  # the source's own rules, also when checked with a base's
     )
     stats = {**builder.stats, "graphs_reused": int(known is not None)}
     result = CompileResult(

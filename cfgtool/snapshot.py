@@ -3,8 +3,9 @@
 A `Snapshot` is what every consumer reads (CLI queries, ConfigClient, the Spark loader, diff and publish);
 none of them re-implements resolution. It has a canonical JSON form stamped with a schema version and the
 cfgtool version, read back through a compatibility check, and a sha256 `digest` that depends only on the
-content (resolved configs, layers, imports, variables): not on ordering, origins' formatting, mtimes, the
-commit or the machine, so publishing an unchanged store is recognised as a no-op.
+content (resolved configs, layers, imports, variables) and the rules (the blob ids of the settings, schemas,
+policy code, ACL and recipients): not on ordering, origins' formatting, mtimes, the commit or the machine, so
+publishing an unchanged store is recognised as a no-op, and a commit that only changes the rules is not.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from cfgtool.store.queries import StoreQueries
 if TYPE_CHECKING:  # the HOCON engine is imported by what resolves or parses: reading configs needs none
     from cfgtool.hocon.values import Obj
 
-SCHEMA = "https://cfgtool.dev/schemas/snapshot/v1.json"
-SCHEMA_VERSION = 1
+SCHEMA = "https://cfgtool.dev/schemas/snapshot/v2.json"
+SCHEMA_VERSION = 2  # 2: the rules' blob ids (`rules`), which the digest covers
 
 
 PHANTOMS_KEPT = 1024  # keys without a node resolved again for the intrinsics, remembered per snapshot
@@ -164,6 +165,9 @@ class Snapshot(StoreQueries):
     # node -> {path: sealed envelope, or None for a value that was not sealed}: what `cfgtool.hidden`
     # replaced by [hidden] in that node's config (DESIGN 14); clients with an identity open the envelopes
     secrets: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
+    # repo-relative path -> blob id of every rule file the store has (settings, schemas, policy code, ACL,
+    # recipients): a version is the store's configs and its rules
+    rules: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def failed(self) -> frozenset[str]:
@@ -230,10 +234,12 @@ class Snapshot(StoreQueries):
 
     # -- serialization -----------------------------------------------------------------------------------
     def content(self) -> dict[str, Any]:
-        """What the digest covers: each node's content hash (config, layers, imports) and the variables."""
+        """What the digest covers: each node's content hash (config, layers, imports), the variables and the
+        rule files' blob ids."""
         content: dict[str, Any] = {
             "variables": dict(sorted(self.variables.items())),
             "nodes": {key: node_hash(snap) for key, snap in sorted(self.nodes.items())},
+            "rules": dict(sorted(self.rules.items())),
         }
         if self.secrets:  # a changed or resealed secret is a new version, though both read [hidden]
             content["secrets"] = {k: dict(v) for k, v in self.secrets.items()}
@@ -285,6 +291,7 @@ class Snapshot(StoreQueries):
             "nodes": nodes,
             "texts": dict(sorted(self.texts.items())) if texts else {},
             "secrets": {k: dict(sorted(v.items())) for k, v in sorted(self.secrets.items())},
+            "rules": dict(sorted(self.rules.items())),
         }
 
     @classmethod
@@ -314,6 +321,7 @@ class Snapshot(StoreQueries):
                 cfgtool_version=data["cfgtool_version"],
                 texts=data["texts"] if texts is None else texts,
                 secrets=data.get("secrets") or {},
+                rules=dict(data["rules"]),
             )
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc

@@ -47,11 +47,15 @@ class Entry:
     line: int | None = None
 
     def describe(self) -> str:
-        """`deny User:* read /data/secure/ (prefixed), store/_ACL.yaml:7` (DESIGN 13's reason text)."""
+        """`deny User:* read /data/secure/ (prefixed), store/_ACL.yaml:7` (the reason text of `acl check`)."""
+        where = f", {self.file}:{self.line}" if self.file else ""
+        return f"{self.rule()}{where}"
+
+    def rule(self) -> str:
+        """`deny User:* read /data/secure/ (prefixed)`: what the entry says, wherever it is written."""
         what = STORE if self.key is None else f"{self.key} ({'prefixed' if self.prefixed else 'literal'})"
         host = "" if self.host == "*" else f" from {self.host}"
-        where = f", {self.file}:{self.line}" if self.file else ""
-        return f"{self.permission} {self.principal} {self.operation} {what}{host}{where}"
+        return f"{self.permission} {self.principal} {self.operation} {what}{host}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,18 @@ class Acl:
     file: str | None = None
     present: bool = False
     broken: bool = False
+    github: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # principal -> @team/@user
+
+    def statements(self) -> list[str]:
+        """Everything the ACL says, one sorted line per statement (an entry, a super user, a group member, a
+        GitHub name), independent of order and layout: what `diff` compares between two versions."""
+        lines = [f"super user {p}" for p in self.super_users]
+        if self.allow_everyone_if_no_acl_found:
+            lines.append("allow_everyone_if_no_acl_found: true")
+        lines += [f"group {g} has {m}" for g, members in self.groups.items() for m in members]
+        lines += [e.rule() for e in self.entries]
+        lines += [f"github {p} is {name}" for p, name in self.github.items()]
+        return sorted(set(lines))
 
 
 def principal(text: str) -> str:
@@ -147,6 +163,7 @@ def parse_acl(text: str | None, file: str, store_name: str | None = None) -> tup
         allow_everyone_if_no_acl_found=bool(data.get("allow_everyone_if_no_acl_found", False)),
         groups=MappingProxyType(groups),
         entries=tuple(entries),
+        github=MappingProxyType(dict(data.get("github") or {})),
         file=file,
         present=True,
         broken=any(d.code == "E_ACL" for d in diags),

@@ -44,7 +44,10 @@ def diff_command(
         ),
     ] = DiffFormat.TEXT,
     exit_code: Annotated[
-        bool, typer.Option("--exit-code", help="Exit 1 when the resolved configs differ (like `git diff --exit-code`).")
+        bool,
+        typer.Option(
+            "--exit-code", help="Exit 1 when the resolved configs or the rules differ (like `git diff --exit-code`)."
+        ),
     ] = False,
 ) -> None:
     """Show how resolved configs differ between A and B.
@@ -54,6 +57,11 @@ def diff_command(
     comes first, grouping equal changes: "retention.ms 604800000 -> 2592000000
     in 1,243 keys, via /tags/retention/LONG". Both sides are compiled with the
     same --var values, without validation (that is `cfgtool compile`).
+
+    A version is the configs and the rules: rule files that differ (settings,
+    schemas, policy code, the ACL, the recipients) are listed first, with the
+    ACL entries, super users, group members and GitHub names added (+) and
+    removed (-).
 
     v5 or 5 names version 5 when it exists, else a git ref of that name; when
     both exist and differ, write config/v5 or refs/tags/v5. Exit 0 whether or
@@ -86,7 +94,7 @@ def diff_command(
             err=True,
         )
         raise typer.Exit(1)
-    if exit_code and not result.empty:
+    if exit_code and (not result.empty or result.rules):
         raise typer.Exit(1)
 
 

@@ -11,6 +11,9 @@ the key sets it in its own main.conf. Changes are then grouped by (path, old, ne
 
 A node is compared only when it can differ: its layers changed, or the main.conf of one of them did (blob
 ids from both compiles); only nodes whose configs differ are walked. Renderers live in `diff_render.py`.
+
+A version is the configs and the rules, so the rule files (settings, schemas, policy code, ACL, recipients)
+whose blob ids differ are listed too, and for the ACL the statements each side has that the other lacks.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Iterator, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,6 +108,23 @@ class Group:
 
 
 @dataclass(frozen=True)
+class RuleChange:
+    """A rule file added, removed or changed; for the ACL, its statements added and removed (`Acl.statements`;
+    None when a side does not parse, so only the file can be named)."""
+
+    path: str
+    kind: Kind
+    acl_added: tuple[str, ...] | None = None
+    acl_removed: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        acl = None
+        if self.acl_added is not None:
+            acl = {"added": list(self.acl_added), "removed": list(self.acl_removed or ())}
+        return {"path": self.path, "kind": self.kind, "acl": acl}
+
+
+@dataclass(frozen=True)
 class Diff:
     """What changed from `a` to `b`: per key (sorted), grouped, and the keys that could not be compared
     because they did not compile on one side."""
@@ -114,9 +134,11 @@ class Diff:
     changes: tuple[KeyChange, ...]
     groups: tuple[Group, ...]
     unresolved: tuple[str, ...] = ()
+    rules: tuple[RuleChange, ...] = ()
 
     @property
     def empty(self) -> bool:
+        """No resolved config differs (the rules may: see `rules`)."""
         return not self.changes
 
     def count(self, kind: Kind) -> int:
@@ -142,6 +164,7 @@ class Diff:
             "changes": [c.to_json() for c in self.changes],
             "groups": [g.to_json() for g in self.groups],
             "unresolved": list(self.unresolved),
+            "rules": [r.to_json() for r in self.rules],
         }
 
 
@@ -182,7 +205,42 @@ def diff(
     )
     ids = [file_ids(r) if r is not None else {} for r in results]
     changed = {path for path, _ in ids[0].items() ^ ids[1].items()}
-    return diff_snapshots(old, new, sides[0], sides[1], changed)
+    found = diff_snapshots(old, new, sides[0], sides[1], changed)
+    return replace(found, rules=rule_diff(results[0], results[1]))
+
+
+def rule_diff(old: CompileResult | None, new: CompileResult | None) -> tuple[RuleChange, ...]:
+    """The rule files whose blob ids differ between two compiles (None: no store on that side), with the ACL's
+    statements added and removed."""
+    ids = [r.snapshot.rules if r is not None else {} for r in (old, new)]
+    acls = [_acl_file(r) for r in (old, new)]
+    out = []
+    for path in sorted(p for p in ids[0].keys() | ids[1].keys() if ids[0].get(p) != ids[1].get(p)):
+        kind: Kind = "added" if path not in ids[0] else "removed" if path not in ids[1] else "changed"
+        change = RuleChange(path, kind)
+        if path in acls:
+            statements = [_acl_statements(r) if acl == path else [] for r, acl in zip((old, new), acls, strict=True)]
+            if None not in statements:
+                before, after = set(statements[0] or ()), set(statements[1] or ())
+                added, removed = tuple(sorted(after - before)), tuple(sorted(before - after))
+                change = replace(change, acl_added=added, acl_removed=removed)
+        out.append(change)
+    return tuple(out)
+
+
+def _acl_file(result: CompileResult | None) -> str | None:
+    return result.rules.acl_file if result is not None else None
+
+
+def _acl_statements(result: CompileResult | None) -> list[str] | None:
+    """The statements of a compile's own ACL ([] without one), None when it does not parse."""
+    from cfgtool.access.acl import parse_acl
+
+    if result is None:
+        return []
+    rules = result.rules
+    acl, _ = parse_acl(rules.text(rules.acl_file), rules.acl_file, rules.settings.name)
+    return None if acl.broken else acl.statements()
 
 
 def diff_snapshots(

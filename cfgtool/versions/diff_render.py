@@ -1,6 +1,7 @@
 """Renderers of a `Diff` (pure functions from a Diff to a string): text, json and markdown for a PR comment.
 
-- text: the grouped summary first, then every key with its changed values and the new values' origins.
+- text: the grouped summary first, then every key with its changed values and the new values' origins; rule
+  files that changed (and the ACL's statements added and removed) before them.
 - json: DESIGN 9's `diff` contract (`Diff.to_json`).
 - markdown: a summary table first, then the keys of each change and the per-key details folded in
   `<details>`; long lists are capped with totals, and the whole comment stays under `max_chars`
@@ -17,7 +18,7 @@ from typing import Any
 from cfgtool.diagnostics import plural
 from cfgtool.formats import to_json
 from cfgtool.hocon import Origin
-from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, ValueChange
+from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, RuleChange, ValueChange
 
 MARKDOWN_MAX_CHARS = 60_000  # leaves room for whatever a workflow adds around the comment
 _MARKS = {"added": "+", "removed": "-", "changed": "~"}
@@ -33,6 +34,10 @@ def render_json(diff: Diff) -> str:
 def render_text(diff: Diff) -> str:
     lines = [f"diff {diff.a.label()} -> {diff.b.label()}", _totals(diff)]
     lines += _warnings(diff)
+    if diff.rules:
+        lines += ["", f"Rules: {plural(len(diff.rules), 'file')} changed"]
+        for rule in diff.rules:
+            lines += [f"  {_MARKS[rule.kind]} {rule.path}", *(f"      {line}" for line in rule_lines(rule))]
     if diff.groups:
         lines += ["", "Summary:"]
         lines += [f"  {describe_group(g)}" for g in diff.groups]
@@ -40,6 +45,11 @@ def render_text(diff: Diff) -> str:
         lines += ["", f"{_MARKS[change.kind]} {change.key}"]
         lines += [f"    {_describe_value(v)}" for v in change.values]
     return "\n".join(lines) + "\n"
+
+
+def rule_lines(rule: RuleChange) -> list[str]:
+    """The ACL statements a rule change adds (`+ ...`) and removes (`- ...`); none for other files."""
+    return [f"+ {line}" for line in rule.acl_added or ()] + [f"- {line}" for line in rule.acl_removed or ()]
 
 
 def describe_group(group: Group) -> str:
@@ -123,6 +133,8 @@ def render_markdown(
     out.add(_md_totals(diff), "")
     for warning in _warnings(diff):
         out.add(f"> :warning: {_escape(warning.removeprefix('warning: '))}", "")
+    if diff.rules:
+        _md_rules(out, diff, max_group_keys)
     if diff.empty:
         return out.text()
 
@@ -161,6 +173,19 @@ def render_markdown(
         out.force(f"| … {plural(left, 'more value')} not shown | | | | |", "", rerun)
     out.force("", "</details>")
     return out.text()
+
+
+def _md_rules(out: _Writer, diff: Diff, limit: int) -> None:
+    """The rule files that changed, each ACL's statements (at most `limit`) in a diff block, as room allows."""
+    out.add(f"**Rules**: {plural(len(diff.rules), 'file')} changed (they decide what later changes may do):", "")
+    for rule in diff.rules:
+        out.add(f"- {rule.kind} {_code(rule.path)}")
+        lines = [f"  {line}" for line in rule_lines(rule)[:limit]]
+        left = len(rule_lines(rule)) - limit
+        block = ["", "  ```diff", *lines, *([f"  … {plural(left, 'more statement')}"] if left > 0 else []), "  ```"]
+        if lines and out.fits("\n".join(block), reserve=4_000):
+            out.force(*block)
+    out.add("")
 
 
 def _md_change(group: Group, cell: int) -> str:

@@ -121,7 +121,7 @@ def test_compile_output_writes_the_snapshot(run_cfgtool: Run, embedded_repo: Git
     assert proc.returncode == 0, proc.stderr
     snapshot = json.loads(target.read_text(encoding="utf-8"))
     assert snapshot["digest"] == json.loads(proc.stdout)["digest"]
-    assert snapshot["schema_version"] == 1
+    assert snapshot["schema_version"] == 2
     assert snapshot["nodes"]["/data/tracking/PageViewEvent"]["config"]["kafka"]["partitions"] == 128
     assert not [p.name for p in target.parent.iterdir() if p != target]  # no temporary file left behind
 
