@@ -47,7 +47,7 @@ class ConfigClient:
 
     def __new__(cls, location: str | Path, *args: Any, **kwargs: Any) -> ConfigClient:
         """A server URL (`http://host:8750`, no path: `cfgtool.remote.is_server_url`) reads through the server
-        (`HttpConfigClient`, which also takes offline=, token=, timeout=); any other location is git."""
+        (`HttpConfigClient`, which also takes offline=, token=, timeout=, max_bytes=); any other location is git."""
         from cfgtool.remote import HttpConfigClient, is_server_url
 
         return super().__new__(HttpConfigClient if cls is ConfigClient and is_server_url(location) else cls)

@@ -17,8 +17,10 @@ here: a client needs none of the server's dependencies. Secrets arrive as "[hidd
 The reads are the git client's (`lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`,
 `tags`, `datasets`, `keys`, `children`); `keys` comes from one `imported-by -r /` answer (every node but the root
 has the root among its layers). The server applies no caller variables and opens no secrets, so `variables=` and
-`identity=` are refused. `offline=`, `token=` (DESIGN 12 "Access") and `timeout=` pass through `ConfigClient(...)`
-at run time; typed code names them on `HttpConfigClient(...)`, whose signature has them.
+`identity=` are refused. `offline=`, `token=`, `timeout=` and `max_bytes=` pass through `ConfigClient(...)` at run
+time; typed code names them on `HttpConfigClient(...)`, whose signature has them. What a server can make the client
+do is bounded (`Connection`): answer size, a total deadline per request, redirects to the same origin only; the
+cache is kept per server, store and principal (`cache_name`).
 
     client = ConfigClient("http://configs:8750", store="demo")
     client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
@@ -32,11 +34,12 @@ import http.client
 import json
 import socket
 import threading
+import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 from cfgtool._version import __version__
 from cfgtool.cache import DAMAGED, cache_root, pack, private_dir, unpack
@@ -78,57 +81,166 @@ def is_server_url(location: str | Path) -> bool:
     )
 
 
+MAX_BYTES = 64 * 2**20  # the largest answer a client accepts by default
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
+_MAX_REDIRECTS = 5
+_CHUNK = 65536
+
+
+class AnswerTooLarge(ServerUnavailable):
+    """The server's answer is larger than the client's `max_bytes`."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an http(s) URL, the default port spelled out: what "same origin" compares."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # a port that is not a number
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
 class Connection:
     """One kept-alive HTTP connection to a server at `location` (a prefix path allowed), used by one thread at
-    a time (a lock); `get` retries once on a fresh connection when the server closed the old one."""
+    a time (a lock); `get` retries once on a fresh connection when the server closed the old one.
 
-    def __init__(self, location: str, timeout: float) -> None:
+    It bounds what a server can make it do (docs/http-client.md): an answer over `max_bytes` is AnswerTooLarge;
+    `timeout` is a total deadline for each request, redirects and every byte of the answer included (a timer
+    cuts the socket at the deadline, so a server that trickles bytes cannot stretch it); redirects are followed
+    only to the same origin (scheme, host and port), at most 5, so a token is never sent elsewhere.
+    """
+
+    def __init__(self, location: str, timeout: float, max_bytes: int = MAX_BYTES) -> None:
         parts = urlsplit(location)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"{location}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
         self.location = location
         self._prefix = parts.path.rstrip("/")
+        self._origin = _origin(location)
         self._kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         self._address = (parts.hostname, parts.port)
         self._timeout = timeout
+        self._max_bytes = max_bytes
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()
 
     def get(self, path: str, headers: Mapping[str, str]) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """(status, headers, body) of GET `path`; ServerUnavailable when the server cannot be reached."""
+        """(status, headers, body) of GET `path` within the deadline; ServerUnavailable when the server cannot
+        be reached, fails to answer in time, redirects elsewhere, or (AnswerTooLarge) answers too much."""
+        deadline = time.monotonic() + self._timeout
+        target = self._prefix + path
         with self._lock:
-            for attempt in (1, 2):
-                if self._conn is None:
-                    self._conn = self._kind(*self._address, timeout=self._timeout)
-                conn = self._conn
-                try:
-                    conn.request("GET", self._prefix + path, headers=dict(headers))
-                    response = conn.getresponse()
-                    return response.status, response.headers, response.read()
-                except (OSError, http.client.HTTPException) as exc:
-                    conn.close()
-                    self._conn = None
-                    stale = isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError)
-                    if attempt == 2 or not stale:
-                        raise ServerUnavailable(
-                            f"cannot reach {self.location}: {exc or type(exc).__name__}",
-                            hint="start the server or check the URL",
-                        ) from exc
+            for _ in range(_MAX_REDIRECTS + 1):
+                status, reply, body = self._attempt(target, headers, deadline)
+                location = reply.get("Location") if status in _REDIRECTS else None
+                if location is None:
+                    return status, reply, body
+                url = urljoin(self._url(target), location)
+                if _origin(url) != self._origin:
+                    raise ServerUnavailable(
+                        f"{self._url(target)} redirects to another server ({_origin(url)[1] or url}): not followed",
+                        hint="point the client at the server that answers",
+                    )
+                moved = urlsplit(url)
+                target = moved.path + (f"?{moved.query}" if moved.query else "")
+        raise ServerUnavailable(f"{self._url(path)}: more than {_MAX_REDIRECTS} redirects", hint="check the server")
+
+    def _url(self, target: str) -> str:
+        scheme, host, port = self._origin
+        return f"{scheme}://{host}:{port}{target}"
+
+    def _attempt(
+        self, target: str, headers: Mapping[str, str], deadline: float
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """One GET, retried once on a fresh connection when the server closed a kept-alive one."""
+        for attempt in (1, 2):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._late()
+            if self._conn is None:
+                self._conn = self._kind(*self._address, timeout=remaining)
+            conn = self._conn
+            if conn.sock is not None:
+                conn.sock.settimeout(remaining)
+            watchdog = threading.Timer(remaining, _cut, (conn,))
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                conn.request("GET", target, headers=dict(headers))
+                response = conn.getresponse()
+                found = response.status, response.headers, self._body(response)
+                if time.monotonic() >= deadline:  # the watchdog cut a body that has no length of its own
+                    raise self._late()
+                return found
+            except AnswerTooLarge:
+                self._drop()
+                raise
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if time.monotonic() >= deadline:
+                    raise self._late() from exc
+                stale = isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError)
+                if attempt == 2 or not stale:
+                    raise ServerUnavailable(
+                        f"cannot reach {self.location}: {exc or type(exc).__name__}",
+                        hint="start the server or check the URL",
+                    ) from exc
+            finally:
+                watchdog.cancel()
         raise AssertionError("unreachable")
+
+    def _late(self) -> ServerUnavailable:
+        return ServerUnavailable(
+            f"{self.location} gave no complete answer within timeout={self._timeout:g} s",
+            hint="retry later, or raise timeout=",
+        )
+
+    def _body(self, response: http.client.HTTPResponse) -> bytes:
+        """The whole body, refused (AnswerTooLarge) past `max_bytes` whatever Content-Length says."""
+        limit = self._max_bytes
+        length = response.getheader("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise AnswerTooLarge(
+                f"{self.location} answers {int(length):,} bytes, more than max_bytes={limit:,}",
+                hint="raise max_bytes= if the answer is expected",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := response.read(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(
+                    f"{self.location} answers more than max_bytes={limit:,} bytes",
+                    hint="raise max_bytes= if the answer is expected",
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def abort(self) -> None:
         """Wake a request blocked in another thread (it fails with ServerUnavailable): for stopping a watch."""
         conn = self._conn
-        sock = conn.sock if conn is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        if conn is not None:
+            _cut(conn)
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close the connection (the caller holds the lock, or no other thread uses it)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    """Shut a connection's socket down, so a read blocked on it returns at once."""
+    sock = conn.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def request_headers(token: str | None) -> dict[str, str]:
@@ -137,6 +249,14 @@ def request_headers(token: str | None) -> dict[str, str]:
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     return headers
+
+
+def cache_name(location: str, store: str, token: str | None) -> str:
+    """The cache directory's name for one server, store and principal: answers fetched with one token (or none)
+    never serve a client holding another, which the server may allow less. The token is hashed twice over,
+    never written."""
+    principal = hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest() if token is not None else ""
+    return hashlib.sha256(f"{location}\0{store}\0{principal}".encode()).hexdigest()[:32]
 
 
 class _Answer(NamedTuple):
@@ -166,6 +286,7 @@ class HttpConfigClient(ConfigClient):
         offline: Offline = "cache",
         token: str | None = None,
         timeout: float = 10.0,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         if variables:
             raise UsageError(
@@ -185,11 +306,11 @@ class HttpConfigClient(ConfigClient):
         self.requests = 0
         self.not_modified = 0
         self.offline = False
-        self._http = Connection(self.location, timeout)
+        self._http = Connection(self.location, timeout, max_bytes)
         self._headers = request_headers(token)
         self._memory: dict[str, Any] = {}
         root = Path(cache_dir) if cache_dir is not None else cache_root()
-        self._dir = root / "http" / hashlib.sha256(f"{self.location}\0{store}".encode()).hexdigest()[:16]
+        self._dir = root / "http" / cache_name(self.location, store, token)
         self.version, self.commit = self._choose(version, offline)
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -430,4 +551,12 @@ def _explanation(body: Mapping[str, Any]) -> Explanation:
     )
 
 
-__all__ = ["AccessDenied", "Connection", "HttpConfigClient", "OfflineWarning", "ServerUnavailable", "is_server_url"]
+__all__ = [
+    "AccessDenied",
+    "AnswerTooLarge",
+    "Connection",
+    "HttpConfigClient",
+    "OfflineWarning",
+    "ServerUnavailable",
+    "is_server_url",
+]

@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.remote import Connection, HttpConfigClient, ServerUnavailable, request_headers
+from cfgtool.remote import MAX_BYTES, Connection, HttpConfigClient, ServerUnavailable, request_headers
 
 log = logging.getLogger("cfgtool.watch")
 
@@ -69,6 +69,7 @@ class Watcher:
         token: str | None,
         cache_dir: str | Path | None,
         timeout: float,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         self.location = location.rstrip("/")
         self.store = store
@@ -79,9 +80,9 @@ class Watcher:
         self._on_change = on_change
         self._wait = wait
         self._initial = initial
-        self._token, self._cache_dir, self._timeout = token, cache_dir, timeout
+        self._token, self._cache_dir, self._timeout, self._max_bytes = token, cache_dir, timeout, max_bytes
         self._headers = request_headers(token)
-        self._http = Connection(self.location, timeout + wait)
+        self._http = Connection(self.location, timeout + wait, max_bytes)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"cfgtool-watch-{store}", daemon=True)
         self._thread.start()
@@ -161,6 +162,7 @@ class Watcher:
             token=self._token,
             cache_dir=self._cache_dir,
             timeout=self._timeout,
+            max_bytes=self._max_bytes,
         )
         self.version, self.client = version, client
         try:
@@ -179,17 +181,20 @@ def watch(
     token: str | None = None,
     cache_dir: str | Path | None = None,
     timeout: float = 10.0,
+    max_bytes: int = MAX_BYTES,
 ) -> Watcher:
     """Follow store `store` of the server at `location` and call `on_change(client)` with a new client pinned
     at each new current version (see this module's docstring); returns the running `Watcher`.
 
     `wait` is each long poll's hold (the server allows at most 55 s); `initial=False` skips the client of the
-    version current at the start; `token`, `cache_dir` and `timeout` are given to every client.
+    version current at the start; `token`, `cache_dir`, `timeout` and `max_bytes` are given to every client (and
+    the feed's requests, whose deadline is `timeout + wait`).
     """
     if not 0 <= wait <= 55:
         raise CfgtoolError(f"wait={wait} is not between 0 and 55 seconds", hint="the server holds a poll 55 s at most")
     return Watcher(
-        location, store, on_change, wait=wait, initial=initial, token=token, cache_dir=cache_dir, timeout=timeout
+        location, store, on_change, wait=wait, initial=initial, token=token, cache_dir=cache_dir, timeout=timeout,
+        max_bytes=max_bytes,
     )
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +19,8 @@ from cfgtool import ConfigClient, HttpConfigClient
 from cfgtool.cache import pack, unpack
 from cfgtool.client import StoreNotFound
 from cfgtool.errors import CfgtoolError
-from cfgtool.remote import OfflineWarning, ServerUnavailable, is_server_url
+from cfgtool.remote import AccessDenied, AnswerTooLarge, Connection, OfflineWarning, ServerUnavailable, is_server_url
+from cfgtool.serve.tokens import add_token
 from tests.conftest import GitRepo
 from tests.serve.conftest import Server, StartServer, publish_change
 
@@ -174,3 +180,153 @@ def test_http_client_refuses_variables_it_cannot_apply(small: GitRepo, start_ser
     server = start_server(small.root, *FAST)
     with pytest.raises(CfgtoolError, match="defaults"):
         ConfigClient(server.url, store="small", variables={"x": "y"})
+
+
+# -- what a server can make the client do: real servers on loopback that misbehave on purpose -----------------
+
+
+class Misbehaving:
+    """A real HTTP server on a free loopback port, in this process: `answer(handler)` writes each answer by hand
+    (raw bytes on the socket), and `paths` records what was asked, with the Authorization header."""
+
+    def __init__(self, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
+        self.paths: list[tuple[str, str | None]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.paths.append((self.path, self.headers.get("Authorization")))
+                with contextlib.suppress(OSError):
+                    answer(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def misbehaving() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], Misbehaving]]:
+    started: list[Misbehaving] = []
+
+    def start(answer: Callable[[BaseHTTPRequestHandler], None]) -> Misbehaving:
+        started.append(Misbehaving(answer))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+VERSIONS = json.dumps([{"version": 1, "status": "current", "commit": "c0ffee"}]).encode()
+
+
+def raw(handler: BaseHTTPRequestHandler, head: str, body: bytes = b"") -> None:
+    handler.wfile.write(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+    handler.wfile.flush()
+
+
+def test_http_client_refuses_an_answer_over_max_bytes(misbehaving: Any, tmp_path: Path) -> None:
+    def declared(handler: BaseHTTPRequestHandler) -> None:  # says 600 MB and starts sending them
+        raw(handler, "HTTP/1.1 200 OK\nContent-Type: application/json\nContent-Length: 629145600\n", b"[" * 65536)
+        time.sleep(2)
+
+    def endless(handler: BaseHTTPRequestHandler) -> None:  # no length: the body ends when the server closes
+        handler.close_connection = True
+        raw(handler, "HTTP/1.0 200 OK\nContent-Type: application/json\n")
+        for _ in range(64):
+            handler.wfile.write(b" " * 65536)  # 4 MB of JSON white space, then a valid answer
+        handler.wfile.write(VERSIONS)
+
+    server = misbehaving(declared)
+    started = time.monotonic()
+    with pytest.raises(ServerUnavailable, match="629,145,600 bytes, more than max_bytes=67,108,864"):
+        HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", offline="error")
+    assert time.monotonic() - started < 1.5  # refused at the headers, not after reading
+
+    server = misbehaving(endless)
+    with pytest.raises(ServerUnavailable, match="more than max_bytes=1,048,576"):
+        HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", offline="error", max_bytes=2**20)
+    assert HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", max_bytes=2**23).version == 1
+    with pytest.raises(AnswerTooLarge):  # the error's own type, where nothing wraps it
+        Connection(server.url, 10, max_bytes=2**20).get("/v1/demo/versions", {})
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_http_client_timeout_is_a_total_deadline(misbehaving: Any, tmp_path: Path, where: str) -> None:
+    def trickle(handler: BaseHTTPRequestHandler) -> None:  # one byte every 0.1 s, each read well within timeout
+        text = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        if where == "body":
+            raw(handler, f"HTTP/1.1 200 OK\nContent-Length: {len(VERSIONS) + 60}\n")
+            text = VERSIONS + b" " * 60
+        for byte in text + b"X-Padding: " + b"x" * 60:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(0.1)
+
+    server = misbehaving(trickle)
+    started = time.monotonic()
+    with pytest.raises(ServerUnavailable, match="no complete answer within timeout=1 s"):
+        HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", offline="error", timeout=1)
+    assert time.monotonic() - started < 2.5  # before: as long as the server kept trickling (10 s and more)
+
+
+def test_http_client_follows_redirects_only_to_the_same_origin(misbehaving: Any, tmp_path: Path) -> None:
+    def elsewhere_answer(handler: BaseHTTPRequestHandler) -> None:
+        raw(handler, f"HTTP/1.1 200 OK\nContent-Length: {len(VERSIONS)}\n", VERSIONS)
+
+    elsewhere = misbehaving(elsewhere_answer)
+
+    def moved(handler: BaseHTTPRequestHandler) -> None:
+        if handler.path.startswith("/moved/v1/demo/versions/1/keys/"):
+            body = json.dumps({"store": "demo", "key": "/data/a", "exists": True, "config": {"size": 1}}).encode()
+        elif handler.path == "/moved/v1/demo/versions":
+            body = VERSIONS
+        elif handler.path.startswith("/v1/other/"):  # another origin: localhost is not 127.0.0.1
+            return raw(handler, f"HTTP/1.1 302 Found\nLocation: http://localhost:{elsewhere.port}/v1/other/versions\n"
+                       "Content-Length: 0\n")  # fmt: skip
+        else:
+            return raw(handler, f"HTTP/1.1 307 Temporary Redirect\nLocation: /moved{handler.path}\nContent-Length: 0\n")
+        raw(handler, f"HTTP/1.1 200 OK\nContent-Type: application/json\nContent-Length: {len(body)}\n", body)
+
+    server = misbehaving(moved)
+    client = HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", token="cfgtool_secret")
+    assert client.version == 1 and client.get_value("/data/a", "size") == 1
+    assert [p for p, _ in server.paths] == [
+        "/v1/demo/versions", "/moved/v1/demo/versions", "/v1/demo/versions/1/keys/data/a",
+        "/moved/v1/demo/versions/1/keys/data/a",
+    ]  # fmt: skip
+    with pytest.raises(ServerUnavailable, match="redirects to another server"):
+        HttpConfigClient(server.url, store="other", cache_dir=tmp_path / "c", token="cfgtool_secret", offline="error")
+    assert elsewhere.paths == []  # the token never left for another origin
+
+
+def test_http_client_cache_is_kept_per_principal(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    acl = """\
+acls:
+  - {principal: "User:*", operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:intern, operation: read, key: /data/b, permission: deny}
+"""
+    publish_change(small, {"store/_ACL.yaml": acl, "store/data/c/main.conf": "size = 3\n"}, "an ACL")
+    tokens = tmp_path / "tokens.json"
+    alice, intern = add_token(tokens, "alice")[1], add_token(tokens, "intern")[1]
+    server = start_server(small.root, "--tokens", str(tokens), *FAST)
+    cache = tmp_path / "shared-cache"
+    assert HttpConfigClient(server.url, store="small", cache_dir=cache, token=alice).get_value("/data/b", "size") == 2
+    other = HttpConfigClient(server.url, store="small", cache_dir=cache, token=intern)
+    assert other.get_value("/data/a", "size") == 1
+    with pytest.raises(AccessDenied):  # before: alice's cached answer served the intern
+        other.get("/data/b")
+    again = HttpConfigClient(server.url, store="small", cache_dir=cache, token=alice)
+    assert again.get_value("/data/b", "size") == 2  # her own cache: the list revalidated (304), the key cached
+    assert (again.requests, again.not_modified) == (1, 1)
+    assert not any(alice in p.read_bytes().decode("latin-1") for p in cache.rglob("*") if p.is_file())
