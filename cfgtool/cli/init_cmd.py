@@ -12,6 +12,7 @@ import typer
 
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.versions_cmd import Fmt, OutputFormat
+from cfgtool.diagnostics import plural
 from cfgtool.errors import UsageError
 
 if TYPE_CHECKING:
@@ -33,8 +34,8 @@ def init_command(
         bool,
         typer.Option(
             "--add-missing",
-            help="DIR already holds a store: add only the scaffold files it lacks (existing files are never"
-            " overwritten).",
+            help="DIR already holds a store: add only the workflows, hook, requirements and README it lacks;"
+            " nothing under store/ or schemas/ is written and no existing file is overwritten.",
         ),
     ] = False,
     requirement: Annotated[
@@ -59,6 +60,11 @@ def init_command(
     requirements.txt and a README; runs `git init` when DIR is in no git
     repository. Never overwrites a file: it lists the ones it skipped.
 
+    With --add-missing around an existing store, the store is left exactly
+    as it is (no sample nodes, no ACL, no schema: its configs, its rules and
+    its digest do not change); add an ACL in a reviewed change of its own
+    (docs/access.md, "Rolling it out").
+
     Exit status: 0 done; 2 DIR already holds a store (without --add-missing),
     is inside a repository but not its root, or cannot be written.
 
@@ -82,10 +88,15 @@ def render_init(result: InitResult, directory: Path) -> str:
     from cfgtool.scaffold import PUBLISH_BRANCH, REQUIREMENTS, UNSET_REQUIREMENT
 
     git_note = f" (new git repository, branch {PUBLISH_BRANCH})" if result.git_initialized else ""
-    head = "scaffolded a config repository" if result.created else "nothing to add: every scaffold file exists"
+    head = "scaffolded a config repository" if result.created else "nothing to add: every file init would add exists"
     lines = [f"{head} in {result.root}{git_note}"]
     lines += [f"  created  {rel}" for rel in result.created]
     lines += [f"  skipped  {rel} (exists; left as it is)" for rel in result.skipped]
+    if result.left_out:
+        lines.append(
+            f"  left out {plural(len(result.left_out), 'scaffold file')} of store/ and schemas/: the existing store"
+            " keeps its configs and rules (add an ACL, store/_ACL.yaml, in a reviewed change of its own)"
+        )
     cd = [] if result.root == Path.cwd().resolve() else [f"  cd {shlex.quote(os.fspath(directory))}"]
     add = "git add -A" if result.git_initialized else "git add " + " ".join(shlex.quote(r) for r in result.created)
     lines += ["next:", *cd, "  cfgtool compile"]

@@ -5,6 +5,10 @@ schema, the three config workflows, a pre-commit hook and a README. A path part 
 `.x` (so the templates are no hidden files in the package). `requirements.txt`, which tells CI and pre-commit
 how to install cfgtool, is written from the running installation. Existing files are never overwritten: each
 file is written whole to a temporary file and hard-linked into place, which fails instead of replacing anything.
+
+Around an existing store (`--add-missing`) only the repository's plumbing is added (workflows, hook,
+requirements, README): nothing under the store nor the scaffold's schemas, which would change the store's
+configs, its rules and so its digest (a dataset the user deleted must stay deleted).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from cfgtool.store import git
 
 TEMPLATES = Path(__file__).parent / "files"
 STORE_DIR = "store"
+SCHEMAS_DIR = "schemas"  # the scaffold store's schemas (its `schemas: ../schemas`): rules of that store
 REQUIREMENTS = "requirements.txt"
 PUBLISH_BRANCH = "main"  # the branch config-publish.yml publishes from
 UNSET_REQUIREMENT = "<set-how-ci-installs-cfgtool>"  # not a valid requirement: pip stops and shows this line
@@ -35,7 +40,8 @@ _REQUIREMENTS_HEAD = """\
 @dataclass(frozen=True)
 class InitResult:
     """What `init_repository` did: files created and skipped (relative paths), whether it ran `git init`, the
-    requirement it wrote (UNSET_REQUIREMENT when the user must set one) and the repository's current branch."""
+    requirement it wrote (UNSET_REQUIREMENT when the user must set one), the repository's current branch, and
+    the scaffold's store and schema files left out because a store exists (`--add-missing`)."""
 
     root: Path
     created: tuple[str, ...]
@@ -43,6 +49,7 @@ class InitResult:
     git_initialized: bool
     requirement: str
     branch: str | None
+    left_out: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +59,7 @@ class InitResult:
             "git_initialized": self.git_initialized,
             "requirement": self.requirement,
             "branch": self.branch,
+            "left_out": list(self.left_out),
         }
 
 
@@ -60,7 +68,8 @@ def init_repository(directory: Path, *, add_missing: bool = False, requirement: 
 
     UsageError, before anything is written, when the directory is not a repository's root (GitHub and
     pre-commit read the workflows and the hook only there), when a scaffold path is blocked by a file, and when
-    the store exists unless `add_missing`; even then only missing files are written. `requirement` is the pip
+    the store exists unless `add_missing`; even then only missing files are written, and none under the store
+    or the scaffold's schemas (the store's configs and rules stay as they are). `requirement` is the pip
     requirement for cfgtool (default: this installation's git URL, else a placeholder the user must replace).
     """
     root = directory.resolve()
@@ -73,13 +82,17 @@ def init_repository(directory: Path, *, add_missing: bool = False, requirement: 
             " repository's root",
             hint=f"run `cfgtool init {top} --add-missing`, or pass a directory outside any repository",
         )
-    if (root / STORE_DIR / "_CONFIG_STORE").exists() and not add_missing:
+    existing = (root / STORE_DIR / "_CONFIG_STORE").exists()
+    if existing and not add_missing:
         raise UsageError(
             f"{root} already holds a store ({STORE_DIR}/_CONFIG_STORE)",
-            hint="pass --add-missing to add only the scaffold files it lacks (existing files are never overwritten)",
+            hint="pass --add-missing to add only the workflows, hook and requirements it lacks (the store is left"
+            " as it is)",
         )
     spec = requirement or installed_requirement()
     files = list(scaffold_files(spec))
+    left_out = [rel for rel, _ in files if existing and rel.startswith((f"{STORE_DIR}/", f"{SCHEMAS_DIR}/"))]
+    files = [(rel, text) for rel, text in files if rel not in left_out]
     for rel, _ in files:
         blocked = next((p for p in (root / rel).parents if p.is_relative_to(root) and p.is_file()), None)
         if blocked is not None:
@@ -98,7 +111,7 @@ def init_repository(directory: Path, *, add_missing: bool = False, requirement: 
     if git_initialized:
         git.run_git(root, "init", "-q", "-b", PUBLISH_BRANCH)
     branch = git.run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False).stdout.decode().strip() or None
-    return InitResult(root, tuple(created), tuple(skipped), git_initialized, spec, branch)
+    return InitResult(root, tuple(created), tuple(skipped), git_initialized, spec, branch, tuple(left_out))
 
 
 def scaffold_files(requirement: str) -> Iterator[tuple[str, str]]:

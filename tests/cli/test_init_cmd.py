@@ -74,13 +74,40 @@ def test_init_refuses_a_store_and_add_missing_never_overwrites(run_cfgtool: Run,
     assert added.returncode == 0, added.stderr
     result = json.loads(added.stdout)
     assert result["created"] == ["README.md"]
-    assert result["skipped"] == [rel for rel in SCAFFOLD if rel != "README.md"]
+    store_files = [rel for rel in SCAFFOLD if rel.startswith(("store/", "schemas/"))]
+    assert result["left_out"] == store_files
+    assert result["skipped"] == [rel for rel in SCAFFOLD if rel != "README.md" and rel not in store_files]
     assert result["git_initialized"] is False
     assert (tmp_path / "store/_CONFIG_STORE").read_text(encoding="utf-8") == mine
 
     text = run_cfgtool("init", "--add-missing")
-    assert text.stdout.startswith("nothing to add: every scaffold file exists")
-    assert "  skipped  store/_CONFIG_STORE (exists; left as it is)\n" in text.stdout
+    assert text.stdout.startswith("nothing to add: every file init would add exists")
+    assert "  skipped  requirements.txt (exists; left as it is)\n" in text.stdout
+    assert f"  left out {len(store_files)} scaffold files of store/ and schemas/: the existing store" in text.stdout
+
+
+def test_add_missing_never_writes_under_an_existing_store(run_cfgtool: Run, tmp_path: Path) -> None:
+    """The store keeps its digest: no sample node comes back (a deleted dataset stays deleted), no root
+    main.conf gives every node new values, no ACL or schema changes its rules."""
+    assert run_cfgtool("init").returncode == 0
+    for rel in ("store/main.conf", "store/data/orders/main.conf", "store/data/orders/includes", "store/_ACL.yaml",
+                "schemas/dataset.yaml", ".github/workflows/config-pr.yml", "README.md"):  # fmt: skip
+        (tmp_path / rel).unlink()
+    for directory in ("store/data/orders", "schemas"):
+        (tmp_path / directory).rmdir()
+    (tmp_path / "store/_CONFIG_STORE").write_text("name: ours\n", encoding="utf-8")
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True, env=git_env())
+    before = run_cfgtool("compile", "--format", "json")
+    assert before.returncode == 0, before.stdout + before.stderr
+    listed = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "store").rglob("*"))
+
+    added = run_cfgtool("init", ".", "--add-missing", "--format", "json")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["created"] == [".github/workflows/config-pr.yml", "README.md"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "store").rglob("*")) == listed
+    assert not (tmp_path / "store/data/orders").exists() and not (tmp_path / "schemas").exists()
+    after = run_cfgtool("compile", "--format", "json")
+    assert json.loads(after.stdout)["digest"] == json.loads(before.stdout)["digest"]
 
 
 def test_init_at_a_repository_root_adds_to_it_and_refuses_a_subdirectory(run_cfgtool: Run, tmp_path: Path) -> None:
