@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cfgtool import structure
 from cfgtool._version import __version__
@@ -28,6 +29,9 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover, read_settings
 from cfgtool.store.settings import assignments, chosen_values
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
+
+if TYPE_CHECKING:
+    from cfgtool.validate.policies import Reverts
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,14 @@ def compile_store(
         added = rule_changes({}, result.rules.files(), None)  # no trusted rules yet: its own, flagged
         return replace(result, diagnostics=result.diagnostics + tuple(added))
     based = compile_source(base_source, variables, check_variables=False, validate=False, progress=progress)
+    reverts = None
+    if validate and based.rules.settings.policies:  # an emergency revert is not the policies' business
+        from cfgtool.versions.sticky import store_reverts
+
+        reverts = store_reverts(source.repo_root, store, based.snapshot)
     result = compile_source(
         source, variables, check_variables=check_variables, validate=validate, base=based.snapshot,
-        principal=principal, trusted=based.rules, progress=progress,
+        principal=principal, trusted=based.rules, progress=progress, reverts=reverts,
     )  # fmt: skip
     if principal is None:
         return result
@@ -134,6 +143,7 @@ def compile_source(
     principal: str | None = None,
     trusted: Rules | None = None,
     progress: Progress | None = None,
+    reverts: Reverts | None = None,
 ) -> CompileResult:
     """Compile every node of the store in `source`, then (with `validate`) check schemas and policies.
 
@@ -142,7 +152,8 @@ def compile_source(
     and its problems are reported with the values that caused them (DESIGN 5.3). `trusted`: the rules to
     compile and check with instead of the source's own (a `--base` ref's); every rule file the source
     changes against them is W_RULES_CHANGED. `progress`, when given, is told how far the compile is
-    (nothing here prints).
+    (nothing here prints). `reverts`: the base's rolled-back values, which policies do not judge a change
+    reverting (`cfgtool.validate.policies`).
     """
     with bulk():  # a compile builds large acyclic structures: pausing the cyclic GC halves its time
         result, written = _compile(source, variables, check_variables, trusted, progress, aside=validate)
@@ -152,7 +163,7 @@ def compile_source(
             if validate:
                 if progress is not None:
                     progress("validating", 0, 0)
-                problems += validate_snapshot(result.store, hidden, result.rules, base, principal)
+                problems += validate_snapshot(result.store, hidden, result.rules, base, principal, reverts)
         except BaseException:
             written(False)  # no child is left behind; an interrupted compile writes nothing more
             raise
@@ -172,7 +183,12 @@ def hide_secrets(rules: Rules, snapshot: Snapshot) -> tuple[Snapshot, list[Diagn
 
 
 def validate_snapshot(
-    store: Store, snapshot: Snapshot, rules: Rules, base: Snapshot | None = None, principal: str | None = None
+    store: Store,
+    snapshot: Snapshot,
+    rules: Rules,
+    base: Snapshot | None = None,
+    principal: str | None = None,
+    reverts: Reverts | None = None,
 ) -> list[Diagnostic]:
     """JSON Schemas and policies (DESIGN 8) of `rules` on a compiled snapshot: one problem never stops the
     others."""
@@ -215,6 +231,7 @@ def validate_snapshot(
             settings_text=rules.settings_text,
             present=store.nodes.keys(),
             code_root=rules.policy_root(),
+            reverts=reverts,
         )
     return diags
 

@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "E_SCHEMA": "A resolved config violates a JSON Schema that applies to it.",
     "E_POLICY": "A policy rejected a node.",
     "E_POLICY_ERROR": "A policy failed with an unexpected exception (a bug in the policy, not the config).",
+    "W_POLICY_SKIPPED_REVERT": "Policies skip paths a change reverts to their value before a rolled-back version.",
     "W_DUPLICATE_IMPORT": "An includes file names the same key twice; the repeated line has no effect.",
     "W_REDUNDANT_IMPORT": "A node imports its own ancestor, which it inherits anyway: no effect.",
     "W_IMPORT_ORDER": "An earlier import pulls in a later one, so the later one loses its priority.",

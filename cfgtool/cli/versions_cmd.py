@@ -40,8 +40,15 @@ Remote = Annotated[
 def publish_command(
     ctx: typer.Context,
     ref: Annotated[
-        str, typer.Option("--ref", metavar="REF", help="The branch, tag or commit to publish (committed state only).")
-    ] = "HEAD",
+        str | None,
+        typer.Option(
+            "--ref",
+            metavar="REF",
+            help="The branch, tag or commit to publish (committed state only). Default: HEAD, refused while the"
+            " store has uncommitted changes.",
+            show_default=False,
+        ),
+    ] = None,
     remote: Remote = None,
     message: Annotated[
         str | None,
@@ -57,8 +64,9 @@ def publish_command(
         typer.Option(
             "--principal",
             metavar="NAME",
-            help="Who publishes: checked against the current version's ACL, and seen by the policies (default: your"
-            " git identity, not checked); CI passes the pusher's login.",
+            help="Who publishes: recorded in the tag next to your git identity, checked against the current"
+            " version's ACL, and seen by the policies (default: your git identity, not checked); CI passes the"
+            " pusher's login.",
             show_default=False,
         ),
     ] = None,
@@ -66,7 +74,8 @@ def publish_command(
         bool,
         typer.Option(
             "--allow-rolled-back",
-            help="Publish even when REF's snapshot is a rolled-back version's (restoring it on purpose).",
+            help="Publish even when REF still holds values a rolled-back version introduced (on purpose; the"
+            " tag records it).",
         ),
     ] = False,
     fmt: Fmt = OutputFormat.TEXT,
@@ -79,12 +88,21 @@ def publish_command(
     another publisher took the number meanwhile, it recomputes and retries.
 
     Restoring an old version is publishing it again: a new version on its commit.
-    Refuses when REF's snapshot is that of a rolled-back version (the rollback
-    trap: a merge of a branch that still holds the bad change would re-release
-    it); revert the change on the branch, or pass --allow-rolled-back.
+
+    Rollbacks stick: refuses when REF still holds a value that a rolled-back
+    version introduced (a value that differs between it and the good version
+    below it), and lists each one (key, path, the rolled-back and the good
+    value, the version and why). A later, different change to that value is
+    fine, and the watch on it ends once a version published after the rollback
+    holds another value there. Revert the change on the branch, or pass
+    --allow-rolled-back to publish the values on purpose (the tag records it).
+
+    Without --ref, publishes HEAD and refuses while the store has uncommitted
+    changes (they would not be in the version): commit them, or pass --ref.
 
     Exit status: 0 published (or nothing to publish, or a dry run), 1 refused
-    (config errors, or the remote rejected the tag), 2 usage or environment error.
+    (config errors, rolled-back values, uncommitted store changes, or the remote
+    rejected the tag), 2 usage or environment error.
 
     Examples:
       cfgtool publish -m "raise retention of tracking topics"
@@ -94,6 +112,7 @@ def publish_command(
     """
     cli: CliContext = ctx.obj
     from cfgtool.versions import PublishRefused, publish
+    from cfgtool.versions.publish import RolledBackContent
 
     try:
         result = publish(
@@ -103,6 +122,12 @@ def publish_command(
     except PublishRefused as refused:
         typer.echo(render_refused(refused, fmt), nl=False)
         raise  # the error handler prints the message and exits 1
+    except RolledBackContent as held:
+        if fmt is OutputFormat.JSON:
+            doc = {"published": False, "version": None, "tag": None, "reason": held.message,
+                   "rolled_back_values": [w.to_json() for w in held.relapses]}  # fmt: skip
+            typer.echo(json.dumps(doc, indent=2))
+        raise
     typer.echo(
         json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_published(result),
         nl=False,
@@ -149,10 +174,13 @@ def rollback_command(
     it; new readers get the highest version that is not rolled back. Refuses
     when no good version would remain, or when the version is already rolled back.
 
-    Then revert the bad change on the branch you publish from (git revert):
-    publish refuses to re-release a rolled-back version's content, so the next
-    merge fails to publish until it is reverted. A rollback killed midway is
-    finished by running the same command again (same reason).
+    Then revert the bad change on the branch you publish from (git revert) and
+    publish that: rollbacks stick, so publish refuses any ref that still holds
+    a value the rolled-back version introduced until the revert is published.
+    Change-aware policies (e.g. partitions may only grow) do not judge a
+    change that returns such values to the good version's
+    (W_POLICY_SKIPPED_REVERT). A rollback killed midway is finished by running
+    the same command again (same reason).
 
     Exit status: 0 rolled back, 1 refused (or the remote rejected the marker),
     2 usage error (e.g. an unknown version).
@@ -231,6 +259,11 @@ def render_published(result: PublishResult) -> str:
     lines.append(f"  store      {result.store or '.'}/, {result.nodes:,} nodes")
     lines.append(f"  digest     {result.digest}")
     lines.append(f"  publisher  {result.publisher}")
+    if result.principal:
+        lines.append(f"  principal  {result.principal}")
+    if result.allowed:
+        shown = ", ".join(str(n) for n in result.allowed)
+        lines.append(f"  note       --allow-rolled-back: re-releases values of rolled-back version {shown}")
     if result.diagnostics:
         lines.append(f"  checks     {summary_line(result.diagnostics)} (cfgtool compile --ref {result.ref} shows them)")
     if result.attempts > 1:
@@ -263,7 +296,7 @@ def render_versions(shown: Sequence[Version], total: int) -> str:
     extra: dict[int, str] = {}
     for v in shown:
         status = "rolled back" if v.rolled_back else v.status
-        rows.append((str(v.version), _date(v), v.commit[:7], status, _cut(_name(v.publisher or ""), 20)))
+        rows.append((str(v.version), _date(v), v.commit[:7], status, _cut(_who(v), 20)))
         messages.append((v.message or "").splitlines()[0] if v.message else "")
         if v.rolled_back is not None:
             rb = v.rolled_back
@@ -284,6 +317,11 @@ def render_versions(shown: Sequence[Version], total: int) -> str:
 
 def _date(v: Version) -> str:
     return v.date.isoformat(" ", "minutes")
+
+
+def _who(v: Version) -> str:
+    """The principal who released a version when it was recorded, else the publisher's git name."""
+    return v.principal or _name(v.publisher or "")
 
 
 def _name(person: str) -> str:

@@ -9,6 +9,10 @@
   base) and calls `validate` for every node and policy: `PolicyViolation` is E_POLICY for that node, any
   other exception E_POLICY_ERROR naming the policy; every node is still checked. Then `close()` is called on
   every policy whose `configure()` returned, also after failures.
+- `reverts` (from the store's rolled-back versions, `cfgtool.versions.sticky`): a path a change returns from a
+  rolled-back version's value to the good one is shown to the policies as unchanged (the base's value is the
+  new one there), so a change-aware policy does not judge an emergency revert; W_POLICY_SKIPPED_REVERT says so.
+  Every other change is judged as before.
 
 Policy problems that are not about one node (import errors, a class that is not a Policy, a `configure`
 that rejects its settings, a failing `close`) are E_POLICY_ERROR at the policy's entry in `_CONFIG_STORE`.
@@ -17,11 +21,12 @@ that rejects its settings, a failing `close`) are E_POLICY_ERROR at the policy's
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import traceback
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,6 +34,8 @@ from typing import Any
 import yaml
 
 from cfgtool.diagnostics import Diagnostic
+from cfgtool.hocon import split_path
+from cfgtool.plain import MISSING, value_at
 from cfgtool.policies import Change, NodeRequest, Policy, PolicyViolation
 from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.store.settings import SETTINGS_FILE, PolicySpec
@@ -244,21 +251,84 @@ def run_policies(
     *,
     present: Collection[str] = (),
     close: bool = True,
+    reverts: Reverts | None = None,
 ) -> list[Diagnostic]:
     """Ask every policy about every node; then (with `close`) close them all.
 
     `present`: keys that have a node in the new store but are missing from `snapshot` because they failed
     to compile; they are skipped instead of looking deleted (their own errors are reported already).
+    `reverts`: see the module docstring.
     """
     diags: list[Diagnostic] = []
     try:
         for request, node in _requests(snapshot, base, principal, present):
+            if reverts and request.key in reverts and request.change == "altered":
+                request, skipped = _without_reverts(request, reverts[request.key])
+                if skipped:
+                    diags.append(_skipped(request.key, node, snapshot.store, skipped))
             for loaded in policies:
                 diags += _validate(loaded, request, node, snapshot, base)
     finally:
         if close:
             diags += close_policies(policies)
     return diags
+
+
+Reverts = Mapping[str, Mapping[str, tuple[Any, Any, int]]]
+"""key -> {path: (rolled-back value, good value, rolled-back version)} for values the base holds that a
+rolled-back version introduced (MISSING: unset)."""
+
+
+def _without_reverts(
+    request: NodeRequest, watched: Mapping[str, tuple[Any, Any, int]]
+) -> tuple[NodeRequest, list[tuple[str, int]]]:
+    """The request with each path the change returns to its good value shown as unchanged, and those paths."""
+    previous = request.previous_config
+    assert previous is not None
+    skipped: list[tuple[str, int]] = []
+    for path, (_bad, good, version) in watched.items():
+        parts = split_path(path)
+        new = value_at(request.resolved_config, parts)
+        if _same(new, good):
+            previous = _with_value(previous, parts, new)
+            skipped.append((path, version))
+    if not skipped:
+        return request, skipped
+    change: Change = "unchanged" if previous == request.resolved_config else "altered"
+    return replace(request, change=change, previous_config=previous), skipped
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Strictly equal plain values (`1`, `1.0` and `true` differ), or both MISSING."""
+    if a is MISSING or b is MISSING:
+        return a is b
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _with_value(config: Mapping[str, Any], parts: tuple[str, ...], value: Any) -> Mapping[str, Any]:
+    """A copy of `config` with the value at `parts` set to `value` (removed when MISSING); only the objects
+    on the path are copied."""
+    out = dict(config)
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        if value is MISSING:
+            out.pop(head, None)
+        else:
+            out[head] = value
+        return out
+    inner = out.get(head)
+    out[head] = _with_value(inner if isinstance(inner, Mapping) else {}, rest, value)
+    return out
+
+
+def _skipped(key: str, node: NodeSnapshot, store: str, skipped: Sequence[tuple[str, int]]) -> Diagnostic:
+    file, line, col = main_conf(node, store)
+    paths = ", ".join(f"{path} (rolled back in version {version})" for path, version in skipped)
+    message = (
+        f"policies did not judge {paths}: this change returns the value to the one before the rolled-back"
+        " version (an emergency revert)"
+    )
+    return Diagnostic.of("W_POLICY_SKIPPED_REVERT", message, key=key, file=file, line=line, col=col)
 
 
 def close_policies(policies: Sequence[LoadedPolicy]) -> list[Diagnostic]:
@@ -349,7 +419,8 @@ def check_policies(
     settings_text: str | None = None,
     present: Collection[str] = (),
     code_root: Path | None = None,
+    reverts: Reverts | None = None,
 ) -> list[Diagnostic]:
     """Load, run and close the policies of `specs` (what compile does): every diagnostic, in order."""
     policies, diags = load_policies(specs, repo_root, settings_file, settings_text, code_root)
-    return diags + run_policies(policies, snapshot, base, principal, present=present)
+    return diags + run_policies(policies, snapshot, base, principal, present=present, reverts=reverts)

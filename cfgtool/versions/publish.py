@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from cfgtool.access.enforce import require
 from cfgtool.compile import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic, plural
 from cfgtool.errors import CfgtoolError
+from cfgtool.snapshot import Snapshot
 from cfgtool.store import git
+from cfgtool.versions.diff import ABSENT
 from cfgtool.versions.messages import check_text, format_message
 from cfgtool.versions.refs import (
     RemoteError,
@@ -36,6 +39,7 @@ from cfgtool.versions.refs import (
     require_pushed,
     write_tags,
 )
+from cfgtool.versions.sticky import Watch, published_after, relapses, watches
 from cfgtool.versions.tags import History, TagScheme, read_history
 
 MAX_ATTEMPTS = 20  # 12 concurrent publishers need at most 12; jitter spreads the retries
@@ -55,8 +59,18 @@ class PublishRefused(CfgtoolError):
 
 
 class RolledBackContent(CfgtoolError):
-    """The ref's snapshot is the one of a rolled-back version: publishing it would silently undo the rollback
-    (exit 1). `--allow-rolled-back` restores it on purpose."""
+    """The ref still holds values a rolled-back version introduced (or is that version's snapshot): publishing
+    it would silently undo the rollback (exit 1). `--allow-rolled-back` publishes it on purpose. `relapses`
+    lists the values (`cfgtool.versions.sticky`)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, relapses: Sequence[Watch] = ()) -> None:
+        super().__init__(message, hint=hint)
+        self.relapses = tuple(relapses)
+
+
+class StoreDirty(CfgtoolError):
+    """Publishing HEAD while the working tree's store has uncommitted changes, which would not be in the
+    version (exit 1): commit them, or name the ref with --ref."""
 
 
 class PublishRaceLost(CfgtoolError):
@@ -78,6 +92,8 @@ class PublishResult:
     nodes: int
     publisher: str
     remote: str | None = None
+    principal: str | None = None  # who releases (--principal), next to the git identity `publisher`
+    allowed: tuple[int, ...] = ()  # rolled-back versions whose values --allow-rolled-back re-released
     dry_run: bool = False
     same_as: int | None = None  # nothing published: the current version that has the same digest
     attempts: int = 0  # tags created before one stuck (more than 1: concurrent publishers were met)
@@ -96,6 +112,8 @@ class PublishResult:
             "digest": self.digest,
             "nodes": self.nodes,
             "publisher": self.publisher,
+            "principal": self.principal,
+            "allow_rolled_back": list(self.allowed),
             "remote": self.remote,
             "dry_run": self.dry_run,
             "same_as": self.same_as,
@@ -107,7 +125,7 @@ class PublishResult:
 def publish(
     repo: Path | None = None,
     store: str | Path = "store",
-    ref: str = "HEAD",
+    ref: str | None = None,
     remote: str | None = None,
     message: str | None = None,
     dry_run: bool = False,
@@ -117,15 +135,20 @@ def publish(
 ) -> PublishResult:
     """Publish the store at `ref` as the next version; see the module docstring.
 
-    `publisher` is recorded in the tag (default: the git identity); `principal` is who the policies see
-    (default: the publisher), e.g. the same login a pull-request check passed.
+    `ref` None is HEAD, refused (StoreDirty) while the working tree's store has uncommitted changes: they
+    would not be in the version. `publisher` is recorded in the tag (default: the git identity);
+    `principal` is who releases: recorded in the tag next to it, checked against the ACL, and seen by the
+    policies (default: the publisher), e.g. the same login a pull-request check passed.
 
-    Raises PublishRefused when the ref has compile or validation errors, RolledBackContent when its snapshot
-    is a rolled-back version's (unless `allow_rolled_back`), RemoteError when the remote refuses
-    for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
+    Raises PublishRefused when the ref has compile or validation errors, RolledBackContent when it still
+    holds a value a rolled-back version introduced (unless `allow_rolled_back`), RemoteError when the remote
+    refuses for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
     check_text(message, "message")
+    if ref is None:
+        ref = "HEAD"
+        _require_clean(root, store)
     if remote is not None:
         remote = checked_remote(root, remote)
     tagger = identity(root)
@@ -152,6 +175,7 @@ def publish(
         digest=snap.digest,
         nodes=len(snap.nodes),
         publisher=who,
+        principal=principal,
         remote=remote,
         dry_run=dry_run,
         diagnostics=tuple(d for d in result.diagnostics if d.severity == "warning"),
@@ -168,6 +192,7 @@ def publish(
         "variables": dict(sorted(snap.variables.items())),
         "cfgtool_version": __version__,
         "publisher": who,
+        "principal": principal,
         "message": message,
     }
     clear_stale_locks(root, scheme)
@@ -183,18 +208,21 @@ def publish(
         unchanged = _unchanged(root, known, base)
         if unchanged is not None:
             return unchanged
-        if not allow_rolled_back:
-            _refuse_rolled_back(known, base)
+        held = _rolled_back_values(root, store, known, base, snap)
+        if held and not allow_rolled_back:
+            _refuse_rolled_back(base, held, known)
+        allowed = tuple(sorted({w.version for w in held}))
         n = known.highest + 1
         name = scheme.version_tag(n)
         if dry_run:
             where = f" and push it to {remote}" if remote else ""
             reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
-            return _with(base, version=n, tag=name, reason=reason, attempts=0)
+            return _with(base, version=n, tag=name, reason=reason, attempts=0, allowed=allowed)
         text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
-        oid = make_tag(root, name, commit, format_message(text, {**meta, "version": n}), tagger)
+        extra = {"allow_rolled_back": list(allowed)} if allowed else {}
+        oid = make_tag(root, name, commit, format_message(text, {**meta, **extra, "version": n}), tagger)
         if (remote is None or _pushed(root, remote, name, oid)) and _written(root, name, oid, remote):
-            return _with(base, published=True, version=n, tag=name, attempts=attempt)
+            return _with(base, published=True, version=n, tag=name, attempts=attempt, allowed=allowed)
         _back_off(attempt)  # another publisher took N (here or on the remote): recompute
     raise PublishRaceLost(
         f"gave up after {MAX_ATTEMPTS} attempts: other publishers kept taking the next version number",
@@ -218,20 +246,60 @@ def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult
     return _with(base, reason=reason, same_as=current.version)
 
 
-def _refuse_rolled_back(known: History, base: PublishResult) -> None:
-    """RolledBackContent when a rolled-back version has the same snapshot digest as the ref: the rollback
-    trap (a merge of main that still holds the bad change would re-release it as the next version)."""
-    same = [v for v in known.listing(all=True) if v.rolled_back is not None and v.digest == base.digest]
-    if not same:
-        return
-    v = same[0]
-    rb = v.rolled_back
-    assert rb is not None
+def _require_clean(root: Path, store: str | Path) -> None:
+    """StoreDirty when the working tree's store differs from HEAD: publishing HEAD would leave it out."""
+    from cfgtool.versions.tags import store_path
+
+    path = store_path(root, store)
+    if git.is_dirty(root, path or "."):
+        shown = f"{path}/" if path else "the store (the repository root)"
+        raise StoreDirty(
+            f"{shown} has uncommitted changes; commit them or publish --ref: a version is made of committed"
+            " state only, so publishing HEAD now would leave them out",
+            hint=f"git status -- {path or '.'} shows them; `cfgtool publish --ref HEAD` publishes the last commit"
+            " without them",
+        )
+
+
+def _rolled_back_values(
+    root: Path, store: str | Path, known: History, base: PublishResult, snap: Snapshot
+) -> list[Watch]:
+    """The values a rolled-back version introduced that the candidate still holds; when none, a rolled-back
+    version with the candidate's very snapshot and no good version published since its rollback (a change to
+    the rules only) is one relapse without a path."""
+    if not known.markers:
+        return []
+    held = relapses(watches(root, store, known), snap)
+    if held:
+        return held
+    for v in known.listing(all=True):
+        rb = v.rolled_back
+        if rb is not None and v.digest == base.digest and not published_after(known, v.version):
+            return [Watch("", "", ABSENT, ABSENT, v.version, rb.reason, rb.by)]
+    return []
+
+
+def _refuse_rolled_back(base: PublishResult, held: Sequence[Watch], known: History) -> None:
+    """RolledBackContent listing every rolled-back value the ref still holds: the rollback trap (a merge of
+    main that still holds the bad change would re-release it as the next version)."""
+    versions = sorted({w.version for w in held})
+    named = ", ".join(f"{n} ({known.tag(n).name})" for n in versions)
+    values = [w for w in held if w.key]
+    if values:
+        lines = "\n".join(f"  {w.describe()}" for w in values)
+        what = f"still holds {plural(len(values), 'value')} that rolled-back version {named} introduced"
+        message = f"{base.ref} (commit {base.commit[:7]}) {what}:\n{lines}\nNothing was published"
+    else:
+        w = held[0]
+        message = (
+            f"{base.ref} (commit {base.commit[:7]}) has the same snapshot as version {named}, which {w.by} rolled"
+            f" back: {w.reason}. Nothing was published"
+        )
     raise RolledBackContent(
-        f"{base.ref} (commit {base.commit[:7]}) has the same snapshot as version {v.version} ({v.tag}), which"
-        f" {rb.by} rolled back on {rb.date:%Y-%m-%d %H:%M}: {rb.reason}. Nothing was published",
-        hint="revert the bad change on the branch (git revert) and publish that; to restore this content on"
+        message,
+        hint="revert the bad change on the branch (git revert) and publish that; to publish these values on"
         " purpose, publish again with --allow-rolled-back",
+        relapses=values,
     )
 
 

@@ -128,6 +128,7 @@ def rollback(
             "commit": known.tag(n).commit,
             "by": who,
             "reason": reason,
+            "after": known.highest,  # versions above it were published after this rollback (`sticky`)
             "cfgtool_version": __version__,
         }
         text = f"roll back {scheme.version_tag(n)}: {reason}"

@@ -114,6 +114,7 @@ class Version:
     nodes: int | None = None
     cfgtool_version: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    principal: str | None = None  # who released it (`publish --principal`), next to the git identity
 
     @property
     def good(self) -> bool:
@@ -128,6 +129,7 @@ class Version:
             "date": self.date.isoformat(),
             "status": self.status,
             "publisher": self.publisher,
+            "principal": self.principal,
             "message": self.message,
             "digest": self.digest,
             "rolled_back": self.rolled_back.to_json() if self.rolled_back else None,
@@ -255,6 +257,7 @@ class History:
             nodes=nodes if isinstance(nodes, int) else None,
             cfgtool_version=_str(meta.get("cfgtool_version")),
             metadata=meta,
+            principal=_str(meta.get("principal")),
         )
 
     def _tag(self, row: int) -> Tag:

@@ -216,10 +216,11 @@ def test_the_rollback_trap_refuses_and_restoring_takes_a_flag(
     # the next merge still holds version 2's change: publishing main must not silently re-release it
     trapped = run_cfgtool("publish", "--remote", "origin", cwd=two.root)
     assert trapped.returncode == 1, trapped.stdout
-    assert "has the same snapshot as version 2 (config/v2), which Test <test@example.com> rolled back on" in (
+    assert "still holds 1 value that rolled-back version 2 (config/v2) introduced" in trapped.stderr
+    assert "/ bump = 2 (good: (unset)), introduced by version 2, rolled back by Test <test@example.com>: bad" in (
         trapped.stderr
     )
-    assert ": bad retention. Nothing was published" in trapped.stderr
+    assert "Nothing was published" in trapped.stderr
     assert "git revert" in trapped.stderr and "--allow-rolled-back" in trapped.stderr
     assert remote.tags() == ["config/rolledback/v2", "config/v1", "config/v2"]
     code, doc = run_json(run_cfgtool, two, "publish", "--ref", "config/v2", "-m", "restore v2", "--remote", "origin",

@@ -1,0 +1,242 @@
+"""Rollbacks stick: the values a rolled-back version introduced are watched until a revert ships.
+
+For each rolled-back version N of a store with a good version G below it, N *introduced* every (key, path)
+whose value differs between G and N: N's value is the rolled-back one, G's the good one. A value that is
+absent on one side counts too (a node N added or deleted, a path it set or removed), as `cfgtool diff`
+shows it. The watch on a (key, path) ends once a good version published after the rollback holds another
+value there (the revert has shipped), or was published with `--allow-rolled-back` over N.
+
+- `publish` refuses a candidate that still holds a watched rolled-back value (`relapses`).
+- `compile --base` lets policies see a path whose change returns from the rolled-back value to the good
+  one as unchanged (`reverts`; W_POLICY_SKIPPED_REVERT).
+
+Versions are read from their compiled artifacts in the cache (compiled once and written on a miss); their
+configs are compared as the stored JSON text first, so only nodes that differ are decoded. Secrets are
+compared by their sealed envelopes and always shown as [hidden].
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cfgtool.artifact import compact_json
+from cfgtool.cachedir import cache_root
+from cfgtool.hidden import HIDDEN
+from cfgtool.hocon import split_path
+from cfgtool.plain import MISSING, value_at
+from cfgtool.snapshot import Snapshot
+from cfgtool.versions.diff import ABSENT, changed_values, same
+from cfgtool.versions.tags import History
+
+_HIDDEN_JSON = json.dumps(HIDDEN)
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A secret's value, known only by its sealed envelope (None: a value that was not sealed)."""
+
+    envelope: str | None
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A value rolled-back `version` introduced at (key, path): `bad` (N's value) and `good` (the good
+    version's); ABSENT where unset, `Sealed` for a secret."""
+
+    key: str
+    path: str
+    bad: Any
+    good: Any
+    version: int
+    reason: str
+    by: str
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "path": self.path}
+        if self.bad is not ABSENT:
+            out["rolled_back_value"] = shown(self.bad)
+        if self.good is not ABSENT:
+            out["good_value"] = shown(self.good)
+        out.update(version=self.version, reason=self.reason, by=self.by)
+        return out
+
+    def describe(self) -> str:
+        """One line: the key, the path, the rolled-back and the good values, the version and why."""
+        return (
+            f"{self.key} {self.path} = {_text(self.bad)} (good: {_text(self.good)}), introduced by version"
+            f" {self.version}, rolled back by {self.by}: {self.reason}"
+        )
+
+
+def shown(value: Any) -> Any:
+    """A watched value as it may be shown: a secret is [hidden]."""
+    return HIDDEN if isinstance(value, Sealed) else value
+
+
+def _text(value: Any) -> str:
+    if value is ABSENT:
+        return "(unset)"
+    return json.dumps(shown(value), ensure_ascii=False, sort_keys=True)
+
+
+class _Version:
+    """A published version's resolved values, read from its cached artifact (compiled and cached on a miss)."""
+
+    def __init__(self, root: Path, store: str | Path, commit: str, cache: Path) -> None:
+        from cfgtool.store.sources import _store_dir
+        from cfgtool.versions.reading import compile_at, open_version
+
+        artifact = open_version(cache, commit, _store_dir(root, store), {})
+        if artifact is None:
+            compile_at(root, store, commit, {}, cache)
+            artifact = open_version(cache, commit, _store_dir(root, store), {})
+        if artifact is None:  # the cache cannot be written: the compile is all there is
+            self.snapshot = compile_at(root, store, commit, {}, cache).snapshot
+            self.texts = {k: compact_json(n.config) for k, n in self.snapshot.nodes.items() if n.config is not None}
+        else:
+            recover = lambda: compile_at(root, store, commit, {}, cache).snapshot  # noqa: E731
+            self.snapshot = artifact.reading(commit, recover).snapshot
+            self.texts = artifact.config_json()
+
+    def config(self, key: str) -> Mapping[str, Any] | None:
+        node = self.snapshot.nodes.get(key) if key in self.texts else None
+        return node.config if node is not None else None
+
+
+def value_of(snapshot: Snapshot, key: str, path: str) -> Any:
+    """The value at (key, path) in `snapshot`: ABSENT without a node or a value there, `Sealed` for a secret."""
+    node = snapshot.nodes.get(key)
+    if node is None or node.config is None:
+        return ABSENT
+    sealed = snapshot.secrets.get(key)
+    if sealed and path in sealed:
+        return Sealed(sealed[path])
+    found = value_at(node.config, split_path(path))
+    return ABSENT if found is MISSING else found
+
+
+def introduced(good: _Version, bad: _Version) -> list[tuple[str, str, Any, Any]]:
+    """(key, path, good value, bad value) for every value that differs between two versions."""
+    out: list[tuple[str, str, Any, Any]] = []
+    for key in sorted(good.texts.keys() | bad.texts.keys()):
+        g_text, b_text = good.texts.get(key), bad.texts.get(key)
+        if g_text == b_text and (g_text is None or _HIDDEN_JSON not in g_text):
+            continue
+        g_sealed = good.snapshot.secrets.get(key, {}) if g_text is not None else {}
+        b_sealed = bad.snapshot.secrets.get(key, {}) if b_text is not None else {}
+        seen = set()
+        for path, old, new in changed_values(good.config(key), bad.config(key)):
+            seen.add(path)
+            old = Sealed(g_sealed[path]) if path in g_sealed else old
+            new = Sealed(b_sealed[path]) if path in b_sealed else new
+            out.append((key, path, old, new))
+        for path in sorted(g_sealed.keys() | b_sealed.keys()):
+            if path not in seen and g_sealed.get(path) != b_sealed.get(path):
+                old = Sealed(g_sealed[path]) if path in g_sealed else ABSENT
+                new = Sealed(b_sealed[path]) if path in b_sealed else ABSENT
+                out.append((key, path, old, new))
+    return out
+
+
+def watches(
+    root: Path, store: str | Path, known: History, *, active: bool = True, cache: Path | None = None
+) -> list[Watch]:
+    """What the store's rolled-back versions introduced; with `active`, only the watches that have not ended.
+
+    Only `known`'s own versions are read (one store's tags). A rolled-back version without a good version
+    below it introduced nothing that can be told apart, so it has no watch.
+    """
+    cache = cache if cache is not None else cache_root()
+    loaded: dict[str, _Version] = {}
+
+    def load(commit: str) -> _Version:
+        if commit not in loaded:
+            loaded[commit] = _Version(root, store, commit, cache)
+        return loaded[commit]
+
+    markers = known.markers
+    numbers = known.numbers
+    found: list[Watch] = []
+    for n in numbers:
+        if n not in markers:
+            continue
+        below = [m for m in numbers if m < n and m not in markers]
+        if not below:
+            continue
+        version = known.require(n)
+        rolled = version.rolled_back
+        assert rolled is not None
+        entries = [
+            Watch(key, path, bad, good, n, rolled.reason, rolled.by)
+            for key, path, good, bad in introduced(load(known.tag(below[-1]).commit), load(version.commit))
+        ]
+        if active:
+            for later in published_after(known, n):
+                if not entries:
+                    break
+                allowed = known.tag(later).metadata.get("allow_rolled_back")
+                if isinstance(allowed, list) and n in allowed:
+                    entries = []
+                    break
+                snapshot = load(known.tag(later).commit).snapshot
+                entries = [w for w in entries if same(value_of(snapshot, w.key, w.path), w.bad)]
+        found += entries
+    return found
+
+
+def published_after(known: History, n: int) -> list[int]:
+    """The good versions published after N's rollback, oldest first: above the highest version the marker
+    records (a marker written before it did: tagged at or after the marker's date)."""
+    marker = known.markers[n]
+    after = marker.metadata.get("after")
+    later = [m for m in known.numbers if m > n and not known.is_rolled_back(m)]
+    if isinstance(after, int) and not isinstance(after, bool):
+        return [m for m in later if m > after]
+    return [m for m in later if known.tag(m).date >= marker.date]
+
+
+def relapses(active: Iterable[Watch], candidate: Snapshot) -> list[Watch]:
+    """The watched rolled-back values `candidate` still holds, each (key, path, value) once: the earliest
+    version that introduced it."""
+    out: dict[tuple[str, str, str], Watch] = {}
+    for w in active:
+        if same(value_of(candidate, w.key, w.path), w.bad):
+            ident = (w.key, w.path, _canonical(w.bad))
+            if ident not in out or w.version < out[ident].version:
+                out[ident] = w
+    return sorted(out.values(), key=lambda w: (w.key, w.path, w.version))
+
+
+def reverts(every: Sequence[Watch], base: Snapshot) -> dict[str, dict[str, tuple[Any, Any, int]]]:
+    """key -> {path: (rolled-back value, good value, version)} for the watched values `base` still holds
+    (MISSING where unset): a change returning such a path to the good value is a revert, which the policies
+    do not judge (`cfgtool.validate.policies`). Secrets read [hidden] on both sides, so a policy sees no
+    change to revert there."""
+    out: dict[str, dict[str, tuple[Any, Any, int]]] = {}
+    for w in every:
+        if not isinstance(w.bad, Sealed) and same(value_of(base, w.key, w.path), w.bad):
+            plain = tuple(MISSING if v is ABSENT else v for v in (w.bad, w.good))
+            out.setdefault(w.key, {}).setdefault(w.path, (*plain, w.version))
+    return out
+
+
+def store_reverts(root: Path, store: str | Path, base: Snapshot) -> dict[str, dict[str, tuple[Any, Any, int]]]:
+    """`reverts` for the store's rolled-back versions whose watches are active (none: nothing is read)."""
+    from cfgtool.versions.tags import history
+
+    known = history(root, store)
+    if not known.markers:
+        return {}
+    return reverts(watches(root, store, known), base)
+
+
+def _canonical(value: Any) -> str:
+    if value is ABSENT:
+        return ""
+    if isinstance(value, Sealed):
+        return "sealed:" + (value.envelope or "")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
