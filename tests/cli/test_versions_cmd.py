@@ -216,8 +216,9 @@ def test_the_rollback_trap_refuses_and_restoring_takes_a_flag(
     # the next merge still holds version 2's change: publishing main must not silently re-release it
     trapped = run_cfgtool("publish", "--remote", "origin", cwd=two.root)
     assert trapped.returncode == 1, trapped.stdout
-    assert "still holds 1 value that rolled-back version 2 (config/v2) introduced" in trapped.stderr
-    assert "/ bump = 2 (good: (unset)), introduced by version 2, rolled back by Test <test@example.com>: bad" in (
+    # `bump` is set at the root, so every node inherits it: each one is listed
+    assert "still holds 48 values that rolled-back version 2 (config/v2) introduced" in trapped.stderr
+    assert "\n  / bump = 2 (good: (unset)), introduced by version 2, rolled back by Test <test@example.com>: bad" in (
         trapped.stderr
     )
     assert "Nothing was published" in trapped.stderr
