@@ -1,5 +1,5 @@
-"""The Starlette routes of DESIGN 12 other than the hot key reads: stores, versions, queries, the change feed,
-readiness and metrics."""
+"""The Starlette routes of DESIGN 12 other than the hot key reads: stores, versions, queries, readiness, metrics
+and the API's OpenAPI document."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.serve.answers import Answer, answer, error, etag_matches
 from cfgtool.serve.metrics import CONTENT_TYPE
+from cfgtool.serve.openapi import openapi_answer
 
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
@@ -23,6 +25,16 @@ if TYPE_CHECKING:
 QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class AnyPath(PathConvertor):
+    """The rest of the path, newlines included (Starlette's `path` stops at one, so a key holding `%0A` fell
+    through every route to a plain-text 404)."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("anypath", AnyPath())
 
 
 def _response(found: Answer, headers: dict[str, str] | None = None, request: Request | None = None) -> Response:
@@ -124,16 +136,22 @@ def starlette_app(api: Api) -> Starlette:
     async def metrics(request: Request) -> Response:
         return Response(api.metrics.render(), media_type=CONTENT_TYPE)
 
+    document = openapi_answer()
+
+    async def openapi(request: Request) -> Response:
+        return _response(document, {"cache-control": "no-cache"}, request)
+
     async def fallback(request: Request) -> Response:
         raise not_found(f"no such endpoint: {request.url.path}")
 
     routes = [
         Route("/v1/stores", handled("stores", stores)),
+        Route("/v1/openapi.json", handled("openapi", openapi)),
         Route("/v1/{store}/versions", handled("versions", versions)),
-        Route("/v1/{store}/versions/{n}/{query}/{key:path}", handled("query", query)),
+        Route("/v1/{store}/versions/{n}/{query}/{key:anypath}", handled("query", query)),
         Route("/healthz", handled("healthz", healthz)),
         Route("/metrics", handled("metrics", metrics)),
-        Route("/{rest:path}", handled("other", fallback)),
+        Route("/{rest:anypath}", handled("other", fallback)),
     ]
 
     async def crashed(request: Request, exc: Exception) -> Response:

@@ -1,0 +1,427 @@
+"""`GET /v1/openapi.json`: the OpenAPI 3.1 document of the HTTP API (docs/serving.md), built once as bytes.
+
+Every endpoint with every status it can answer, its bodies as JSON Schemas, its headers and the bearer scheme.
+`{key}` is one path parameter holding the key without its leading `/`: OpenAPI's path templates cannot match a
+`/`, so a client may send the key's `/` as `%2F` (the server decodes the path before routing, so both spellings
+name the same key); the empty string is the root key `/`. `tests/serve/test_openapi.py` checks the document
+against OpenAPI's meta-schema and against the routes the server answers, and fuzzes a live server with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cfgtool.serve.answers import Answer, answer
+
+JSON = "application/json"
+QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
+Schema = dict[str, Any]
+
+
+def _ref(kind: str, name: str) -> Schema:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _obj(required: list[str], properties: dict[str, Schema]) -> Schema:
+    """An object with these properties (more are allowed: new fields never break a reader)."""
+    return {"type": "object", "required": required, "properties": properties}
+
+
+STRING: Schema = {"type": "string"}
+NULLABLE_STRING: Schema = {"type": ["string", "null"]}
+INT: Schema = {"type": "integer"}
+KEYS: Schema = {"type": "array", "items": STRING}
+ORIGIN: Schema = {
+    "oneOf": [{"type": "null"}, _obj(["file", "line", "col"], {"file": STRING, "line": INT, "col": INT})]
+}
+
+SCHEMAS: dict[str, Schema] = {
+    "Error": _obj(
+        ["error"],
+        {
+            "error": {"type": "string", "description": "a stable code: `not_found`, `E_NO_ACL`, `E_INTERNAL`, ..."},
+            "message": {"type": "string", "description": "what went wrong, for a person"},
+            "id": {"type": "string", "description": "with `E_INTERNAL`: the id of the server's log line"},
+        },
+    ),
+    "Store": _obj(
+        ["name", "path", "current", "seq"],
+        {"name": STRING, "path": STRING, "current": {"type": ["integer", "null"]}, "seq": INT},
+    ),
+    "Version": _obj(
+        ["version", "tag", "commit", "date", "status", "publisher", "message", "digest", "rolled_back"],
+        {
+            "version": INT,
+            "tag": STRING,
+            "commit": STRING,
+            "date": {"type": "string", "format": "date-time"},
+            "status": {"enum": ["current", "good", "rolled_back"]},
+            "publisher": NULLABLE_STRING,
+            "principal": NULLABLE_STRING,
+            "message": NULLABLE_STRING,
+            "digest": NULLABLE_STRING,
+            "rolled_back": {
+                "oneOf": [
+                    {"type": "null"},
+                    _obj(["by", "date", "reason"], {"by": STRING, "date": STRING, "reason": STRING, "tag": STRING}),
+                ]
+            },
+            "store": NULLABLE_STRING,
+            "nodes": {"type": ["integer", "null"]},
+            "cfgtool_version": NULLABLE_STRING,
+            "servable": {"type": "boolean", "description": "false for a version whose compile has errors"},
+        },
+    ),
+    "KeyConfig": _obj(
+        ["store", "key", "version", "commit", "exists", "config"],
+        {
+            "store": STRING,
+            "key": STRING,
+            "version": INT,
+            "commit": STRING,
+            "exists": {"type": "boolean", "description": "false: the key has no node, `config` is its nearest's"},
+            "config": {"type": "object", "description": "the resolved config; a secret is `[hidden]` or sealed"},
+        },
+    ),
+    "KeyValue": _obj(
+        ["store", "key", "version", "path", "value"],
+        {"store": STRING, "key": STRING, "version": INT, "path": STRING, "value": {}},
+    ),
+    "Tags": _obj(["key", "exists", "tags"], {"key": STRING, "exists": {"type": "boolean"}, "tags": KEYS}),
+    "Datasets": _obj(["tag", "datasets"], {"tag": STRING, "datasets": KEYS}),
+    "Imports": _obj(
+        ["key", "exists", "recursive", "imports"],
+        {"key": STRING, "exists": {"type": "boolean"}, "recursive": {"type": "boolean"}, "imports": KEYS},
+    ),
+    "ImportedBy": _obj(
+        ["key", "recursive", "imported_by"],
+        {"key": STRING, "recursive": {"type": "boolean"}, "imported_by": KEYS},
+    ),
+    "Explanation": _obj(
+        ["key", "node", "exists", "path", "found", "value", "origin", "sources", "overridden", "layers"],
+        {
+            "key": STRING,
+            "node": STRING,
+            "exists": {"type": "boolean"},
+            "path": STRING,
+            "found": {"type": "boolean"},
+            "value": {},
+            "origin": ORIGIN,
+            "sources": {"type": "array", "items": ORIGIN},
+            "overridden": {"type": "array", "items": _obj(["layer", "value"], {"layer": STRING, "origin": ORIGIN})},
+            "layers": {
+                "type": "array",
+                "items": _obj(["layer"], {"layer": STRING, "reached": STRING, "origin": ORIGIN}),
+            },
+        },
+    ),
+    "Changes": _obj(
+        ["seq", "current", "events"],
+        {
+            "seq": INT,
+            "current": {"type": ["integer", "null"]},
+            "events": {
+                "type": "array",
+                "items": _obj(
+                    ["seq", "kind", "version", "date", "changed_keys", "effective_by"],
+                    {
+                        "seq": INT,
+                        "kind": {"enum": ["publish", "rollback"]},
+                        "version": INT,
+                        "date": {"type": "string", "format": "date-time"},
+                        "changed_keys": INT,
+                        "effective_by": {"type": "string", "format": "date-time"},
+                    },
+                ),
+            },
+        },
+    ),
+    "Health": _obj(
+        [],
+        {
+            "status": {"enum": ["ok", "starting", "failing"]},
+            "ready": {"type": "boolean"},
+            "stores": {"type": "array", "items": {"type": "object"}},
+            "fetch": {"type": "object"},
+        },
+    ),
+}
+
+
+def _header(description: str, schema: Schema | None = None) -> Schema:
+    return {"description": description, "schema": schema or STRING}
+
+
+HEADERS: dict[str, Schema] = {
+    "ETag": _header('`"sha256:<hex>"` of the body, which is canonical JSON', {"type": "string", "pattern": "^\""}),
+    "Cache-Control": _header(
+        "`private, max-age=31536000, immutable` for a version's answer; `private, must-revalidate, max-age=S` "
+        "for a `current` answer; `no-store` for errors and feeds"
+    ),
+    "Cfgtool-Version": _header("the version a `current` answer comes from", {"type": "string", "pattern": "^[0-9]+$"}),
+    "Content-Location": _header("the `versions/{N}/...` URL of a `current` answer"),
+    "WWW-Authenticate": _header('`Bearer realm="cfgtool"`'),
+    "Location": _header("the `versions/{N}/...` URL that `current` or `previous` names now"),
+    "Retry-After": _header("seconds to wait before trying again", {"type": "string", "pattern": "^[0-9]+$"}),
+}
+
+
+def _error(description: str, extra: dict[str, Schema] | None = None) -> Schema:
+    out: Schema = {"description": description, "content": {JSON: {"schema": _ref("schemas", "Error")}}}
+    if extra:
+        out["headers"] = extra
+    return out
+
+
+def _headers(*names: str, required: tuple[str, ...] = ()) -> dict[str, Schema]:
+    """Header objects, written out (a reference cannot add `required`)."""
+    return {n: {**HEADERS[n], **({"required": True} if n in required else {})} for n in names}
+
+
+RESPONSES: dict[str, Schema] = {
+    "NotModified": {
+        "description": "the `If-None-Match` tag is still the answer's: the same headers, no body",
+        "headers": _headers("ETag", "Cache-Control", required=("ETag",)),
+    },
+    "BadRequest": _error("`bad_key`, `bad_path`, `bad_request` or `not_a_tag`: the request cannot be answered"),
+    "Unauthorized": _error(
+        "`unauthorized`: the server has `--tokens` and the request has no known token",
+        _headers("WWW-Authenticate", required=("WWW-Authenticate",)),
+    ),
+    "Forbidden": _error("`forbidden`: the principal may describe the key (or store) but not read it"),
+    "NotFound": _error(
+        "`not_found`: no such store, version, key, value or endpoint, or one the principal may not even describe"
+    ),
+    "Unresolved": _error("`unresolved`: the key's node did not resolve in that version"),
+    "UriTooLong": _error("`key_too_long`: the key is longer than 1,024 characters"),
+    "TooMany": _error(
+        "`too_many_connections` (past `--max-connections`), `too_many_long_polls` (100 waiting for one principal) "
+        "or `too_many_requests` (token checks queued)",
+        _headers("Retry-After"),
+    ),
+    "RequestTimeout": _error("`request_timeout`: the request did not arrive whole within 10 s; the connection closes"),
+    "HeadersTooLarge": _error("`headers_too_large`: the request line and headers are over 16 KB together"),
+    "Internal": _error("`E_INTERNAL` with an `id`: an unexpected exception, logged in one line under that id"),
+    "Unavailable": _error(
+        "`not_ready` (the store's versions are still loading), or `E_NO_ACL` (no current version, or its ACL "
+        "does not load: the server never fails open)"
+    ),
+    "Redirect": {
+        "description": "`current` or `previous` names this version now: `Location` is its `versions/{N}/...` URL",
+        "headers": _headers("Location", "Cache-Control", required=("Location",)),
+    },
+}
+
+# every answer can be one of these (transport limits and bugs)
+ANY = {"408": "RequestTimeout", "429": "TooMany", "431": "HeadersTooLarge", "500": "Internal"}
+# every answer about a store adds these
+STORE = {**ANY, "400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "503": "Unavailable"}
+# a key in the path adds 414
+KEYED = {**STORE, "414": "UriTooLong"}
+
+
+def _ok(description: str, schema: Schema, headers: dict[str, Schema]) -> Schema:
+    return {"description": description, "headers": headers, "content": {JSON: {"schema": schema}}}
+
+
+def _responses(ok: Schema, errors: dict[str, str], not_modified: bool = True) -> Schema:
+    out: Schema = {"200": ok}
+    if not_modified:
+        out["304"] = _ref("responses", "NotModified")
+    out.update({code: _ref("responses", name) for code, name in sorted(errors.items())})
+    return out
+
+
+def _param(name: str, where: str, description: str, schema: Schema, **more: Any) -> Schema:
+    return {"name": name, "in": where, "description": description, "schema": schema, **more}
+
+
+PARAMETERS: dict[str, Schema] = {
+    "store": _param(
+        "store", "path", "the store's name (its `_CONFIG_STORE` name, else its directory's)", STRING,
+        required=True, example="demo",
+    ),
+    "version": _param(
+        "version", "path",
+        "a version number (1 to 9 ASCII digits, else 404), or `current` / `previous`, which answer a redirect "
+        "to the version they name now",
+        {"type": "string", "pattern": "^([0-9]{1,9}|current|previous)$"},
+        required=True, example="1",
+    ),
+    "key": _param(
+        "key", "path",
+        "the key without its leading `/`, its `/` sent as they are or as `%2F` (the same key); empty for the "
+        "root key `/`. At most 1,024 characters (414 beyond)",
+        STRING, required=True, example="data/tracking/PageViewEvent",
+    ),
+    "path": _param("path", "query", "a HOCON path: answer only the value there", STRING, example="retention.days"),
+    "secrets": _param(
+        "secrets", "query", "`sealed`: secrets as their sealed envelopes instead of `[hidden]`", {"enum": ["sealed"]}
+    ),
+    "recursive": _param(
+        "recursive", "query", "`1`: follow imports transitively", {"type": "string", "enum": ["0", "1"]}
+    ),
+    "If-None-Match": _param(
+        "If-None-Match", "header", "an ETag of an earlier answer: 304 when it still holds", STRING
+    ),
+}
+CONDITIONAL = _ref("parameters", "If-None-Match")
+
+
+def _get(summary: str, parameters: list[str], responses: Schema, public: bool = False) -> Schema:
+    op: Schema = {
+        "summary": summary,
+        "operationId": summary.split(":")[0],
+        "parameters": [_ref("parameters", p) for p in parameters],
+        "responses": responses,
+    }
+    if public:
+        op["security"] = []
+    return {"get": op}
+
+
+def _query(kind: str, schema: str) -> Schema:
+    parameters = ["store", "version", "key", "If-None-Match"]
+    if kind == "explain":
+        parameters.append("path")
+    elif kind in ("imports", "imported-by"):
+        parameters.append("recursive")
+    responses = _responses(_ok(f"the `{kind}` query's JSON", _ref("schemas", schema), VERSION_HEADERS), KEYED)
+    responses["409"] = _ref("responses", "Unresolved")
+    responses["302"] = responses["307"] = _ref("responses", "Redirect")
+    op = _get(f"{kind.replace('-', '_')}: the `{kind}` query of a key in version N", parameters, responses)
+    if kind == "explain":
+        op["get"]["parameters"][-1] = {**PARAMETERS["path"], "required": True}  # 400 without it
+    return op
+
+
+VERSION_HEADERS = _headers("ETag", "Cache-Control", required=("ETag", "Cache-Control"))
+CURRENT_HEADERS = _headers(
+    "ETag",
+    "Cache-Control",
+    "Cfgtool-Version",
+    "Content-Location",
+    required=("ETag", "Cache-Control", "Cfgtool-Version"),
+)
+KEY_ANSWER: Schema = {"anyOf": [_ref("schemas", "KeyConfig"), _ref("schemas", "KeyValue")]}
+KEY_PARAMETERS = ["store", "key", "path", "secrets", "If-None-Match"]
+
+
+def _key_responses(headers: dict[str, Schema], redirect: bool) -> Schema:
+    out = _responses(_ok("the key's config, or with `?path=` the value there", KEY_ANSWER, headers), KEYED)
+    out["409"] = _ref("responses", "Unresolved")
+    if redirect:
+        out["302"] = out["307"] = _ref("responses", "Redirect")
+    return out
+
+
+def _plain(ok: Schema, **more: Schema) -> Schema:
+    """The responses of an endpoint outside the stores: `ok`, `more`, and what any answer can be."""
+    return {"200": ok, **more, **{code: _ref("responses", name) for code, name in ANY.items()}}
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of `cfgtool serve`."""
+    listed = _headers("ETag", required=("ETag",))
+    stores = _ok(
+        "every store: its name, path, current version and feed position",
+        {"type": "array", "items": _ref("schemas", "Store")},
+        listed,
+    )
+    versions = _ok(
+        "`cfgtool versions --all --format json`, each with `servable`",
+        {"type": "array", "items": _ref("schemas", "Version")},
+        listed,
+    )
+    changes = _ok(
+        "the events after `since`, oldest first (none and the same `seq` when `wait` ran out)",
+        _ref("schemas", "Changes"),
+        _headers("Cache-Control"),
+    )
+    health = {JSON: {"schema": _ref("schemas", "Health")}}
+    queries = zip(QUERIES, ("Tags", "Datasets", "Imports", "ImportedBy", "Explanation"), strict=True)
+    paths: dict[str, Schema] = {
+        "/v1/stores": _get(
+            "stores: the served stores",
+            [],
+            _responses(stores, {**ANY, "401": "Unauthorized", "403": "Forbidden", "503": "Unavailable"}),
+        ),
+        "/v1/{store}/versions": _get(
+            "versions: a store's versions, newest first", ["store"], _responses(versions, STORE)
+        ),
+        "/v1/{store}/versions/{version}/keys/{key}": _get(
+            "version_key: a key's config in version N",
+            ["store", "version", *KEY_PARAMETERS[1:]],
+            _key_responses(VERSION_HEADERS, redirect=True),
+        ),
+        "/v1/{store}/current/keys/{key}": _get(
+            "current_key: a key's config in the version it sees now (its freshness checkpoint)",
+            KEY_PARAMETERS,
+            _key_responses(CURRENT_HEADERS, redirect=False),
+        ),
+        **{f"/v1/{{store}}/versions/{{version}}/{kind}/{{key}}": _query(kind, schema) for kind, schema in queries},
+        "/v1/{store}/changes": _get(
+            "changes: the change feed, a long poll", ["store"], _responses(changes, STORE, not_modified=False)
+        ),
+        "/healthz": _get(
+            "healthz: readiness",
+            [],
+            _plain(
+                {"description": 'ready: `{"status"}`, with the details for a super user', "content": health},
+                **{"503": {"description": "not ready yet", "content": health}},
+            ),
+            public=True,
+        ),
+        "/metrics": _get(
+            "metrics: Prometheus metrics",
+            [],
+            _plain({"description": "the text exposition format", "content": {"text/plain": {"schema": STRING}}}),
+            public=True,
+        ),
+        "/v1/openapi.json": _get(
+            "openapi: this document",
+            [],
+            _plain(
+                _ok("the OpenAPI 3.1 document", {"type": "object"}, listed),
+                **{"304": _ref("responses", "NotModified")},
+            ),
+            public=True,
+        ),
+    }
+    paths["/v1/{store}/changes"]["get"]["parameters"] += [
+        _param("since", "query", "the last `seq` the client handled (default 0)", INT, example=0),
+        _param(
+            "wait",
+            "query",
+            "seconds to hold the request for an event (default 30, at most 55)",
+            {"type": "number", "minimum": 0, "maximum": 55},
+            example=0,
+        ),
+    ]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "cfgtool serve",
+            "version": "1",
+            "description": "Published config versions over HTTP/JSON; see docs/serving.md and docs/security.md.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            "responses": RESPONSES,
+            "parameters": PARAMETERS,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a token of `cfgtool token add`, needed when the server runs with `--tokens`",
+                }
+            },
+        },
+        "security": [{"bearer": []}, {}],
+    }
+
+
+def openapi_answer() -> Answer:
+    """The document as a prebuilt answer (built once per server)."""
+    return answer(document())
