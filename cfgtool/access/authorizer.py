@@ -3,18 +3,19 @@
 A decision: a super user is allowed; else any matching `deny` denies; else any matching `allow` allows;
 else, when no entry at all names the resource, `allow_everyone_if_no_acl_found` decides; else denied. An
 `allow` of read, create, alter or delete also allows describe, and one of alter_acl allows describe_acl; a
-`deny` implies nothing. Entries are indexed once (literal keys in a dict, prefixes by length), so a decision
-over thousands of entries costs a few dictionary lookups, not a scan.
+`deny` implies nothing. `describe` on the store is also allowed to a principal that may describe at least one
+key of it (an explicit deny of it on the store still wins). Entries are indexed once (literal keys in a dict,
+prefixes by length), so a decision over thousands of entries costs a few dictionary lookups, not a scan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from cfgtool.access.acl import Acl, Entry
-from cfgtool.access.operations import OPERATIONS, STORE, STORE_OPERATIONS
+from cfgtool.access.operations import KEY_OPERATIONS, OPERATIONS, STORE, STORE_OPERATIONS
 from cfgtool.errors import UsageError
 
 _IMPLIES = {"describe": frozenset({"read", "create", "alter", "delete"}), "describe_acl": frozenset({"alter_acl"})}
@@ -71,6 +72,10 @@ class Authorizer:
         """The principal and the groups it belongs to."""
         return frozenset({principal, *self._groups.get(principal, ())})
 
+    def is_super_user(self, principal: str) -> bool:
+        """Whether the ACL names `principal` (or a group of it) among its super users."""
+        return bool(self.identities(principal) & self.acl.super_users)
+
     def authorize(self, principal: str, operation: str, resource: str | None, host: str | None = None) -> Decision:
         """May `principal` (`User:x`, `Group:g`) do `operation` on `resource` (a normalized key; None or
         `store` for the store) from `host` (None: no address, so only entries for any host apply)?"""
@@ -78,8 +83,8 @@ class Authorizer:
         shown = STORE if on_store else str(resource)
         if operation not in OPERATIONS:
             raise UsageError(f"unknown operation {operation!r}", hint=f"use one of {', '.join(OPERATIONS)}")
-        if on_store != (operation in STORE_OPERATIONS):
-            kind = "the store" if operation in STORE_OPERATIONS else "keys"
+        if operation not in (STORE_OPERATIONS if on_store else KEY_OPERATIONS):
+            kind = "keys" if on_store else "the store"
             raise UsageError(f"{operation} is an operation on {kind}", hint="check the operation and the resource")
 
         def decide(allowed: bool, reason: str, rule: Entry | None = None) -> Decision:
@@ -94,6 +99,8 @@ class Authorizer:
         if acl.broken:
             return decide(False, f"the ACL file {acl.file} has errors (E_ACL): only super users are allowed")
         candidates = self._store if on_store else self._for_key(str(resource))
+        if on_store and operation == "describe":
+            return self._describe_store(principal, host, decide)
         if not candidates:
             flag = str(acl.allow_everyone_if_no_acl_found).lower()
             return decide(acl.allow_everyone_if_no_acl_found, f"no ACL names this resource; "
@@ -118,6 +125,57 @@ class Authorizer:
         if allow is not None:
             return decide(True, allow.describe(), allow)
         return decide(False, f"no ACL entry allows {principal} to {operation} {shown}")
+
+    def _matching(self, entries: Iterable[Entry], principal: str, host: str | None) -> Iterable[Entry]:
+        """The entries that apply to `principal` (its groups, `User:*`) from `host`."""
+        identities = self.identities(principal)
+        user = principal.startswith("User:")
+        for entry in entries:
+            if (entry.principal in identities or (user and entry.principal == "User:*")) and entry.host in ("*", host):
+                yield entry
+
+    def _describe_store(self, principal: str, host: str | None, decide: Callable[..., Decision]) -> Decision:
+        """`describe` on the store: an entry on the store decides (a deny first); else it is implied by the
+        right to describe any key; else `allow_everyone_if_no_acl_found` when no entry names the store."""
+        deny = allow = None
+        for entry in self._matching(self._store, principal, host):
+            if entry.operation in ("describe", "all"):
+                if entry.permission == "deny" and (deny is None or _order(entry) < _order(deny)):
+                    deny = entry
+                elif entry.permission == "allow" and (allow is None or _order(entry) < _order(allow)):
+                    allow = entry
+        if deny is not None:
+            return decide(False, deny.describe(), deny)
+        if allow is not None:
+            return decide(True, allow.describe(), allow)
+        implied = self._a_describable_key(principal, host)
+        if implied is not None:
+            reason = f"may describe a key of the store: {implied.describe()}" if isinstance(implied, Entry) else implied
+            return decide(True, reason, implied if isinstance(implied, Entry) else None)
+        if not self._store and self.acl.allow_everyone_if_no_acl_found:
+            return decide(True, "no ACL names this resource; allow_everyone_if_no_acl_found is true")
+        return decide(False, f"no ACL entry allows {principal} to describe the store or any of its keys")
+
+    def _a_describable_key(self, principal: str, host: str | None) -> Entry | str | None:
+        """The entry that lets `principal` describe some key (or the reason, when no entry names that key),
+        None when it may describe none. A prefix (or `*`) allows some key unless a deny covers all of it."""
+        entries = [*self._wildcard, *(e for es in self._literal.values() for e in es),
+                   *(e for es in self._prefixed.values() for e in es)]  # fmt: skip
+        if self.acl.allow_everyone_if_no_acl_found and not self._wildcard and "/" not in self._prefixed:
+            return "no ACL names some of its keys; allow_everyone_if_no_acl_found is true"
+        mine = list(self._matching(entries, principal, host))
+        denies = [e for e in mine if e.permission == "deny" and e.operation in ("describe", "all")]
+        for entry in sorted(mine, key=_order):
+            if entry.permission != "allow" or entry.operation not in ("all", "describe", *_IMPLIES["describe"]):
+                continue
+            if entry.key is not None and not entry.prefixed and entry.key != "*":
+                if self.authorize(principal, "describe", entry.key, host).allowed:
+                    return entry
+                continue
+            covered = "/" if entry.key == "*" else str(entry.key)
+            if not any(d.key == "*" or (d.prefixed and covered.startswith(str(d.key))) for d in denies):
+                return entry
+        return None
 
     def _for_key(self, key: str) -> list[Entry]:
         found = [*self._literal.get(key, ()), *self._wildcard]

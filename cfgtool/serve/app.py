@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
 
+from cfgtool.access.authorizer import Authorizer
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.plain import MISSING, value_at
@@ -172,35 +173,63 @@ class Api:
             [(b"www-authenticate", b'Bearer realm="cfgtool"')],
         )
 
-    def store(self, name: str) -> StoreState:
+    def store(self, name: str, who: str | None) -> tuple[StoreState, View]:
+        """The store named `name` and the view this request reads; 503 while it loads, and 503 `E_NO_ACL`
+        (with access control on) while it has no current version whose ACL judges requests: never fail open."""
         state = self.service.stores.get(name)
         if state is None:
-            raise not_found(f"no store named {name!r} (stores: {', '.join(self.service.stores)})")
+            listed = "" if self.service.tokens is not None else f" (stores: {', '.join(self.service.stores)})"
+            raise not_found(f"no store named {name!r}{listed}")
         if not state.ready:
             raise Denied(error(503, "not_ready", f"store {name} is still loading its versions"))
-        return state
+        view = state.view
+        if who is not None and view.acl_problem is not None:
+            raise Denied(error(503, "E_NO_ACL", view.acl_problem))
+        return state, view
 
-    def check(self, view: View, who: str | None, operation: str, key: str, host: str | None, missing: str) -> None:
-        """DESIGN 12's access rules for `key`: 404 (as `missing`) when `who` may not even describe it, 403
-        when it may describe but not `operation` it; 503 while the store's ACL does not load."""
+    def describe_store(self, state: StoreState, view: View, who: str | None, host: str | None) -> None:
+        """Its versions and change feed need `describe` on the store (implied by `describe` on any of its
+        keys) under the current ACL; 404 as a store that does not exist otherwise."""
+        judge = view.authorizer
+        if who is not None and judge is not None and not judge.authorize(who, "describe", None, host).allowed:
+            raise not_found(f"no store named {state.name!r}")
+
+    @staticmethod
+    def judges(view: View, loaded: LoadedVersion) -> list[Authorizer]:
+        """The ACLs an answer from `loaded` must pass: the current version's and the version's own."""
+        found = [a for a in (view.authorizer, loaded.authorizer) if a is not None]
+        return found[:1] if len(found) == 2 and found[0] is found[1] else found
+
+    def check(
+        self, view: View, loaded: LoadedVersion, who: str | None, operation: str, key: str, host: str | None,
+        missing: str,
+    ) -> None:
+        """The access rules for an answer about `key` from version `loaded`: 404 (as `missing`) when `who`
+        may not describe it, 403 when it may describe but not `operation` it. A key without a node answers
+        with its nearest node's config, so the principal needs the same right on that node too; and both the
+        current version's ACL and the version's own must allow it (a deny in either wins)."""
         if who is None:
             return
-        if view.acl_problem is not None:
-            raise Denied(error(503, "acl_error", view.acl_problem))
-        authorizer = view.authorizer
-        if authorizer is None:
-            return
-        if not authorizer.authorize(who, "describe", key, host).allowed:
-            raise not_found(missing)
-        if operation != "describe" and not authorizer.authorize(who, operation, key, host).allowed:
-            raise Denied(error(403, "forbidden", f"{who} may not {operation} {key}"))
+        resources = {key, loaded.nearest(key)}
+        judges = self.judges(view, loaded)
+        for authorizer in judges:
+            if not all(authorizer.authorize(who, "describe", k, host).allowed for k in resources):
+                raise not_found(missing)
+        if operation != "describe":
+            for authorizer in judges:
+                if not all(authorizer.authorize(who, operation, k, host).allowed for k in resources):
+                    raise Denied(error(403, "forbidden", f"{who} may not {operation} {key}"))
 
-    def visible_keys(self, view: View, who: str | None, host: str | None, keys: list[str]) -> list[str]:
-        """`keys` without those `who` may not describe (queries drop them)."""
-        authorizer = view.authorizer
-        if who is None or authorizer is None:
-            return keys
-        return [k for k in keys if authorizer.authorize(who, "describe", k, host).allowed]
+    def may_describe(
+        self, view: View, loaded: LoadedVersion, who: str | None, host: str | None
+    ) -> Callable[[str], bool]:
+        """Whether `who` may describe a key under both ACLs that judge answers from `loaded`."""
+        judges = self.judges(view, loaded) if who is not None else []
+
+        def allowed(key: str) -> bool:
+            return all(a.authorize(str(who), "describe", key, host).allowed for a in judges)
+
+        return allowed
 
     async def version(self, state: StoreState, number: int) -> LoadedVersion:
         """Version N in memory, loaded off the event loop when it is not; 404 when it cannot be served."""
@@ -231,7 +260,8 @@ class Api:
 
     async def _changes_answer(self, scope: Scope, store: str) -> Answer:
         who = await self.principal(scope["headers"])
-        state = self.store(store)
+        state, view = self.store(store, who)
+        self.describe_store(state, view, who, _host(scope))
         feed = self.service.feeds[state.name]
         query = parse_qs(scope["query_string"].decode("latin-1"))
         try:
@@ -285,11 +315,8 @@ class Api:
     async def _key_answer(self, scope: Scope, store: str, asked: str | None, text: str) -> tuple[Answer, Headers]:
         who = await self.principal(scope["headers"])
         number = None if asked is None else version_number(asked)
-        state = self.store(store)
-        view = state.view
+        state, view = self.store(store, who)
         key = self.key(text)
-        host = scope["client"][0] if scope.get("client") else None
-        self.check(view, who, "read", key, host, f"store {store} has no key {key}")
         query = parse_qs(scope["query_string"].decode("latin-1")) if scope["query_string"] else {}
         if number is None:
             now = time.time()
@@ -306,6 +333,7 @@ class Api:
         else:
             headers = [(b"cache-control", IMMUTABLE)]
         loaded = await self.version(state, number)
+        self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
         plain = loaded.keys.get(key)
         if plain is None:
             try:
@@ -332,6 +360,12 @@ class Api:
             ("value", key, path),
             lambda: {"store": loaded.store, "key": key, "version": loaded.version, "path": path, "value": value},
         )
+
+
+def _host(scope: Scope) -> str | None:
+    """The client's address (the socket's peer; uvicorn applies `--forwarded-allow-ips`), for ACL `host`."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import split_path
@@ -20,15 +20,25 @@ from cfgtool.serve.worker import build_body, etag
 from cfgtool.snapshot import canonical_json
 from cfgtool.store.keys import depth, nearest
 
+if TYPE_CHECKING:
+    from cfgtool.access.authorizer import Authorizer
+
 
 class LoadedVersion:
-    """The answers of version N of one store. `keys[key]` is the prebuilt answer of each resolved node."""
+    """The answers of version N of one store. `keys[key]` is the prebuilt answer of each resolved node;
+    `authorizer` judges under N's own ACL (None without access control)."""
 
     def __init__(
-        self, store: str, version: int, entry: Mapping[str, Any], phantom: Callable[[int, str], Any]
+        self,
+        store: str,
+        version: int,
+        entry: Mapping[str, Any],
+        phantom: Callable[[int, str], Any],
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.store = store
         self.version = version
+        self.authorizer = authorizer
         self.commit: str = entry["commit"]
         self.name: str | None = entry["name"]
         self._phantom = phantom
@@ -98,4 +108,3 @@ def _set(config: dict[str, Any], path: tuple[str, ...], value: str) -> None:
         node = node.get(part) if isinstance(node, dict) else None
     if isinstance(node, dict) and path and path[-1] in node:
         node[path[-1]] = value
-

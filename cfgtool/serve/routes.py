@@ -69,29 +69,36 @@ def starlette_app(api: Api) -> Starlette:
         return request.client.host if request.client else None
 
     async def stores(request: Request) -> Response:
-        await api.principal(request.headers.raw)
-        found = [
-            {"name": name, "path": state.path, "current": state.view.current, "seq": service.feeds[name].seq}
-            for name, state in service.stores.items()
-        ]
+        who = await api.principal(request.headers.raw)
+        found = []
+        for name, state in service.stores.items():
+            if who is not None:  # only the stores it may describe (none while a store cannot judge)
+                view = state.view
+                if not state.ready or view.authorizer is None or view.acl_problem is not None:
+                    continue
+                if not view.authorizer.authorize(who, "describe", None, host(request)).allowed:
+                    continue
+            found.append({"name": name, "path": state.path, "current": state.view.current,
+                          "seq": service.feeds[name].seq})  # fmt: skip
         return _response(answer(found), request=request)
 
     async def versions(request: Request) -> Response:
-        await api.principal(request.headers.raw)
-        state = api.store(request.path_params["store"])
-        return _response(state.view.versions_answer, request=request)
+        who = await api.principal(request.headers.raw)
+        state, view = api.store(request.path_params["store"], who)
+        api.describe_store(state, view, who, host(request))
+        return _response(view.versions_answer, request=request)
 
     async def query(request: Request) -> Response:
         who = await api.principal(request.headers.raw)
-        state = api.store(request.path_params["store"])
+        state, view = api.store(request.path_params["store"], who)
         kind = request.path_params["query"]
         if kind not in QUERIES:
             raise not_found(f"no query {kind!r} (queries: {', '.join(QUERIES)})")
         loaded = await api.version(state, version_number(request.path_params["n"]))
         key = api.key(request.path_params["key"])
-        view = state.view
         missing = f"{key} has no node in version {loaded.version} of store {state.name}"
-        api.check(view, who, "read" if kind == "explain" else "describe", key, host(request), missing)
+        api.check(view, loaded, who, "read" if kind == "explain" else "describe", key, host(request), missing)
+        may_describe = api.may_describe(view, loaded, who, host(request))
         recursive = request.query_params.get("recursive", "0") in ("1", "true")
         path = request.query_params.get("path")
         if kind == "explain":
@@ -104,6 +111,8 @@ def starlette_app(api: Api) -> Starlette:
             found = await asyncio.to_thread(
                 loaded.cached, ("explain", key, path), lambda: state.explain(loaded.version, key, path)
             )
+            if who is not None:
+                found = answer(hide_layers(json.loads(found.body), may_describe, state.path))
             return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
         exists = key in loaded.nodes
         needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
@@ -124,14 +133,19 @@ def starlette_app(api: Api) -> Starlette:
             return {"tag": key, "datasets": snap.datasets(key)}
 
         found = await asyncio.to_thread(loaded.cached, (kind, key, recursive), build)
-        if who is not None and view.authorizer is not None:  # drop what the principal may not describe
-            doc = _filter(found, lambda keys: api.visible_keys(view, who, host(request), keys))
-            found = answer(doc)
+        if who is not None:  # drop what the principal may not describe
+            found = answer(_filter(found, may_describe))
         return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
 
     async def healthz(request: Request) -> Response:
-        doc = service.health()
-        return JSONResponse(doc, status_code=200 if doc["ready"] else 503, headers={"cache-control": "no-store"})
+        """Anyone may ask (load balancers send no token); an unknown token only loses the details."""
+        try:
+            who = await api.principal(request.headers.raw) if "authorization" in request.headers else None
+        except Denied:
+            who = None
+        doc = service.health(who)
+        status = 503 if doc["status"] == "starting" else 200
+        return JSONResponse(doc, status_code=status, headers={"cache-control": "no-store"})
 
     async def metrics(request: Request) -> Response:
         return Response(api.metrics.render(), media_type=CONTENT_TYPE)
@@ -160,10 +174,51 @@ def starlette_app(api: Api) -> Starlette:
     return Starlette(routes=routes, exception_handlers={Exception: crashed})
 
 
-def _filter(found: Answer, keep: Callable[[list[str]], list[str]]) -> dict[str, Any]:
+def _filter(found: Answer, may_describe: Callable[[str], bool]) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads(found.body)
     for field in ("tags", "imports", "imported_by", "datasets"):
         if field in doc:
-            doc[field] = keep(doc[field])
+            doc[field] = [k for k in doc[field] if may_describe(k)]
     return doc
 
+
+HIDDEN_LAYER = "[hidden layer]"
+
+
+def hide_layers(doc: dict[str, Any], may_describe: Callable[[str], bool], store_path: str) -> dict[str, Any]:
+    """An explain answer as a principal may see it: each layer it may not describe shows as `[hidden layer]`
+    (its value, origin and how it was reached dropped; `hidden_layers` counts them); how a visible layer was
+    reached is hidden too when it names a hidden one, and so is any origin in a file outside the
+    directories of the visible layers."""
+    hidden = {lv["layer"] for lv in doc["layers"] if not may_describe(lv["layer"])}
+    if not hidden:
+        return {**doc, "hidden_layers": 0}
+    prefix = f"{store_path}/" if store_path else ""
+    shown = [f"{prefix}{lv['layer'][1:]}".rstrip("/") for lv in doc["layers"] if lv["layer"] not in hidden]
+
+    def origin(o: dict[str, Any] | None) -> dict[str, Any] | None:
+        if o is None:
+            return None
+        folder = str(o["file"]).rsplit("/", 1)[0] if "/" in str(o["file"]) else ""
+        return o if folder in shown else None
+
+    def names_hidden(text: str) -> bool:
+        return any(f"{k} " in f"{text} " or f"{k})" in text for k in hidden)
+
+    def layer(lv: dict[str, Any]) -> dict[str, Any]:
+        if lv["layer"] in hidden:
+            return {**lv, "layer": HIDDEN_LAYER, "value": None, "origin": None,
+                    **({"reached": HIDDEN_LAYER} if "reached" in lv else {})}  # fmt: skip
+        out = {**lv, "origin": origin(lv["origin"])}
+        if "reached" in lv and names_hidden(str(lv["reached"])):
+            out["reached"] = f"through a {HIDDEN_LAYER}"
+        return out
+
+    return {
+        **doc,
+        "origin": origin(doc["origin"]),
+        "sources": [s for s in (origin(o) for o in doc["sources"]) if s is not None],
+        "overridden": [layer(lv) for lv in doc["overridden"]],
+        "layers": [layer(lv) for lv in doc["layers"]],
+        "hidden_layers": len(hidden),
+    }

@@ -61,7 +61,9 @@ class Service:
         self.last_fetch = 0.0
         self._fetch()
         if self.fetch_error is not None and not (self.repository.root / "HEAD").exists():
-            raise CfgtoolError(f"cannot read {options.location}: {self.fetch_error}", hint="check the URL and access")
+            raise CfgtoolError(
+                f"cannot read {self.repository.location}: {self.fetch_error}", hint="check the URL and access"
+            )
         with_acl = self.tokens is not None
         self.stores = {
             ref.name: StoreState(ref, self.repository.root, options.cache, options.cache_time, with_acl)
@@ -84,7 +86,7 @@ class Service:
             if self.failing_since is None:
                 self.failing_since = time.time()
             if exc.message != self.fetch_error:  # said once, not every round
-                log.warning("fetching %s failed: %s", self.repository.url, exc.message)
+                log.warning("fetching %s failed: %s", self.repository.shown_url, exc.message)
             self.fetch_error = exc.message
         else:
             self.failing_since, self.fetch_error = None, None
@@ -137,10 +139,38 @@ class Service:
             self.tokens.close()
 
     # -- readiness and metrics ----------------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
-        """`/healthz`: ready or not, each store's state, unservable versions, fetch failures."""
+    @property
+    def status(self) -> str:
+        """`starting` until every store's versions are loaded; `failing` while fetching fails or a store
+        cannot be refreshed or judged; else `ok`."""
+        if not self.ready:
+            return "starting"
+        views = [state.view for state in self.stores.values()]
+        if self.fetch_error is not None or self.store_errors or any(v.acl_problem is not None for v in views):
+            return "failing"
+        return "ok"
+
+    def super_stores(self, who: str | None) -> list[str]:
+        """The stores whose details `who` may see in `/healthz`: every store without access control, else
+        those whose current ACL names it a super user."""
+        if self.tokens is None:
+            return list(self.stores)
+        if who is None:
+            return []
+        return [
+            name for name, state in self.stores.items()
+            if state.view.authorizer is not None and state.view.authorizer.is_super_user(who)
+        ]  # fmt: skip
+
+    def health(self, who: str | None = None) -> dict[str, Any]:
+        """`/healthz`: `{"status"}` for anyone; for a super user (anyone, without access control) also each
+        of its stores' state and unservable versions, and the fetch state. Never a URL's credentials."""
+        shown = self.super_stores(who)
+        if not shown:
+            return {"status": self.status}
         stores = []
-        for name, state in self.stores.items():
+        for name in shown:
+            state = self.stores[name]
             view = state.view
             stores.append({
                 "name": name,
@@ -151,15 +181,15 @@ class Service:
                 "unservable": [{"version": n, "error": e} for n, e in sorted(view.unservable.items())],
                 "acl_error": view.acl_problem,
                 "error": self.store_errors.get(name),
-            })
+            })  # fmt: skip
         fetch = {
-            "remote": self.repository.url,
+            "remote": self.repository.shown_url,
             "ok": self.fetch_error is None,
             "failing_since": _iso(self.failing_since),
             "error": self.fetch_error,
             "last_success": _iso(self.last_fetch or None),
         }
-        return {"ready": self.ready, "stores": stores, "fetch": fetch}
+        return {"status": self.status, "ready": self.ready, "stores": stores, "fetch": fetch}
 
     def _figures(self) -> dict[str, StoreFigures]:
         return {

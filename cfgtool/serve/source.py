@@ -19,16 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfgtool.cache import private_dir
-from cfgtool.errors import SourceError, UsageError
+from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/@\s]*@", re.IGNORECASE)  # scheme://user:token@
 _FETCH = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
 
 
 def is_url(location: str) -> bool:
     return _URL.match(location) is not None
+
+
+def redact(text: str) -> str:
+    """`text` with the user information of every URL in it dropped (`https://user:token@host/x` ->
+    `https://host/x`): a URL's credentials are never printed, logged, measured or answered."""
+    return _USERINFO.sub(r"\1", text)
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class Repository:
     """The repository the server reads: `root` (a work tree or a bare mirror) and, for a mirror, its URL."""
 
     def __init__(self, location: str, remote: str | None, cache: Path) -> None:
-        self.location = location
+        self.location = redact(location)  # for messages: without credentials
         self.url: str | None = None
         if is_url(location):
             self.url = location
@@ -58,10 +65,22 @@ class Repository:
         else:
             self.root = cache / "serve" / hashlib.sha256(self.url.encode("utf-8")).hexdigest()[:16]
 
+    @property
+    def shown_url(self) -> str | None:
+        """The remote's URL without its credentials."""
+        return None if self.url is None else redact(self.url)
+
     def fetch(self) -> None:
-        """Clone the mirror if it is missing, else fetch it (GitError when the remote cannot be read)."""
+        """Clone the mirror if it is missing, else fetch it (SourceError, its message without credentials,
+        when the remote cannot be read)."""
         if self.url is None:
             return
+        try:
+            self._fetch(self.url)
+        except CfgtoolError as exc:
+            raise SourceError(redact(exc.message), hint=exc.hint and redact(exc.hint)) from None
+
+    def _fetch(self, url: str) -> None:
         if (self.root / "HEAD").exists():
             git.run_git(self.root, *_FETCH)
             self._point_head()
@@ -69,7 +88,7 @@ class Repository:
         private_dir(self.root.parent)
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
-        git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", self.url, str(tmp))
+        git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", url, str(tmp))
         tmp.rename(self.root)
         self._point_head()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cfgtool.access.acl import Acl
 from cfgtool.access.authorizer import Authorizer
 from cfgtool.access.enforce import authorizer_at
 from cfgtool.client import ConfigClient
@@ -41,8 +42,8 @@ class View:
     unservable: Mapping[int, str] = field(default_factory=dict)
     pinned: Mapping[int, LoadedVersion] = field(default_factory=dict)
     versions_answer: Answer = EMPTY
-    authorizer: Authorizer | None = None
-    acl_problem: str | None = None  # the current version's ACL does not load: 503 for this store
+    authorizer: Authorizer | None = None  # the current version's ACL (with access control on)
+    acl_problem: str | None = None  # no current version, or its ACL does not load: 503 E_NO_ACL for this store
 
     @property
     def current(self) -> int | None:
@@ -70,7 +71,7 @@ class StoreState:
         self._clients: Bounded[int, ConfigClient] = Bounded(1)  # whole snapshots, for queries and explain
         self._load_lock = threading.Lock()
         self._whole_lock = threading.Lock()
-        self._acl_commit: str | None = None
+        self._acls: Bounded[str, tuple[Authorizer, str | None]] = Bounded(64)  # commit -> its ACL
 
     # -- loading ------------------------------------------------------------------------------------------
     def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[dict[str, Any]]:
@@ -79,7 +80,26 @@ class StoreState:
         return self._worker.load(*args)
 
     def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
-        return LoadedVersion(self.name, version, entry, self.phantom_config)
+        authorizer = self.acl(entry["commit"])[0] if self._with_acl else None
+        return LoadedVersion(self.name, version, entry, self.phantom_config, authorizer)
+
+    def acl(self, commit: str) -> tuple[Authorizer, str | None]:
+        """The authorizer under the ACL at `commit`, and why it fails closed (None: it loaded). An ACL that
+        cannot be read or has errors lets only its super users pass (none when it cannot be read)."""
+        found = self._acls.get(commit)
+        if found is not None:
+            return found
+        problem: str | None
+        try:
+            authorizer, problems, _ = authorizer_at(self._root, self.path or ".", commit)
+        except CfgtoolError as exc:
+            problem = f"the ACL of commit {commit[:7]} cannot be read: {exc.message}"
+            found = Authorizer(Acl(present=True, broken=True)), problem
+        else:
+            errors = [p for p in problems if p.severity == "error"]
+            problem = f"the ACL has errors: {errors[0].location}: {errors[0].message}" if errors else None
+            found = authorizer, problem
+        return self._acls.put(commit, found)
 
     def _whole(self, version: int) -> ConfigClient:
         """A client of version N with its whole snapshot (kept one at a time: it is large)."""
@@ -174,10 +194,14 @@ class StoreState:
         published = _published(hist, unservable)
         listing = hist.listing(all=True)
         body = [{**v.to_json(), "servable": v.version not in unservable} for v in listing]
-        authorizer, problem = self.view.authorizer, self.view.acl_problem
         current = max((p.version for p in published if p.rolled_back_at is None), default=None)
-        if self._with_acl and current is not None:
-            authorizer, problem = self._acl(hist.tag(current).commit, authorizer, problem)
+        authorizer, problem = None, None
+        if self._with_acl and current is None:  # nothing to judge by: every request but /healthz is refused
+            problem = f"store {self.name} has no current version (none published, or none that can be served)"
+        elif self._with_acl and current is not None:
+            authorizer, problem = self.acl(hist.tag(current).commit)
+            if problem is not None:
+                problem = f"the current version ({current}) of store {self.name} cannot be judged: {problem}"
         self.view = View(
             versions={v.version: v for v in listing},
             published=published,
@@ -187,22 +211,6 @@ class StoreState:
             authorizer=authorizer,
             acl_problem=problem,
         )
-
-    def _acl(
-        self, commit: str, authorizer: Authorizer | None, problem: str | None
-    ) -> tuple[Authorizer | None, str | None]:
-        """The authorizer under the current version's ACL (DESIGN 13: fail closed on a broken one)."""
-        if commit == self._acl_commit:
-            return authorizer, problem
-        self._acl_commit = commit
-        try:
-            found, problems, _ = authorizer_at(self._root, self.path or ".", commit)
-        except CfgtoolError as exc:
-            return None, exc.message
-        errors = [p for p in problems if p.severity == "error"]
-        if errors:
-            return found, f"the ACL of the current version has errors: {errors[0].location}: {errors[0].message}"
-        return found, None
 
 
 def _published(hist: History, unservable: Mapping[int, str]) -> tuple[Published, ...]:
