@@ -172,14 +172,20 @@ def compile_source(
 
 
 def hide_secrets(rules: Rules, snapshot: Snapshot) -> tuple[Snapshot, list[Diagnostic]]:
-    """The snapshot with every secret `[hidden]` (DESIGN 14), and its secrets' problems. It runs right after
-    resolution, before validation and before anything reads the snapshot; stores without recipients or
-    writeOnly schemas skip it."""
-    if not rules.uses_secrets:
+    """The snapshot with every secret `[hidden]` (DESIGN 14), and its secrets' problems (W_SECRET_UNKNOWN
+    included). It runs right after resolution, before validation and before anything reads the snapshot;
+    stores without recipients or writeOnly schemas skip the hiding."""
+    secrets = rules.uses_secrets
+    # without secrets, a $ref that cannot be resolved may still hide a writeOnly mark: W_SECRET_UNKNOWN
+    if not secrets and not any(text and "$ref" in text for text in rules.schema_files[0].values()):
         return snapshot, []
-    from cfgtool.access.redact import seal_snapshot
+    from cfgtool.access.redact import seal_snapshot, unknown_secrets
 
-    return seal_snapshot(snapshot, rules.schemas[0])
+    specs = rules.schemas[0]
+    if not secrets:
+        return snapshot, unknown_secrets(specs)
+    hidden, problems = seal_snapshot(snapshot, specs)
+    return hidden, problems + unknown_secrets(specs)
 
 
 def validate_snapshot(

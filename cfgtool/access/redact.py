@@ -1,7 +1,8 @@
 """Compile's secret checks and the redaction of a compiled snapshot (DESIGN 14).
 
-`secret_paths` reads which paths are secret from the schemas (`writeOnly: true`, under `properties`, at any
-depth, also inside `allOf` / `anyOf` / `oneOf`); `seal_snapshot` hides them (`cfgtool.hidden`) in every
+`secret_paths` reads which paths of each node are secret from the schemas (`writeOnly: true`, however a schema
+reaches the value: `cfgtool.validate.writeonly`), `unknown_secrets` says where it cannot tell (a `$ref` that
+does not resolve, W_SECRET_UNKNOWN); `seal_snapshot` hides them (`cfgtool.hidden`) in every
 node of a snapshot, right after resolution and before validation, so nothing later sees a secret, and
 reports E_SECRET_IN_CLEAR (a secret path holding anything but an envelope), E_SECRET_CONCAT (an envelope
 concatenated into a string) and E_SECRET_BINDING (an envelope assigned at another store, node or path than
@@ -11,9 +12,8 @@ the one it was sealed for, read from the clear binding: the compiler never opens
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from cfgtool.access.secrets import binding, bound_to, store_label
 from cfgtool.diagnostics import Diagnostic
@@ -26,33 +26,39 @@ from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.validate.locate import locate
 from cfgtool.validate.schemas import SchemaSpec
 
-_COMBINATORS = ("allOf", "anyOf", "oneOf")
-
-
-def writeonly_paths(schema: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    """Every path a schema marks `writeOnly: true`."""
-    if not isinstance(schema, Mapping):
-        return
-    if schema.get("writeOnly") is True and path:
-        yield path
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        for name, sub in properties.items():
-            yield from writeonly_paths(sub, (*path, str(name)))
-    for combinator in _COMBINATORS:
-        for sub in schema.get(combinator) or ():
-            yield from writeonly_paths(sub, path)
-
 
 def secret_paths(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> dict[str, frozenset[tuple[str, ...]]]:
-    """The secret paths of each node: those of every schema that selects it."""
+    """The secret paths of each node: those every schema that selects it marks writeOnly in its config."""
     out: dict[str, set[tuple[str, ...]]] = {}
     for spec in specs:
-        paths = set(writeonly_paths(spec.schema))
-        if paths:
-            for key in spec.selected(snapshot):
-                out.setdefault(key, set()).update(paths)
+        analysis = spec.writeonly
+        if not analysis.marks_any:
+            continue
+        for key in spec.selected(snapshot):
+            config = snapshot.nodes[key].config
+            found = analysis.secrets(config) if config is not None else None
+            if found:
+                out.setdefault(key, set()).update(found)
     return {key: frozenset(paths) for key, paths in out.items()}
+
+
+def unknown_secrets(specs: Sequence[SchemaSpec]) -> list[Diagnostic]:
+    """W_SECRET_UNKNOWN for each `$ref` a schema reaches but cfgtool cannot resolve: what it describes may
+    be secret, and nothing tells."""
+    return [
+        Diagnostic.of(
+            "W_SECRET_UNKNOWN",
+            f"$ref {ref!r} cannot be resolved, so cfgtool cannot tell whether the values it describes are "
+            "secret (writeOnly); they are not hidden",
+            file=spec.file,
+            notes=(
+                "put the schema it names in the schemas directory (by $id or relative path), or mark the "
+                "secret paths writeOnly in this file",
+            ),
+        )
+        for spec in specs
+        for ref in spec.writeonly.unresolvable
+    ]
 
 
 def seal_snapshot(snapshot: Snapshot, specs: Sequence[SchemaSpec]) -> tuple[Snapshot, list[Diagnostic]]:

@@ -29,9 +29,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import referencing
@@ -47,6 +47,10 @@ from cfgtool.store.keys import BadKeyError, glob_match, normalize_key
 from cfgtool.validate.documents import SCHEMA_SUFFIXES, Document, read_document
 from cfgtool.validate.locate import json_path, locate
 from cfgtool.validate.messages import describe_error
+from cfgtool.validate.writeonly import WriteOnly
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # the package does not export the type
 
 Validator = jsonschema.Draft202012Validator
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -95,6 +99,14 @@ class SchemaSpec:
     validator: jsonschema.protocols.Validator = field(repr=False, compare=False)
     # where to report a selector entry that matches nothing: ("keys", i) / ("tags", i) / () -> line, col
     marks: Mapping[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict, repr=False, compare=False)
+    # what resolves the schema's `$ref`s (every schema file, by `$id` or relative path), based at this file
+    resolver: Resolver[Any] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def writeonly(self) -> WriteOnly:
+        """Which values this schema marks secret (`writeOnly`), however it reaches them."""
+        resolver = self.resolver or referencing.Registry().resolver()
+        return WriteOnly(self.schema, resolver)
 
     @property
     def title(self) -> str:
@@ -125,31 +137,35 @@ def load_schemas(
             continue
         if not problems:
             docs.append(doc)
-    registry = _registry(docs)
+    registry, uris = _registry(docs)
     specs: list[SchemaSpec] = []
     for doc in docs:
-        spec, problems = _compile(doc, registry, store_name)
+        spec, problems = _compile(doc, registry, uris[doc.file], store_name)
         diags += problems
         if spec is not None:
             specs.append(spec)
     return specs, sorted(diags, key=lambda d: (d.file or "", d.line or 0, d.col or 0))
 
 
-def _registry(docs: Sequence[Document]) -> referencing.Registry[Any]:
-    """Every schema file by its `$id` and by its path relative to the schemas directory; no retrieval."""
+def _registry(docs: Sequence[Document]) -> tuple[referencing.Registry[Any], dict[str, str]]:
+    """Every schema file by its `$id` and by its path relative to the schemas directory (no retrieval), and
+    the URI each file's own `$ref`s are resolved against."""
     base = posixpath.commonpath([posixpath.dirname(d.file) for d in docs]) if docs else ""
     pairs: list[tuple[str, referencing.Resource[Any]]] = []
+    uris: dict[str, str] = {}
     for doc in docs:
         resource = referencing.jsonschema.DRAFT202012.create_resource(doc.data)
+        relative = posixpath.relpath(doc.file, base or ".")
         if isinstance(doc.data.get("$id"), str):
             pairs.append((doc.data["$id"], resource))
-        pairs.append((posixpath.relpath(doc.file, base or "."), resource))
+        pairs.append((relative, resource))
+        uris[doc.file] = doc.data["$id"] if isinstance(doc.data.get("$id"), str) else relative
     registry: referencing.Registry[Any] = SPECIFICATIONS.with_resources(pairs)
-    return registry
+    return registry, uris
 
 
 def _compile(
-    doc: Document, registry: referencing.Registry[Any], store_name: str | None
+    doc: Document, registry: referencing.Registry[Any], uri: str, store_name: str | None
 ) -> tuple[SchemaSpec | None, list[Diagnostic]]:
     data: dict[str, Any] = doc.data
     diags: list[Diagnostic] = []
@@ -166,7 +182,7 @@ def _compile(
     if diags:
         return None, diags
     validator = Validator(data, registry=registry, format_checker=Validator.FORMAT_CHECKER)
-    return SchemaSpec(doc.file, data, selector, validator, marks), []
+    return SchemaSpec(doc.file, data, selector, validator, marks, registry.resolver(base_uri=uri)), []
 
 
 def _selector(

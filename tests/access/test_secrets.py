@@ -242,3 +242,58 @@ def test_secret_set_replaces_every_earlier_assignment_whatever_its_form(work: Gi
     assert len(ENVELOPE.findall(text)) == 3
     diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root)))["diagnostics"]
     assert not [d for d in diags if d["code"].startswith("E_SECRET")]
+
+
+# A schema that reaches its writeOnly marks every way JSON Schema can, and the config values at each of them.
+VAULT = """$schema: https://json-schema.org/draft/2020-12/schema
+x-cfgtool: {applies_to: {keys: ["/data/databases/jobs"]}}
+$defs:
+  secret: {type: string, writeOnly: true}
+properties:
+  admin: {$ref: "#/$defs/secret"}
+  shared: {$ref: "credentials.yaml#/properties/database/properties/credentials/properties/password"}
+  users: {additionalProperties: {properties: {password: {writeOnly: true}}}}
+  tokens: {properties: {public: {type: string}}, patternProperties: {"^tok_": {writeOnly: true}}}
+  keys: {items: {writeOnly: true}}
+  pair: {prefixItems: [{type: string}, {writeOnly: true}]}
+  conditional: {if: {required: [kind]}, then: {properties: {pin: {writeOnly: true}}}}
+  dependent: {dependentSchemas: {user: {properties: {pass: {writeOnly: true}}}}}
+  either: {anyOf: [{type: string}, {properties: {x: {writeOnly: true}}}]}
+  all: {allOf: [{$ref: "#/$defs/nested"}]}
+  plain: {type: string}
+"""
+VAULT_DEFS = "  nested: {properties: {deep: {$ref: '#/$defs/secret'}}}\n"
+WRITE_ONLY = {
+    "admin": "a", "shared": "s", "users.ann.password": "u", "tokens.tok_1": "t", "keys.0": "k0", "keys.1": "k1",
+    "pair.1": "p", "conditional.pin": "c", "dependent.pass": "d", "either.x": "e", "all.deep": "x",
+}  # fmt: skip
+
+
+def test_writeonly_counts_however_the_schema_reaches_the_value(work: GitRepo, run_cfgtool: Run) -> None:
+    schema = VAULT.replace("$defs:\n", "$defs:\n" + VAULT_DEFS)
+    conf = "store/data/databases/jobs/main.conf"
+    values = "\n".join(f'{path} = "{PLANTED}-{tag}"' for path, tag in WRITE_ONLY.items())
+    work.write({"schemas/vault.yaml": schema, conf: (
+        f'{values}\nkeys = ["{PLANTED}-k0", "{PLANTED}-k1"]\npair = [first, "{PLANTED}-p"]\n'
+        'conditional.kind = pin\ndependent.user = me\ntokens.public = visible\nplain = shown\n'
+    )})  # fmt: skip
+    diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root), 1))["diagnostics"]
+    clear = {d["message"].split(" is a secret")[0] for d in diags if d["code"] == "E_SECRET_IN_CLEAR"}
+    assert clear == set(WRITE_ONLY)
+    assert not [d for d in diags if d["code"] == "W_SECRET_UNKNOWN"]
+    for args in (("get", "/data/databases/jobs"), ("get", "/data/databases/jobs", "--format", "json"),
+                 ("explain", "/data/databases/jobs", "admin"), ("explain", "/data/databases/jobs", "all.deep"),
+                 ("explain", "/data/databases/jobs", "users.ann.password", "--format", "json")):  # fmt: skip
+        out = ok(run_cfgtool(*args, cwd=work.root))
+        assert HIDDEN in out and PLANTED not in out, args
+    shown = ok(run_cfgtool("get", "/data/databases/jobs", "--format", "json", cwd=work.root))
+    assert '"visible"' in shown and '"shown"' in shown and '"first"' in shown  # only the secrets are hidden
+
+
+def test_a_ref_that_cannot_be_resolved_is_w_secret_unknown(work: GitRepo, run_cfgtool: Run) -> None:
+    schema = VAULT + "  mystery: {$ref: 'https://example.com/elsewhere.json#/password'}\n"
+    work.write({"schemas/vault.yaml": schema.replace("$defs:\n", "$defs:\n" + VAULT_DEFS)})
+    diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root)))["diagnostics"]
+    unknown = [d for d in diags if d["code"] == "W_SECRET_UNKNOWN"]
+    assert [(d["file"], d["severity"]) for d in unknown] == [("schemas/vault.yaml", "warning")]
+    assert "https://example.com/elsewhere.json#/password" in unknown[0]["message"]
