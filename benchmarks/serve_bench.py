@@ -1,8 +1,10 @@
-"""`cfgtool serve` under load (issue 16): reads, 304s, 5,000 long polls, and a soak for memory growth.
+"""`cfgtool serve` under load: reads, 304s, 5,000 long polls, a soak for memory growth, and two attacks.
 
     python benchmarks/serve_bench.py                       # everything; the soak runs 10 minutes
     python benchmarks/serve_bench.py --parts ab --runs 5   # only the read figures
     python benchmarks/serve_bench.py --parts d --soak-seconds 120
+    git worktree add /tmp/old 8b5cb28                      # then, side by side with that code:
+    python benchmarks/serve_bench.py --parts aef --old /tmp/old
 
 Builds a 10,000-dataset store (benchmarks/gen_store.py), publishes version 1, starts `cfgtool serve` as a
 subprocess on a loopback port and measures, printing the load average with every figure:
@@ -17,8 +19,19 @@ subprocess on a loopback port and measures, printing the load average with every
     connections, current and versions/N reads over every key) for --soak-seconds (default 600), sampling the
     server's VmRSS every 10 s and printing its growth after the warm-up (the first fifth, at most 60 s).
 
-Targets: (a) and (b) >= 3,000 requests/s with p99 <= 25 ms; (c) every poll answered within 1 s, RSS <= 300 MB;
-(d) RSS growth <= 5%. The load generators share the machine's cores with the server.
+(e) four connections each send --header-mb MB of one request header as fast as the server reads them: the
+    server's RSS before, at its peak and after they close;
+(f) one connection (wrk -t1 -c1) asks for distinct --long-key-character keys as fast as it can while the
+    soak's paced loader (16 connections, 500 requests/s) reads ordinary keys: the loader's p99, and without
+    the long keys for comparison.
+
+With `--old DIR` (a checkout of older code) a second server runs that code (PYTHONPATH=DIR) over the same
+store, and (a), (e) and (f) measure both, runs alternating. The script first prints the time of a pure-Python
+loop (`for i in range(10_000_000): s += i`, median of 3), to compare machines.
+
+Targets: (a) and (b) >= 3,000 requests/s with p99 <= 25 ms (and (a) within 10% of the old code's); (c) every
+poll answered within 1 s, RSS <= 300 MB; (d) RSS growth <= 5%; (e) RSS growth <= 50 MB; (f) p99 <= 5 ms.
+The load generators share the machine's cores with the server.
 """
 
 from __future__ import annotations
@@ -45,6 +58,18 @@ sys.path.insert(0, str(HERE))
 
 STORE = "bench"
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
+
+
+def python_loop() -> float:
+    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(10_000_000):
+            s += i
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def load() -> str:
@@ -78,20 +103,21 @@ def build(repo: Path, datasets: int) -> list[str]:
     )
 
 
-def start_server(repo: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
-    log = open(repo.parent / "serve.log", "wb")  # noqa: SIM115 (the server's whole life)
+def start_server(repo: Path, env: dict[str, str], name: str = "serve") -> tuple[subprocess.Popen[bytes], int]:
+    log_path = repo.parent / f"{name}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 (the server's whole life)
     command = [sys.executable, "-m", "cfgtool", "serve", "--repo", str(repo), "--port", "0"]
     proc = subprocess.Popen([*command, "--fetch-interval", "0.5"], stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 600
     port = 0
     while time.monotonic() < deadline:
-        found = _PORT.search((repo.parent / "serve.log").read_text(errors="replace"))
+        found = _PORT.search(log_path.read_text(errors="replace"))
         if found and not port:
             port = int(found.group(1))
         if port and get(port, "/healthz")[0] == 200:
             return proc, port
         if proc.poll() is not None:
-            raise SystemExit("cfgtool serve exited:\n" + (repo.parent / "serve.log").read_text(errors="replace"))
+            raise SystemExit("cfgtool serve exited:\n" + log_path.read_text(errors="replace"))
         time.sleep(0.2)
     raise SystemExit("cfgtool serve was not ready in 600 s")
 
@@ -138,10 +164,10 @@ def _ms(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def wrk(port: int, script: Path, duration: int) -> tuple[float, float, int]:
+def wrk(port: int, script: Path, duration: int, connections: int = 64) -> tuple[float, float, int]:
     """(requests/s, p99 ms, non-2xx/3xx answers) of one wrk run."""
     out = subprocess.run(
-        ["wrk", "-t1", "-c64", f"-d{duration}s", "--latency", "-s", str(script), f"http://127.0.0.1:{port}"],
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), f"http://127.0.0.1:{port}"],
         capture_output=True,
         text=True,
         check=True,
@@ -152,7 +178,11 @@ def wrk(port: int, script: Path, duration: int) -> tuple[float, float, int]:
     return rate, p99, int(bad.group(1)) if bad else 0
 
 
-def reads(port: int, keys: list[str], runs: int, duration: int, tmp: Path, conditional: bool) -> None:
+def reads(
+    servers: dict[str, int], keys: list[str], runs: int, duration: int, tmp: Path, conditional: bool
+) -> None:
+    """(a) or (b) on each server, runs alternating between them."""
+    port = next(iter(servers.values()))
     paths = [f"/v1/{STORE}/current/keys{key}" for key in keys]
     etags = None
     if conditional:
@@ -162,17 +192,103 @@ def reads(port: int, keys: list[str], runs: int, duration: int, tmp: Path, condi
     script = tmp / ("reads-304.lua" if conditional else "reads.lua")
     script.write_text(lua(paths, etags))
     label = "(b) If-None-Match -> 304" if conditional else "(a) current/keys       "
-    rates, p99s = [], []
+    rates: dict[str, list[float]] = {name: [] for name in servers}
+    p99s: dict[str, list[float]] = {name: [] for name in servers}
     for run in range(runs):
-        rate, p99, bad = wrk(port, script, duration)
-        rates.append(rate)
-        p99s.append(p99)
-        print(f"    run {run + 1}: {rate:8,.0f} req/s  p99 {p99:6.2f} ms  errors {bad}  {load()}", flush=True)
-    print(
-        f"{label} {len(keys):,} keys, 64 connections: median {statistics.median(rates):,.0f} req/s,"
-        f" p99 median {statistics.median(p99s):.2f} ms (target >= 3,000 req/s, p99 <= 25 ms)  {load()}",
-        flush=True,
-    )
+        for name, port in servers.items():
+            rate, p99, bad = wrk(port, script, duration)
+            rates[name].append(rate)
+            p99s[name].append(p99)
+            print(f"    {name} run {run + 1}: {rate:8,.0f} req/s  p99 {p99:6.2f} ms  errors {bad}  {load()}",
+                  flush=True)  # fmt: skip
+    for name in servers:
+        print(
+            f"{label} [{name}] {len(keys):,} keys, 64 connections: median {statistics.median(rates[name]):,.0f}"
+            f" req/s, p99 median {statistics.median(p99s[name]):.2f} ms (target >= 3,000 req/s, p99 <= 25 ms)"
+            f"  {load()}",
+            flush=True,
+        )
+
+
+# -- (e): oversized headers ---------------------------------------------------------------------------------
+def _send_header(port: int, megabytes: int) -> None:
+    import socket
+
+    chunk = b"a" * 65536
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        try:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Pad: ")
+            for _ in range(megabytes * 16):
+                sock.sendall(chunk)
+        except OSError:  # refused: the server closed the connection
+            pass
+
+
+def headers(servers: dict[str, int], pids: dict[str, int], megabytes: int) -> None:
+    for name, port in servers.items():
+        pid = pids[name]
+        before = rss_mb(pid)
+        peaks = [before]
+        done = threading.Event()
+        sampler = threading.Thread(target=_sample_peak, args=(pid, peaks, done))
+        sampler.start()
+        t0 = time.perf_counter()
+        senders = [threading.Thread(target=_send_header, args=(port, megabytes)) for _ in range(4)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        took = time.perf_counter() - t0
+        time.sleep(1)
+        done.set()
+        sampler.join()
+        after = rss_mb(pid)
+        print(
+            f"(e) [{name}] 4 connections x {megabytes} MB of one header ({took:.1f} s): server RSS {before:.0f} MB"
+            f" before, {max(peaks):.0f} MB peak (+{max(peaks) - before:.0f}), {after:.0f} MB after they closed"
+            f" (target: growth <= 50 MB)  {load()}",
+            flush=True,
+        )
+
+
+# -- (f): long keys beside ordinary readers ----------------------------------------------------------------
+def long_keys(servers: dict[str, int], keys: list[str], length: int, runs: int, duration: int, tmp: Path) -> None:
+    import random
+
+    rng = random.Random(16)
+    paths = []
+    for n in range(2000):  # distinct deep keys of `length` characters, under a real dataset
+        base = keys[n % len(keys)]
+        tail = "/".join(rng.choice("abcdefgh") for _ in range((length - len(base)) // 2))
+        key = (base + "/" + tail)[:length].rstrip("/")
+        paths.append(f"/v1/{STORE}/current/keys{key}")
+    script = tmp / "long-keys.lua"
+    script.write_text(lua(paths, None))
+    keys_file = tmp / "keys.txt"
+    keys_file.write_text("\n".join(keys))
+    results: dict[tuple[str, bool], list[float]] = {}
+    for run in range(runs):
+        for name, port in servers.items():
+            for hammer in (False, True):
+                loader = subprocess.Popen(
+                    [sys.executable, __file__, "_soak", str(port), str(keys_file), "500", str(duration)],
+                    stdout=subprocess.PIPE, text=True,
+                )  # fmt: skip
+                rate = 0.0
+                if hammer:
+                    rate, _, _ = wrk(port, script, duration, connections=1)
+                out, _ = loader.communicate()
+                p99 = json.loads(out.strip().splitlines()[-1])["p99_ms"]
+                results.setdefault((name, hammer), []).append(p99)
+                what = f"long keys at {rate:,.0f} req/s" if hammer else "no long keys"
+                print(f"    {name} run {run + 1}: {what}: readers' p99 {p99:.2f} ms  {load()}", flush=True)
+    for (name, hammer), p99s in results.items():
+        what = f"one connection of {length}-character keys" if hammer else "alone"
+        print(
+            f"(f) [{name}] readers at 500 req/s, {what}: p99 median {statistics.median(p99s):.2f} ms"
+            f" (target <= 5 ms)  {load()}",
+            flush=True,
+        )
 
 
 # -- (c): long polls -----------------------------------------------------------------------------------------
@@ -338,13 +454,17 @@ def main() -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", type=int, default=10_000)
-    parser.add_argument("--parts", default="abcd", help="which measurements: any of a, b, c, d (default abcd)")
+    parser.add_argument("--parts", default="abcdef", help="which measurements: any of a-f (default all)")
     parser.add_argument("--runs", type=int, default=5, help="wrk runs for (a) and (b); the median is printed")
     parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     parser.add_argument("--polls", type=int, default=5000)
     parser.add_argument("--rate", type=float, default=1000.0, help="the soak's requests per second")
     parser.add_argument("--soak-seconds", type=int, default=600)
+    parser.add_argument("--header-mb", type=int, default=64, help="(e): MB of header per connection")
+    parser.add_argument("--long-key", type=int, default=1024, help="(f): characters of the long keys")
+    parser.add_argument("--old", type=Path, help="a checkout of older code to measure side by side")
     args = parser.parse_args()
+    print(f"pure-Python loop of 10M additions: {python_loop():.2f} s (median of 3)  {load()}", flush=True)
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server inherits it: 5,000 polls need the fds
     with tempfile.TemporaryDirectory(prefix="cfgtool-serve-bench-") as name:
@@ -357,18 +477,29 @@ def main() -> int:
         t0 = time.perf_counter()
         proc, port = start_server(tmp / "repo", env)
         print(f"server pid {proc.pid} ready in {time.perf_counter() - t0:.1f} s, RSS {rss_mb(proc.pid):.0f} MB")
+        procs, servers = {"new": proc}, {"new": port}
+        if args.old is not None:
+            old_env = {**env, "PYTHONPATH": str(args.old.resolve())}
+            procs["old"], servers["old"] = start_server(tmp / "repo", old_env, "serve-old")
+            print(f"old server (PYTHONPATH={args.old}) pid {procs['old'].pid}, RSS {rss_mb(procs['old'].pid):.0f} MB")
+        pids = {name: p.pid for name, p in procs.items()}
         try:
             if "a" in args.parts:
-                reads(port, keys, args.runs, args.duration, tmp, conditional=False)
+                reads(servers, keys, args.runs, args.duration, tmp, conditional=False)
             if "b" in args.parts:
-                reads(port, keys, args.runs, args.duration, tmp, conditional=True)
+                reads(servers, keys, args.runs, args.duration, tmp, conditional=True)
             if "c" in args.parts:
                 long_polls(port, proc.pid, tmp / "repo", args.polls)
             if "d" in args.parts:
                 soak(port, proc.pid, keys, args.rate, args.soak_seconds, tmp)
+            if "e" in args.parts:
+                headers(servers, pids, args.header_mb)
+            if "f" in args.parts:
+                long_keys(servers, keys, args.long_key, args.runs, args.duration, tmp)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+            for p in procs.values():
+                p.send_signal(signal.SIGTERM)
+                p.wait(60)
     return 0
 
 

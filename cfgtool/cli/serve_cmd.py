@@ -47,10 +47,10 @@ def _proxies(text: str | None) -> tuple[str, ...]:
     for part in found:
         if part != "*":
             try:
-                ipaddress.ip_network(part, strict=False)
+                ipaddress.ip_network(part) if "/" in part else ipaddress.ip_address(part)
             except ValueError as exc:
                 raise UsageError(
-                    f"--forwarded-allow-ips: {part!r} is not an IP address or network",
+                    f"--forwarded-allow-ips: {part!r} is not an IP address or network (such as 10.0.1.0/24)",
                     hint="name your proxies' addresses, e.g. --forwarded-allow-ips 10.0.0.5,10.0.1.0/24",
                 ) from exc
     return found

@@ -11,8 +11,10 @@ from cfgtool.store.keys import (
     is_under,
     is_valid_segment,
     join,
+    depth,
     key_problem,
     last_segment,
+    nearest,
     normalize_key,
     parent,
     segments,
@@ -115,3 +117,23 @@ def test_is_valid_segment() -> None:
 )
 def test_glob_match_one_segment_star_and_any_depth_double_star(pattern: str, key: str, matches: bool) -> None:
     assert glob_match(pattern, key) is matches
+
+
+def _nearest_by_parents(key: str, nodes: set[str]) -> str:
+    while key not in nodes:
+        key = parent(key) or "/"
+    return key
+
+
+def test_nearest_finds_what_walking_up_the_parents_finds() -> None:
+    nodes = {"/", "/a", "/a/b/c", "/d", "/a/bb"}
+    deepest = max(map(depth, nodes))
+    for key in ("/", "/a", "/a/b", "/a/b/c", "/a/b/c/d/e", "/a/bb/x", "/x/y/z/w", "/d/e", "/aa", "/a/b/cc"):
+        assert nearest(key, nodes, deepest) == _nearest_by_parents(key, nodes), key
+    assert nearest("/q/r", {"/"}, 0) == "/"
+
+
+def test_nearest_is_linear_in_the_key_s_length() -> None:
+    key = "/a" + "/b" * 500_000  # a megabyte in 500,001 segments: walking up one parent at a time is quadratic
+    assert nearest(key, {"/", "/a"}, 1) == "/a"
+
