@@ -6,12 +6,12 @@ from cfgtool.errors import UsageError
 from cfgtool.store.keys import (
     BadKeyError,
     ancestors,
+    depth,
     glob_match,
     is_strictly_under,
     is_under,
     is_valid_segment,
     join,
-    depth,
     key_problem,
     last_segment,
     nearest,
