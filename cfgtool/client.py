@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,18 +88,30 @@ class ConfigClient:
             return found
         from cfgtool.access.secrets import with_secrets
 
-        return replace(found, config=with_secrets(found.config, sealed, self._open))
+        return replace(found, config=with_secrets(found.config, sealed, partial(self._open, found.node)))
 
-    def _open(self, envelope: str) -> str:
-        from cfgtool.access.secrets import SecretError, open_envelope, store_label
+    def _open(self, node: str, envelope: str) -> str:
+        """Open a secret read from `node`: only if it was sealed for a (layer, path) of `node` where this
+        very value is assigned (its own main.conf, an ancestor's, an import's, or a file one of them
+        includes), whatever its clear binding says."""
+        from cfgtool.access.secrets import SecretError, open_envelope, sealed_in, store_label
 
         if self._identities is None:
             raise SecretError(
                 "this secret is sealed: the client has no identity to open it",
                 hint="create the client with ConfigClient(..., identity=PATH_TO_AGE_IDENTITY)",
             )
-        label = store_label(self.snapshot.name, self.snapshot.store)
-        return open_envelope(envelope, self._identities, label).value
+        snapshot = self.snapshot
+        label = store_label(snapshot.name, snapshot.store)
+        layers = snapshot.nodes[node].layers if node in snapshot.nodes else ()
+        places = {
+            (layer, name)
+            for layer in layers
+            if layer in snapshot.nodes
+            for name, value, _ in sealed_in(snapshot.texts, snapshot.nodes[layer].file)
+            if value == envelope
+        }
+        return open_envelope(envelope, self._identities, label, places).value
 
     def exists(self, key: str) -> bool:
         """Whether `key` has a node of its own (else it reads as its nearest ancestor)."""

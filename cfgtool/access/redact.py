@@ -15,13 +15,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from cfgtool.access.secrets import binding, bound_to, store_label
+from cfgtool.access.secrets import binding, bound_to, sealed_in, store_label
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.hidden import PREFIX, hide
-from cfgtool.hocon import HoconError, parse, split_path
+from cfgtool.hocon import split_path
 from cfgtool.hocon.resolver import render_path
-from cfgtool.hocon.values import Scalar
-from cfgtool.provenance import own_leaves
 from cfgtool.snapshot import NodeSnapshot, Snapshot
 from cfgtool.validate.locate import locate
 from cfgtool.validate.schemas import SchemaSpec
@@ -103,24 +101,12 @@ def seal_snapshot(snapshot: Snapshot, specs: Sequence[SchemaSpec]) -> tuple[Snap
 
 
 def _bindings(snapshot: Snapshot, store: str) -> list[Diagnostic]:
-    """E_SECRET_BINDING for each envelope assigned where it was not sealed for (its clear binding)."""
+    """E_SECRET_BINDING for each envelope assigned where it was not sealed for (its clear binding), in a
+    node's main.conf or in any file it includes (a file included by two nodes is checked for each)."""
     diags = []
     for key, node in snapshot.nodes.items():
-        if node.file is None:
-            continue
-        text = snapshot.texts.get(node.file)
-        if not text or PREFIX not in text:
-            continue
-        try:
-            doc = parse(text, node.file)
-        except HoconError:
-            continue  # its syntax error is reported already
-        for path, leaf in own_leaves(doc):
-            if not isinstance(leaf, Scalar) or bound_to(str(leaf.value)) is None:
-                continue
-            name = render_path(path)
-            if bound_to(str(leaf.value)) != binding(store, key, name):
-                o = leaf.origin
+        for name, envelope, o in sealed_in(snapshot.texts, node.file):
+            if bound_to(envelope) != binding(store, key, name):
                 message = f"{name}: this secret was sealed for another store, node or path (it was copied here)"
                 note = f"seal the value here: cfgtool secret set {key} {name}"
                 diags.append(Diagnostic.of("E_SECRET_BINDING", message, key=key, file=o.file, line=o.line,

@@ -3,7 +3,8 @@
 Anyone can seal to the store's recipients (`_RECIPIENTS`: one age or ssh-ed25519 public key per line); only
 a holder of a recipient's identity can open. The binding is the first 16 hex digits of
 sha256("<store>|<node key>|<path as assigned>"), written in clear beside the payload (so compile checks it
-without opening anything) and sealed inside it (so a value copied to another node or path fails to open).
+without opening anything, wherever the value is written) and sealed inside it: a value opens only where it
+is assigned, at the node and path it was sealed for, whatever its clear binding says.
 cfgtool itself never opens a secret: only `ConfigClient(identity=...)` and `secret reseal` do.
 """
 
@@ -13,14 +14,17 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.hidden import ENVELOPE, HIDDEN
-from cfgtool.hocon import split_path
+from cfgtool.hidden import ENVELOPE, HIDDEN, PREFIX
+from cfgtool.hocon import HoconError, parse, split_path
+from cfgtool.hocon.origin import Origin
+from cfgtool.hocon.resolver import render_path
+from cfgtool.hocon.values import Lst, Merge, Node, Obj, Scalar
 
 
 class SecretError(CfgtoolError):
@@ -108,9 +112,13 @@ class Opened:
     value: str
 
 
-def open_envelope(envelope: str, identities: Sequence[Any], store: str) -> Opened:
-    """What `envelope` of `store` holds: SecretError when no identity opens it, or when what it was
-    sealed for does not match its clear binding (which compile checked against where it is assigned)."""
+def open_envelope(
+    envelope: str, identities: Sequence[Any], store: str, places: Collection[tuple[str, str]] | None = None
+) -> Opened:
+    """What `envelope` of `store` holds: SecretError when no identity opens it, or when it was sealed for
+    another store, or (given `places`, the (node key, path) pairs where the value being read is assigned) for
+    none of those places. Its clear binding is never trusted here: a copy whose binding was rewritten, or that
+    sits where compile did not look, still does not open. `places` None (reseal) checks the store alone."""
     match = ENVELOPE.fullmatch(envelope)
     if match is None:
         raise SecretError("the value is not a sealed envelope", hint="seal it: cfgtool secret set KEY PATH")
@@ -125,12 +133,36 @@ def open_envelope(envelope: str, identities: Sequence[Any], store: str) -> Opene
             f"cannot open a sealed secret: {err}",
             hint="pass the identity of one of the store's recipients (an age identity file)",
         ) from err
-    if where[0] != store or binding(*where) != match.group(1):
+    if where[0] != store or (places is not None and (where[1], where[2]) not in places):
+        here = ", ".join(f"{k} {p}" for k, p in sorted(places or ())) or "an unknown place"
         raise SecretError(
-            f"a secret sealed for {where[1]} {where[2]} (store {where[0]}) was moved: it does not open here",
+            f"a secret sealed for {where[1]} {where[2]} (store {where[0]}) was moved to {here}: it does not open here",
             hint=f"seal the value where it is used: cfgtool secret set KEY PATH (store {store})",
         )
     return Opened(where[1], where[2], str(fields.get("value", "")))
+
+
+def sealed_in(texts: Mapping[str, str], file: str | None) -> Iterator[tuple[str, str, Origin]]:
+    """Every envelope a node's `main.conf` assigns, there or in a file it includes (transitively), overridden
+    ones included: (path as assigned, envelope, where it is written). `texts` holds the files (a snapshot's)."""
+    text = texts.get(file) if file is not None else None
+    if file is None or not text or (PREFIX not in text and "include" not in text):
+        return
+    try:
+        doc = parse(text, file, reader=texts.get)
+    except HoconError:  # its syntax error is reported by compile
+        return
+    todo: list[tuple[tuple[str, ...], Node]] = [((), doc)]
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, Merge):
+            todo += [(path, member) for member in node.stack]
+        elif isinstance(node, Obj):
+            todo += [((*path, k), v) for k, v in node.fields.items()]
+        elif isinstance(node, Lst):
+            todo += [((*path, str(i)), v) for i, v in enumerate(node.items)]
+        elif isinstance(node, Scalar) and path and isinstance(node.value, str) and is_envelope(node.value):
+            yield render_path(path), node.value, node.origin
 
 
 def store_label(name: str | None, store_dir: str) -> str:

@@ -297,3 +297,43 @@ def test_a_ref_that_cannot_be_resolved_is_w_secret_unknown(work: GitRepo, run_cf
     unknown = [d for d in diags if d["code"] == "W_SECRET_UNKNOWN"]
     assert [(d["file"], d["severity"]) for d in unknown] == [("schemas/vault.yaml", "warning")]
     assert "https://example.com/elsewhere.json#/password" in unknown[0]["message"]
+
+
+def test_a_secret_moved_through_an_included_file_is_a_binding_error_and_does_not_open(
+    work: GitRepo, run_cfgtool: Run
+) -> None:
+    """Compile checks the binding wherever the value is written; at open, the sealed (store, key, path) must
+    be where the value read is assigned, whatever the clear binding says."""
+    envelope = envelope_of(work)
+    jobs = "/data/databases/jobs"
+    shared = "store/data/databases/_shared/creds.conf"
+    conf = "store/data/databases/jobs/main.conf"
+    work.write({
+        shared: f'# the identity database\'s password, "shared"\ndatabase.credentials.password = "{envelope}"\n',
+        conf: (work.root / conf).read_text(encoding="utf-8") + 'include "../_shared/creds.conf"\n',
+    })  # fmt: skip
+    diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root), 1))["diagnostics"]
+    binding = [(d["file"], d["line"], d["key"]) for d in diags if d["code"] == "E_SECRET_BINDING"]
+    assert binding == [(shared, 2, jobs)]
+    work.commit("move the identity password to jobs")
+    assert "E_SECRET_BINDING" in ok(run_cfgtool("publish", "-m", "v1", cwd=work.root), 1)
+    # the client opens a value only at a place where it is assigned and that it was sealed for
+    from cfgtool.access.secrets import load_identities, open_envelope
+
+    identities = load_identities(DEMO_IDENTITY)
+    assert open_envelope(envelope, identities, "demo", {(DB, PASSWORD)}).value
+    with pytest.raises(SecretError, match="was moved"):
+        open_envelope(envelope, identities, "demo", {(jobs, PASSWORD)})
+    with pytest.raises(SecretError, match="was moved"):
+        open_envelope(envelope, identities, "demo", set())
+    # inherited and copied whole (`${}`), a secret still opens: it is read where it is assigned
+    work.write({shared: None, conf: (work.root / conf).read_text(encoding="utf-8").replace(
+        'include "../_shared/creds.conf"\n', "")})  # fmt: skip
+    with (work.root / CONF).open("a", encoding="utf-8") as f:
+        f.write("backup.password = ${database.credentials.password}\n")
+    ok(run_cfgtool("secret", "set", DB, PASSWORD, cwd=work.root, input=PLANTED))
+    work.commit("seal it where it belongs")
+    ok(run_cfgtool("publish", "-m", "v1", cwd=work.root))
+    client = ConfigClient(work.root, identity=DEMO_IDENTITY)
+    assert client.get_value(TABLE, PASSWORD).reveal() == PLANTED
+    assert client.get_value(TABLE, "backup.password").reveal() == PLANTED
