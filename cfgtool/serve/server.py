@@ -45,7 +45,7 @@ class _Server(uvicorn.Server):
         await super().startup(sockets)  # type: ignore[arg-type]
         if self.started:
             options = self.service.options
-            stores = ", ".join(self.service.stores)
+            stores = ", ".join(f"{name} ({state.path or '.'}/)" for name, state in self.service.stores.items())
             where = f"[{options.host}]" if ":" in options.host else options.host
             print(f"cfgtool: serving {stores} on http://{where}:{self.port}", file=sys.stderr, flush=True)
 

@@ -5,8 +5,9 @@ clones a bare mirror into the cache once and fetches branches and tags into it e
 Tags are fetched without force, so a tag moved upstream is a fetch failure, never a silent change of a
 published version. With a local path, nothing is fetched: the tags are re-read as often.
 
-Stores are found at HEAD (every directory holding a `_CONFIG_STORE`), or named by `--store DIR`; each is
-addressed by the `name` in its `_CONFIG_STORE`, else by its directory name (DESIGN 12).
+Stores are found at HEAD (every directory holding a `_CONFIG_STORE`, none inside a Python package: a
+package's templates are no stores of the repository), or named by `--store DIR`; each is addressed by the
+`name` in its `_CONFIG_STORE`, else by its directory name.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from cfgtool.cache import private_dir
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
+from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
@@ -114,10 +116,7 @@ class Repository:
         if dirs:
             paths = [_relative(d) for d in dirs]
         else:
-            files = git.ls_tree(self.root, head, "")
-            paths = sorted(
-                posixpath.dirname(f) for f in files if posixpath.basename(f) == SETTINGS_FILE
-            )
+            paths = store_dirs(git.ls_tree(self.root, head, ""))
             if not paths:
                 raise SourceError(
                     f"{self.location} has no store at HEAD (no {SETTINGS_FILE} file)",
@@ -140,7 +139,7 @@ class Repository:
         if data is None:
             raise SourceError(f"no store at {path or '.'}/ at HEAD of {self.location}", hint="check --store DIR")
         settings, _ = parse_settings(data.decode("utf-8-sig", "replace"), file)
-        return settings.name or posixpath.basename(path) or "store"
+        return store_name(settings.name, path)
 
 
 def _relative(directory: str) -> str:

@@ -40,7 +40,7 @@ from cfgtool.versions.refs import (
     write_tags,
 )
 from cfgtool.versions.sticky import Watch, published_after, relapses, watches
-from cfgtool.versions.tags import History, TagScheme, read_history
+from cfgtool.versions.tags import History, StoreTags, read_history
 
 MAX_ATTEMPTS = 20  # 12 concurrent publishers need at most 12; jitter spreads the retries
 METADATA_SCHEMA = 1
@@ -163,7 +163,7 @@ def publish(
             result,
             hint=f"fix them (cfgtool compile --ref {ref} shows them again), commit, and publish again",
         )
-    scheme = TagScheme.of(result.store.settings)
+    scheme = StoreTags.of(result.store.settings, snap.store)
     base = PublishResult(
         published=False,
         version=None,
@@ -199,9 +199,9 @@ def publish(
     for attempt in range(1, MAX_ATTEMPTS + 1):
         if remote is not None:
             fetch_tags(root, remote, scheme)
-            if attempt == 1:
-                require_pushed(root, remote, scheme)
         known = read_history(root, scheme)
+        if remote is not None and attempt == 1:
+            require_pushed(root, remote, known.scheme)
         if attempt == 1 and acl_principal is not None:  # the current version's ACL decides (DESIGN 13)
             current = known.current
             require(root, store, current.commit if current is not None else commit, acl_principal, "publish")
@@ -213,7 +213,7 @@ def publish(
             _refuse_rolled_back(base, held, known)
         allowed = tuple(sorted({w.version for w in held}))
         n = known.highest + 1
-        name = scheme.version_tag(n)
+        name = known.scheme.version_tag(n)
         if dry_run:
             where = f" and push it to {remote}" if remote else ""
             reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"

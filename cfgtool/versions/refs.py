@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
-from cfgtool.versions.tags import TagScheme
+from cfgtool.versions.tags import StoreTags, TagScheme
 
 
 class RemoteError(CfgtoolError):
@@ -146,7 +146,7 @@ def require_pushed(root: Path, remote: str, scheme: TagScheme) -> None:
     )
 
 
-def clear_stale_locks(root: Path, scheme: TagScheme, older_than: float = 10.0) -> list[str]:
+def clear_stale_locks(root: Path, scheme: TagScheme | StoreTags, older_than: float = 10.0) -> list[str]:
     """Remove the ref locks a killed git left under the version tags (git holds one for milliseconds; a
     leftover `config/vN.lock` makes every later write of that tag fail). Returns what was removed."""
     gitdir = git.git_dir(root)
@@ -190,8 +190,9 @@ def checked_remote(root: Path, remote: str) -> str:
     )
 
 
-def fetch_tags(root: Path, remote: str, scheme: TagScheme) -> None:
-    """Fetch every version tag and rollback marker from `remote`, never overwriting a local tag."""
+def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
+    """Fetch every version tag and rollback marker from `remote` (with `StoreTags`, of each spelling the store's
+    tags may have, so that which one applies is decided on the remote's tags), never overwriting a local tag."""
     specs = [f"{p}:{p}" for p in scheme.patterns()]
     proc = git.run_git(
         root, "fetch", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, *specs, check=False

@@ -99,8 +99,9 @@ def rollback(
         fetch_tags(root, remote, scheme)
         if pending is not None and not pending.get("done"):
             return _finish(root, remote, journal, pending, version, reason)
-        require_pushed(root, remote, scheme)
     known = read_history(root, scheme)
+    if remote is not None:
+        require_pushed(root, remote, known.scheme)
     if pending is not None and _same_again(pending, known, version, to, reason):
         return _result(pending)  # the previous run did it all but was killed before it could say so
     targets = _targets(known, version, to)
@@ -118,20 +119,23 @@ def rollback(
     tagger = identity(root)
     who = by or str(tagger)
     markers: dict[str, str] = {}
+    names = known.scheme
     for n in targets:
-        name = scheme.rollback_tag(n)
+        name = names.rollback_tag(n)
         meta = {
             "kind": "rollback",
             "schema": METADATA_SCHEMA,
             "version": n,
-            "tag": scheme.version_tag(n),
+            "tag": names.version_tag(n),
+            "store": names.path,
+            "name": names.name,
             "commit": known.tag(n).commit,
             "by": who,
             "reason": reason,
             "after": known.highest,  # versions above it were published after this rollback (`sticky`)
             "cfgtool_version": __version__,
         }
-        text = f"roll back {scheme.version_tag(n)}: {reason}"
+        text = f"roll back {names.version_tag(n)}: {reason}"
         markers[name] = make_tag(root, name, known.tag(n).commit, format_message(text, meta), tagger)
     result = RollbackResult(
         rolled_back=tuple(targets), current=max(left), tags=tuple(markers), reason=reason, by=who, remote=remote

@@ -21,7 +21,7 @@ from typing import Any
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.versions.names import WORKTREE
-from cfgtool.versions.tags import TagScheme, read_history, scheme_for
+from cfgtool.versions.tags import History, TagScheme, read_history, scheme_for
 
 _SHORT_VERSION = re.compile(r"v?([1-9][0-9]*)")
 _NUMBER = re.compile(r"[1-9][0-9]*")
@@ -73,9 +73,8 @@ def resolve_side(root: Path, spec: str, store: str | Path = "store") -> Side:
         raise UsageError(
             f"{spec!r} is not a version, ref or `{WORKTREE}`", hint="name a version (v5), a ref or worktree"
         )
-    number, explicit, scheme = _version_number(root, spec, store)
-    if number is not None and scheme is not None:
-        history = read_history(root, scheme)
+    number, explicit, history = _version_number(root, spec, store)
+    if number is not None and history is not None:
         found = history.get(number)
         as_ref = None if explicit else git.resolve_commit(root, spec)
         if found is None:
@@ -99,18 +98,20 @@ def resolve_side(root: Path, spec: str, store: str | Path = "store") -> Side:
     return Side(spec, spec, commit)
 
 
-def _version_number(root: Path, spec: str, store: str | Path) -> tuple[int | None, bool, TagScheme | None]:
-    """(N, named by its full tag, scheme) when `spec` looks like a version, else (None, False, None)."""
+def _version_number(root: Path, spec: str, store: str | Path) -> tuple[int | None, bool, History | None]:
+    """(N, named by its full tag, the store's versions) when `spec` looks like a version, else (None, False,
+    None)."""
     if not spec[-1].isdigit():
         return None, False, None
     try:
-        scheme = scheme_for(root, store)
+        history = read_history(root, scheme_for(root, store))
     except SourceError:
-        scheme = TagScheme()
+        history = read_history(root, TagScheme())
+    prefix = history.scheme.version_prefix
     rest = spec.removeprefix("refs/tags/")
-    if rest.startswith(scheme.version_prefix) and _NUMBER.fullmatch(rest[len(scheme.version_prefix) :]):
-        return int(rest[len(scheme.version_prefix) :]), True, scheme
+    if rest.startswith(prefix) and _NUMBER.fullmatch(rest[len(prefix) :]):
+        return int(rest[len(prefix) :]), True, history
     short = _SHORT_VERSION.fullmatch(spec)
     if short:
-        return int(short.group(1)), False, scheme
+        return int(short.group(1)), False, history
     return None, False, None

@@ -1,13 +1,21 @@
-"""Version tags (DESIGN 9): read every version and rollback marker with ONE `git for-each-ref`, and derive
-each version's status.
+"""Version tags: read every version and rollback marker with ONE `git for-each-ref`, and derive each version's
+status.
 
 Version N is the annotated tag `<version_tag_prefix>N` (default `config/vN`); its rollback marker is the
 annotated tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`). Both carry machine-readable metadata
 in the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`). The current version is
 the highest N without a rollback marker. Nothing here writes: creating tags is `refs.py`'s job.
 
+Several stores in one repository each have their own versions (`StoreTags`). The plain spelling `config/vN`
+belongs to one store: the one named by the metadata of the lowest plain version tag that names a store, or,
+before any plain tag exists, the repository's only store (with several: the one at `store/`, where `cfgtool
+init` puts it, else the first by path). Every other store uses `config/<name>/vN` and
+`config/<name>/rolledback/vN`; a store that has such tags keeps them, so no tag is ever renamed. A store
+whose `_CONFIG_STORE` sets the prefixes uses those. A tag whose metadata names another store is never taken
+for one's own.
+
 One `for-each-ref` lists 10,000 tags with their targets, taggers, dates and messages in a few tens of
-milliseconds; reading tag objects one by one (or through GitPython) takes seconds (DESIGN 14).
+milliseconds; reading tag objects one by one (or through GitPython) takes seconds.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any, Literal, NamedTuple
 
 from cfgtool.errors import SourceError
 from cfgtool.store import git
+from cfgtool.store.found import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
 from cfgtool.versions.messages import decode_all, split_message
 from cfgtool.versions.names import DEFAULT_SHOWN
@@ -51,10 +60,14 @@ class VersionNotFound(SourceError):
 
 @dataclass(frozen=True)
 class TagScheme:
-    """How versions are named in git: `version_prefix` + N and `rollback_prefix` + N (tag names, no refs/tags/)."""
+    """How one store's versions are named in git: `version_prefix` + N and `rollback_prefix` + N (tag names,
+    no refs/tags/). `path` and `name` identify the store (its repo-relative directory and its `_CONFIG_STORE`
+    name): a tag whose metadata names another store is not one of its versions. None: any tag is."""
 
     version_prefix: str = "config/v"
     rollback_prefix: str = "config/rolledback/v"
+    path: str | None = None
+    name: str | None = None
 
     @classmethod
     def of(cls, settings: Settings) -> TagScheme:
@@ -69,6 +82,63 @@ class TagScheme:
     def patterns(self) -> tuple[str, str]:
         """The refs to read or fetch: every tag under either prefix."""
         return f"refs/tags/{self.version_prefix}*", f"refs/tags/{self.rollback_prefix}*"
+
+    def owns(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a tag with this metadata may be one of this store's: it names no store, or this one (by
+        directory, or by the explicit name, which survives a move)."""
+        if self.path is None:
+            return True
+        path, name = metadata.get("store"), metadata.get("name")
+        if not isinstance(path, str) and not isinstance(name, str):
+            return True
+        return path == self.path or (self.name is not None and name == self.name)
+
+
+@dataclass(frozen=True)
+class StoreTags:
+    """The spellings a store's version tags may have (module doc); which one applies depends on the tags that
+    exist, so `read_history` decides it from the same `for-each-ref` that reads them."""
+
+    path: str  # the store's directory relative to the repository root ('' = the root)
+    name: str | None  # the `name` of its _CONFIG_STORE
+    custom: TagScheme | None = None  # the prefixes its _CONFIG_STORE sets: always these
+
+    @classmethod
+    def of(cls, settings: Settings, path: str) -> StoreTags:
+        defaults = Settings()
+        set_here = (settings.version_tag_prefix, settings.rollback_tag_prefix) != (
+            defaults.version_tag_prefix,
+            defaults.rollback_tag_prefix,
+        )
+        custom = TagScheme(settings.version_tag_prefix, settings.rollback_tag_prefix, path, settings.name)
+        return cls(path, settings.name, custom if set_here else None)
+
+    @property
+    def label(self) -> str:
+        """The store's name as its own tags spell it."""
+        return store_name(self.name, self.path)
+
+    @property
+    def plain(self) -> TagScheme:
+        return TagScheme(path=self.path, name=self.name)
+
+    def named(self) -> TagScheme:
+        """`config/<name>/vN`; SourceError when the name cannot be part of a tag name."""
+        part = tag_name_part(self.label, self.path)
+        return TagScheme(f"config/{part}/v", f"config/{part}/rolledback/v", self.path, self.name)
+
+    def candidates(self) -> tuple[TagScheme, ...]:
+        """The schemes whose tags decide which one applies (the named one only when the name can be one)."""
+        if self.custom is not None:
+            return (self.custom,)
+        try:
+            return self.plain, self.named()
+        except SourceError:
+            return (self.plain,)
+
+    def patterns(self) -> tuple[str, ...]:
+        """The refs to read or fetch to find this store's tags, whichever spelling applies."""
+        return tuple(p for scheme in self.candidates() for p in scheme.patterns())
 
 
 class Tag(NamedTuple):
@@ -147,12 +217,20 @@ class History:
     """
 
     def __init__(
-        self, scheme: TagScheme, columns: Sequence[Sequence[str]], tags: dict[int, int], markers: dict[int, int]
+        self,
+        scheme: TagScheme,
+        columns: Sequence[Sequence[str]],
+        tags: dict[int, int],
+        markers: dict[int, int],
+        highest: int = 0,
+        metadata: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
         self.scheme = scheme
         self._columns = columns
         self._tag_rows = tags  # N -> row of its version tag
         self._marker_rows = markers  # N -> row of its rollback marker (a marker may exist without its version)
+        self._highest = highest  # the highest N under the prefixes, another store's tags included
+        self._metadata = metadata or {}  # row -> its decoded metadata, where already decoded
         self._built: dict[int, Tag] = {}  # row -> Tag
 
     def __iter__(self) -> Iterator[Version]:
@@ -204,8 +282,9 @@ class History:
 
     @property
     def highest(self) -> int:
-        """The highest N used by any version tag or marker (0 when none): the next version is one more."""
-        return max((*self._tag_rows, *self._marker_rows), default=0)
+        """The highest N used by any version tag or marker under this store's prefixes (0 when none), another
+        store's included (their names are taken): the next version is one more."""
+        return max(self._highest, *self._tag_rows, *self._marker_rows, 0)
 
     @property
     def current(self) -> Version | None:
@@ -266,17 +345,19 @@ class History:
         return self._built[row]
 
     def _build(self, rows: Sequence[int]) -> None:
-        """Build the Tags of `rows`, decoding all their metadata lines with one json.loads."""
+        """Build the Tags of `rows`, decoding all their metadata lines (not decoded yet) with one json.loads."""
         todo = [r for r in rows if r not in self._built]
         if not todo:
             return
         cols = self._columns
+        known = self._metadata
         split = [split_message(cols[_CONTENTS][r]) if cols[_TYPE][r] == "tag" else ("", None) for r in todo]
-        decoded = iter(decode_all([line for _, line in split if line is not None]))
+        decoded = iter(decode_all([line for r, (_, line) in zip(todo, split, strict=True)
+                                   if line is not None and r not in known]))  # fmt: skip
         zones: dict[str, timezone] = {}
         for r, (text, line) in zip(todo, split, strict=True):
-            meta = next(decoded) if line is not None else None
-            self._built[r] = _make_tag(cols, r, text, meta if isinstance(meta, dict) else {}, zones)
+            meta = known[r] if r in known else next(decoded) if line is not None else None
+            self._built[r] = _make_tag(cols, r, text, meta if isinstance(meta, Mapping) else {}, zones)
 
 
 # ------------------------------------------------------------------------------------------ public lookups
@@ -297,25 +378,46 @@ def resolve_version(repo: Path | None, version: int, store: str | Path = "store"
     return history(repo, store).require(version).commit
 
 
-def history(repo: Path | None = None, store: str | Path = "store", scheme: TagScheme | None = None) -> History:
+def history(
+    repo: Path | None = None, store: str | Path = "store", scheme: TagScheme | StoreTags | None = None
+) -> History:
     """Every version of the store in `repo` (default: the repository containing the current directory).
 
-    The tag prefixes come from the store's `_CONFIG_STORE` at HEAD (or in the working tree before the first
-    commit) unless `scheme` is given.
+    The tag names come from the store's `_CONFIG_STORE` at HEAD (or in the working tree before the first
+    commit) and the tags that exist, unless `scheme` is given.
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
     return read_history(root, scheme or scheme_for(root, store))
 
 
-def read_history(root: Path, scheme: TagScheme) -> History:
-    """Every version tag and rollback marker under `scheme`, from one `git for-each-ref`."""
-    out = git.run_git(root, "for-each-ref", f"--format={_FORMAT}", *scheme.patterns()).stdout
+def read_history(root: Path, scheme: TagScheme | StoreTags) -> History:
+    """Every version tag and rollback marker of the store, from one `git for-each-ref`; with `StoreTags`, the
+    spelling that applies is decided from the same output (module doc)."""
+    candidates = scheme.candidates() if isinstance(scheme, StoreTags) else (scheme,)
+    patterns = [p for s in candidates for p in s.patterns()]
+    out = git.run_git(root, "for-each-ref", f"--format={_FORMAT}", "--end-of-options", *patterns).stdout
     fields = out.decode("utf-8", "replace").split("\0")
     width = len(_FIELDS)
     count = len(fields) // width
     columns = [fields[k : count * width : width] for k in range(width)]
-    refs = columns[_REF] = [ref.lstrip("\n") for ref in columns[_REF]]
-    otypes, peeled_types = columns[_TYPE], columns[_PEELED_TYPE]
+    columns[_REF] = [ref.lstrip("\n") for ref in columns[_REF]]
+    numbered = [_numbered(columns, s) for s in candidates]
+    meta = _metadata(columns, sorted({r for tags, markers in numbered for r in (*tags.values(), *markers.values())}))
+    chosen = 0
+    if isinstance(scheme, StoreTags) and len(candidates) > 1:
+        chosen = _choose(root, scheme, candidates, numbered, meta)
+    elif isinstance(scheme, StoreTags) and scheme.custom is None and not _owns_plain(root, scheme, numbered[0], meta):
+        scheme.named()  # raises: the store needs its own tags, and its name cannot spell them
+    picked, (tags, markers) = candidates[chosen], numbered[chosen]
+    highest = max((*tags, *markers), default=0)
+    own_tags = {n: r for n, r in tags.items() if picked.owns(meta[r])}
+    own_markers = {n: r for n, r in markers.items() if picked.owns(meta[r])}
+    return History(picked, columns, own_tags, own_markers, highest, meta)
+
+
+def _numbered(columns: Sequence[Sequence[str]], scheme: TagScheme) -> tuple[dict[int, int], dict[int, int]]:
+    """`({N: row} of the version tags, {N: row} of the rollback markers)` under `scheme`'s prefixes."""
+    refs, otypes, peeled_types = columns[_REF], columns[_TYPE], columns[_PEELED_TYPE]
     found: tuple[dict[int, int], dict[int, int]] = ({}, {})
     prefixes = ("refs/tags/" + scheme.version_prefix, "refs/tags/" + scheme.rollback_prefix)
     for i, ref in enumerate(refs):
@@ -326,16 +428,63 @@ def read_history(root: Path, scheme: TagScheme) -> History:
                 number = ref[len(prefix) :]
                 if number.isascii() and number.isdigit() and number[0] != "0":
                     into[int(number)] = i
-    return History(scheme, columns, *found)
+    return found
 
 
-def scheme_for(root: Path, store: str | Path = "store") -> TagScheme:
-    """The tag prefixes set in `<store>/_CONFIG_STORE` at HEAD (the working tree's file before a first commit).
+def _metadata(columns: Sequence[Sequence[str]], rows: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+    """The decoded metadata of each of `rows` ({} for a tag without any), with one json.loads."""
+    lines = {r: split_message(columns[_CONTENTS][r])[1] if columns[_TYPE][r] == "tag" else None for r in rows}
+    present = [r for r in rows if lines[r] is not None]
+    decoded = decode_all([line for r in present if (line := lines[r]) is not None])
+    found: dict[int, Mapping[str, Any]] = {r: {} for r in rows}
+    for r, meta in zip(present, decoded, strict=True):
+        if isinstance(meta, dict):
+            found[r] = meta
+    return found
+
+
+def _choose(
+    root: Path,
+    store: StoreTags,
+    candidates: Sequence[TagScheme],
+    numbered: Sequence[tuple[dict[int, int], dict[int, int]]],
+    meta: Mapping[int, Mapping[str, Any]],
+) -> int:
+    """Which of (plain, named) applies: the named one once the store has tags there, else the plain one when
+    the store owns it."""
+    named_tags, named_markers = numbered[1]
+    if any(candidates[1].owns(meta[r]) for r in (*named_tags.values(), *named_markers.values())):
+        return 1
+    return 0 if _owns_plain(root, store, numbered[0], meta) else 1
+
+
+def _owns_plain(
+    root: Path, store: StoreTags, plain: tuple[dict[int, int], dict[int, int]], meta: Mapping[int, Mapping[str, Any]]
+) -> bool:
+    """Whether `config/vN` is the store's: the lowest plain version tag that names a store names it; with
+    none, the store is the repository's only one (or, with several, the one at `store/`, else the first)."""
+    tags = plain[0]
+    for n in sorted(tags):
+        found = meta[tags[n]]
+        if isinstance(found.get("store"), str) or isinstance(found.get("name"), str):
+            return store.plain.owns(found)
+    head = git.resolve_commit(root, "HEAD")
+    dirs = store_dirs(git.ls_tree(root, head, "")) if head is not None else []
+    if store.path not in dirs:
+        dirs.append(store.path)
+    owner = DEFAULT_STORE_DIR if DEFAULT_STORE_DIR in dirs else min(dirs)
+    return store.path == owner
+
+
+def scheme_for(root: Path, store: str | Path = "store") -> StoreTags:
+    """The store's tag spellings, from `<store>/_CONFIG_STORE` at HEAD (the working tree's file before a first
+    commit).
 
     StoreNotFound-style SourceError when neither has the file, so a wrong `--store` is not silently read
     with the default prefixes.
     """
-    path = posixpath.join(store_path(root, store), SETTINGS_FILE) if store_path(root, store) else SETTINGS_FILE
+    rel = store_path(root, store)
+    path = posixpath.join(rel, SETTINGS_FILE) if rel else SETTINGS_FILE
     proc = git.run_git(root, "cat-file", "blob", f"HEAD:{path}", check=False)
     if proc.returncode == 0:
         text = proc.stdout.decode("utf-8-sig", "replace")
@@ -349,7 +498,7 @@ def scheme_for(root: Path, store: str | Path = "store") -> TagScheme:
                 hint="pass --store DIR to name the store directory (relative to the repository root)",
             ) from err
     settings, _ = parse_settings(text, path)  # invalid prefixes fall back to the defaults; compile reports them
-    return TagScheme.of(settings)
+    return StoreTags.of(settings, rel)
 
 
 def store_path(root: Path, store: str | Path) -> str:
@@ -365,7 +514,7 @@ def store_path(root: Path, store: str | Path) -> str:
 
 
 def _make_tag(
-    cols: Sequence[Sequence[str]], r: int, text: str, meta: dict[str, Any], zones: dict[str, timezone]
+    cols: Sequence[Sequence[str]], r: int, text: str, meta: Mapping[str, Any], zones: dict[str, timezone]
 ) -> Tag:
     """A Tag from row `r`; a lightweight tag (made by hand) has no tagger, message or metadata."""
     lightweight = cols[_TYPE][r] == "commit"

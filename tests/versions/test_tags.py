@@ -217,7 +217,7 @@ def test_history_reads_the_prefixes_set_in_the_store(store_repo: GitRepo) -> Non
     create_tag(repo.root, "release/2", commit, format_message("r2", {"version": 2}), ALICE)
     create_tag(repo.root, "withdrawn/2", commit, format_message("bad", {"reason": "bad", "by": "Bob"}), BOB)
     create_tag(repo.root, "config/v9", commit, "default prefix: not ours\n", ALICE)
-    assert scheme_for(repo.root, "store") == TagScheme("release/", "withdrawn/")
+    assert scheme_for(repo.root, "store").custom == TagScheme("release/", "withdrawn/", "store")
     listed = versions(repo.root)
     assert [(v.version, v.tag, v.status) for v in listed] == [
         (2, "release/2", "rolled_back"),
