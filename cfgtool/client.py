@@ -26,6 +26,7 @@ from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.store.refmemo import RefMemo
+from cfgtool.versions.names import CURRENT, version_spec
 from cfgtool.versions.reading import SETTINGS_FILE, open_version, save_artifact, store_dir, version_commit
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class ConfigClient:
         store: str = "store",
         *,
         variables: Mapping[str, str] | None = None,
-        version: int | None = None,
+        version: int | str | None = None,
         cache_dir: str | Path | None = None,
         identity: str | Path | None = None,
     ) -> None:
@@ -237,11 +238,14 @@ class ConfigClient:
         except SourceError as exc:
             raise StoreNotFound(f"cannot read {self.location}: {exc.message}", hint="check the URL and access") from exc
 
-    def _pin(self, memo: RefMemo, version: int | None) -> tuple[int, str]:
-        """(version, commit): version N, or the current version."""
-        if version is not None:
+    def _pin(self, memo: RefMemo, version: int | str | None) -> tuple[int, str]:
+        """(version, commit): version N, the one `current` / `previous` names, or (None) the current version."""
+        if isinstance(version, int):
             return version, version_commit(memo, self.store, version)
-        current = memo.answer(f"current {self.store}", self._current)
+        name = version_spec(version) if version is not None else CURRENT
+        if isinstance(name, int):
+            return name, version_commit(memo, self.store, name)
+        current = memo.answer(f"{name} {self.store}", lambda: self._named(name))
         if current is None:
             raise StoreNotFound(
                 f"{self.location} has no published version of store {self.store!r}",
@@ -249,11 +253,15 @@ class ConfigClient:
             )
         return int(current[0]), str(current[1])
 
-    def _current(self) -> list[int | str] | None:
+    def _named(self, name: str) -> list[int | str] | None:
+        """[N, commit] of the version `name` names; None when nothing is published (the client's own error)."""
         from cfgtool.versions import history
 
-        current = history(self.repo, self.store).current
-        return None if current is None else [current.version, current.commit]
+        found = history(self.repo, self.store)
+        if found.current_number is None and name == CURRENT:
+            return None
+        named = found.named(name)
+        return [named.version, named.commit]
 
     def _snapshot(self, memo: RefMemo) -> Snapshot:
         """The pinned version from its artifact; compiled (and its artifact written) the first time. A

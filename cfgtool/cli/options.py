@@ -19,19 +19,20 @@ Ref = Annotated[
     typer.Option(
         "--ref",
         metavar="REF",
-        help="Read the store at this git ref (branch, tag or commit) instead of the working tree.",
+        help="Read the store at this git ref (branch, tag or commit; `current` or `previous`: that version)"
+        " instead of the working tree.",
         show_default=False,
     ),
 ]
 
 Version = Annotated[
-    int | None,
+    str | None,
     typer.Option(
         "--version",
         "-V",
         metavar="N",
-        min=1,
-        help="Read published version N (rolled back or not) instead of the working tree; not with --ref.",
+        help="Read published version N (rolled back or not), `current` (the current version) or `previous` (the"
+        " good version below it) instead of the working tree; not with --ref.",
         show_default=False,
     ),
 ]
@@ -72,7 +73,7 @@ def compile_for(
     check: bool,
     base: str | None = None,
     principal: str | None = None,
-    version: int | None = None,
+    version: str | None = None,
 ) -> CompileResult:
     """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
 
@@ -92,20 +93,32 @@ def compile_for(
         )
 
 
-def ref_for(ctx: typer.Context, ref: str | None, version: int | None) -> str | None:
-    """The ref `--ref` or `--version N` names (None: the working tree); both at once is a usage error."""
+def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | None:
+    """The ref `--ref` or `--version` names (None: the working tree; `current` and `previous`, as either, name
+    that version); both at once is a usage error."""
+    from cfgtool.versions.names import VERSION_NAMES
+
+    cli: CliContext = ctx.obj
+    if version is None and ref in VERSION_NAMES:
+        version, ref = ref, None
     if version is None:
         return ref
     if ref is not None:
         raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
-    from cfgtool.versions import resolve_version
+    from cfgtool.versions.tags import history
 
-    cli: CliContext = ctx.obj
-    return resolve_version(cli.repo, version, cli.store)
+    return history(cli.repo, cli.store).pick(parsed_version(version)).commit
+
+
+def parsed_version(text: str) -> int | str:
+    """`--version` as a number, `current` or `previous` (UsageError otherwise)."""
+    from cfgtool.versions.names import version_spec
+
+    return version_spec(text)
 
 
 def read_at_ref(
-    ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: int | None
+    ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None
 ) -> Reading:
     """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached
     (compiled and cached otherwise: `cfgtool.versions.reading`). One of `ref` and `version` is given."""
@@ -114,15 +127,20 @@ def read_at_ref(
     from cfgtool.versions.reading import read_at
 
     cli: CliContext = ctx.obj
+    from cfgtool.versions.names import VERSION_NAMES
+
+    if ref in VERSION_NAMES:
+        version, ref = ref, None
+    number = parsed_version(version) if version is not None else None
     try:
         given = parse_variables(variables)
     except UsageError:
-        if version is not None:  # as a compile does: an unknown version is reported before a bad --var
+        if number is not None:  # as a compile does: an unknown version is reported before a bad --var
             from cfgtool.versions import resolve_version
 
-            resolve_version(cli.repo, version, cli.store)
+            resolve_version(cli.repo, number, cli.store)
         raise
     from cfgtool.cli.progress import terminal_progress
 
     with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:  # a cold cache compiles
-        return read_at(cli.repo, cli.store, ref=ref, version=version, variables=given, progress=progress)
+        return read_at(cli.repo, cli.store, ref=ref, version=number, variables=given, progress=progress)

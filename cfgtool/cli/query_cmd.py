@@ -246,7 +246,7 @@ def datasets(
 
 
 def _answer(
-    ctx: typer.Context, text: str, ref: str | None, version: int | None, variables: list[str] | None
+    ctx: typer.Context, text: str, ref: str | None, version: str | None, variables: list[str] | None
 ) -> KeyAnswer:
     """What a forward query reads about KEY (`text`; BadKeyError: exit 2), refused (exit 1) when errors
     affect it: errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas,
@@ -266,7 +266,7 @@ def _answer(
 
 
 def _graph(
-    ctx: typer.Context, text: str, ref: str | None, version: int | None, variables: list[str] | None
+    ctx: typer.Context, text: str, ref: str | None, version: str | None, variables: list[str] | None
 ) -> tuple[GraphAnswer, str]:
     """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2), refused
     (exit 1) when the graph has errors: any error of the store's includes, discovery or settings can change

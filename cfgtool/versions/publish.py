@@ -27,6 +27,7 @@ from cfgtool.snapshot import Snapshot
 from cfgtool.store import git
 from cfgtool.versions.diff import ABSENT
 from cfgtool.versions.messages import check_text, format_message
+from cfgtool.versions.names import VERSION_NAMES
 from cfgtool.versions.refs import (
     RemoteError,
     checked_remote,
@@ -40,7 +41,7 @@ from cfgtool.versions.refs import (
     write_tags,
 )
 from cfgtool.versions.sticky import Watch, published_after, relapses, watches
-from cfgtool.versions.tags import History, StoreTags, read_history
+from cfgtool.versions.tags import History, StoreTags, history, read_history
 
 MAX_ATTEMPTS = 20  # 12 concurrent publishers need at most 12; jitter spreads the retries
 METADATA_SCHEMA = 1
@@ -146,6 +147,8 @@ def publish(
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
     check_text(message, "message")
+    if ref in VERSION_NAMES:  # restoring `previous` (or re-checking `current`) publishes that version's tag
+        ref = history(root, store).named(ref).tag
     if ref is None:
         ref = "HEAD"
         _require_clean(root, store)

@@ -33,14 +33,15 @@ def read_at(
     store: str | Path,
     *,
     ref: str | None = None,
-    version: int | None = None,
+    version: int | str | None = None,
     variables: Mapping[str, str] | None = None,
     cache: Path | None = None,
     progress: Progress | None = None,
 ) -> Reading:
     """The store in `repo` (None: the repository containing the current directory) at `ref`, or at published
-    version N (rolled back or not), under the given `variables`, compiled as a query compiles (no other
-    variable values, no validation): from the version artifact in `cache` when there is one."""
+    version N (rolled back or not) or the one `current` / `previous` names, under the given `variables`,
+    compiled as a query compiles (no other variable values, no validation): from the version artifact in
+    `cache` when there is one."""
     variables = dict(variables or {})
     cache = cache if cache is not None else cache_root()
     memo = RefMemo(repo if repo is not None else Path.cwd(), cache)
@@ -75,8 +76,9 @@ def ref_commit(memo: RefMemo, ref: str) -> str | None:
     return memo.answer(f"ref {ref}", resolve) if memoizable(ref) else resolve()
 
 
-def version_commit(memo: RefMemo, store: str | Path, version: int) -> str:
-    """The commit of published version N (VersionNotFound when there is none)."""
+def version_commit(memo: RefMemo, store: str | Path, version: int | str) -> str:
+    """The commit of published version N, or of the one `current` / `previous` names (VersionNotFound when
+    there is none)."""
     root = memo.repo.root
 
     def resolve() -> str:

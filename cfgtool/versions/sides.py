@@ -8,6 +8,8 @@ A side spec is one of:
   `v5` and `5`. A short form names version N when that version exists; when it does not, it is read as a
   git ref if one has that name. When both a version N and a *different* commit answer to the short form,
   that is ambiguous and refused: write `config/v5`, or the ref's full name (`refs/tags/v5`).
+- `current` (the current version) or `previous` (the good version below it); a branch of that name is
+  reachable as `refs/heads/current`.
 - anything else git can resolve to a commit: a branch, a tag, a sha, `HEAD~3`, `origin/main`.
 """
 
@@ -20,7 +22,7 @@ from typing import Any
 
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.store import git
-from cfgtool.versions.names import WORKTREE
+from cfgtool.versions.names import VERSION_NAMES, WORKTREE
 from cfgtool.versions.tags import History, TagScheme, read_history, scheme_for
 
 _SHORT_VERSION = re.compile(r"v?([1-9][0-9]*)")
@@ -73,6 +75,9 @@ def resolve_side(root: Path, spec: str, store: str | Path = "store") -> Side:
         raise UsageError(
             f"{spec!r} is not a version, ref or `{WORKTREE}`", hint="name a version (v5), a ref or worktree"
         )
+    if spec in VERSION_NAMES:
+        named = read_history(root, scheme_for(root, store)).named(spec)
+        return Side(spec, named.tag, named.commit, named.version)
     number, explicit, history = _version_number(root, spec, store)
     if number is not None and history is not None:
         found = history.get(number)

@@ -33,7 +33,7 @@ from cfgtool.store import git
 from cfgtool.store.found import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
 from cfgtool.versions.messages import decode_all, split_message
-from cfgtool.versions.names import DEFAULT_SHOWN
+from cfgtool.versions.names import CURRENT, DEFAULT_SHOWN, PREVIOUS
 
 Status = Literal["current", "good", "rolled_back"]
 
@@ -304,6 +304,36 @@ class History:
             )
         return found
 
+    def named(self, name: str) -> Version:
+        """The version `current` or `previous` names (`previous`: the good version below the current one);
+        VersionNotFound saying why when there is none."""
+        current = self.current_number
+        if current is None:
+            raise VersionNotFound(
+                f"there is no {name} version: {self._no_good()}",
+                hint="publish one with `cfgtool publish`; `cfgtool versions --all` lists every version",
+            )
+        if name == CURRENT:
+            return self._version(current, current)
+        if name != PREVIOUS:
+            raise VersionNotFound(f"{name!r} names no version", hint=f"use a number, {CURRENT!r} or {PREVIOUS!r}")
+        below = [n for n in self._tag_rows if n < current and n not in self._marker_rows]
+        if not below:
+            raise VersionNotFound(
+                f"there is no previous version: no good version is below the current version {current}",
+                hint="`cfgtool versions --all` lists every version and which are rolled back",
+            )
+        return self._version(max(below), current)
+
+    def pick(self, version: int | str) -> Version:
+        """Version N (rolled back or not), or the one `current` / `previous` names."""
+        return self.named(version) if isinstance(version, str) else self.require(version)
+
+    def _no_good(self) -> str:
+        if not self._tag_rows:
+            return "no version has been published yet"
+        return "every version is rolled back"
+
     def describe_range(self) -> str:
         if not self._tag_rows:
             return "no version has been published yet"
@@ -373,9 +403,10 @@ def current_version(repo: Path | None = None, store: str | Path = "store") -> Ve
     return history(repo, store).current
 
 
-def resolve_version(repo: Path | None, version: int, store: str | Path = "store") -> str:
-    """The commit of version N (rolled back or not); VersionNotFound when there is no such version."""
-    return history(repo, store).require(version).commit
+def resolve_version(repo: Path | None, version: int | str, store: str | Path = "store") -> str:
+    """The commit of version N (rolled back or not) or of the one `current` / `previous` names;
+    VersionNotFound when there is no such version."""
+    return history(repo, store).pick(version).commit
 
 
 def history(
