@@ -50,6 +50,7 @@ from cfgtool.hocon import Origin
 from cfgtool.snapshot import KeyNotFound, Lookup, write_atomic_bytes
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.versions import VersionNotFound
+from cfgtool.versions.names import CURRENT, PREVIOUS, version_spec
 
 Offline = Literal["cache", "error"]
 _FORMAT = 1  # the layout of a cache entry: {"format", "path", "etag", "body", "sha256"}
@@ -280,7 +281,7 @@ class HttpConfigClient(ConfigClient):
         store: str = "store",
         *,
         variables: Mapping[str, str] | None = None,
-        version: int | None = None,
+        version: int | str | None = None,
         cache_dir: str | Path | None = None,
         identity: str | Path | None = None,
         offline: Offline = "cache",
@@ -374,8 +375,10 @@ class HttpConfigClient(ConfigClient):
     def _key(self, key: str) -> str:
         return normalize_key(key, self.store)
 
-    def _choose(self, version: int | None, offline: Offline) -> tuple[int, str]:
-        """(version, commit): `version`, else the store's current one; from the cache when the server is down."""
+    def _choose(self, version: int | str | None, offline: Offline) -> tuple[int, str]:
+        """(version, commit): `version` (N, `current` or `previous`), else the store's current one; from the
+        cache when the server is down."""
+        wanted = version_spec(version) if isinstance(version, str) else version
         path = f"/v1/{quote(self.store, safe='')}/versions"
         try:
             answer = self._get(path, revalidate=True)
@@ -394,15 +397,24 @@ class HttpConfigClient(ConfigClient):
             answer, self.offline = cached, True
         if answer.status == 404:
             raise StoreNotFound(f"{self.location} serves no store {self.store!r}", hint=self._stores_hint())
-        versions = answer.body if isinstance(answer.body, list) else []
-        if version is None:
-            chosen = next((v for v in versions if isinstance(v, dict) and v.get("status") == "current"), None)
+        versions = [v for v in answer.body if isinstance(v, dict)] if isinstance(answer.body, list) else []
+        current = next((v for v in versions if v.get("status") == "current"), None)
+        if wanted is None or wanted == CURRENT:
+            chosen = current
             if chosen is None:
                 raise StoreNotFound(f"store {self.store!r} has no current version", hint="publish one first")
-        else:
-            chosen = next((v for v in versions if isinstance(v, dict) and v.get("version") == version), None)
+        elif wanted == PREVIOUS:
+            below = [v for v in versions if v.get("status") == "good" and v.get("servable", True)]
+            chosen = max(below, key=lambda v: int(v["version"])) if below and current is not None else None
             if chosen is None:
-                raise VersionNotFound(f"store {self.store!r} has no version {version}", hint="GET /v1/{store}/versions")
+                raise VersionNotFound(
+                    f"store {self.store!r} has no previous version (no good version below the current one)",
+                    hint="GET /v1/{store}/versions lists every version",
+                )
+        else:
+            chosen = next((v for v in versions if v.get("version") == wanted), None)
+            if chosen is None:
+                raise VersionNotFound(f"store {self.store!r} has no version {wanted}", hint="GET /v1/{store}/versions")
         if self.offline:
             warnings.warn(
                 f"{self.location} is unreachable: reading store {self.store!r} version {chosen['version']} from the"

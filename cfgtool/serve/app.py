@@ -30,6 +30,7 @@ from cfgtool.serve.store import StoreState, View
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import TooManyChecks
 from cfgtool.store.keys import BadKeyError, normalize_key
+from cfgtool.versions.names import VERSION_NAMES
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -140,6 +141,8 @@ class Api:
                 if parts[3] == "current" and parts[4] == "keys":
                     key = "/".join(parts[5:])
                     return await self._key(scope, send, parts[2], None, key)
+                if parts[3] == "versions" and len(parts) >= 6 and parts[4] in VERSION_NAMES:
+                    return await self._named(scope, send, parts[2], parts[4])
                 if parts[3] == "versions" and len(parts) >= 6 and parts[5] == "keys":
                     key = parts[6] if len(parts) > 6 else ""
                     return await self._key(scope, send, parts[2], parts[4], key)
@@ -294,6 +297,29 @@ class Api:
             (store, since, seq, current),
             lambda: answer({"seq": seq, "current": current, "events": [e.to_json() for e in events]}),
         )
+
+    async def _named(self, scope: Scope, send: Send, store: str, name: str) -> None:
+        """`versions/current/...` and `versions/previous/...`: a redirect to `versions/{N}/...` of the version
+        the name stands for now (never cached: it moves with every publish and rollback)."""
+        headers: Headers = [(b"cache-control", NO_STORE)]
+        try:
+            who = await self.principal(scope["headers"])
+            state, view = self.store(store, who)
+            self.describe_store(state, view, who, _host(scope))
+            number = view.named(name)
+            if number is None:
+                raise not_found(f"store {store} has no {name} version that can be served")
+            pieces = (scope.get("raw_path") or scope["path"].encode()).split(b"/", 5)  # as sent: still quoted
+            if len(pieces) != 6:
+                raise not_found(f"no such path under /v1/{store}/versions/{name}/")
+            query = b"?" + scope["query_string"] if scope["query_string"] else b""
+            location = b"/v1/%s/versions/%d/%s%s" % (pieces[2], number, pieces[5], query)
+            found = answer({"store": store, "name": name, "version": number, "location": location.decode()}, 307)
+            headers += [(b"location", location), (b"cfgtool-version", str(number).encode())]
+        except Denied as exc:
+            found, headers = exc.answer, [*exc.headers, *headers]
+        self.metrics.count("named", found.status)
+        await respond(send, found, headers, scope["method"] == "HEAD")
 
     # -- the hot path -------------------------------------------------------------------------------------
     async def _key(self, scope: Scope, send: Send, store: str, number: str | None, text: str) -> None:

@@ -29,6 +29,7 @@ from cfgtool.serve.timeline import Published, effective_by, window
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot import Snapshot
 from cfgtool.versions import History, Version, history
+from cfgtool.versions.names import CURRENT
 
 EMPTY = answer([])
 
@@ -50,6 +51,14 @@ class View:
         """The highest servable version without a rollback marker."""
         good = [p.version for p in self.published if p.rolled_back_at is None]
         return max(good) if good else None
+
+    def named(self, name: str) -> int | None:
+        """The servable version `current` or `previous` (the good one below the current) names; None: none."""
+        current = self.current
+        if name == CURRENT or current is None:
+            return current
+        good = (p.version for p in self.published if p.rolled_back_at is None and p.version < current)
+        return max(good, default=None)
 
 
 class StoreState:

@@ -40,6 +40,7 @@ from cfgtool.store.keys import normalize_key
 from cfgtool.store.settings import parse_settings
 from cfgtool.store.sources import settings_at
 from cfgtool.validate import load_schemas, read_schema_files, schema_types
+from cfgtool.versions.names import version_spec
 
 Missing = Literal["inherit", "null", "error"]
 CONF_PREFIX = "spark.cfgtool."
@@ -82,7 +83,7 @@ class ConfigLoader:
         spark: Any,
         location: str | Path,
         store: str = "store",
-        version: int | None = None,
+        version: int | str | None = None,
         repin: bool = False,
         variables: Mapping[str, str] | None = None,
         *,
@@ -97,6 +98,11 @@ class ConfigLoader:
         self.variables = {**_conf_variables(spark), **(variables or {})}
         self._identity = identity
         self.cache = Path(cache_dir) if cache_dir is not None else cache_root()  # the client's, and `stored`'s
+        if isinstance(version, str):  # N, or the number `current` / `previous` stands for now (then pinned as N)
+            named = version_spec(version)
+            version = named if isinstance(named, int) else ConfigClient(
+                location, store, variables=self.variables, version=named, cache_dir=self.cache
+            ).version
         commit_key, version_key = pin_keys(store)
         with _PIN_LOCK:
             pinned = spark.conf.get(version_key, None)
