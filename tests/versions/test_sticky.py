@@ -96,6 +96,7 @@ def test_a_rollback_sticks_after_an_unrelated_change(run_cfgtool: Run, demo: tup
 def test_a_later_different_change_is_fine(run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]) -> None:
     repo, _ = demo
     release_bad_partitions(run_cfgtool, repo)
+    assert "/data/a partitions = 96" in publish(run_cfgtool, repo, status=1)
     change(repo, {"data/a/main.conf": conf(128)}, "a different count")
     assert "published version 3" in publish(run_cfgtool, repo)
 
@@ -103,6 +104,7 @@ def test_a_later_different_change_is_fine(run_cfgtool: Run, demo: tuple[GitRepo,
 def test_the_watch_ends_once_a_revert_ships(run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]) -> None:
     repo, _ = demo
     release_bad_partitions(run_cfgtool, repo)
+    assert "/data/a partitions = 96" in publish(run_cfgtool, repo, status=1)
     change(repo, {"data/a/main.conf": conf(64)}, "revert")
     assert "published version 3" in publish(run_cfgtool, repo)
     change(repo, {"data/a/main.conf": conf(96)}, "96 again, decided anew")
@@ -154,6 +156,7 @@ def test_each_store_reads_only_its_own_versions(run_cfgtool: Run, demo: tuple[Gi
     repo.write({"_CONFIG_STORE": other, "data/a/main.conf": conf(64)}, under="other/")
     repo.commit("a second store")
     release_bad_partitions(run_cfgtool, repo)
+    assert "/data/a partitions = 96" in publish(run_cfgtool, repo, status=1)
     # the other store gets the same value: its own history has no rollback
     other_publish = ("--store", "other", "publish", "--remote", "origin")
     ok(run_cfgtool(*other_publish, cwd=repo.root))
