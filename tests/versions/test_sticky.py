@@ -175,16 +175,14 @@ def test_a_secret_is_shown_hidden(run_cfgtool: Run, work: GitRepo, remote: Remot
     publish(run_cfgtool, work)
     ok(run_cfgtool("rollback", "-m", "wrong password", "--remote", "origin", cwd=work.root))
     out = publish(run_cfgtool, work, status=1)
-    assert f"{target} {path} = \"{HIDDEN}\"" in out and "wrong password" in out
+    assert f'{target} {path} = "{HIDDEN}"' in out and "wrong password" in out
     envelope = ENVELOPE.search((work.root / "store/data/databases/identity/main.conf").read_text(encoding="utf-8"))
     assert envelope is not None and envelope.group(2) not in out and planted not in out
     doc = run_cfgtool("publish", "--format", "json", cwd=work.root).stdout
     assert planted not in doc and envelope.group(2) not in doc and HIDDEN in doc
 
 
-def test_a_revert_is_not_judged_by_change_aware_policies(
-    run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]
-) -> None:
+def test_a_revert_is_not_judged_by_change_aware_policies(run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]) -> None:
     repo, _ = demo
     release_bad_partitions(run_cfgtool, repo)
     repo.git("checkout", "-q", "-b", "revert")

@@ -65,12 +65,12 @@ def write(repo: GitRepo, values: Values, message: str) -> None:
 
 
 Step = tuple[str, int, int]
+OTHER = ["unrelated", "publish", "publish", "rollback", "rollback_to", "revert"]
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("set"), st.integers(0, 1), st.integers(1, 3)),
-        st.tuples(st.sampled_from(["unrelated", "publish", "publish", "rollback", "rollback_to", "revert"]),
-                  st.just(0), st.just(0)),
-    ),  # fmt: skip
+        st.tuples(st.sampled_from(OTHER), st.just(0), st.just(0)),
+    ),
     min_size=3,
     max_size=9,
 )
