@@ -28,7 +28,7 @@ from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.service import Service
 from cfgtool.serve.store import StoreState, View
 from cfgtool.serve.timeline import visible
-from cfgtool.serve.tokens import TooManyChecks
+from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
 from cfgtool.store.keys import BadKeyError, normalize_key
 from cfgtool.versions.names import VERSION_NAMES
 
@@ -150,8 +150,9 @@ class Api:
 
     # -- shared helpers -----------------------------------------------------------------------------------
     async def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The request's principal (None without tokens); Denied 401 for a missing or unknown token, 429 while
-        too many checks of older (scrypt) tokens wait (`Tokens.check` never blocks the event loop)."""
+        """The request's principal (None without tokens); Denied 401 for a missing or unknown token (a refused
+        token after `REFUSED_DELAY`, whatever made it wrong), 429 while too many checks of older (scrypt) tokens
+        wait (`Tokens.check` never blocks the event loop)."""
         tokens = self.service.tokens
         if tokens is None:
             return None
@@ -170,6 +171,7 @@ class Api:
                     if who is not None:
                         PRINCIPAL.set(who)
                         return who
+                    await asyncio.sleep(REFUSED_DELAY)  # a client trying tokens waits, and costs next to nothing
                 break
         raise Denied(
             error(401, "unauthorized", "this server needs a token: send `Authorization: Bearer <token>`"),

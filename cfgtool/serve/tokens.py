@@ -14,6 +14,8 @@ entry costs one scrypt run, against its scrypt entry or a stand-in with the same
 still answers as slowly as a wrong secret. Those runs happen on one dedicated low-priority thread, never on the
 event loop or the shared thread pool, with at most `MAX_PENDING` waiting (`TooManyChecks` beyond: the server
 answers 429); a token that passed is remembered by its SHA-256 until its entry goes, so it costs one scrypt run.
+The server answers a refused token only after `REFUSED_DELAY` (on the event loop's timer, no thread held), so a
+client trying tokens on one connection costs the server a few requests a second, however fast it sends.
 
 The file is JSON, written atomically with mode 0600::
 
@@ -46,6 +48,7 @@ from cfgtool.snapshot import write_atomic_bytes
 
 SHA256, SCRYPT = "sha256", "scrypt"
 MAX_PENDING = 16  # scrypt checks queued at once; more are refused (429) rather than queued without end
+REFUSED_DELAY = 0.25  # seconds before a refused token's 401: a client trying tokens sends 4 a second per connection
 _N, _R, _P = 2**14, 8, 1
 _TOKEN = re.compile(r"cfgtool_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 
@@ -244,7 +247,8 @@ class Tokens:
     def _slow(self, token: str, digest: bytes, against: Entry) -> str | None:
         """One scrypt run of the token's secret against `against` (its own entry, or the stand-in whose
         parameters an unknown id is checked with, which never matches)."""
-        secret = token.rpartition("_")[2] if _TOKEN.fullmatch(token) else token
+        match = _TOKEN.fullmatch(token)
+        secret = match.group(2) if match else token
         ok = hmac.compare_digest(_scrypt(secret, against), against.hash)
         if not ok or self._state.entries.get(against.id) is not against:
             return None

@@ -1,0 +1,224 @@
+"""What clients trying wrong tokens cost everyone else, and whether an unknown token id answers faster than a
+known one (docs/serving.md, "Tokens").
+
+    python benchmarks/token_bench.py                          # this tree only
+    python benchmarks/token_bench.py --old /tmp/old-8b5cb28   # side by side with another checkout of cfgtool
+
+For each tree and tokens file (`token add`: the tokens the tree's `cfgtool token add` makes, SHA-256 in this
+tree and scrypt in older ones; `scrypt file`: a file of older scrypt hashes, in this tree) it starts
+`cfgtool serve --tokens FILE` on a loopback port over a small store and prints, with the load average:
+
+- quiet: the latency of `GET .../explain/data/a?path=size` with a valid token (median of --requests requests,
+  then the median of --runs such runs);
+- under attack: the same while another process runs 10 clients (threads, kept-alive connections) sending
+  wrong secrets of a known id as fast as the server answers, for --attack seconds (runs of --requests explain
+  requests one after the other for as long as the attack lasts: the median of their medians, and the worst
+  run), and how many wrong secrets they sent;
+- the oracle: the median 401 time of an unknown id against that of a known id with a wrong secret (quiet).
+
+Target: under attack, explain stays within 2x its quiet latency; the two 401 times do not differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import json
+import os
+import re
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from base64 import b64encode
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
+EXPLAIN = "/v1/small/versions/1/explain/data/a?path=size"
+FILES = {
+    "store/_CONFIG_STORE": "name: small\n",
+    "store/_ACL.yaml": 'acls:\n  - {principal: "User:*", operation: read, key: /data/, pattern: prefixed,'
+    " permission: allow}\n",
+    "store/main.conf": "owner = platform\nretention.days = 7\n",
+    "store/data/main.conf": "tier = gold\n",
+    "store/data/a/main.conf": "size = 1\n",
+    "store/data/b/main.conf": "size = 2\n",
+}
+ATTACKER = """
+import http.client, sys, threading, time
+port, token, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+sent = [0] * 10
+def attack(i):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            conn.request("GET", sys.argv[4], headers={"Authorization": "Bearer " + token})
+            conn.getresponse().read()
+            sent[i] += 1
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+threads = [threading.Thread(target=attack, args=(i,)) for i in range(10)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(sum(sent))
+"""
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def python_loop() -> float:
+    """The median of 3 runs of a pure-Python loop: how fast this machine is at the moment."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        s = 0
+        for i in range(10_000_000):
+            s += i
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def build(repo: Path, tree: Path) -> None:
+    """The store, committed and published as version 1 by `tree`'s cfgtool."""
+    for name, text in FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "init", "-q", "-b", "main")
+    for name, value in (("user.name", "Bench"), ("user.email", "bench@example.com")):
+        git(repo, "config", name, value)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bench store")
+    subprocess.run([*cfgtool(), "publish", "-m", "v1"], cwd=repo, env=env(tree), check=True, capture_output=True)
+
+
+def env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def cfgtool() -> list[str]:
+    return [sys.executable, "-m", "cfgtool"]  # the tree's, through PYTHONPATH
+
+
+def add_token(tree: Path, tokens: Path, principal: str) -> str:
+    proc = subprocess.run([*cfgtool(), "token", "add", principal, "--tokens", str(tokens)], env=env(tree),
+                          check=True, capture_output=True, text=True)  # fmt: skip
+    return proc.stdout.strip()
+
+
+def scrypt_file(tokens: Path, principal: str) -> str:
+    """A tokens file as older cfgtool versions wrote it (salted scrypt, n=2**14): its token."""
+    ident, secret, salt = secrets.token_hex(8), secrets.token_urlsafe(32), secrets.token_bytes(16)
+    digest = hashlib.scrypt(secret.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
+    entry = {"id": ident, "principal": principal, "salt": b64encode(salt).decode(),
+             "hash": b64encode(digest).decode(), "n": 2**14, "r": 8, "p": 1, "created": None}  # fmt: skip
+    tokens.write_text(json.dumps({"tokens": [entry]}))
+    return f"cfgtool_{ident}_{secret}"
+
+
+def serve(tree: Path, repo: Path, tokens: Path, cache: Path) -> tuple[subprocess.Popen[bytes], int]:
+    log_path = repo.parent / f"serve-{tokens.stem}.log"
+    command = [*cfgtool(), "serve", "--repo", str(repo), "--port", "0", "--tokens", str(tokens)]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                env={**env(tree), "CFGTOOL_CACHE_DIR": str(cache)})  # fmt: skip
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        found = _PORT.search(log_path.read_text(errors="replace"))
+        if found:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=30)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status == 200:
+                    return proc, int(found.group(1))
+            except OSError:
+                pass
+        if proc.poll() is not None:
+            raise SystemExit("cfgtool serve exited:\n" + log_path.read_text(errors="replace"))
+        time.sleep(0.2)
+    raise SystemExit("cfgtool serve was not ready in 600 s")
+
+
+def timed(port: int, token: str, count: int) -> tuple[float, set[int]]:
+    """The median time of `count` explain requests with `token` on one kept-alive connection, and the statuses."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    took, statuses = [], set()
+    for _ in range(count):
+        start = time.perf_counter()
+        conn.request("GET", EXPLAIN, headers={"Authorization": f"Bearer {token}"})
+        response = conn.getresponse()
+        response.read()
+        took.append(time.perf_counter() - start)
+        statuses.add(response.status)
+    conn.close()
+    return statistics.median(took), statuses
+
+
+def runs(port: int, token: str, args: argparse.Namespace) -> float:
+    return statistics.median(timed(port, token, args.requests)[0] for _ in range(args.runs))
+
+
+def measure(label: str, tree: Path, tmp: Path, kind: str, args: argparse.Namespace) -> None:
+    tokens = tmp / f"tokens-{label}-{kind.replace(' ', '-')}.json"
+    good = scrypt_file(tokens, "User:carol") if kind == "scrypt file" else add_token(tree, tokens, "carol")
+    proc, port = serve(tree, tmp / "repo", tokens, tmp / f"cache-{tokens.stem}")
+    try:
+        wrong = good[:-1] + ("B" if good.endswith("A") else "A")
+        unknown = f"cfgtool_{secrets.token_hex(8)}_{good.split('_', 2)[2]}"
+        timed(port, good, 5)  # warm: the token checked once, the explain answer built
+        quiet = runs(port, good, args)
+        wrong_401 = statistics.median(timed(port, wrong, 5)[0] for _ in range(args.runs))
+        unknown_401 = statistics.median(timed(port, unknown, 5)[0] for _ in range(args.runs))
+        attacker = subprocess.Popen([sys.executable, "-c", ATTACKER, str(port), wrong, str(args.attack), EXPLAIN],
+                                    stdout=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(1)  # every attacker busy
+        under: list[float] = []
+        while attacker.poll() is None:  # runs through the whole attack
+            under.append(timed(port, good, args.requests)[0])
+        sent = int((attacker.communicate()[0] or "0").strip() or 0)
+        attacked = statistics.median(under) if under else float("nan")
+        worst = max(under, default=float("nan"))
+        print(f"{label} tree, {kind}: explain quiet {quiet * 1000:8.2f} ms, under attack {attacked * 1000:8.2f} ms"
+              f" ({attacked / quiet:5.1f}x, {len(under)} runs, worst {worst * 1000:.2f} ms,"
+              f" {sent / args.attack:5.0f} wrong tokens/s);"
+              f" 401 known id {wrong_401 * 1000:7.2f} ms, unknown id {unknown_401 * 1000:7.2f} ms;"
+              f" {load()}")  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", type=Path, help="another checkout of cfgtool to compare with (e.g. 8b5cb28)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=20, help="explain requests per run")
+    parser.add_argument("--attack", type=float, default=10.0, help="seconds of wrong secrets")
+    args = parser.parse_args()
+    print(f"pure-Python loop of 10,000,000 additions: {python_loop():.3f} s (median of 3); {load()}")
+    with tempfile.TemporaryDirectory(prefix="token-bench-") as name:
+        tmp = Path(name)
+        (tmp / "repo").mkdir()
+        build(tmp / "repo", HERE.parent)
+        trees = (("new", HERE.parent, ("token add", "scrypt file")), ("old", args.old, ("token add",)))
+        for label, tree, kinds in trees:
+            if tree is not None:
+                for kind in kinds:
+                    measure(label, tree.resolve(), tmp, kind, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
