@@ -19,7 +19,7 @@ subprocess on a loopback port and measures, printing the load average with every
     connections, current and versions/N reads over every key) for --soak-seconds (default 600), sampling the
     server's VmRSS every 10 s and printing its growth after the warm-up (the first fifth, at most 60 s).
 
-(e) four connections each send --header-mb MB of one request header as fast as the server reads them: the
+(e) four connections each send --header-mb MB of short request headers as fast as the server reads them: the
     server's RSS before, at its peak and after they close;
 (f) one connection (wrk -t1 -c1) asks for distinct --long-key-character keys as fast as it can while the
     soak's paced loader (16 connections, 500 requests/s) reads ordinary keys: the loader's p99, and without
@@ -75,6 +75,12 @@ def python_loop() -> float:
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
@@ -164,8 +170,8 @@ def _ms(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 
 
-def wrk(port: int, script: Path, duration: int, connections: int = 64) -> tuple[float, float, int]:
-    """(requests/s, p99 ms, non-2xx/3xx answers) of one wrk run."""
+def wrk(port: int, script: Path, duration: int, connections: int = 64) -> tuple[float, float, int, int]:
+    """(requests/s, p99 ms, non-2xx/3xx answers, requests) of one wrk run."""
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), f"http://127.0.0.1:{port}"],
         capture_output=True,
@@ -175,11 +181,21 @@ def wrk(port: int, script: Path, duration: int, connections: int = 64) -> tuple[
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p99 = _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return rate, p99, int(bad.group(1)) if bad else 0
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return rate, p99, int(bad.group(1)) if bad else 0, total
+
+
+def wrk_cpu(port: int, pid: int, script: Path, duration: int, connections: int = 64) -> tuple[float, float, int, float]:
+    """One wrk run, and the server's CPU microseconds per request during it: what a request costs the
+    server, which a loaded machine slows far less than it slows requests per second."""
+    before = cpu_seconds(pid)
+    rate, p99, bad, total = wrk(port, script, duration, connections)
+    return rate, p99, bad, (cpu_seconds(pid) - before) / max(total, 1) * 1e6
 
 
 def reads(
-    servers: dict[str, int], keys: list[str], runs: int, duration: int, tmp: Path, conditional: bool
+    servers: dict[str, int], pids: dict[str, int], keys: list[str], runs: int, duration: int, tmp: Path,
+    conditional: bool,
 ) -> None:
     """(a) or (b) on each server, runs alternating between them."""
     port = next(iter(servers.values()))
@@ -194,18 +210,20 @@ def reads(
     label = "(b) If-None-Match -> 304" if conditional else "(a) current/keys       "
     rates: dict[str, list[float]] = {name: [] for name in servers}
     p99s: dict[str, list[float]] = {name: [] for name in servers}
+    cpus: dict[str, list[float]] = {name: [] for name in servers}
     for run in range(runs):
         for name, port in servers.items():
-            rate, p99, bad = wrk(port, script, duration)
+            rate, p99, bad, cpu = wrk_cpu(port, pids[name], script, duration)
             rates[name].append(rate)
             p99s[name].append(p99)
-            print(f"    {name} run {run + 1}: {rate:8,.0f} req/s  p99 {p99:6.2f} ms  errors {bad}  {load()}",
-                  flush=True)  # fmt: skip
+            cpus[name].append(cpu)
+            print(f"    {name} run {run + 1}: {rate:8,.0f} req/s  p99 {p99:6.2f} ms  server CPU {cpu:5.1f} us/request"
+                  f"  errors {bad}  {load()}", flush=True)  # fmt: skip
     for name in servers:
         print(
             f"{label} [{name}] {len(keys):,} keys, 64 connections: median {statistics.median(rates[name]):,.0f}"
-            f" req/s, p99 median {statistics.median(p99s[name]):.2f} ms (target >= 3,000 req/s, p99 <= 25 ms)"
-            f"  {load()}",
+            f" req/s, p99 median {statistics.median(p99s[name]):.2f} ms, server CPU median"
+            f" {statistics.median(cpus[name]):.1f} us/request (target >= 3,000 req/s, p99 <= 25 ms)  {load()}",
             flush=True,
         )
 
@@ -214,10 +232,10 @@ def reads(
 def _send_header(port: int, megabytes: int) -> None:
     import socket
 
-    chunk = b"a" * 65536
+    chunk = (b"x-pad: " + b"a" * 57 + b"\r\n") * 1024  # 64 KB of short headers: each one kept is a tuple
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         try:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Pad: ")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bench\r\n")
             for _ in range(megabytes * 16):
                 sock.sendall(chunk)
         except OSError:  # refused: the server closed the connection
@@ -244,7 +262,7 @@ def headers(servers: dict[str, int], pids: dict[str, int], megabytes: int) -> No
         sampler.join()
         after = rss_mb(pid)
         print(
-            f"(e) [{name}] 4 connections x {megabytes} MB of one header ({took:.1f} s): server RSS {before:.0f} MB"
+            f"(e) [{name}] 4 connections x {megabytes} MB of headers ({took:.1f} s): server RSS {before:.0f} MB"
             f" before, {max(peaks):.0f} MB peak (+{max(peaks) - before:.0f}), {after:.0f} MB after they closed"
             f" (target: growth <= 50 MB)  {load()}",
             flush=True,
@@ -252,7 +270,9 @@ def headers(servers: dict[str, int], pids: dict[str, int], megabytes: int) -> No
 
 
 # -- (f): long keys beside ordinary readers ----------------------------------------------------------------
-def long_keys(servers: dict[str, int], keys: list[str], length: int, runs: int, duration: int, tmp: Path) -> None:
+def long_keys(
+    servers: dict[str, int], pids: dict[str, int], keys: list[str], length: int, runs: int, duration: int, tmp: Path
+) -> None:
     import random
 
     rng = random.Random(16)
@@ -266,6 +286,10 @@ def long_keys(servers: dict[str, int], keys: list[str], length: int, runs: int, 
     script.write_text(lua(paths, None))
     keys_file = tmp / "keys.txt"
     keys_file.write_text("\n".join(keys))
+    for name, port in servers.items():  # what one long-key request holds the server (and its event loop) for
+        rate, p99, bad, cpu = wrk_cpu(port, pids[name], script, duration, connections=1)
+        print(f"(f) [{name}] {length}-character keys alone, one connection: {rate:,.0f} req/s, p99 {p99:.2f} ms,"
+              f" server CPU {cpu:,.0f} us/request, {bad} not 2xx/3xx  {load()}", flush=True)  # fmt: skip
     results: dict[tuple[str, bool], list[float]] = {}
     for run in range(runs):
         for name, port in servers.items():
@@ -276,7 +300,7 @@ def long_keys(servers: dict[str, int], keys: list[str], length: int, runs: int, 
                 )  # fmt: skip
                 rate = 0.0
                 if hammer:
-                    rate, _, _ = wrk(port, script, duration, connections=1)
+                    rate = wrk(port, script, duration, connections=1)[0]
                 out, _ = loader.communicate()
                 p99 = json.loads(out.strip().splitlines()[-1])["p99_ms"]
                 results.setdefault((name, hammer), []).append(p99)
@@ -485,9 +509,9 @@ def main() -> int:
         pids = {name: p.pid for name, p in procs.items()}
         try:
             if "a" in args.parts:
-                reads(servers, keys, args.runs, args.duration, tmp, conditional=False)
+                reads(servers, pids, keys, args.runs, args.duration, tmp, conditional=False)
             if "b" in args.parts:
-                reads(servers, keys, args.runs, args.duration, tmp, conditional=True)
+                reads(servers, pids, keys, args.runs, args.duration, tmp, conditional=True)
             if "c" in args.parts:
                 long_polls(port, proc.pid, tmp / "repo", args.polls)
             if "d" in args.parts:
@@ -495,7 +519,7 @@ def main() -> int:
             if "e" in args.parts:
                 headers(servers, pids, args.header_mb)
             if "f" in args.parts:
-                long_keys(servers, keys, args.long_key, args.runs, args.duration, tmp)
+                long_keys(servers, pids, keys, args.long_key, args.runs, args.duration, tmp)
         finally:
             for p in procs.values():
                 p.send_signal(signal.SIGTERM)

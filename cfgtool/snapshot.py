@@ -25,6 +25,7 @@ from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.hidden import HIDDEN, PREFIX, hide
 from cfgtool.hocon.origin import Origin
 from cfgtool.provenance import OwnValue, Provenance
+from cfgtool.store.keys import depth, nearest
 from cfgtool.store.queries import StoreQueries
 
 if TYPE_CHECKING:  # the HOCON engine is imported by what resolves or parses: reading configs needs none
@@ -173,6 +174,14 @@ class Snapshot(StoreQueries):
     def failed(self) -> frozenset[str]:
         """Nodes that did not resolve (their config is None): reading them is an error."""
         return frozenset(key for key, snap in self.nodes.items() if not snap.resolved)
+
+    @cached_property
+    def _deepest(self) -> int:
+        return max(map(depth, self.nodes), default=0)
+
+    def nearest_node(self, key: str) -> str:
+        """`key` if it has a node, else its nearest ancestor that has one (linear in the key's length)."""
+        return nearest(key, self.nodes, self._deepest)
 
     # -- queries (DESIGN 6 comes from StoreQueries) ----------------------------------------------------------
     def _lin_of(self, key: str) -> tuple[str, ...] | None:

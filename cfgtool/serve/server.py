@@ -66,12 +66,25 @@ class _Server(uvicorn.Server):
             self._loop.call_soon_threadsafe(self.service.close)  # wake the long polls now, on the loop
 
 
-def _raise_file_limit() -> None:
-    """Thousands of long polls are thousands of sockets: lift the soft limit on open files to the hard one."""
+FILES_KEPT = 256  # open files kept for the server's own work (git, the caches, workers) beyond its connections
+
+
+def _raise_file_limit(max_connections: int) -> int:
+    """Thousands of long polls are thousands of sockets: lift the soft limit on open files to the hard one.
+    The connection cap that leaves `FILES_KEPT` files for the server's own work (with a warning when that is
+    below `max_connections`), so clients can never starve its fetches of file descriptors."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or soft < hard:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    cap = max_connections if soft == resource.RLIM_INFINITY else min(max_connections, max(soft - FILES_KEPT, 1))
+    if cap < max_connections:
+        logging.getLogger("cfgtool.serve").warning(
+            "the open-file limit (%d) allows %d connections, not %d: raise it (ulimit -n) for more", soft, cap,
+            max_connections,
+        )
+    return cap
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -101,7 +114,7 @@ def run(options: Options) -> None:
     logging.basicConfig(format="cfgtool: %(levelname)s: %(message)s", level=logging.WARNING)
     with _open_log(options.access_log) as stream:
         service = Service(options)
-        _raise_file_limit()
+        max_connections = _raise_file_limit(options.max_connections)
         sock = _listen(options.host, options.port)
         api = Api(service)
         api.access = AccessLog(stream)
@@ -110,7 +123,7 @@ def run(options: Options) -> None:
             host=options.host,
             port=options.port,
             loop="uvloop",
-            http=limited(options.max_connections, api.access),
+            http=limited(max_connections, api.access),
             lifespan="off",
             access_log=False,
             log_level="warning",
