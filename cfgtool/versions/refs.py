@@ -120,9 +120,15 @@ def local_tags(root: Path, names: Sequence[str]) -> dict[str, str]:
 
 
 def local_only(root: Path, remote: str, scheme: TagScheme) -> list[str]:
-    """The version tags and rollback markers of this repository that `remote` lacks (run after a fetch)."""
+    """The version tags and rollback markers of `scheme` in this repository that `remote` lacks (run after a
+    fetch); another store's `config/<name>/vN`, which the plain pattern also matches, is not counted."""
     out = git.run_git(root, "for-each-ref", "--format=%(refname)", *scheme.patterns()).stdout.decode()
-    local = [ref.removeprefix("refs/tags/") for ref in out.split()]
+    prefixes = (scheme.version_prefix, scheme.rollback_prefix)
+    local = [
+        name
+        for name in (ref.removeprefix("refs/tags/") for ref in out.split())
+        if any(name.startswith(p) and name[len(p) :].isdigit() for p in prefixes)  # not config/<other>/vN
+    ]
     if not local:
         return []
     theirs = remote_tags(root, remote, [p.removeprefix("refs/tags/") for p in scheme.patterns()])
