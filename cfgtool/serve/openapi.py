@@ -44,6 +44,10 @@ SCHEMAS: dict[str, Schema] = {
             "id": {"type": "string", "description": "with `E_INTERNAL`: the id of the server's log line"},
         },
     ),
+    "Redirect": _obj(
+        ["store", "name", "version", "location"],
+        {"store": STRING, "name": {"enum": ["current", "previous"]}, "version": INT, "location": STRING},
+    ),
     "Store": _obj(
         ["name", "path", "current", "seq"],
         {"name": STRING, "path": STRING, "current": {"type": ["integer", "null"]}, "seq": INT},
@@ -158,7 +162,9 @@ HEADERS: dict[str, Schema] = {
         "`private, max-age=31536000, immutable` for a version's answer; `private, must-revalidate, max-age=S` "
         "for a `current` answer; `no-store` for errors and feeds"
     ),
-    "Cfgtool-Version": _header("the version a `current` answer comes from", {"type": "string", "pattern": "^[0-9]+$"}),
+    "Cfgtool-Version": _header(
+        "the version a `current` answer, or a redirect, stands for", {"type": "string", "pattern": "^[0-9]+$"}
+    ),
     "Content-Location": _header("the `versions/{N}/...` URL of a `current` answer"),
     "WWW-Authenticate": _header('`Bearer realm="cfgtool"`'),
     "Location": _header("the `versions/{N}/...` URL that `current` or `previous` names now"),
@@ -208,7 +214,8 @@ RESPONSES: dict[str, Schema] = {
     ),
     "Redirect": {
         "description": "`current` or `previous` names this version now: `Location` is its `versions/{N}/...` URL",
-        "headers": _headers("Location", "Cache-Control", required=("Location",)),
+        "headers": _headers("Location", "Cfgtool-Version", "Cache-Control", required=("Location", "Cfgtool-Version")),
+        "content": {JSON: {"schema": _ref("schemas", "Redirect")}},
     },
 }
 
@@ -288,7 +295,7 @@ def _query(kind: str, schema: str) -> Schema:
         parameters.append("recursive")
     responses = _responses(_ok(f"the `{kind}` query's JSON", _ref("schemas", schema), VERSION_HEADERS), KEYED)
     responses["409"] = _ref("responses", "Unresolved")
-    responses["302"] = responses["307"] = _ref("responses", "Redirect")
+    responses["307"] = _ref("responses", "Redirect")
     op = _get(f"{kind.replace('-', '_')}: the `{kind}` query of a key in version N", parameters, responses)
     if kind == "explain":
         op["get"]["parameters"][-1] = {**PARAMETERS["path"], "required": True}  # 400 without it
@@ -311,7 +318,7 @@ def _key_responses(headers: dict[str, Schema], redirect: bool) -> Schema:
     out = _responses(_ok("the key's config, or with `?path=` the value there", KEY_ANSWER, headers), KEYED)
     out["409"] = _ref("responses", "Unresolved")
     if redirect:
-        out["302"] = out["307"] = _ref("responses", "Redirect")
+        out["307"] = _ref("responses", "Redirect")
     return out
 
 
