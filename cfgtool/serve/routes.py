@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.applications import Starlette
 from starlette.convertors import PathConvertor, register_url_convertor
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -171,7 +172,13 @@ def starlette_app(api: Api) -> Starlette:
     async def crashed(request: Request, exc: Exception) -> Response:
         return _response(internal(exc, request.scope))
 
-    return Starlette(routes=routes, exception_handlers={Exception: crashed})
+    async def refused(request: Request, exc: Exception) -> Response:
+        """Starlette's one refusal, a method other than GET or HEAD (405), as a JSON error like every other."""
+        refusal = cast(HTTPException, exc)  # the handler of HTTPException only
+        what = f"{request.method} is not answered here: the API is read-only (GET and HEAD)"
+        return _response(error(refusal.status_code, "method_not_allowed", what), dict(refusal.headers or {}))
+
+    return Starlette(routes=routes, exception_handlers={HTTPException: refused, Exception: crashed})
 
 
 def _filter(found: Answer, may_describe: Callable[[str], bool]) -> dict[str, Any]:

@@ -89,6 +89,11 @@ def test_every_route_the_server_answers_is_documented(
         found = httpx.get(f"{server.url}{url}")
         assert (found.status_code, found.headers["content-type"]) == (status, "application/json"), url
         assert found.json()["error"] in ("bad_key", "not_found")
+    # another method is a JSON error too, with the methods there are
+    for url in ("/v1/stores", "/v1/small/current/keys/data/a", "/nowhere"):
+        refused = httpx.post(f"{server.url}{url}", content=b"{}")
+        assert (refused.status_code, refused.headers["content-type"]) == (405, "application/json"), url
+        assert refused.json()["error"] == "method_not_allowed" and "GET" in refused.headers["allow"]
 
 
 def _token(tokens: Path, principal: str) -> str:
