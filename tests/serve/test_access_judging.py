@@ -6,7 +6,9 @@ only and never a URL's credentials (docs/serving.md, docs/access.md)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,3 +114,118 @@ def test_an_answer_from_a_version_needs_its_own_acl_and_the_current_one(
     # and the current ACL closes what an old version's left open: v1 has no ACL at all
     assert get("/v1/small/versions/1/keys/data/b", "intern").status_code == 403
     assert get("/v1/small/versions/1/keys/data/b", "alice").status_code == 200
+
+
+KEYS_ACL = """\
+super_users: [User:admin]
+acls:
+  - {principal: User:alice, operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:mallory, operation: read, key: /data/, pattern: prefixed, permission: allow}
+"""
+STORE_ACL = KEYS_ACL + "  - {principal: User:mallory, operation: describe, resource: store, permission: deny}\n"
+
+
+def test_versions_and_the_feed_need_describe_on_the_store(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/_ACL.yaml": STORE_ACL}, "an ACL")
+    tokens, token = _tokens(tmp_path, "alice", "mallory", "nobody")
+    server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
+    get = _getter(server.url, token)
+    for path in ("/v1/small/versions", "/v1/small/changes?wait=0"):
+        assert get(path, "alice").status_code == 200, path  # implied: alice may describe keys of the store
+        for who in ("nobody", "mallory"):  # no right on any key; an explicit deny on the store
+            refused = get(path, who)
+            assert refused.status_code == 404 and refused.json()["error"] == "not_found", (path, who)
+    assert [s["name"] for s in get("/v1/stores", "alice").json()] == ["small"]
+    assert get("/v1/stores", "nobody").json() == get("/v1/stores", "mallory").json() == []
+    assert get("/v1/small/current/keys/data/a", "mallory").status_code == 200  # keys are judged by their own rights
+
+    def check(who: str) -> subprocess.CompletedProcess[str]:
+        return _cli("acl", "check", who, "describe", "--ref", "config/v2", cwd=small.root)
+
+    allowed, denied, nobody = check("alice"), check("mallory"), check("nobody")
+    assert allowed.returncode == 0 and "ALLOWED" in allowed.stdout and "a key of the store" in allowed.stdout
+    assert denied.returncode == 1 and "deny User:mallory describe store" in denied.stdout
+    assert nobody.returncode == 1 and "DENIED" in nobody.stdout
+
+
+def test_explain_hides_the_layers_the_principal_may_not_describe(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/_ACL.yaml": KEYS_ACL}, "an ACL")
+    tokens, token = _tokens(tmp_path, "alice", "admin")
+    server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
+    get = _getter(server.url, token)
+    full = get("/v1/small/versions/2/explain/data/a?path=tagged", "admin").json()
+    assert "/tags/t" in [layer["layer"] for layer in full["layers"]] and full["hidden_layers"] == 0
+    seen = get("/v1/small/versions/2/explain/data/a?path=tagged", "alice")
+    doc = seen.json()
+    assert doc["value"] is True and "/tags/t" not in seen.text and "store/tags" not in seen.text
+    layers = [layer["layer"] for layer in doc["layers"]]
+    assert layers == ["/data/a"] + ["[hidden layer]"] * 4 and doc["hidden_layers"] == 4  # /data/ is not /data
+    assert doc["origin"] is None  # in /tags/t's file
+
+
+def test_a_tag_with_schema_errors_is_never_served_and_healthz_names_it_to_super_users(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    schema = """\
+$schema: https://json-schema.org/draft/2020-12/schema
+x-cfgtool:
+  applies_to:
+    keys: ["/data/*"]
+type: object
+properties:
+  size: {type: integer, maximum: 10}
+"""
+    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": schema,
+             "store/_ACL.yaml": KEYS_ACL}  # fmt: skip
+    publish_change(small, files, "a schema")
+    small.write({"store/data/b/main.conf": "size = 99\n"})
+    small.commit("too big")
+    small.git("tag", "-a", "config/v3", "-m", "made by hand")
+    tokens, token = _tokens(tmp_path, "alice", "admin")
+    server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
+    get = _getter(server.url, token)
+    assert get("/v1/small/current/keys/data/b", "alice").json()["config"]["size"] == 2
+    refused = get("/v1/small/versions/3/keys/data/b", "alice")
+    assert refused.status_code == 404 and "does not validate" in refused.json()["message"]
+    [unservable] = get("/healthz", "admin").json()["stores"][0]["unservable"]
+    assert unservable["version"] == 3 and "E_SCHEMA" in unservable["error"]
+    assert get("/healthz", None).json() == get("/healthz", "alice").json() == {"status": "ok"}
+
+
+def test_healthz_details_go_to_super_users_only_and_a_urls_credentials_never_show(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/_ACL.yaml": KEYS_ACL}, "an ACL")
+    origin = tmp_path / "origin.git"
+    small.git("clone", "-q", "--bare", str(small.root), str(origin))
+    url = "https://alice:s3cr3t-token@git.example.invalid/cfg.git"  # read from a local bare repository instead
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.file://{origin}.insteadOf", "GIT_CONFIG_VALUE_0": url}
+    tokens, token = _tokens(tmp_path, "alice", "admin")
+    server = start_server(url, "--tokens", str(tokens), "--fetch-interval", "0.2", "--cache-time", "0", env=env)
+    get = _getter(server.url, token)
+    assert get("/healthz", None).json() == get("/healthz", "alice").json() == {"status": "ok"}
+    assert get("/healthz", "admin").json()["fetch"]["remote"] == "https://git.example.invalid/cfg.git"
+    origin.rename(tmp_path / "away.git")  # the remote fails: healthz, the log and the metrics say so
+    deadline = time.monotonic() + 60
+    while get("/healthz", None).json()["status"] != "failing":
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.2)
+    details = get("/healthz", "admin")
+    assert details.json()["fetch"]["ok"] is False and details.json()["fetch"]["error"]
+    assert get("/healthz", "alice").json() == {"status": "failing"}
+    time.sleep(0.5)
+    for text in (server.log(), details.text, get("/metrics", None).text):
+        assert "s3cr3t-token" not in text and "alice:" not in text
+    assert "https://git.example.invalid/cfg.git" in server.log()  # the fetch failure is logged, without them
+
+    missing = "https://bob:other-secret@git.example.invalid/none.git"
+    env = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.file://{tmp_path}/none.git.insteadOf",
+           "GIT_CONFIG_VALUE_0": missing, "CFGTOOL_CACHE_DIR": str(tmp_path / "other-cache")}  # fmt: skip
+    proc = subprocess.run([*cfgtool_command(), "serve", "--repo", missing, "--port", "0"], capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
+    assert proc.returncode != 0 and "cannot read https://git.example.invalid/none.git" in proc.stderr
+    assert "other-secret" not in proc.stdout + proc.stderr
