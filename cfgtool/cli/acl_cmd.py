@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cfgtool.access.operations import OPERATIONS, STORE_OPERATIONS
+from cfgtool.access.operations import KEY_OPERATIONS, OPERATIONS, STORE_OPERATIONS
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import Ref
 from cfgtool.cli.query_cmd import QueryFmt, QueryFormat
@@ -78,12 +78,11 @@ def check(
     _warn(problems)
     if operation not in OPERATIONS:
         raise UsageError(f"unknown operation {operation!r}", hint=f"use one of {', '.join(OPERATIONS)}")
-    on_store = operation in STORE_OPERATIONS
-    if on_store and key is not None:
+    if key is not None and operation not in KEY_OPERATIONS:
         raise UsageError(
             f"{operation} is an operation on the store: give no KEY", hint=f"cfgtool acl check P {operation}"
         )
-    if not on_store and key is None:
+    if key is None and operation not in STORE_OPERATIONS:
         raise UsageError(
             f"{operation} is an operation on keys: give a KEY", hint=f"cfgtool acl check P {operation} /data/x"
         )

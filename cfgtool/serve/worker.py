@@ -24,10 +24,15 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from cfgtool.artifact import artifact_path
 from cfgtool.cache import pack, unpack
 from cfgtool.client import ConfigClient
+from cfgtool.compile import validate_snapshot
 from cfgtool.errors import CfgtoolError
+from cfgtool.rules import rules_of
 from cfgtool.snapshot import canonical_json, node_hash, write_atomic
+from cfgtool.store.nodes import discover
+from cfgtool.store.sources import open_source
 
 log = logging.getLogger("cfgtool.serve")
 
@@ -41,19 +46,12 @@ def validation_error(client: ConfigClient, cache: str) -> str | None:
     a version whose compile has errors, but reads without validating). A tag made by hand never went through
     `publish`'s checks, so the server checks each version once; the verdict is kept in the cache beside the
     version's artifact, so a restarted server does not check again."""
-    from cfgtool.artifact import artifact_path
-
     verdict = artifact_path(Path(cache), client.commit, client.snapshot.store, {}).with_suffix(".validated")
     try:
         found: str = verdict.read_text(encoding="utf-8")
         return found or None
     except OSError:
         pass
-    from cfgtool.compile import validate_snapshot
-    from cfgtool.rules import rules_of
-    from cfgtool.store.nodes import discover
-    from cfgtool.store.sources import open_source
-
     source = open_source(Path(client.repo), client.snapshot.store or ".", client.commit)
     store = discover(source, None)
     rules = rules_of(source, store.settings, store.settings_file)
