@@ -8,12 +8,12 @@ For each tree and tokens file (`token add`: the tokens the tree's `cfgtool token
 tree and scrypt in older ones; `scrypt file`: a file of older scrypt hashes, in this tree) it starts
 `cfgtool serve --tokens FILE` on a loopback port over a small store and prints, with the load average:
 
-- quiet: the latency of `GET .../explain/data/a?path=size` with a valid token (median of --requests requests,
-  then the median of --runs such runs);
+- quiet: the latency of `GET .../explain/data/a?path=size` with a valid token (the mean of --requests requests
+  one after the other, so a stall counts; the median of --runs such runs before the attack and --runs after);
 - under attack: the same while another process runs 10 clients (threads, kept-alive connections) sending
   wrong secrets of a known id as fast as the server answers, for --attack seconds (runs of --requests explain
-  requests one after the other for as long as the attack lasts: the median of their medians, and the worst
-  run), and how many wrong secrets they sent;
+  requests for as long as the attack lasts: the median of their means, and the worst run), and how many wrong
+  secrets they sent;
 - the oracle: the median 401 time of an unknown id against that of a known id with a wrong secret (quiet).
 
 Target: under attack, explain stays within 2x its quiet latency; the two 401 times do not differ.
@@ -152,7 +152,8 @@ def serve(tree: Path, repo: Path, tokens: Path, cache: Path) -> tuple[subprocess
 
 
 def timed(port: int, token: str, count: int) -> tuple[float, set[int]]:
-    """The median time of `count` explain requests with `token` on one kept-alive connection, and the statuses."""
+    """The mean time of `count` explain requests with `token` on one kept-alive connection (a stall counts, as
+    it does for the application waiting), and the statuses."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     took, statuses = [], set()
     for _ in range(count):
@@ -163,11 +164,7 @@ def timed(port: int, token: str, count: int) -> tuple[float, set[int]]:
         took.append(time.perf_counter() - start)
         statuses.add(response.status)
     conn.close()
-    return statistics.median(took), statuses
-
-
-def runs(port: int, token: str, args: argparse.Namespace) -> float:
-    return statistics.median(timed(port, token, args.requests)[0] for _ in range(args.runs))
+    return statistics.fmean(took), statuses
 
 
 def measure(label: str, tree: Path, tmp: Path, kind: str, args: argparse.Namespace) -> None:
@@ -178,7 +175,8 @@ def measure(label: str, tree: Path, tmp: Path, kind: str, args: argparse.Namespa
         wrong = good[:-1] + ("B" if good.endswith("A") else "A")
         unknown = f"cfgtool_{secrets.token_hex(8)}_{good.split('_', 2)[2]}"
         timed(port, good, 5)  # warm: the token checked once, the explain answer built
-        quiet = runs(port, good, args)
+        time.sleep(3)  # the server settles after its start
+        before = [timed(port, good, args.requests)[0] for _ in range(args.runs)]
         wrong_401 = statistics.median(timed(port, wrong, 5)[0] for _ in range(args.runs))
         unknown_401 = statistics.median(timed(port, unknown, 5)[0] for _ in range(args.runs))
         attacker = subprocess.Popen([sys.executable, "-c", ATTACKER, str(port), wrong, str(args.attack), EXPLAIN],
@@ -188,6 +186,8 @@ def measure(label: str, tree: Path, tmp: Path, kind: str, args: argparse.Namespa
         while attacker.poll() is None:  # runs through the whole attack
             under.append(timed(port, good, args.requests)[0])
         sent = int((attacker.communicate()[0] or "0").strip() or 0)
+        time.sleep(1)
+        quiet = statistics.median(before + [timed(port, good, args.requests)[0] for _ in range(args.runs)])
         attacked = statistics.median(under) if under else float("nan")
         worst = max(under, default=float("nan"))
         print(f"{label} tree, {kind}: explain quiet {quiet * 1000:8.2f} ms, under attack {attacked * 1000:8.2f} ms"
