@@ -68,6 +68,7 @@ def set_secret(repo: Path | None, store: str | Path, key: str, path: str, value:
     )
     if not node_dir.is_dir():
         raise UsageError(f"{key} has no node (no directory {node_dir})", hint=f"create it first: mkdir -p {node_dir}")
+    _require_secret(source, key, parts)
     file = node_dir / MAIN_FILE
     text = file.read_text(encoding="utf-8") if file.exists() else ""
     envelope = seal(value, recipients, label, key, name)
@@ -75,6 +76,34 @@ def set_secret(repo: Path | None, store: str | Path, key: str, path: str, value:
     new_text, replaced, line = _assign(text, rel, parts, f'"{envelope}"')
     write_atomic(file, new_text)
     return SetResult(key, name, rel, replaced, line)
+
+
+def _require_secret(source: WorkTreeSource, key: str, parts: tuple[str, ...]) -> None:
+    """UsageError unless a schema that selects `key` marks `parts` writeOnly (a value sealed at a path no
+    schema calls secret would be shown sealed, then never checked, and the next reader would not know)."""
+    from cfgtool.query import query_key
+    from cfgtool.rules import rules_of
+
+    snapshot = query_key(source.repo_root, source.store or ".", None, key).result.snapshot
+    rules = rules_of(source, *read_settings(source))
+    specs = [spec for spec in rules.schemas[0] if spec.selector.selects(snapshot, key)]
+    node = snapshot.nodes.get(key)
+    probe: dict[str, Any] = dict(node.config) if node is not None and node.config is not None else {}
+    here = probe
+    for part in parts[:-1]:
+        child = here.get(part)
+        here[part] = here = dict(child) if isinstance(child, dict) else {}
+    here[parts[-1]] = "probe"
+    if any(parts in spec.writeonly.secrets(probe) for spec in specs):
+        return
+    name = render_path(parts)
+    names = ", ".join(spec.file for spec in specs)
+    raise UsageError(
+        f"no schema marks {name} of {key} secret, so a sealed value there would never be checked",
+        hint=f"add `writeOnly: true` at {name} in one of the schemas that select {key} ({names})"
+        if specs
+        else f"no schema selects {key}: add one that marks {name} `writeOnly: true` to the store's schemas",
+    )
 
 
 _PROBE = "cfgtool-secret-set-"  # `${?"cfgtool-secret-set-N"}`: an assignment already replaced

@@ -46,7 +46,8 @@ def set_command(
     The value is sealed with age to the recipients in the store's _RECIPIENTS;
     only their identities can open it. Every existing assignment of PATH in the file
     is replaced in place, whatever its form (quoted, unquoted, triple-quoted);
-    otherwise a line is added. Commit the file as usual.
+    otherwise a line is added. A PATH that no schema selecting KEY marks
+    writeOnly is refused (exit 2). Commit the file as usual.
     A trailing newline of the input is dropped. On a terminal, the value is asked
     for without echo.
 

@@ -337,3 +337,16 @@ def test_a_secret_moved_through_an_included_file_is_a_binding_error_and_does_not
     client = ConfigClient(work.root, identity=DEMO_IDENTITY)
     assert client.get_value(TABLE, PASSWORD).reveal() == PLANTED
     assert client.get_value(TABLE, "backup.password").reveal() == PLANTED
+
+
+def test_secret_set_refuses_a_path_no_schema_marks_secret(work: GitRepo, run_cfgtool: Run) -> None:
+    out = ok(run_cfgtool("secret", "set", DB, "database.credentials.user", cwd=work.root, input="x"), 2)
+    assert "no schema marks database.credentials.user of /data/databases/identity secret" in out
+    assert "schemas/credentials.yaml" in out
+    assert "no schema selects /tags/priority/HIGH" in ok(run_cfgtool("secret", "set", "/tags/priority/HIGH", "p",
+                                                                     cwd=work.root, input="x"), 2)  # fmt: skip
+    # a path marked through $ref and additionalProperties is one
+    work.write({"schemas/vault.yaml": VAULT.replace("$defs:\n", "$defs:\n" + VAULT_DEFS)})
+    for path in ("admin", "users.bob.password", "all.deep"):
+        ok(run_cfgtool("secret", "set", "/data/databases/jobs", path, cwd=work.root, input=PLANTED))
+    assert "0 errors" in ok(run_cfgtool("compile", cwd=work.root))
