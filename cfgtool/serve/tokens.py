@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
@@ -35,6 +36,7 @@ import re
 import secrets
 import threading
 from base64 import b64decode, b64encode
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -133,29 +135,43 @@ def _write_tokens(path: Path, entries: dict[str, Entry]) -> None:
         os.umask(old)
 
 
+@contextlib.contextmanager
+def _editing(path: Path) -> Iterator[dict[str, Entry]]:
+    """The entries of `path`, written back atomically when the block ends without an error; two commands
+    editing the same file at once take turns (a lock on `FILE.lock`), so neither loses the other's change."""
+    try:
+        lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 (held for the block)
+    except OSError as exc:
+        raise SourceError(f"cannot lock {path}: {exc.strerror or exc}", hint="check the directory") from exc
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = read_tokens(path)
+        yield entries
+        _write_tokens(path, entries)
+
+
 def add_token(path: Path, principal: str) -> tuple[str, str]:
     """Create a token for `principal` (`User:x`; a bare name is a User) and store its SHA-256 in `path`
     (created if missing). Returns (the principal, the token), which is shown once and never stored."""
     who = as_principal(principal)
-    entries = read_tokens(path)
     ident = secrets.token_hex(8)
     token = f"cfgtool_{ident}_{secrets.token_urlsafe(32)}"
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    entries[ident] = Entry(ident, who, SHA256, _digest(token), created)
-    _write_tokens(path, entries)
+    with _editing(path) as entries:
+        entries[ident] = Entry(ident, who, SHA256, _digest(token), created)
     return who, token
 
 
 def revoke_token(path: Path, ident: str) -> Entry:
     """Remove the token `ident` from `path` (rewritten atomically); the removed entry. UsageError when the
     file holds no such id."""
-    entries = read_tokens(path)
-    gone = entries.pop(ident, None)
-    if gone is None:
-        raise UsageError(
-            f"{path} holds no token with id {ident!r}", hint=f"list the ids with `cfgtool token list --tokens {path}`"
-        )
-    _write_tokens(path, entries)
+    with _editing(path) as entries:
+        gone = entries.pop(ident, None)
+        if gone is None:
+            raise UsageError(
+                f"{path} holds no token with id {ident!r}",
+                hint=f"list the ids with `cfgtool token list --tokens {path}`",
+            )
     return gone
 
 
@@ -220,13 +236,6 @@ class Tokens:
         if passed is not None and entry is not None and passed == entry.id:
             return digest, entry.principal, None
         return digest, None, entry if entry is not None and entry.kind == SCRYPT else state.legacy
-
-    def principal(self, token: str) -> str | None:
-        """The token's principal, or None; may run scrypt (tens of milliseconds) on the calling thread."""
-        digest, who, against = self._fast(token)
-        if against is None:
-            return who
-        return self._slow(token, digest, against)
 
     async def check(self, token: str) -> str | None:
         """The token's principal, or None, without blocking the event loop: a SHA-256 entry is checked at once,

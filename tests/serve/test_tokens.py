@@ -205,3 +205,13 @@ def test_wrong_secrets_leave_explain_fast(
             t.join()
     assert statuses <= {401, 429} and 401 in statuses
     assert loaded < 5 * quiet + 0.05, (quiet, loaded)  # before: 10 ms -> seconds (scrypt filled the thread pool)
+
+
+def test_token_commands_at_once_lose_no_token(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    command = [*cfgtool_command(), "token", "add"]
+    procs = [subprocess.Popen([*command, f"user{i}", "--tokens", str(tokens)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(6)]  # fmt: skip
+    assert all(p.wait(120) == 0 for p in procs)
+    listed = json.loads(cli("list", "--tokens", str(tokens), "-f", "json").stdout)
+    assert sorted(e["principal"] for e in listed) == [f"User:user{i}" for i in range(6)]
