@@ -336,6 +336,49 @@ def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str
     return Artifact(con, head, diagnostics)
 
 
+NodeDiff = tuple[str, Any, Any, Mapping[str, Any], Mapping[str, Any]]
+
+
+def differing(old: Path, new: Path) -> list[NodeDiff] | None:
+    """The nodes whose stored config differs between two artifacts (both already opened with `open_artifact`,
+    so their headers are checked), or whose sealed secrets do: `(key, old config, new config, old sealed,
+    new sealed)`, a config None where that side has no node. One SQL join finds them, so unchanged nodes are
+    never read into Python; each row returned has its CRCs checked. None when a row is damaged or SQLite
+    cannot compare: the caller compares the snapshots instead."""
+    hidden = json.dumps("[hidden]")
+    sql = """
+        SELECT o.key, o.config, o.config_crc, o.node, o.node_crc, n.config, n.config_crc, n.node, n.node_crc
+        FROM main.nodes o LEFT JOIN b.nodes n ON n.key = o.key
+        WHERE n.key IS NULL OR o.config IS NOT n.config
+           OR (o.node IS NOT n.node AND (instr(o.config, ?) OR instr(n.config, ?)))
+        UNION ALL
+        SELECT n.key, NULL, 0, NULL, 0, n.config, n.config_crc, n.node, n.node_crc
+        FROM b.nodes n WHERE NOT EXISTS (SELECT 1 FROM main.nodes o WHERE o.key = n.key)
+    """
+    try:
+        con = sqlite3.connect(f"file:{quote(str(old))}?mode=ro&immutable=1", uri=True, isolation_level=None)
+        try:
+            con.execute("ATTACH DATABASE ? AS b", (f"file:{quote(str(new))}?mode=ro&immutable=1",))
+            rows = con.execute(sql, (hidden, hidden)).fetchall()
+        finally:
+            con.close()
+        out: list[NodeDiff] = []
+        for key, *sides in rows:
+            decoded: list[Any] = []
+            for config, config_crc, node, node_crc in (sides[:4], sides[4:]):
+                if node is None:
+                    decoded += [None, {}]
+                    continue
+                if crc(key, config) != config_crc or crc(key, node) != node_crc:
+                    return None
+                sealed = json.loads(node)[5] if config is not None and hidden in config else None
+                decoded += [json.loads(config) if config is not None else None, sealed or {}]
+            out.append((key, decoded[0], decoded[2], decoded[1], decoded[3]))
+        return out
+    except (sqlite3.Error, OSError, ValueError, TypeError, IndexError, RecursionError):
+        return None
+
+
 def _diagnostic(data: Any) -> Diagnostic:
     code, severity, key, file, line, col, message, notes = (
         data["code"], data["severity"], data["key"], data["file"], data["line"], data["col"], data["message"],

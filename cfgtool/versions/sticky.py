@@ -10,20 +10,20 @@ value there (the revert has shipped), or was published with `--allow-rolled-back
 - `compile --base` lets policies see a path whose change returns from the rolled-back value to the good
   one as unchanged (`reverts`; W_POLICY_SKIPPED_REVERT).
 
-Versions are read from their compiled artifacts in the cache (compiled once and written on a miss); their
-configs are compared as the stored JSON text first, so only nodes that differ are decoded. Secrets are
+Versions are read from their compiled artifacts in the cache (compiled once and written on a miss); one SQL
+join of two artifacts finds the nodes whose stored JSON differs, so only those are decoded and walked. Secrets are
 compared by their sealed envelopes and always shown as [hidden].
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfgtool.artifact import compact_json
+from cfgtool.artifact import NodeDiff, differing
 from cfgtool.cachedir import cache_root
 from cfgtool.hidden import HIDDEN
 from cfgtool.hocon import split_path
@@ -31,8 +31,6 @@ from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import Snapshot
 from cfgtool.versions.diff import ABSENT, changed_values, same
 from cfgtool.versions.tags import History
-
-_HIDDEN_JSON = json.dumps(HIDDEN)
 
 
 @dataclass(frozen=True)
@@ -84,27 +82,25 @@ def _text(value: Any) -> str:
 
 
 class _Version:
-    """A published version's resolved values, read from its cached artifact (compiled and cached on a miss)."""
+    """A published version's resolved values: its cached artifact (compiled and cached on a miss)."""
 
     def __init__(self, root: Path, store: str | Path, commit: str, cache: Path) -> None:
+        from cfgtool.artifact import artifact_path
         from cfgtool.store.sources import _store_dir
         from cfgtool.versions.reading import compile_at, open_version
 
-        artifact = open_version(cache, commit, _store_dir(root, store), {})
+        found = _store_dir(root, store)
+        artifact = open_version(cache, commit, found, {})
         if artifact is None:
             compile_at(root, store, commit, {}, cache)
-            artifact = open_version(cache, commit, _store_dir(root, store), {})
+            artifact = open_version(cache, commit, found, {})
+        self.path: Path | None = None
         if artifact is None:  # the cache cannot be written: the compile is all there is
             self.snapshot = compile_at(root, store, commit, {}, cache).snapshot
-            self.texts = {k: compact_json(n.config) for k, n in self.snapshot.nodes.items() if n.config is not None}
         else:
             recover = lambda: compile_at(root, store, commit, {}, cache).snapshot  # noqa: E731
             self.snapshot = artifact.reading(commit, recover).snapshot
-            self.texts = artifact.config_json()
-
-    def config(self, key: str) -> Mapping[str, Any] | None:
-        node = self.snapshot.nodes.get(key) if key in self.texts else None
-        return node.config if node is not None else None
+            self.path = artifact_path(cache, commit, found, {})
 
 
 def value_of(snapshot: Snapshot, key: str, path: str) -> Any:
@@ -121,15 +117,13 @@ def value_of(snapshot: Snapshot, key: str, path: str) -> Any:
 
 def introduced(good: _Version, bad: _Version) -> list[tuple[str, str, Any, Any]]:
     """(key, path, good value, bad value) for every value that differs between two versions."""
+    rows = differing(good.path, bad.path) if good.path is not None and bad.path is not None else None
+    if rows is None:
+        rows = _differing(good.snapshot, bad.snapshot)
     out: list[tuple[str, str, Any, Any]] = []
-    for key in sorted(good.texts.keys() | bad.texts.keys()):
-        g_text, b_text = good.texts.get(key), bad.texts.get(key)
-        if g_text == b_text and (g_text is None or _HIDDEN_JSON not in g_text):
-            continue
-        g_sealed = good.snapshot.secrets.get(key, {}) if g_text is not None else {}
-        b_sealed = bad.snapshot.secrets.get(key, {}) if b_text is not None else {}
+    for key, g_config, b_config, g_sealed, b_sealed in sorted(rows, key=lambda row: row[0]):
         seen = set()
-        for path, old, new in changed_values(good.config(key), bad.config(key)):
+        for path, old, new in changed_values(g_config, b_config):
             seen.add(path)
             old = Sealed(g_sealed[path]) if path in g_sealed else old
             new = Sealed(b_sealed[path]) if path in b_sealed else new
@@ -139,6 +133,18 @@ def introduced(good: _Version, bad: _Version) -> list[tuple[str, str, Any, Any]]
                 old = Sealed(g_sealed[path]) if path in g_sealed else ABSENT
                 new = Sealed(b_sealed[path]) if path in b_sealed else ABSENT
                 out.append((key, path, old, new))
+    return out
+
+
+def _differing(good: Snapshot, bad: Snapshot) -> list[NodeDiff]:
+    """`differing` from two snapshots (when the cache holds no artifact of them): every node compared."""
+    out: list[NodeDiff] = []
+    for key in good.nodes.keys() | bad.nodes.keys():
+        g, b = good.nodes.get(key), bad.nodes.get(key)
+        g_config, b_config = (n.config if n is not None else None for n in (g, b))
+        g_sealed, b_sealed = good.secrets.get(key, {}), bad.secrets.get(key, {})
+        if g_config is None or b_config is None or not same(g_config, b_config) or g_sealed != b_sealed:
+            out.append((key, g_config, b_config, g_sealed, b_sealed))
     return out
 
 
