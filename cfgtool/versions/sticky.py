@@ -11,24 +11,28 @@ value there (the revert has shipped), or was published with `--allow-rolled-back
   one as unchanged (`reverts`; W_POLICY_SKIPPED_REVERT).
 
 Versions are read from their compiled artifacts in the cache (compiled once and written on a miss); one SQL
-join of two artifacts finds the nodes whose stored JSON differs, so only those are decoded and walked. Secrets are
-compared by their sealed envelopes and always shown as [hidden].
+join of two artifacts finds the nodes whose stored JSON differs, so only those are decoded and walked. What a
+version introduced over another is kept in a small JSON file of the cache, so the next publish reads only that.
+Secrets are compared by their sealed envelopes and always shown as [hidden].
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfgtool._version import __version__
 from cfgtool.artifact import NodeDiff, differing
-from cfgtool.cachedir import cache_root
+from cfgtool.cachedir import cache_root, private_dir
 from cfgtool.hidden import HIDDEN
 from cfgtool.hocon import split_path
 from cfgtool.plain import MISSING, value_at
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot import Snapshot, write_atomic
 from cfgtool.versions.diff import ABSENT, changed_values, same
 from cfgtool.versions.tags import History
 
@@ -176,10 +180,12 @@ def watches(
         version = known.require(n)
         rolled = version.rolled_back
         assert rolled is not None
-        entries = [
-            Watch(key, path, bad, good, n, rolled.reason, rolled.by)
-            for key, path, good, bad in introduced(load(known.tag(below[-1]).commit), load(version.commit))
-        ]
+        good_commit = known.tag(below[-1]).commit
+        pairs = _cached(cache, store, good_commit, version.commit)
+        if pairs is None:
+            pairs = introduced(load(good_commit), load(version.commit))
+            _save(cache, store, good_commit, version.commit, pairs)
+        entries = [Watch(key, path, bad, good, n, rolled.reason, rolled.by) for key, path, good, bad in pairs]
         if active:
             for later in published_after(known, n):
                 if not entries:
@@ -192,6 +198,65 @@ def watches(
                 entries = [w for w in entries if same(value_of(snapshot, w.key, w.path), w.bad)]
         found += entries
     return found
+
+
+# -- the cache of what one version introduced over another: plain JSON, checked when read ----------------------
+
+_CACHE_FORMAT = 1
+
+
+def _cache_file(cache: Path, store: str | Path, good: str, bad: str) -> tuple[Path, dict[str, Any]]:
+    head = {"format": _CACHE_FORMAT, "cfgtool": __version__, "store": str(store), "good": good, "bad": bad}
+    name = hashlib.sha256(json.dumps(head, sort_keys=True).encode()).hexdigest()
+    return cache / f"watches-v{_CACHE_FORMAT}" / f"{name}.json", head
+
+
+def _encode(value: Any) -> dict[str, Any]:
+    if value is ABSENT:
+        return {}
+    if isinstance(value, Sealed):
+        return {"sealed": value.envelope}
+    return {"value": value}
+
+
+def _decode(item: Any) -> Any:
+    if type(item) is not dict or (not set(item) <= {"value"} and set(item) != {"sealed"}):
+        raise ValueError("not a value")
+    if "sealed" in item:
+        if not (item["sealed"] is None or type(item["sealed"]) is str):
+            raise ValueError("not an envelope")
+        return Sealed(item["sealed"])
+    return item.get("value", ABSENT)
+
+
+def _save(cache: Path, store: str | Path, good: str, bad: str, pairs: list[tuple[str, str, Any, Any]]) -> None:
+    """Remember what `bad` introduced over `good` (one small file; a failure to write only costs a recompute)."""
+    path, head = _cache_file(cache, store, good, bad)
+    body = json.dumps([[k, p, _encode(g), _encode(b)] for k, p, g, b in pairs], ensure_ascii=False)
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        private_dir(path.parent)
+        write_atomic(path, json.dumps({**head, "sha256": hashlib.sha256(body.encode()).hexdigest()}) + "\n" + body)
+
+
+def _cached(cache: Path, store: str | Path, good: str, bad: str) -> list[tuple[str, str, Any, Any]] | None:
+    """What `bad` introduced over `good`, from the cache; None (a miss) for a missing, damaged, truncated,
+    foreign or stale entry."""
+    path, head = _cache_file(cache, store, good, bad)
+    try:
+        first, _, body = path.read_text(encoding="utf-8").partition("\n")
+        stored = json.loads(first)
+        if type(stored) is not dict or stored.pop("sha256", None) != hashlib.sha256(body.encode()).hexdigest():
+            return None
+        if stored != head:
+            return None
+        out = []
+        for key, p, good_item, bad_item in json.loads(body):
+            if type(key) is not str or type(p) is not str:
+                return None
+            out.append((key, p, _decode(good_item), _decode(bad_item)))
+        return out
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        return None
 
 
 def published_after(known: History, n: int) -> list[int]:

@@ -5,6 +5,7 @@ the real CLI in subprocesses against a real repository with a bare remote; no re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from collections.abc import Callable, Iterator
@@ -220,3 +221,24 @@ def test_publish_records_the_principal_and_versions_shows_it(
     listed = json.loads(ok(run_cfgtool("versions", "--format", "json", cwd=repo.root)))
     assert (listed[0]["publisher"], listed[0]["principal"]) == ("Test <test@example.com>", "User:alice")
     assert "User:alice" in ok(run_cfgtool("versions", cwd=repo.root)).splitlines()[1]
+
+
+def test_a_damaged_or_foreign_watch_cache_entry_is_a_miss(
+    run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch], tmp_path: Path
+) -> None:
+    repo, _ = demo
+    env = {"CFGTOOL_CACHE_DIR": str(tmp_path / "own-cache")}
+    for args in (("-m", "v1"), ("-m", "v2")):
+        ok(run_cfgtool("publish", "--remote", "origin", *args, cwd=repo.root, env=env))
+        change(repo, {"data/a/main.conf": conf(96)}, "more partitions")
+    ok(run_cfgtool("rollback", "-m", "bad partitions", cwd=repo.root, env=env))
+    first = ok(run_cfgtool("publish", cwd=repo.root, env=env), 1)
+    assert "/data/a partitions = 96 (good: 64)" in first
+    (entry,) = (tmp_path / "own-cache").glob("watches-v*/*.json")
+    head, _, body = entry.read_text(encoding="utf-8").partition("\n")
+    forged = json.loads(head)
+    forged["good"] = forged["bad"]  # an entry of another pair of versions, saying nothing was introduced
+    forged["sha256"] = hashlib.sha256(b"[]").hexdigest()
+    for planted in (head + "\n" + body[: len(body) // 2], "not json", json.dumps(forged) + "\n[]", ""):
+        entry.write_text(planted, encoding="utf-8")
+        assert ok(run_cfgtool("publish", cwd=repo.root, env=env), 1) == first
