@@ -113,7 +113,9 @@ def start_server(repo: Path, env: dict[str, str], name: str = "serve") -> tuple[
     log_path = repo.parent / f"{name}.log"
     log = open(log_path, "wb")  # noqa: SIM115 (the server's whole life)
     command = [sys.executable, "-m", "cfgtool", "serve", "--repo", str(repo), "--port", "0"]
-    proc = subprocess.Popen([*command, "--fetch-interval", "0.5"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(  # cwd: `-m` puts it first on sys.path, ahead of the PYTHONPATH that picks the code
+        [*command, "--fetch-interval", "0.5"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=repo.parent
+    )
     deadline = time.monotonic() + 600
     port = 0
     while time.monotonic() < deadline:

@@ -87,7 +87,10 @@ class AccessLog:
                     version = exchange.version.decode("latin-1")
             elif len(parts) > 5 and parts[3] == "versions":
                 key = "/" + parts[6].rstrip("/") if len(parts) > 6 else "/"
-                version = parts[4] if VERSION.fullmatch(parts[4]) else None
+                if VERSION.fullmatch(parts[4]):
+                    version = parts[4]
+                elif exchange.version is not None:  # versions/current/...: the version it redirects to
+                    version = exchange.version.decode("latin-1")
         instance = None
         for name, value in scope["headers"]:
             if name == b"cfgtool-instance":
