@@ -21,7 +21,7 @@ from cfgtool.hidden import ENVELOPE
 from cfgtool.hocon import HoconError, parse, split_path
 from cfgtool.hocon.lexer import COMMA, EOF, LBRACE, LBRACK, NL, RBRACE, RBRACK, tokenize
 from cfgtool.hocon.resolver import render_path
-from cfgtool.hocon.values import Merge, Node, Obj, Scalar, Subst
+from cfgtool.hocon.values import Concat, Merge, Node, Obj, Scalar, Subst
 from cfgtool.snapshot import write_atomic
 from cfgtool.store.keys import BadKeyError, normalize_key, segments
 from cfgtool.store.nodes import MAIN_FILE, read_settings
@@ -106,6 +106,7 @@ def _require_secret(source: WorkTreeSource, key: str, parts: tuple[str, ...]) ->
     )
 
 
+_REWRITE = "edit the file so that it assigns the path once, as `path = value`, and run this again"
 _PROBE = "cfgtool-secret-set-"  # `${?"cfgtool-secret-set-N"}`: an assignment already replaced
 
 
@@ -125,6 +126,11 @@ def _assign(text: str, file: str, parts: tuple[str, ...], literal: str) -> tuple
         found = [n for n in _assignments(doc, parts) if not (isinstance(n, Subst) and n.path[0].startswith(_PROBE))]
         if not found:
             break
+        if any(isinstance(n, Concat) and n.append for n in found):
+            raise UsageError(
+                f"{file} appends to {render_path(parts)} with +=, which a sealed value cannot replace",
+                hint="assign the path with `=` instead, and run this again",
+            )
         for start, end in sorted({_value_span(work, file, node) for node in found}, reverse=True):
             work = f'{work[:start]}${{?"{_PROBE}{probes}"}}{work[end:]}'
             probes += 1
@@ -140,8 +146,7 @@ def _assign(text: str, file: str, parts: tuple[str, ...], literal: str) -> tuple
     values = list(_assignments(after, parts)) if after is not None else []
     if not values or any(not isinstance(n, Scalar) or f'"{n.value}"' != literal for n in values):
         raise UsageError(
-            f"cannot replace {render_path(parts)} in {file} safely: the secret was not written",
-            hint="edit the file so that it assigns the path once, as `path = value`, and run this again",
+            f"cannot replace {render_path(parts)} in {file} safely: the secret was not written", hint=_REWRITE
         )
     return new, replaced, line
 
@@ -175,7 +180,9 @@ def _value_span(text: str, file: str, node: Node) -> tuple[int, int]:
 
     tokens = tokenize(text, file)
     where = (node.origin.line, node.origin.col)
-    first = next(i for i, tok in enumerate(tokens) if (tok[3], tok[4]) == where)
+    first = next((i for i, tok in enumerate(tokens) if (tok[3], tok[4]) == where), None)
+    if first is None:  # not where a value starts: never guess which text to replace
+        raise UsageError(f"{file}:{where[0]}:{where[1]}: cannot tell where this value ends", hint=_REWRITE)
     depth, last = 0, first
     for i in range(first, len(tokens)):
         kind = tokens[i][0]

@@ -242,6 +242,12 @@ def test_secret_set_replaces_every_earlier_assignment_whatever_its_form(work: Gi
     assert len(ENVELOPE.findall(text)) == 3
     diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root)))["diagnostics"]
     assert not [d for d in diags if d["code"].startswith("E_SECRET")]
+    # a value appended to with += cannot be replaced by one sealed value: refused, the file left as it was
+    appended = f'{PASSWORD} = "{PLANTED}"\n{PASSWORD} += "-more"\n'
+    work.write({conf: appended})
+    out = ok(run_cfgtool("secret", "set", "/data/databases/jobs", PASSWORD, cwd=work.root, input="v"), 2)
+    assert "appends to" in out and PLANTED not in out
+    assert (work.root / conf).read_text(encoding="utf-8") == appended
 
 
 # A schema that reaches its writeOnly marks every way JSON Schema can, and the config values at each of them.
