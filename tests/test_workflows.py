@@ -264,6 +264,27 @@ def test_config_pr_fails_a_policy_violation_with_an_annotation_and_still_writes_
     assert "`partitions`: `16` → `4`" in job.summary
 
 
+def test_config_pr_fails_while_codeowners_is_stale_and_passes_once_regenerated(origin: tuple[Path, Path]) -> None:
+    _, clone = origin
+    owner = '  - {principal: User:alice, operation: alter, key: /data/orders/, pattern: prefixed, permission: allow}'
+    acl = clone / "store/_ACL.yaml"
+    text = acl.read_text(encoding="utf-8").replace("acls: []", "acls:\n" + owner)
+    acl.write_text(text.replace("github: {}", 'github: {"User:alice": "@alice"}'), encoding="utf-8")
+    pull_request(clone, "alice-owns-orders", ("store/_ACL.yaml", "# alice owns the orders"))
+
+    job = run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV)
+
+    name, status, output = job.steps[1]
+    assert (name, status) == ("CODEOWNERS matches the ACL", 1)
+    assert "+/store/data/orders/ @alice" in output and "is stale" in output
+    subprocess.run([tool("cfgtool"), "acl", "codeowners"], cwd=clone, check=True, capture_output=True)
+    git(clone, "add", "-A")
+    git(clone, "-c", "user.name=Bob", "-c", "user.email=bob@example.com", "commit", "-qm", "CODEOWNERS")
+    assert run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV).steps[1][:2] == (
+        "CODEOWNERS matches the ACL", 0
+    )
+
+
 def test_config_pr_fails_a_schema_error_in_a_new_dataset(origin: tuple[Path, Path]) -> None:
     _, clone = origin
     pull_request(clone, "new-dataset", ("store/data/payments/main.conf", 'description = "Payments"'))

@@ -17,7 +17,7 @@ from cfgtool.store.keys import BadKeyError, normalize_key
 
 acl_app = typer.Typer(
     name="acl",
-    help="Ask the store's ACL (DESIGN 13): who may read, change, publish or roll back what.",
+    help="Ask the store's ACL: who may read, change, publish or roll back what; write CODEOWNERS from it.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -146,3 +146,51 @@ def list_entries(
         typer.echo(entry.describe())
     if not entries:
         typer.echo("no entries apply")
+
+
+@acl_app.command("codeowners")
+def codeowners_command(
+    ctx: typer.Context,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing: exit 1 and show the difference when the file is stale."),
+    ] = False,
+) -> None:
+    """Write .github/CODEOWNERS from the ACL, so GitHub asks the right owners to review.
+
+    Each key prefix's `alter` principals own its store directory
+    (/data/tracking/ prefixed -> /store/data/tracking/); the super users and
+    the principals allowed alter_store own the rule files (settings, schemas,
+    policies, recipients, .github/, requirements.txt), those allowed
+    alter_acl the ACL. Principals become GitHub names through `github:` in
+    the ACL, e.g. github: {"Group:tracking": "@org/tracking", "User:alice":
+    "@alice"}; a group without one is its members' names. Turn on "Require
+    review from Code Owners" in the branch protection of main to enforce it.
+
+    Exit status: 0 written or fresh, 1 stale (--check) or the ACL has errors.
+
+    Examples:
+      cfgtool acl codeowners
+      cfgtool acl codeowners --check      # in CI: fails when the ACL changed and the file did not
+    """
+    from cfgtool.access.codeowners import CODEOWNERS, check_codeowners, write_codeowners  # not when the CLI is built
+
+    cli: CliContext = ctx.obj
+    if check:
+        result = check_codeowners(cli.repo, cli.store)
+        found = result.expected
+    else:
+        found, _, changed = write_codeowners(cli.repo, cli.store)
+    for principal in found.unmapped:
+        typer.echo(f"warning: {principal} has no GitHub name: add it to `github:` in the ACL", err=True)
+    for entry in found.skipped:
+        typer.echo(f"warning: left out, its key cannot be a CODEOWNERS path: {entry.describe()}", err=True)
+    if not check:
+        typer.echo(f"{'wrote' if changed else 'unchanged:'} {CODEOWNERS}")
+        return
+    if result.fresh:
+        typer.echo(f"{CODEOWNERS} is up to date with the ACL")
+        return
+    typer.echo(result.diff, nl=False)
+    typer.echo(f"cfgtool: error: {CODEOWNERS} is stale: run `cfgtool acl codeowners` and commit it", err=True)
+    raise typer.Exit(1)

@@ -6,6 +6,8 @@ schema, the three config workflows, a pre-commit hook and a README. A path part 
 how to install cfgtool, is written from the running installation. Existing files are never overwritten: each
 file is written whole to a temporary file and hard-linked into place, which fails instead of replacing anything.
 
+`.github/CODEOWNERS` is written last, from the store's ACL (`cfgtool acl codeowners`), when it is missing.
+
 Around an existing store (`--add-missing`) only the repository's plumbing is added (workflows, hook,
 requirements, README): nothing under the store nor the scaffold's schemas, which would change the store's
 configs, its rules and so its digest (a dataset the user deleted must stay deleted).
@@ -110,8 +112,32 @@ def init_repository(directory: Path, *, add_missing: bool = False, requirement: 
     git_initialized = top is None
     if git_initialized:
         git.run_git(root, "init", "-q", "-b", PUBLISH_BRANCH)
+    from cfgtool.access.codeowners import CODEOWNERS  # the ACL machinery: only once files are written
+
+    owners = _codeowners(root)
+    if owners is not None:
+        (created if owners else skipped).append(CODEOWNERS)
+    else:
+        left_out.append(CODEOWNERS)
+    created.sort()
+    skipped.sort()
     branch = git.run_git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False).stdout.decode().strip() or None
     return InitResult(root, tuple(created), tuple(skipped), git_initialized, spec, branch, tuple(left_out))
+
+
+def _codeowners(root: Path) -> bool | None:
+    """Write `.github/CODEOWNERS` from the store's ACL unless it exists (False); None when the ACL has errors
+    (`cfgtool acl codeowners` writes it once they are fixed)."""
+    from cfgtool.access.codeowners import AclBroken, codeowners_at
+
+    try:
+        found, path, _ = codeowners_at(root, STORE_DIR)
+    except AclBroken:
+        return None
+    try:
+        return _create_new(path, found.text)
+    except OSError as err:
+        raise SourceError(f"cannot write {err.filename or path}: {err.strerror or err}") from err
 
 
 def scaffold_files(requirement: str) -> Iterator[tuple[str, str]]:

@@ -234,12 +234,11 @@ def _acl_file(result: CompileResult | None) -> str | None:
 
 def _acl_statements(result: CompileResult | None) -> list[str] | None:
     """The statements of a compile's own ACL ([] without one), None when it does not parse."""
-    from cfgtool.access.acl import parse_acl
+    from cfgtool.access.enforce import acl_of
 
     if result is None:
         return []
-    rules = result.rules
-    acl, _ = parse_acl(rules.text(rules.acl_file), rules.acl_file, rules.settings.name)
+    acl = acl_of(result.rules)[0]
     return None if acl.broken else acl.statements()
 
 

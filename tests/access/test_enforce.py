@@ -195,7 +195,7 @@ def test_the_scaffolded_acl_starts_open_and_its_examples_work_once_uncommented(
     text = (root / ACL).read_text(encoding="utf-8")
     examples = [line for line in text.splitlines() if line.startswith("#  ") and not line.startswith("#  #")]
     assert len(examples) >= 6, "the scaffolded ACL has no commented examples"
-    uncommented = text.replace("groups: {}", "groups:").replace("acls: []", "acls:")
+    uncommented = text.replace("groups: {}", "groups:").replace("acls: []", "acls:").replace("github: {}", "github:")
     for line in examples:
         uncommented = uncommented.replace(line + "\n", line[1:] + "\n")
     (root / ACL).write_text(uncommented.replace("true  #", "false  #"), encoding="utf-8")

@@ -21,7 +21,7 @@ from cfgtool.store.git import git_env
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 CHECKOUT = Path(__file__).resolve().parents[2]
-SCAFFOLD = sorted(rel for rel, _ in scaffold_files("cfgtool"))
+SCAFFOLD = sorted([*(rel for rel, _ in scaffold_files("cfgtool")), ".github/CODEOWNERS"])  # written from the ACL
 
 
 def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp_path: Path) -> None:
@@ -56,6 +56,8 @@ def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp
     assert (report["errors"], report["warnings"], report["nodes"]) == (0, 0, 6)
     got = run_cfgtool("get", "/data/orders", "retention.days", "--format", "json", cwd=root)
     assert got.stdout.strip() == "90"  # the example tag wins over /data's default
+    owners = run_cfgtool("acl", "codeowners", "--check", cwd=root)  # what config-pr.yml runs
+    assert owners.returncode == 0, owners.stdout + owners.stderr
 
 
 def test_init_refuses_a_store_and_add_missing_never_overwrites(run_cfgtool: Run, tmp_path: Path) -> None:
@@ -122,7 +124,7 @@ def test_init_at_a_repository_root_adds_to_it_and_refuses_a_subdirectory(run_cfg
     assert proc.returncode == 0, proc.stderr
     assert "new git repository" not in proc.stdout
     assert f"  CI installs cfgtool as {spec} (requirements.txt)\n" in proc.stdout
-    assert "  git add .github/workflows/config-pr.yml " in proc.stdout  # only what init created, not `-A`
+    assert "  git add .github/CODEOWNERS .github/workflows/config-pr.yml " in proc.stdout  # only what init created
     assert "note: config-publish.yml publishes pushes to main; this repository is on master" in proc.stdout
     assert (tmp_path / "requirements.txt").read_text(encoding="utf-8").endswith(f"\n{spec}\n")
 

@@ -25,7 +25,7 @@ def test_a_commit_that_only_changes_the_acl_is_a_new_version(
     first = run_cfgtool("--repo", str(work.root), "publish", "--remote", "origin", "-m", "first", "--format", "json")
     assert first.returncode == 0, first.stderr
     acl = work.root / "store" / "_ACL.yaml"
-    acl.write_text(acl.read_text(encoding="utf-8").replace(RELEASE, "") + GRANT, encoding="utf-8")
+    acl.write_text(acl.read_text(encoding="utf-8").replace(RELEASE, GRANT), encoding="utf-8")
     work.commit("dave alters tracking; release no longer rolls back")
     work.git("push", "-q", "origin", "main")
 
