@@ -3,8 +3,9 @@
 - `change_problems`: `compile --base REF --principal P` reports E_ACCESS_DENIED, at the changed file with the
   node's key, for each node P may not create, alter or delete (its main.conf, its includes or a file its
   main.conf includes changed), for each key a node starts to import that P may not read (the import copies it
-  into a node others read), and for each rule-file change without `alter_store` (settings, schemas, policies,
-  recipients) or `alter_acl` (the ACL file). The ACL is the base ref's: a change cannot grant itself rights.
+  into a node others read), for each node whose files a node starts to `include` that P may not read, and
+  for each rule-file change without `alter_store` (settings, schemas, policies, recipients) or `alter_acl`
+  (the ACL file). The ACL is the base ref's: a change cannot grant itself rights.
 - `require`: publish and rollback check their operation on the store under the ACL of the current version
   (or of the published ref when there is none yet).
 - `acl_of` reads and checks the ACL of a set of rules; `acl_problems` are E_ACL / W_ACL_PREFIX of a store's
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
@@ -52,6 +54,7 @@ def change_problems(
     who = as_principal(principal)
     diags: list[Diagnostic] = []
     (old_store, old_included), (new_store, new_included) = base, new
+    owners: dict[str, str] | None = None  # node directory -> key, made when first needed
     for key in sorted(old_store.nodes.keys() | new_store.nodes.keys()):
         old_node, new_node = old_store.nodes.get(key), new_store.nodes.get(key)
         before = _files(old_store, old_node, old_included.get(key, ()))
@@ -62,7 +65,21 @@ def change_problems(
             decision = authorizer.authorize(who, operation, key)
             if not decision.allowed:
                 diags.append(_denied(decision, changed[0], f"{operation} {key}", key))
-        if new_node is None or new_node.includes is None:
+        if new_node is None:
+            continue
+        started = sorted(set(new_included.get(key, ())) - set(old_included.get(key, ())))
+        if started and owners is None:
+            owners = _owners(new_store)
+        for file in started:
+            assert owners is not None
+            owner = _owner(file, owners)
+            if owner is None or owner == key:
+                continue
+            decision = authorizer.authorize(who, "read", owner)
+            if not decision.allowed:
+                what = f"include {file} into {key} (a file of {owner}, so it needs read on {owner})"
+                diags.append(_denied(decision, new_node.main.path if new_node.main else file, what, key))
+        if new_node.includes is None:
             continue
         known = _imports(old_store, old_node.includes) if old_node is not None and old_node.includes else {}
         for imported, line in _imports(new_store, new_node.includes).items():
@@ -99,6 +116,20 @@ def _files(store: Store, node: Node | None, included: Sequence[str]) -> dict[str
         oids = store.source.oids(included)
         files.update((path, oids.get(path, "-")) for path in included)
     return files
+
+
+def _owners(store: Store) -> dict[str, str]:
+    return {node.dir: key for key, node in store.nodes.items()}
+
+
+def _owner(file: str, owners: Mapping[str, str]) -> str | None:
+    """The node whose directory holds `file` (the nearest one: a file under a `_x` directory is its parent's)."""
+    directory = posixpath.dirname(file)
+    while directory not in owners:
+        if not directory:
+            return None
+        directory = posixpath.dirname(directory)
+    return owners[directory]
 
 
 def _imports(store: Store, includes: IncludesFile) -> dict[str, int]:

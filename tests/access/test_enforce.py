@@ -269,3 +269,19 @@ def test_editing_an_included_file_alters_every_node_that_includes_it(work: GitRe
     assert denied(pr(work, run_cfgtool, "alice", {extra: "pool.min = 1\n"})) == []  # her team's node alone
     diags = pr(work, run_cfgtool, "carol", {extra: "pool.min = 2\n"})
     assert denied(diags) == [(extra, "User:carol may not alter /data/tracking/PageViewEvent")]
+
+
+def test_including_another_node_s_file_needs_read_on_that_node(work: GitRepo, run_cfgtool: Run) -> None:
+    """`include` of a file in another node's directory copies that node's config, as an import does."""
+    work.write({ACL: (work.root / ACL).read_text(encoding="utf-8") + INTERN_ON_TRACKING})
+    work.commit("interns work on tracking")
+    conf = "store/data/tracking/PageViewEvent/main.conf"
+    text = (work.root / conf).read_text(encoding="utf-8")
+    diags = pr(work, run_cfgtool, "intern", {
+        conf: text + 'include "../../databases/identity/members/main.conf"\n',
+        "store/data/tracking/LoginEvent/main.conf": 'include "../../databases/jobs/main.conf"\n',  # readable
+    })  # fmt: skip
+    found = [(d["file"], d["key"], d["message"].split(": ")[0]) for d in diags if d["code"] == "E_ACCESS_DENIED"]
+    assert found == [(conf, "/data/tracking/PageViewEvent", "User:intern may not include "
+                      "store/data/databases/identity/members/main.conf into /data/tracking/PageViewEvent (a file of "
+                      "/data/databases/identity/members, so it needs read on /data/databases/identity/members)")]
