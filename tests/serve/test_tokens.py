@@ -4,6 +4,7 @@ secrets never slow the answers down, and `cfgtool token list|revoke` (a running 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
@@ -179,9 +180,10 @@ def test_wrong_secrets_leave_explain_fast(
     statuses: set[int] = set()
 
     def attack() -> None:
-        with httpx.Client() as client:
+        with httpx.Client(timeout=60) as client:
             while not stop.is_set():
-                statuses.add(timed(client, f"{url}{EXPLAIN}", wrong_secret(old))[0])
+                with contextlib.suppress(httpx.TransportError):  # a busy machine: the attacker only retries
+                    statuses.add(timed(client, f"{url}{EXPLAIN}", wrong_secret(old))[0])
 
     def explain(n: int) -> float:
         with httpx.Client() as client:
