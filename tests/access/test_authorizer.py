@@ -59,6 +59,34 @@ SCENARIOS: dict[str, tuple[str, list[Check]]] = {
             ("User:carol", "alter_acl", None, None, False),
         ],
     ),
+    "describe on the store: implied by describe on any key, an explicit deny on the store wins": (
+        """acls:
+  - {principal: User:alice, operation: read, key: /data/a, permission: allow}
+  - {principal: User:bob, operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:bob, operation: describe, key: /data/, pattern: prefixed, permission: deny}
+  - {principal: User:carol, operation: all, key: "*", permission: allow}
+  - {principal: User:carol, operation: describe, key: /, pattern: prefixed, permission: deny}
+  - {principal: User:dan, operation: alter, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:dan, operation: describe, key: /data/x, permission: deny}
+  - {principal: User:erin, operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:erin, operation: describe, resource: store, permission: deny}
+  - {principal: User:frank, operation: describe, resource: store, permission: allow}
+  - {principal: User:gina, operation: publish, resource: store, permission: allow}
+  - {principal: User:hal, operation: read, key: /data/h, permission: allow, host: 10.0.0.1}
+""",
+        [
+            ("User:alice", "describe", None, None, True),
+            ("User:bob", "describe", None, None, False),  # every key it may read, it may not describe
+            ("User:carol", "describe", None, None, False),
+            ("User:dan", "describe", None, None, True),  # a literal deny leaves the rest of the prefix
+            ("User:erin", "describe", None, None, False),
+            ("User:erin", "describe", "/data/a", None, True),
+            ("User:frank", "describe", None, None, True),
+            ("User:gina", "describe", None, None, False),
+            ("User:hal", "describe", None, "10.0.0.1", True),
+            ("User:hal", "describe", None, "10.0.0.2", False),
+        ],
+    ),
     # StandardAuthorizerTest.testFindResultPrincipalMatching
     "principals must match; User:* matches every user": (
         """acls:
