@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 import cfgtool.artifact_rows as rows_module
 from cfgtool.artifact import FORMAT, artifact_path, compact_json, open_artifact, write_artifact
-from cfgtool.artifact_rows import sqlite_path, values_at
+from cfgtool.artifact_rows import crc, sqlite_path, values_at
 from cfgtool.client import ConfigClient
 from cfgtool.compile import CompileResult, compile_store
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot import Snapshot, SnapshotFormatError
 from cfgtool.spark.columns import column_kind
 from cfgtool.versions import publish
 from tests.conftest import GitRepo, copy_embedded
@@ -121,6 +121,28 @@ def test_a_damaged_or_foreign_header_is_a_miss(compiled: CompileResult, tmp_path
     commit = compiled.snapshot.source.commit
     assert commit is not None
     assert open_artifact(path, commit=commit, store="store", variables={}) is None
+
+
+def test_an_artifact_from_before_the_digest_covered_the_rules_is_a_miss(
+    compiled: CompileResult, tmp_path: Path
+) -> None:
+    """An intact artifact of the previous format has no rules in its header: its snapshot's digest would leave
+    them out, so it must never be read as a version of this format."""
+    assert compiled.snapshot.rules["store/_ACL.yaml"]
+    path = written(compiled, tmp_path)
+    with sqlite3.connect(path) as con:
+        head = json.loads(con.execute("SELECT value FROM meta WHERE name = 'head'").fetchone()[0])
+        del head["rules"]
+        text = json.dumps({**head, "format": FORMAT - 1}, ensure_ascii=False)
+        con.executemany("UPDATE meta SET value = ? WHERE name = ?", [(text, "head"), (str(crc(text)), "crc")])
+    con.close()
+    commit = compiled.snapshot.source.commit
+    assert commit is not None
+    assert open_artifact(path, commit=commit, store="store", variables={}) is None
+    old = {**compiled.snapshot.to_json(provenance=False), "schema_version": 1}
+    del old["rules"]
+    with pytest.raises(SnapshotFormatError, match="snapshot schema version 1 is not supported"):
+        Snapshot.from_json(old)
 
 
 def test_an_artifact_of_another_commit_store_or_variables_is_a_miss(compiled: CompileResult, tmp_path: Path) -> None:
