@@ -20,6 +20,7 @@ milliseconds; reading tag objects one by one (or through GitPython) takes second
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,6 +83,15 @@ class TagScheme:
     def patterns(self) -> tuple[str, str]:
         """The refs to read or fetch: every tag under either prefix."""
         return f"refs/tags/{self.version_prefix}*", f"refs/tags/{self.rollback_prefix}*"
+
+    def claims_all(self, text: str) -> bool:
+        """Whether every `"store":` in `text` (tag messages, metadata compact JSON) is followed by this store's
+        path and every `"name":` by null or its name: then no tag in it names another store, and none needs
+        decoding to find out (any other occurrence, even in a message's text, only means "look closer")."""
+        if self.path is None:
+            return True
+        names = text.count('"name":null') + (text.count(f'"name":{_json(self.name)}') if self.name is not None else 0)
+        return text.count('"store":') == text.count(f'"store":{_json(self.path)}') and text.count('"name":') == names
 
     def owns(self, metadata: Mapping[str, Any]) -> bool:
         """Whether a tag with this metadata may be one of this store's: it names no store, or this one (by
@@ -427,13 +437,14 @@ def read_history(root: Path, scheme: TagScheme | StoreTags) -> History:
     candidates = scheme.candidates() if isinstance(scheme, StoreTags) else (scheme,)
     patterns = [p for s in candidates for p in s.patterns()]
     out = git.run_git(root, "for-each-ref", f"--format={_FORMAT}", "--end-of-options", *patterns).stdout
-    fields = out.decode("utf-8", "replace").split("\0")
+    text = out.decode("utf-8", "replace")
+    fields = text.split("\0")
     width = len(_FIELDS)
     count = len(fields) // width
     columns = [fields[k : count * width : width] for k in range(width)]
     columns[_REF] = [ref.lstrip("\n") for ref in columns[_REF]]
-    numbered = [_numbered(columns, s) for s in candidates]
-    meta = _metadata(columns, sorted({r for tags, markers in numbered for r in (*tags.values(), *markers.values())}))
+    numbered = _numbered(columns, candidates)
+    meta = _Metadata(columns, text)
     chosen = 0
     if isinstance(scheme, StoreTags) and len(candidates) > 1:
         chosen = _choose(root, scheme, candidates, numbered, meta)
@@ -441,20 +452,23 @@ def read_history(root: Path, scheme: TagScheme | StoreTags) -> History:
         scheme.named()  # raises: the store needs its own tags, and its name cannot spell them
     picked, (tags, markers) = candidates[chosen], numbered[chosen]
     highest = max((*tags, *markers), default=0)
-    own_tags = {n: r for n, r in tags.items() if picked.owns(meta[r])}
-    own_markers = {n: r for n, r in markers.items() if picked.owns(meta[r])}
-    return History(picked, columns, own_tags, own_markers, highest, meta)
+    return History(picked, columns, meta.owned(picked, tags), meta.owned(picked, markers), highest, meta.decoded)
 
 
-def _numbered(columns: Sequence[Sequence[str]], scheme: TagScheme) -> tuple[dict[int, int], dict[int, int]]:
-    """`({N: row} of the version tags, {N: row} of the rollback markers)` under `scheme`'s prefixes."""
+def _numbered(
+    columns: Sequence[Sequence[str]], schemes: Sequence[TagScheme]
+) -> list[tuple[dict[int, int], dict[int, int]]]:
+    """For each scheme, `({N: row} of the version tags, {N: row} of the rollback markers)` under its prefixes
+    (one pass over the rows)."""
     refs, otypes, peeled_types = columns[_REF], columns[_TYPE], columns[_PEELED_TYPE]
-    found: tuple[dict[int, int], dict[int, int]] = ({}, {})
-    prefixes = ("refs/tags/" + scheme.version_prefix, "refs/tags/" + scheme.rollback_prefix)
+    found: list[tuple[dict[int, int], dict[int, int]]] = [({}, {}) for _ in schemes]
+    prefixes: list[tuple[str, dict[int, int]]] = []
+    for scheme, (tags, markers) in zip(schemes, found, strict=True):
+        prefixes += [("refs/tags/" + scheme.version_prefix, tags), ("refs/tags/" + scheme.rollback_prefix, markers)]
     for i, ref in enumerate(refs):
-        if not (otypes[i] == "commit" or (otypes[i] == "tag" and peeled_types[i] == "commit")):
+        if otypes[i] != "commit" and not (otypes[i] == "tag" and peeled_types[i] == "commit"):
             continue  # a tag of a tree, blob or another tag: not a version
-        for prefix, into in zip(prefixes, found, strict=True):
+        for prefix, into in prefixes:
             if ref.startswith(prefix):
                 number = ref[len(prefix) :]
                 if number.isascii() and number.isdigit() and number[0] != "0":
@@ -462,16 +476,41 @@ def _numbered(columns: Sequence[Sequence[str]], scheme: TagScheme) -> tuple[dict
     return found
 
 
-def _metadata(columns: Sequence[Sequence[str]], rows: Sequence[int]) -> dict[int, Mapping[str, Any]]:
-    """The decoded metadata of each of `rows` ({} for a tag without any), with one json.loads."""
-    lines = {r: split_message(columns[_CONTENTS][r])[1] if columns[_TYPE][r] == "tag" else None for r in rows}
-    present = [r for r in rows if lines[r] is not None]
-    decoded = decode_all([line for r in present if (line := lines[r]) is not None])
-    found: dict[int, Mapping[str, Any]] = {r: {} for r in rows}
-    for r, meta in zip(present, decoded, strict=True):
-        if isinstance(meta, dict):
-            found[r] = meta
-    return found
+class _Metadata:
+    """The rows' metadata, decoded only as far as a question needs: when the raw output shows that no tag
+    names another store (`TagScheme.claims_all`), listing 10,000 versions decodes nothing to find out."""
+
+    def __init__(self, columns: Sequence[Sequence[str]], text: str) -> None:
+        self._columns = columns
+        self._text = text
+        self._claimed: dict[TagScheme, bool] = {}
+        self.decoded: dict[int, Mapping[str, Any]] = {}
+
+    def get(self, r: int) -> Mapping[str, Any]:
+        """Row `r`'s decoded metadata ({} when it has none or it is damaged)."""
+        if r not in self.decoded:
+            self._decode([r])
+        return self.decoded[r]
+
+    def owned(self, scheme: TagScheme, rows: Mapping[int, int]) -> dict[int, int]:
+        """Those of `rows` ({N: row}) whose tags may be `scheme`'s (`TagScheme.owns`)."""
+        if not rows:
+            return {}
+        if scheme not in self._claimed:
+            self._claimed[scheme] = scheme.claims_all(self._text)
+        if self._claimed[scheme]:
+            return dict(rows)
+        self._decode(list(rows.values()))
+        return {n: r for n, r in rows.items() if scheme.owns(self.decoded[r])}
+
+    def _decode(self, rows: Sequence[int]) -> None:
+        cols = self._columns
+        todo = [r for r in rows if r not in self.decoded]
+        lines = [split_message(cols[_CONTENTS][r])[1] if cols[_TYPE][r] == "tag" else None for r in todo]
+        decoded = iter(decode_all([line for line in lines if line is not None]))
+        for r, line in zip(todo, lines, strict=True):
+            found = next(decoded) if line is not None else None
+            self.decoded[r] = found if isinstance(found, dict) else {}
 
 
 def _choose(
@@ -479,24 +518,24 @@ def _choose(
     store: StoreTags,
     candidates: Sequence[TagScheme],
     numbered: Sequence[tuple[dict[int, int], dict[int, int]]],
-    meta: Mapping[int, Mapping[str, Any]],
+    meta: _Metadata,
 ) -> int:
     """Which of (plain, named) applies: the named one once the store has tags there, else the plain one when
     the store owns it."""
     named_tags, named_markers = numbered[1]
-    if any(candidates[1].owns(meta[r]) for r in (*named_tags.values(), *named_markers.values())):
+    if meta.owned(candidates[1], named_tags) or meta.owned(candidates[1], named_markers):
         return 1
     return 0 if _owns_plain(root, store, numbered[0], meta) else 1
 
 
 def _owns_plain(
-    root: Path, store: StoreTags, plain: tuple[dict[int, int], dict[int, int]], meta: Mapping[int, Mapping[str, Any]]
+    root: Path, store: StoreTags, plain: tuple[dict[int, int], dict[int, int]], meta: _Metadata
 ) -> bool:
     """Whether `config/vN` is the store's: the lowest plain version tag that names a store names it; with
     none, the store is the repository's only one (or, with several, the one at `store/`, else the first)."""
     tags = plain[0]
     for n in sorted(tags):
-        found = meta[tags[n]]
+        found = meta.get(tags[n])
         if isinstance(found.get("store"), str) or isinstance(found.get("name"), str):
             return store.plain.owns(found)
     head = git.resolve_commit(root, "HEAD")
@@ -542,6 +581,11 @@ def store_path(root: Path, store: str | Path) -> str:
             raise SourceError(f"store {store} is outside the repository {root}", hint="pass --store DIR") from err
     rel = posixpath.normpath(path.as_posix())
     return "" if rel == "." else rel
+
+
+def _json(value: str) -> str:
+    """`value` as the metadata line spells it (compact JSON, ASCII only)."""
+    return json.dumps(value, ensure_ascii=True)
 
 
 def _make_tag(
