@@ -9,7 +9,8 @@ uvicorn's h11 protocol has a head limit but serves about half as many requests a
 - the request line and headers together at most `HEAD_LIMIT` bytes: past that the bytes are never handed to
   the parser and the answer is 431;
 - a request arrives complete within `REQUEST_TIMEOUT` seconds of its first byte (or of the connection's
-  opening), else 408 and the connection is closed;
+  opening), else 408 and the connection is closed (one sweep a second over the connections finds them, which
+  costs less than a timer per request);
 - at most `max_connections` open connections: one more is answered 429 and closed at once.
 
 A refused connection is closed as nginx's lingering close does: the answer and a FIN go out, what the client
@@ -32,6 +33,7 @@ HEAD_LIMIT = 16 * 1024
 REQUEST_TIMEOUT = 10.0
 MAX_CONNECTIONS = 10_000
 LINGER = 2.0  # seconds a refused connection is read (and its bytes dropped) before it is closed
+SWEEP = 1.0  # seconds between two looks for requests past REQUEST_TIMEOUT
 
 
 class LimitedProtocol(HttpToolsProtocol):
@@ -40,12 +42,14 @@ class LimitedProtocol(HttpToolsProtocol):
 
     max_connections: ClassVar[int] = MAX_CONNECTIONS
     access: ClassVar[AccessLog | None] = None
+    _sweeping: ClassVar[asyncio.TimerHandle | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head = 0  # bytes of the current request's head seen so far
         self._in_head = True  # waiting for the end of a request's head
-        self._deadline: asyncio.TimerHandle | None = None
+        self._since: float | None = None  # when the request being received began (None: none is)
+        self._lingering: asyncio.TimerHandle | None = None
         self._refused = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -53,18 +57,32 @@ class LimitedProtocol(HttpToolsProtocol):
         if len(self.connections) > self.max_connections:
             self._refuse(error(429, "too_many_connections", f"the server holds {self.max_connections} connections"))
             return
-        self._arm()
+        self._since = self.loop.time()
+        cls = type(self)
+        if cls._sweeping is None:
+            cls._sweeping = self.loop.call_later(SWEEP, cls._sweep, self.loop, self.connections)
+
+    @classmethod
+    def _sweep(cls, loop: asyncio.AbstractEventLoop, connections: set[Any]) -> None:
+        """Answer 408 to every request that has been arriving for more than `REQUEST_TIMEOUT` seconds."""
+        late = loop.time() - REQUEST_TIMEOUT
+        for connection in [c for c in connections if isinstance(c, LimitedProtocol)]:
+            if connection._since is not None and connection._since < late:
+                connection._too_slow()
+        cls._sweeping = loop.call_later(SWEEP, cls._sweep, loop, connections)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._since = None
+        if self._lingering is not None:
+            self._lingering.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._refused:  # lingering: dropped
             return
         if self._in_head:
-            if self._deadline is None:
-                self._arm()
+            if self._since is None:
+                self._since = self.loop.time()
             room = HEAD_LIMIT - self._head
             if len(data) > room:
                 super().data_received(data[:room])  # the head may end within the limit
@@ -84,20 +102,12 @@ class LimitedProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
-        self._disarm()
+        self._since = None
         self._in_head, self._head = True, 0
         super().on_message_complete()
 
-    def _arm(self) -> None:
-        self._deadline = self.loop.call_later(REQUEST_TIMEOUT, self._too_slow)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
     def _too_slow(self) -> None:
-        self._deadline = None
+        self._since = None
         if self.transport.is_closing():
             return
         if self._in_head and not self._refused:  # nothing answered yet: say why
@@ -108,7 +118,7 @@ class LimitedProtocol(HttpToolsProtocol):
 
     def _refuse(self, found: Answer) -> None:
         """Answer `found` without the application and close the connection (lingering)."""
-        self._disarm()
+        self._since = None
         self._refused = True
         phrase = HTTPStatus(found.status).phrase
         self.transport.write(
@@ -118,7 +128,7 @@ class LimitedProtocol(HttpToolsProtocol):
         )
         if self.transport.can_write_eof():
             self.transport.write_eof()
-            self._deadline = self.loop.call_later(LINGER, self.transport.close)
+            self._lingering = self.loop.call_later(LINGER, self.transport.close)
         else:
             self.transport.close()
         if self.access is not None:
