@@ -15,9 +15,19 @@ def version_spec(text: str) -> int | str:
     word = text.strip().lower()
     if word in (CURRENT, PREVIOUS):
         return word
-    digits = word.removeprefix("v")
-    if digits.isascii() and digits.isdigit() and digits[0] != "0" and len(digits) <= 9:
-        return int(digits)
+    number = version_number(word.removeprefix("v"))
+    if number is not None:
+        return number
     raise UsageError(
         f"{text!r} is not a version", hint=f"name a version by its number (5 or v5), {CURRENT!r} or {PREVIOUS!r}"
     )
+
+
+def version_number(digits: str) -> int | None:
+    """`digits` as a version number, None when it is not one. A version number is 1 to 9 ASCII digits without a
+    leading zero: the one rule for tag names and for what people type (see docs/versions.md). Anything longer
+    would not fit the snapshots' integers nor the server's URLs, so a tag like `config/v99999999999999999999`
+    is not a version at all rather than a current version nothing can serve."""
+    if 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit() and digits[0] != "0":
+        return int(digits)
+    return None

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
+from cfgtool.versions.names import version_number
 from cfgtool.versions.tags import StoreTags, TagScheme
 
 
@@ -127,7 +128,8 @@ def local_only(root: Path, remote: str, scheme: TagScheme) -> list[str]:
     local = [
         name
         for name in (ref.removeprefix("refs/tags/") for ref in out.split())
-        if any(name.startswith(p) and name[len(p) :].isdigit() for p in prefixes)  # not config/<other>/vN
+        # a version number (docs/versions.md), so not config/<other>/vN nor a hand-made tag that is no version
+        if any(name.startswith(p) and version_number(name[len(p) :]) is not None for p in prefixes)
     ]
     if not local:
         return []

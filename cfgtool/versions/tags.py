@@ -34,7 +34,7 @@ from cfgtool.store import git
 from cfgtool.store.found import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
 from cfgtool.versions.messages import decode_all, split_message
-from cfgtool.versions.names import CURRENT, DEFAULT_SHOWN, PREVIOUS
+from cfgtool.versions.names import CURRENT, DEFAULT_SHOWN, PREVIOUS, version_number
 
 Status = Literal["current", "good", "rolled_back"]
 
@@ -470,9 +470,9 @@ def _numbered(
             continue  # a tag of a tree, blob or another tag: not a version
         for prefix, into in prefixes:
             if ref.startswith(prefix):
-                number = ref[len(prefix) :]
-                if number.isascii() and number.isdigit() and number[0] != "0":
-                    into[int(number)] = i
+                number = version_number(ref[len(prefix) :])
+                if number is not None:
+                    into[number] = i
     return found
 
 
