@@ -108,8 +108,9 @@ class Connection:
     a time (a lock); `get` retries once on a fresh connection when the server closed the old one.
 
     It bounds what a server can make it do (docs/http-client.md): an answer over `max_bytes` is AnswerTooLarge;
-    `timeout` is a total deadline for each request, redirects and every byte of the answer included (a timer
-    cuts the socket at the deadline, so a server that trickles bytes cannot stretch it); redirects are followed
+    `timeout` is a total deadline for each request, redirects and every byte of the answer included (each read
+    waits at most the time left, and a timer cuts the socket at the deadline, so a server that trickles bytes
+    cannot stretch it); redirects are followed
     only to the same origin (scheme, host and port), at most 5, so a token is never sent elsewhere.
     """
 
@@ -125,6 +126,7 @@ class Connection:
         self._timeout = timeout
         self._max_bytes = max_bytes
         self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None  # the socket of the request under way, for the watchdog and abort
         self._lock = threading.Lock()
 
     def get(self, path: str, headers: Mapping[str, str]) -> tuple[int, http.client.HTTPMessage, bytes]:
@@ -165,22 +167,24 @@ class Connection:
             conn = self._conn
             if conn.sock is not None:
                 conn.sock.settimeout(remaining)
-            watchdog = threading.Timer(remaining, _cut, (conn,))
+            watchdog = threading.Timer(remaining, self.abort)
             watchdog.daemon = True
             watchdog.start()
             try:
                 conn.request("GET", target, headers=dict(headers))
+                # kept here: the connection forgets its socket once an answer says it ends with the connection
+                self._sock = conn.sock
                 response = conn.getresponse()
-                found = response.status, response.headers, self._body(response)
+                found = response.status, response.headers, self._body(response, deadline)
                 if time.monotonic() >= deadline:  # the watchdog cut a body that has no length of its own
                     raise self._late()
                 return found
-            except AnswerTooLarge:
+            except ServerUnavailable:  # too large or too late: the rest of the answer is not read
                 self._drop()
                 raise
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or isinstance(exc, TimeoutError):
                     raise self._late() from exc
                 stale = isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError)
                 if attempt == 2 or not stale:
@@ -190,6 +194,7 @@ class Connection:
                     ) from exc
             finally:
                 watchdog.cancel()
+                self._sock = None
         raise AssertionError("unreachable")
 
     def _late(self) -> ServerUnavailable:
@@ -198,8 +203,10 @@ class Connection:
             hint="retry later, or raise timeout=",
         )
 
-    def _body(self, response: http.client.HTTPResponse) -> bytes:
-        """The whole body, refused (AnswerTooLarge) past `max_bytes` whatever Content-Length says."""
+    def _body(self, response: http.client.HTTPResponse, deadline: float) -> bytes:
+        """The whole body, refused (AnswerTooLarge) past `max_bytes` whatever Content-Length says, and cut at
+        `deadline`: each read takes what has arrived and waits at most the time left, so bytes that keep coming
+        slowly cannot stretch it."""
         limit = self._max_bytes
         length = response.getheader("Content-Length")
         if length is not None and length.strip().isdigit() and int(length) > limit:
@@ -209,7 +216,16 @@ class Connection:
             )
         chunks: list[bytes] = []
         size = 0
-        while chunk := response.read(_CHUNK):
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._late()
+            if self._sock is not None:
+                self._sock.settimeout(remaining)
+            chunk = response.read1(_CHUNK)
+            if not chunk:
+                response.close()  # all read: the connection is ready for the next request
+                break
             size += len(chunk)
             if size > limit:
                 raise AnswerTooLarge(
@@ -220,10 +236,12 @@ class Connection:
         return b"".join(chunks)
 
     def abort(self) -> None:
-        """Wake a request blocked in another thread (it fails with ServerUnavailable): for stopping a watch."""
-        conn = self._conn
-        if conn is not None:
-            _cut(conn)
+        """Wake a request blocked in another thread (it fails with ServerUnavailable): for stopping a watch, and
+        at the deadline."""
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # a read blocked on it returns at once
 
     def close(self) -> None:
         with self._lock:
@@ -234,14 +252,6 @@ class Connection:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-
-
-def _cut(conn: http.client.HTTPConnection) -> None:
-    """Shut a connection's socket down, so a read blocked on it returns at once."""
-    sock = conn.sock
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
 
 
 def request_headers(token: str | None) -> dict[str, str]:
