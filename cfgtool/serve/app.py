@@ -29,7 +29,7 @@ from cfgtool.serve.service import Service
 from cfgtool.serve.store import StoreState, View
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
-from cfgtool.store.keys import BadKeyError, normalize_key
+from cfgtool.store.keys import MAX_KEY, BadKeyError, KeyTooLongError, normalize_key
 from cfgtool.versions.names import VERSION_NAMES
 
 Scope = MutableMapping[str, Any]
@@ -42,7 +42,6 @@ IMMUTABLE = b"private, max-age=31536000, immutable"
 NO_STORE = b"no-store"
 MAX_WAIT = 55.0
 DEFAULT_WAIT = "30"
-MAX_KEY = 1024  # characters of a normalized key, its leading `/` included
 CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostile long ones are not kept)
 MAX_POLLS = 100  # long polls waiting at once per principal (per client address without tokens)
 Headers = list[tuple[bytes, bytes]]
@@ -112,10 +111,10 @@ class Api:
             raise Denied(error(414, "key_too_long", f"a key has at most {MAX_KEY} characters"))
         try:
             key = normalize_key("/" + text, None)
+        except KeyTooLongError as exc:
+            raise Denied(error(414, "key_too_long", f"a key has at most {MAX_KEY} characters")) from exc
         except BadKeyError as exc:
             raise Denied(error(400, "bad_key", exc.message)) from exc
-        if len(key) > MAX_KEY:
-            raise Denied(error(414, "key_too_long", f"a key has at most {MAX_KEY} characters"))
         return self._keys.put(text, key) if len(text) <= CACHED_KEY else key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

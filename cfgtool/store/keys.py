@@ -13,12 +13,17 @@ from functools import lru_cache
 from cfgtool.errors import UsageError
 
 ROOT = "/"
+MAX_KEY = 1024  # characters of a normalized key, its leading `/` included (the server answers 414 beyond)
 SEGMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]*")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=/)")
 
 
 class BadKeyError(UsageError):
     """A key given by the user is not a valid key (exit 2)."""
+
+
+class KeyTooLongError(BadKeyError):
+    """A key longer than `MAX_KEY` characters (exit 2; the server's 414)."""
 
 
 def is_valid_segment(name: str) -> bool:
@@ -38,7 +43,8 @@ def key_problem(text: str, store_name: str | None = None) -> str | None:
 def normalize_key(text: str, store_name: str | None = None) -> str:
     """The canonical form of a key: scheme `store_name:` stripped, leading `/` added, trailing `/` removed.
 
-    Raises BadKeyError (with a hint) for other schemes, empty segments and invalid segment names.
+    Raises BadKeyError (with a hint) for other schemes, empty segments and invalid segment names, and
+    KeyTooLongError past `MAX_KEY` characters.
     """
     key = text
     scheme = _SCHEME_RE.match(key)
@@ -56,6 +62,11 @@ def normalize_key(text: str, store_name: str | None = None) -> str:
         key = key[:-1]
     if key == ROOT:
         return ROOT
+    if len(key) > MAX_KEY:
+        raise KeyTooLongError(
+            f"key {key[:40]}... has {len(key):,} characters, more than {MAX_KEY:,}",
+            hint=f"a key has at most {MAX_KEY:,} characters, its leading / included",
+        )
     for segment in key[1:].split("/"):
         if not segment:
             raise BadKeyError(f"key {text!r} has an empty segment", hint="separate segments with a single /")

@@ -222,12 +222,18 @@ class Scope:
         return self.source.path(rel) if rel else self.source.store
 
     def exists(self, key: str) -> bool:
-        """Whether `key` (a normalized key) has a node: its directory holds a listed regular file."""
-        if key not in self._exists:
-            up = keys.parent(key) or keys.ROOT
-            found = self.exists(up) and self.listing.entries(self.directory(up)).dirs.get(keys.last_segment(key))
-            self._exists[key] = bool(found)
-        return self._exists[key]
+        """Whether `key` (a normalized key) has a node: its directory holds a listed regular file. Walks up to
+        the nearest known ancestor, then down again (a loop, not recursion: keys can be deep)."""
+        unknown: list[str] = []
+        while key not in self._exists:
+            unknown.append(key)
+            key = keys.parent(key) or keys.ROOT
+        found = self._exists[key]
+        for below in reversed(unknown):
+            up = keys.parent(below) or keys.ROOT
+            found = found and bool(self.listing.entries(self.directory(up)).dirs.get(keys.last_segment(below)))
+            self._exists[below] = found
+        return found
 
     def nearest(self, key: str) -> str:
         """`key` when it has a node, else its nearest ancestor that has one (DESIGN 5.4)."""

@@ -166,11 +166,18 @@ def test_get_missing_path_exits_1(run_cfgtool: Run, shop: GitRepo) -> None:
         (("imported-by", "other:/tags/gold"), "scheme"),
         (("tags", "/a//b"), "empty segment"),
         (("datasets", "/tags/bad tag"), "invalid segment"),
+        (("get", "/a" * 1000), "has 2,000 characters, more than 1,024"),  # was a RecursionError, exit 3
+        (("imports", "a/" * 600), "more than 1,024"),
     ],
 )
 def test_query_usage_errors_exit_2(run_cfgtool: Run, shop: GitRepo, args: tuple[str, ...], message: str) -> None:
     err = failed(run_cfgtool(*args, cwd=shop.root), 2)
     assert message in err
+
+
+def test_get_a_key_of_1024_characters_is_no_recursion(run_cfgtool: Run, shop: GitRepo) -> None:
+    deepest = "/a" * 512  # 512 segments, the most a key can have
+    assert ok(run_cfgtool("get", deepest, "retention", cwd=shop.root)) == "30d\n"
 
 
 # ------------------------------------------------------------------------------------------ explain

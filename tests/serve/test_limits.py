@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from cfgtool import HttpConfigClient
 from cfgtool.serve.app import Api
 from cfgtool.serve.service import Options, Service
+from cfgtool.store.keys import KeyTooLongError
 from tests.conftest import GitRepo
 from tests.serve.conftest import Server, StartServer, cfgtool_command, publish_change
 from tests.serve.test_access import _token
@@ -148,7 +151,7 @@ def test_forwarded_allow_ips_must_be_addresses(small: GitRepo, tmp_path: Path) -
     assert "Traceback" not in proc.stderr
 
 
-def test_keys_past_1024_characters_are_414(small: GitRepo, start_server: StartServer) -> None:
+def test_keys_past_1024_characters_are_414(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
     server = start_server(small.root)
     longest = "data/b/" + "/".join(["k"] * 508) + "x"  # "/" and 1,023 characters: 1,024
     assert len("/" + longest) == 1024
@@ -158,6 +161,10 @@ def test_keys_past_1024_characters_are_414(small: GitRepo, start_server: StartSe
         for path in ("versions/1/keys", "current/keys", "versions/1/tags"):
             refused = http.get(f"/v1/small/{path}/{longest}y")
             assert refused.status_code == 414 and refused.json()["error"] == "key_too_long"
+    client = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert client.get_value(longest, "size") == 2
+    with pytest.raises(KeyTooLongError, match="more than 1,024"):  # refused before asking, as the server would
+        client.get(longest + "y")
 
 
 def test_hostile_version_numbers_are_404_never_500(small: GitRepo, start_server: StartServer) -> None:
