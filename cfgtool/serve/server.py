@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import resource
 import signal
@@ -15,9 +16,10 @@ import socket
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 import uvicorn
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from cfgtool.errors import SourceError
 from cfgtool.serve.accesslog import AccessLog
@@ -26,6 +28,22 @@ from cfgtool.serve.protocol import limited
 from cfgtool.serve.service import Options, Service
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class ForwardedFor(ProxyHeadersMiddleware):
+    """The client's address from `X-Forwarded-For` when the socket's peer is a trusted proxy (uvicorn's choice
+    of entry), but only an entry that is an IP address: anything else (`garbage`, an empty entry) leaves the
+    socket's peer, never a client without an address that a host-scoped ACL rule would not match."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        peer = scope.get("client")
+        if scope["type"] == "http" and peer and peer[0] in self.trusted_hosts:
+            values = [value for name, value in scope["headers"] if name == b"x-forwarded-for"]
+            if values:
+                host, port = self.trusted_hosts.get_trusted_client_address(b", ".join(values).decode("latin-1"))
+                with contextlib.suppress(ValueError):  # not an address: the peer stays the client
+                    scope["client"] = (str(ipaddress.ip_address(host)), port)
+        await self.app(scope, receive, send)
 
 
 class _Server(uvicorn.Server):
@@ -118,8 +136,10 @@ def run(options: Options) -> None:
         sock = _listen(options.host, options.port)
         api = Api(service)
         api.access = AccessLog(stream)
+        proxies = list(options.forwarded_allow_ips)
+        app = ForwardedFor(cast(Any, api), proxies) if proxies else api  # uvicorn types its apps narrowly
         config = uvicorn.Config(
-            api,
+            app,
             host=options.host,
             port=options.port,
             loop="uvloop",
@@ -130,8 +150,6 @@ def run(options: Options) -> None:
             server_header=False,
             backlog=4096,
             timeout_graceful_shutdown=5,
-            # the ACL's `host` is the socket's peer unless the peer is a proxy named here
-            proxy_headers=bool(options.forwarded_allow_ips),
-            forwarded_allow_ips=list(options.forwarded_allow_ips),
+            proxy_headers=False,  # the ACL's `host` is the socket's peer unless ForwardedFor says otherwise
         )
         _Server(config, service, sock.getsockname()[1], api.access).run(sockets=[sock])

@@ -142,6 +142,31 @@ def test_x_forwarded_for_counts_only_from_the_allowed_proxies(
     assert httpx.get(f"{proxied.url}/v1/small/current/keys/data/a", headers=headers).status_code == 200
 
 
+DENY_HOST_ACL = """\
+acls:
+  - {principal: User:alice, operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:alice, operation: read, key: /data/a, permission: deny, host: 127.0.0.1}
+"""
+
+
+def test_an_x_forwarded_for_without_an_address_leaves_the_peer(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/_ACL.yaml": DENY_HOST_ACL}, "a deny by host")
+    tokens = tmp_path / "tokens.json"
+    alice = _token(tokens, "alice")
+    for proxies in ("127.0.0.1", "*"):
+        server = start_server(small.root, "--tokens", str(tokens), "--forwarded-allow-ips", proxies)
+        url = f"{server.url}/v1/small/current/keys/data/a"
+        nearest = ("10.1.2.3, garbage",) if proxies != "*" else ()  # `*` trusts every hop: the first one counts
+        for forwarded in ("garbage", "", ",", "10.1.2.3:x", "[::1", *nearest):
+            headers = {"authorization": f"Bearer {alice}", "x-forwarded-for": forwarded}
+            refused = httpx.get(url, headers=headers)  # the peer, 127.0.0.1, is denied: never "no host"
+            assert refused.status_code == 403, (proxies, forwarded, refused.text)
+        headers = {"authorization": f"Bearer {alice}", "x-forwarded-for": "10.1.2.3"}
+        assert httpx.get(url, headers=headers).status_code == 200
+
+
 def test_forwarded_allow_ips_must_be_addresses(small: GitRepo, tmp_path: Path) -> None:
     proc = subprocess.run(
         [*cfgtool_command(), "serve", "--repo", str(small.root), "--forwarded-allow-ips", "proxy.example.com"],
