@@ -62,6 +62,12 @@ def not_found(what: str) -> Denied:
     return Denied(error(404, "not_found", what))
 
 
+def unservable(number: int) -> Denied:
+    """The 404 of a version whose compile reports errors: the errors themselves may name values the principal
+    may not read, so they go only to super users (`/healthz`)."""
+    return not_found(f"version {number} cannot be served: its compile reports errors")
+
+
 def version_number(text: str) -> int:
     """A URL's version number: 1 to 9 ASCII digits, else Denied 404 (as a version that does not exist)."""
     if not VERSION.fullmatch(text):
@@ -149,17 +155,19 @@ class Api:
 
     # -- shared helpers -----------------------------------------------------------------------------------
     async def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The request's principal (None without tokens); Denied 401 for a missing or unknown token (a refused
+        """The request's principal (None without tokens); Denied 401 for a missing, unknown or revoked token (a refused
         token after `REFUSED_DELAY`, whatever made it wrong), 429 while too many checks of older (scrypt) tokens
         wait (`Tokens.check` never blocks the event loop)."""
         tokens = self.service.tokens
         if tokens is None:
             return None
+        sent = False
         for name, value in headers:
             if name == b"authorization":
                 scheme, _, token = value.decode("latin-1").partition(" ")
                 token = token.strip()
                 if scheme.lower() == "bearer":
+                    sent = True
                     try:
                         who = await tokens.check(token)
                     except TooManyChecks:
@@ -172,14 +180,16 @@ class Api:
                         return who
                     await asyncio.sleep(REFUSED_DELAY)  # a client trying tokens waits, and costs next to nothing
                 break
+        what = "unknown or revoked token" if sent else "this server needs a token: send `Authorization: Bearer <token>`"
         raise Denied(
-            error(401, "unauthorized", "this server needs a token: send `Authorization: Bearer <token>`"),
+            error(401, "unauthorized", what),
             [(b"www-authenticate", b'Bearer realm="cfgtool"')],
         )
 
     def store(self, name: str, who: str | None) -> tuple[StoreState, View]:
-        """The store named `name` and the view this request reads; 503 while it loads, and 503 `E_NO_ACL`
-        (with access control on) while it has no current version whose ACL judges requests: never fail open."""
+        """The store named `name` and the view this request reads; 503 while it loads, and 503 `E_NO_ACL` while
+        it has no current version (with access control on, also while the current version's ACL does not
+        load): never fail open."""
         state = self.service.stores.get(name)
         if state is None:
             listed = "" if self.service.tokens is not None else f" (stores: {', '.join(self.service.stores)})"
@@ -187,7 +197,7 @@ class Api:
         if not state.ready:
             raise Denied(error(503, "not_ready", f"store {name} is still loading its versions"))
         view = state.view
-        if who is not None and view.acl_problem is not None:
+        if view.acl_problem is not None:
             raise Denied(error(503, "E_NO_ACL", view.acl_problem))
         return state, view
 
@@ -236,7 +246,8 @@ class Api:
         return allowed
 
     async def version(self, state: StoreState, number: int) -> LoadedVersion:
-        """Version N in memory, loaded off the event loop when it is not; 404 when it cannot be served."""
+        """Version N in memory, loaded off the event loop when it is not; 404 when it cannot be served (without
+        why: see `unservable`)."""
         view = state.view
         found = view.pinned.get(number)
         if found is not None:
@@ -244,11 +255,11 @@ class Api:
         if number not in view.versions:
             raise not_found(f"store {state.name} has no version {number}")
         if number in view.unservable:
-            raise not_found(f"version {number} of store {state.name} does not compile: {view.unservable[number]}")
+            raise unservable(number)
         try:
             return await asyncio.to_thread(state.loaded, number)
         except CfgtoolError as exc:
-            raise not_found(exc.message) from exc
+            raise unservable(number) from exc
 
     # -- the change feed ----------------------------------------------------------------------------------
     async def _changes(self, scope: Scope, send: Send, store: str) -> None:
@@ -369,13 +380,15 @@ class Api:
             except CfgtoolError as exc:  # its node did not resolve (the version compiled with errors elsewhere)
                 raise Denied(error(409, "unresolved", exc.message)) from exc
         if query:
+            sealed = query.get("secrets") == ["sealed"]
+            if sealed:
+                plain = loaded.sealed_answer(key, plain)
             if "path" in query:
-                return self._value(loaded, key, query["path"][-1], plain), headers
-            if query.get("secrets") == ["sealed"]:
-                return loaded.sealed_answer(key, plain), headers
+                return self._value(loaded, key, query["path"][-1], plain, sealed), headers
         return plain, headers
 
-    def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer) -> Answer:
+    def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
+        """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`)."""
         try:
             parts = split_path(path)
         except HoconError as exc:
@@ -384,13 +397,14 @@ class Api:
         if value is MISSING:
             raise not_found(f"{path} is not set in the config of {key} (version {loaded.version})")
         return loaded.cached(
-            ("value", key, path),
+            ("value", key, path, sealed),
             lambda: {"store": loaded.store, "key": key, "version": loaded.version, "path": path, "value": value},
         )
 
 
 def _host(scope: Scope) -> str | None:
-    """The client's address (the socket's peer; uvicorn applies `--forwarded-allow-ips`), for ACL `host`."""
+    """The client's address (the socket's peer, or `X-Forwarded-For` from a proxy that `--forwarded-allow-ips`
+    names: see `server.ForwardedFor`), for ACL `host`."""
     client = scope.get("client")
     return str(client[0]) if client else None
 

@@ -73,9 +73,11 @@ def starlette_app(api: Api) -> Starlette:
         who = await api.principal(request.headers.raw)
         found = []
         for name, state in service.stores.items():
+            view = state.view
+            if view.acl_problem is not None:  # no current version to judge by: the store answers nothing
+                continue
             if who is not None:  # only the stores it may describe (none while a store cannot judge)
-                view = state.view
-                if not state.ready or view.authorizer is None or view.acl_problem is not None:
+                if not state.ready or view.authorizer is None:
                     continue
                 if not view.authorizer.authorize(who, "describe", None, host(request)).allowed:
                     continue

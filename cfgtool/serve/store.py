@@ -205,7 +205,7 @@ class StoreState:
         body = [{**v.to_json(), "servable": v.version not in unservable} for v in listing]
         current = max((p.version for p in published if p.rolled_back_at is None), default=None)
         authorizer, problem = None, None
-        if self._with_acl and current is None:  # nothing to judge by: every request but /healthz is refused
+        if current is None:  # nothing to judge by (with or without tokens): every request but /healthz is refused
             problem = f"store {self.name} has no current version (none published, or none that can be served)"
         elif self._with_acl and current is not None:
             authorizer, problem = self.acl(hist.tag(current).commit)

@@ -62,6 +62,8 @@ def test_requests_need_a_token_and_the_acl_decides_401_403_404(
             refused = get(path, token)
             assert refused.status_code == 401, (path, token)
             assert refused.json()["error"] == "unauthorized"
+            said = "needs a token" if token is None else "unknown or revoked token"  # one was sent: say so
+            assert said in refused.json()["message"], (path, token, refused.text)
             assert refused.headers["www-authenticate"].startswith("Bearer")
     assert get("/healthz", None).status_code == 200  # readiness and metrics are for the operators' probes
 
@@ -98,5 +100,7 @@ def test_secrets_are_hidden_or_sealed_never_clear(published: GitRepo, start_serv
     assert sealed.headers["etag"] != plain.headers["etag"]
     path = httpx.get(url, params={"path": "database.credentials.password"}).json()
     assert path["value"] == "[hidden]"
+    sealed_path = httpx.get(url, params={"path": "database.credentials.password", "secrets": "sealed"}).json()
+    assert sealed_path["value"] == password  # ?path= honours ?secrets=sealed too
     tree = (published.root / "store/data/databases/identity/main.conf").read_text()
     assert password in tree  # the envelope as committed: the server holds no key that opens it

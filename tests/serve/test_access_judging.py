@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import SMALL, StartServer, cfgtool_command, publish_change
 
 ACL = """\
 super_users: [User:admin]
@@ -69,6 +69,22 @@ def test_without_a_current_version_only_healthz_answers(
     assert get("/v1/stores", "admin").json() == []
     health = get("/healthz", None)
     assert health.status_code == 200 and health.json() == {"status": "failing"}
+
+
+def test_without_a_current_version_only_healthz_answers_without_tokens_too(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    repo = GitRepo(tmp_path / "unpublished")
+    repo.write(dict(SMALL))
+    repo.commit("nothing published yet")
+    server = start_server(repo.root, "--cache-time", "0", ready=False)
+    get = _getter(server.url, {})
+    for path in ("/v1/small/versions", "/v1/small/changes?wait=0", "/v1/small/current/keys/data/a",
+                 "/v1/small/versions/1/keys/data/a", "/v1/small/versions/current/keys/data/a"):  # fmt: skip
+        refused = get(path, None)
+        assert refused.status_code == 503 and refused.json()["error"] == "E_NO_ACL", (path, refused.text)
+    assert get("/v1/stores", None).json() == []
+    assert get("/healthz", None).json()["status"] == "failing"
 
 
 def test_a_key_without_a_node_needs_the_right_on_its_nearest_node(
@@ -189,8 +205,11 @@ properties:
     server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
     get = _getter(server.url, token)
     assert get("/v1/small/current/keys/data/b", "alice").json()["config"]["size"] == 2
-    refused = get("/v1/small/versions/3/keys/data/b", "alice")
-    assert refused.status_code == 404 and "does not validate" in refused.json()["message"]
+    for who in ("alice", "admin"):  # the compile's errors may name values: only /healthz tells them
+        refused = get("/v1/small/versions/3/keys/data/b", who)
+        assert refused.status_code == 404, refused.text
+        assert refused.json()["message"] == "version 3 cannot be served: its compile reports errors"
+        assert "99" not in refused.text and "E_SCHEMA" not in refused.text
     [unservable] = get("/healthz", "admin").json()["stores"][0]["unservable"]
     assert unservable["version"] == 3 and "E_SCHEMA" in unservable["error"]
     assert get("/healthz", None).json() == get("/healthz", "alice").json() == {"status": "ok"}
