@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -27,7 +28,14 @@ from cfgtool.snapshot import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.store.refmemo import RefMemo
 from cfgtool.versions.names import CURRENT, version_spec
-from cfgtool.versions.reading import SETTINGS_FILE, open_version, save_artifact, store_dir, version_commit
+from cfgtool.versions.reading import (
+    SETTINGS_FILE,
+    open_version,
+    save_artifact,
+    store_dir,
+    validation_error,
+    version_commit,
+)
 
 if TYPE_CHECKING:
     from cfgtool.compile import CompileResult
@@ -40,6 +48,14 @@ _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ss
 
 class StoreNotFound(SourceError):
     """The location is not a repository, or the repository has no published version of the store."""
+
+
+class VersionHasErrors(CfgtoolError):
+    """The version's compile, schemas or policies report an error: an application never reads it."""
+
+
+class SkippedVersionWarning(UserWarning):
+    """The current (or previous) version has errors: the client pinned the newest good version below it."""
 
 
 class ConfigClient:
@@ -77,7 +93,12 @@ class ConfigClient:
         memo = self._refs()
         self.repo = memo.repo.root
         self.version, self.commit = self._pin(memo, version)
-        self.snapshot: Snapshot = self._snapshot(memo)
+        try:
+            self.snapshot: Snapshot = self._checked(memo)
+        except VersionHasErrors as exc:
+            if isinstance(version, int) or (version is not None and isinstance(version_spec(version), int)):
+                raise  # a version asked for by number is that one or none
+            self.snapshot = self._fall_back(memo, exc)
 
     # -- reads -------------------------------------------------------------------------------------------
     def lookup(self, key: str, strict: bool = False) -> Lookup:
@@ -280,6 +301,41 @@ class ConfigClient:
         self._artifact = artifact
         return artifact.reading(self.commit, lambda: self._compile().snapshot).snapshot
 
+    def _checked(self, memo: RefMemo) -> Snapshot:
+        """The pinned version's snapshot; VersionHasErrors when its compile, schemas or policies report an
+        error (checked once per commit, the verdict cached beside its artifact: `validation_error`)."""
+        snapshot = self._snapshot(memo)
+        problem = validation_error(self.repo, self.commit, snapshot, self._cache, self.variables)
+        if problem is not None:
+            raise VersionHasErrors(
+                f"version {self.version} ({self.commit[:7]}) does not validate: {problem}",
+                hint="it was tagged without `cfgtool publish`'s checks: roll it back (`cfgtool rollback "
+                f"{self.version}`) and publish a fixed version",
+            )
+        return snapshot
+
+    def _fall_back(self, memo: RefMemo, first: VersionHasErrors) -> Snapshot:
+        """The newest good version below the named one that has no errors, pinned instead of it with a
+        `SkippedVersionWarning` naming each version skipped; the first error when there is none."""
+        from cfgtool.versions import history
+
+        found = history(self.repo, self.store)
+        skipped = [f"{found.tag(self.version).name}: {first.message}"]
+        for n in reversed(found.numbers):
+            if n >= self.version or found.is_rolled_back(n):
+                continue
+            self.version, self.commit = n, found.tag(n).commit
+            try:
+                snapshot = self._checked(memo)
+            except VersionHasErrors as exc:
+                skipped.append(f"{found.tag(n).name}: {exc.message}")
+                continue
+            warnings.warn(
+                SkippedVersionWarning(f"reading version {n}: skipped {'; '.join(skipped)}"), stacklevel=3
+            )
+            return snapshot
+        raise first
+
     def _compile(self) -> CompileResult:
         from cfgtool.compile import compile_store
 
@@ -288,7 +344,7 @@ class ConfigClient:
     def _refuse(self, diagnostics: Sequence[Diagnostic]) -> None:
         first = next((d for d in diagnostics if d.severity == "error"), None)
         if first is not None:
-            raise CfgtoolError(
+            raise VersionHasErrors(
                 f"version {self.version} ({self.commit[:7]}) does not compile: {first.location}: {first.code} "
                 f"{first.message}",
                 hint="check the variables you pass; a published version compiled with its defaults",
@@ -304,4 +360,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ConfigClient", "KeyNotFound", "StoreNotFound", "VersionNotFound", "compact_json"]
+__all__ = [
+    "ConfigClient",
+    "KeyNotFound",
+    "SkippedVersionWarning",
+    "StoreNotFound",
+    "VersionHasErrors",
+    "VersionNotFound",
+    "compact_json",
+]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cfgtool.cli.context import CliContext
-from cfgtool.errors import UsageError
+from cfgtool.errors import CfgtoolError, UsageError
 
 if TYPE_CHECKING:
     from cfgtool.artifact import Reading
@@ -143,4 +144,33 @@ def read_at_ref(
     from cfgtool.cli.progress import terminal_progress
 
     with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:  # a cold cache compiles
-        return read_at(cli.repo, cli.store, ref=ref, version=number, variables=given, progress=progress)
+        reading = read_at(cli.repo, cli.store, ref=ref, version=number, variables=given, progress=progress)
+    if number is not None:
+        _refuse_invalid(cli, reading, number, given)
+    return reading
+
+
+def _refuse_invalid(cli: CliContext, reading: Reading, version: int | str, variables: Mapping[str, str]) -> None:
+    """CfgtoolError (exit 1) naming the first schema or policy error of a published version: a version made by
+    hand without `publish`'s checks is never applied (the server and `ConfigClient` skip it), so its values are
+    not printed as if it were. The check is the one they run, cached per commit."""
+    from cfgtool.cachedir import cache_root
+    from cfgtool.store import git
+    from cfgtool.versions.reading import validation_error
+
+    commit = reading.snapshot.source.commit
+    if commit is None:
+        return
+    root = git.locate(cli.repo if cli.repo is not None else Path.cwd()).root
+    problem = validation_error(root, commit, reading.snapshot, cache_root(), variables)
+    if problem is None:
+        return
+    if isinstance(version, str):  # `current` / `previous`: name it by its number
+        from cfgtool.versions.tags import history
+
+        version = history(root, cli.store).named(version).version
+    raise CfgtoolError(
+        f"version {version} ({commit[:7]}) has errors, so no application reads it: {problem}",
+        hint=f"it was tagged without `cfgtool publish`'s checks: roll it back (`cfgtool rollback {version} -m"
+        " REASON`) and publish a fixed version",
+    )

@@ -13,7 +13,6 @@ If no worker can be started, the same function runs in the server's loader threa
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -24,42 +23,18 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from cfgtool.artifact import artifact_path
 from cfgtool.cache import pack, unpack
 from cfgtool.client import ConfigClient
-from cfgtool.compile import validate_snapshot
 from cfgtool.errors import CfgtoolError
-from cfgtool.rules import rules_of
-from cfgtool.snapshot import canonical_json, node_hash, write_atomic
-from cfgtool.store.nodes import discover
-from cfgtool.store.sources import open_source
+from cfgtool.snapshot import canonical_json, node_hash
 
 log = logging.getLogger("cfgtool.serve")
 
 
 def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
+    """Version N of the store; `VersionHasErrors` when its compile, schemas or policies report an error (such
+    a version is never served: a tag made by hand never went through `publish`'s checks)."""
     return ConfigClient(Path(root), store=store or ".", version=version, cache_dir=Path(cache))
-
-
-def validation_error(client: ConfigClient, cache: str) -> str | None:
-    """The first error of the version's schemas and policies, None when they pass (the client itself refuses
-    a version whose compile has errors, but reads without validating). A tag made by hand never went through
-    `publish`'s checks, so the server checks each version once; the verdict is kept in the cache beside the
-    version's artifact, so a restarted server does not check again."""
-    verdict = artifact_path(Path(cache), client.commit, client.snapshot.store, {}).with_suffix(".validated")
-    try:
-        found: str = verdict.read_text(encoding="utf-8")
-        return found or None
-    except OSError:
-        pass
-    source = open_source(Path(client.repo), client.snapshot.store or ".", client.commit)
-    store = discover(source, None)
-    rules = rules_of(source, store.settings, store.settings_file)
-    errors = [d for d in validate_snapshot(store, client.snapshot, rules) if d.severity == "error"]
-    error = f"{errors[0].location}: {errors[0].code} {errors[0].message}" if errors else ""
-    with contextlib.suppress(OSError):
-        write_atomic(verdict, error)
-    return error or None
 
 
 def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
@@ -120,10 +95,6 @@ def load(root: str, store: str, name: str, cache: str, versions: list[int], keep
             client = _client(root, store, n, cache)
         except CfgtoolError as exc:
             out.append({"version": n, "error": exc.message})
-            continue
-        problem = validation_error(client, cache)
-        if problem is not None:
-            out.append({"version": n, "error": f"version {n} does not validate: {problem}"})
             continue
         hashes = _hashes(client)
         entry: dict[str, Any] = {"version": n, "error": None, "changed": changed(before or {}, hashes)}

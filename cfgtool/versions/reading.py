@@ -115,6 +115,38 @@ def open_version(cache: Path, commit: str, store: str, variables: Mapping[str, s
     return artifact
 
 
+def validation_error(
+    repo: Path, commit: str, snapshot: Snapshot, cache: Path, variables: Mapping[str, str]
+) -> str | None:
+    """The first error of the schemas and policies of `commit`'s compiled `snapshot`, None when they pass.
+
+    A query reads a version without validating it, but a tag made by hand never went through `publish`'s
+    checks: the server never serves such a version, and `ConfigClient` never pins it. This is the one check
+    both use, run once per (commit, store, variables): the verdict is kept in the cache beside the version's
+    artifact.
+    """
+    verdict = artifact_path(cache, commit, snapshot.store, variables).with_suffix(".validated")
+    try:
+        found = verdict.read_text(encoding="utf-8")
+        return found or None
+    except OSError:
+        pass
+    from cfgtool.compile import validate_snapshot
+    from cfgtool.rules import rules_of
+    from cfgtool.snapshot import write_atomic
+    from cfgtool.store.nodes import discover
+    from cfgtool.store.sources import open_source
+
+    source = open_source(repo, snapshot.store or ".", commit)
+    store = discover(source, None)
+    rules = rules_of(source, store.settings, store.settings_file)
+    errors = [d for d in validate_snapshot(store, snapshot, rules) if d.severity == "error"]
+    error = f"{errors[0].location}: {errors[0].code} {errors[0].message}" if errors else ""
+    with contextlib.suppress(OSError):
+        write_atomic(verdict, error)
+    return error or None
+
+
 def compile_at(
     repo: Path | None,
     store: str | Path,

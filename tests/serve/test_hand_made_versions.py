@@ -1,0 +1,69 @@
+"""A version tagged by hand whose compile, schemas or policies report an error is never applied: the server
+does not serve it, the git-backed ConfigClient pins the newest good version below it (with a warning naming
+the tag) or refuses it when asked for by number, and `cfgtool get --version` prints its error, exit 1."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cfgtool.client import ConfigClient, SkippedVersionWarning, VersionHasErrors
+from tests.conftest import GitRepo
+from tests.serve.conftest import publish_change
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+SCHEMA = """\
+$schema: https://json-schema.org/draft/2020-12/schema
+x-cfgtool:
+  applies_to:
+    keys: ["/data/*"]
+type: object
+properties:
+  size: {type: integer, maximum: 10}
+"""
+
+
+@pytest.fixture
+def bad_current(small: GitRepo) -> GitRepo:
+    """Version 2 adds a schema (size at most 10); version 3, tagged by hand, sets /data/b size = 5000."""
+    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SCHEMA}
+    publish_change(small, {**files, "store/data/b/main.conf": "size = 3\n"}, "a schema")
+    small.write({"store/data/b/main.conf": "size = 5000\n"})
+    small.commit("too big")
+    small.git("tag", "-a", "config/v3", "-m", "made by hand")
+    return small
+
+
+def test_the_client_skips_a_current_version_with_errors_and_names_it(bad_current: GitRepo, tmp_path: Path) -> None:
+    with pytest.warns(SkippedVersionWarning, match=r"reading version 2: skipped config/v3: .*E_SCHEMA"):
+        client = ConfigClient(bad_current.root, cache_dir=tmp_path / "cache")
+    assert client.version == 2 and client.get_value("/data/b", "size") == 3
+    with pytest.warns(SkippedVersionWarning):  # the verdict is cached: the same answer again
+        assert ConfigClient(bad_current.root, cache_dir=tmp_path / "cache", version="current").version == 2
+
+
+def test_the_client_refuses_a_version_with_errors_asked_for_by_number(bad_current: GitRepo, tmp_path: Path) -> None:
+    with pytest.raises(VersionHasErrors, match=r"version 3 \(\w+\) does not validate: .*E_SCHEMA"):
+        ConfigClient(bad_current.root, cache_dir=tmp_path / "cache", version=3)
+    assert ConfigClient(bad_current.root, cache_dir=tmp_path / "cache", version=2).get_value("/data/b", "size") == 3
+
+
+def test_the_client_skips_a_current_version_that_does_not_compile(small: GitRepo, tmp_path: Path) -> None:
+    small.write({"store/data/a/main.conf": "size = {\n"})
+    small.commit("broken")
+    small.git("tag", "-a", "config/v2", "-m", "made by hand")
+    with pytest.warns(SkippedVersionWarning, match=r"skipped config/v2: .*E_SYNTAX"):
+        assert ConfigClient(small.root, cache_dir=tmp_path / "cache").version == 1
+
+
+@pytest.mark.parametrize("version", ["current", "3"])
+def test_get_prints_the_error_of_a_version_with_errors(bad_current: GitRepo, run_cfgtool: Run, version: str) -> None:
+    got = run_cfgtool("get", "/data/b", "size", "--version", version, cwd=bad_current.root)
+    assert got.returncode == 1 and got.stdout == "", got.stdout
+    assert "version 3" in got.stderr and "E_SCHEMA" in got.stderr and "Traceback" not in got.stderr
+    good = run_cfgtool("get", "/data/b", "size", "--version", "2", cwd=bad_current.root)
+    assert good.returncode == 0 and good.stdout.strip() == "3", good.stderr
