@@ -119,7 +119,8 @@ class AccessLog:
         )
 
     def refused(self, status: int, size: int) -> None:
-        """Log a request answered by the connection itself (431, 408, 429 for too many connections)."""
+        """Log a request answered by the connection itself (431, 408, 429 for too many connections, 400 for
+        one that is not HTTP)."""
         self._add(
             f'{{"time":"{self._time(time.time())}","principal":null,"method":null,"path":null,"store":null,'
             f'"key":null,"version":null,"status":{status},"bytes":{size},"duration":0.0,"instance":null}}\n'

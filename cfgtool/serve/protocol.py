@@ -11,7 +11,9 @@ uvicorn's h11 protocol has a head limit but serves about half as many requests a
 - a request arrives complete within `REQUEST_TIMEOUT` seconds of its first byte (or of the connection's
   opening), else 408 and the connection is closed (one sweep a second over the connections finds them, which
   costs less than a timer per request);
-- at most `max_connections` open connections: one more is answered 429 and closed at once.
+- at most `max_connections` open connections: one more is answered 429 and closed at once;
+- a request the parser rejects (a garbage request line, a bad header) is a JSON 400 `bad_request` with its
+  access-log line, instead of uvicorn's plain-text answer and its own warning line in the server's log.
 
 A refused connection is closed as nginx's lingering close does: the answer and a FIN go out, what the client
 still sends is read and dropped for up to `LINGER` seconds, then the socket closes. Closing at once with
@@ -21,6 +23,7 @@ unread bytes would send a reset, which can destroy the answer before the client 
 from __future__ import annotations
 
 import asyncio
+import logging
 from http import HTTPStatus
 from typing import Any, ClassVar
 
@@ -34,6 +37,17 @@ REQUEST_TIMEOUT = 10.0
 MAX_CONNECTIONS = 10_000
 LINGER = 2.0  # seconds a refused connection is read (and its bytes dropped) before it is closed
 SWEEP = 1.0  # seconds between two looks for requests past REQUEST_TIMEOUT
+INVALID = "Invalid HTTP request received."  # uvicorn's warning (and plain-text answer) for what llhttp rejects
+
+
+class _NotInvalid(logging.Filter):
+    """Drops uvicorn's warning for a request the parser rejects: the access log has its line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != INVALID
+
+
+_QUIET = _NotInvalid()
 
 
 class LimitedProtocol(HttpToolsProtocol):
@@ -86,7 +100,7 @@ class LimitedProtocol(HttpToolsProtocol):
             room = HEAD_LIMIT - self._head
             if len(data) > room:
                 super().data_received(data[:room])  # the head may end within the limit
-                if self.transport.is_closing():
+                if self._refused or self.transport.is_closing():
                     return
                 if self._in_head:
                     message = f"the request line and headers exceed {HEAD_LIMIT} bytes together"
@@ -105,6 +119,10 @@ class LimitedProtocol(HttpToolsProtocol):
         self._since = None
         self._in_head, self._head = True, 0
         super().on_message_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request the parser rejects, as a JSON error like every other."""
+        self._refuse(error(400, "bad_request", "the request is not valid HTTP/1.1: check its request line and headers"))
 
     def _too_slow(self) -> None:
         self._since = None
@@ -137,4 +155,5 @@ class LimitedProtocol(HttpToolsProtocol):
 
 def limited(max_connections: int, access: AccessLog | None) -> type[LimitedProtocol]:
     """The protocol class for uvicorn's `http=` with this server's connection cap and access log."""
+    logging.getLogger("uvicorn.error").addFilter(_QUIET)
     return type("CfgtoolProtocol", (LimitedProtocol,), {"max_connections": max_connections, "access": access})

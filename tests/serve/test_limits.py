@@ -74,6 +74,24 @@ def test_a_head_past_16_kb_is_431_and_memory_stays_bounded(small: GitRepo, start
     assert _rss(server) - before < 50 * 2**20
 
 
+def test_a_request_that_is_not_http_is_a_json_400_and_one_json_access_line(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    server = start_server(small.root)
+    for garbage in (b"\x16\x03\x01 hello\r\n\r\n", b"GET / HTTP/1.1\r\nbad header\r\n\r\n"):
+        with _connect(server) as sock:
+            sock.sendall(garbage)
+            status, body = _answer(sock)
+        assert status == 400 and body["error"] == "bad_request", body
+    deadline = time.monotonic() + 10
+    while server.log().count('"status":400') < 2:  # the access log is written within half a second
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.1)
+    assert "Invalid HTTP request" not in server.log()
+    for line in server.log().splitlines()[1:]:  # after the line naming the port: JSON lines only
+        assert isinstance(json.loads(line)["status"], int), line
+
+
 def test_a_request_that_does_not_arrive_within_10_s_is_closed(small: GitRepo, start_server: StartServer) -> None:
     server = start_server(small.root)
     silent, half = _connect(server), _connect(server)
