@@ -345,8 +345,11 @@ def _diff_node(
     pairs: list[tuple[tuple[str, ...], Any, Any]] = []
     _walk(old_cfg or {}, new_cfg or {}, (), pairs)
     walked = {path_name(p) for p, _, _ in pairs}
-    # a secret reads [hidden] on both sides: say that it changed, showing neither value (DESIGN 14)
+    # a secret reads [hidden] on both sides: say that it changed, showing neither value (docs/security.md)
     pairs += [(split_path(p), HIDDEN, HIDDEN) for p in resealed if p not in walked]
+    hidden = {split_path(p) for p in secrets[0].keys() | secrets[1].keys()}
+    if hidden:  # a path secret on either side is hidden on both: a value made secret never shows its clear past
+        pairs = [(p, o, n) if not _under(p, hidden) else (p, _hide(o), _hide(n)) for p, o, n in pairs]
     kind: Kind = "added" if before is None else "removed" if after is None else "changed"
     if not pairs and kind == "changed":
         return None
@@ -358,6 +361,15 @@ def _diff_node(
         via = owners.via(origin, after.sources.get(name, ()) if after is not None else ())
         values.append(ValueChange(name, o, n, origin, VIA_OWN if via == key else via))
     return KeyChange(key, kind, tuple(values))
+
+
+def _under(path: tuple[str, ...], secrets: Set[tuple[str, ...]]) -> bool:
+    """Whether `path` is a secret path or lies under one."""
+    return any(path[:n] in secrets for n in range(1, len(path) + 1))
+
+
+def _hide(value: Any) -> Any:
+    return value if value is ABSENT else HIDDEN
 
 
 def changed_values(old: Any, new: Any) -> list[tuple[str, Any, Any]]:

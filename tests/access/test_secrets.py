@@ -356,3 +356,22 @@ def test_secret_set_refuses_a_path_no_schema_marks_secret(work: GitRepo, run_cfg
     for path in ("admin", "users.bob.password", "all.deep"):
         ok(run_cfgtool("secret", "set", "/data/databases/jobs", path, cwd=work.root, input=PLANTED))
     assert "0 errors" in ok(run_cfgtool("compile", cwd=work.root))
+
+
+def test_diff_hides_a_value_on_both_sides_when_the_same_commit_makes_it_secret(work: GitRepo, run_cfgtool: Run) -> None:
+    conf = "store/data/databases/jobs/main.conf"
+    work.write({conf: f'password = "{PLANTED}"\nowner = jobs-team\n'})
+    work.commit("a password in clear")
+    work.write({"schemas/jobs.yaml": (
+        "x-cfgtool: {applies_to: {keys: [/data/databases/jobs]}}\n"
+        "properties:\n  password: {type: string, writeOnly: true}\n"
+    )})  # fmt: skip
+    ok(run_cfgtool("secret", "set", "/data/databases/jobs", "password", cwd=work.root, input=PLANTED + "-new"))
+    work.commit("the password becomes a secret")
+    for fmt in ("text", "json", "markdown"):
+        out = ok(run_cfgtool("diff", "HEAD~1", "HEAD", "--format", fmt, cwd=work.root))
+        assert "password" in out and HIDDEN in out, fmt
+        assert PLANTED not in out, f"{fmt} shows the old value of a path the new side makes secret:\n{out}"
+    # and the other way round: a secret that goes back to a plain value is hidden on both sides too
+    out = ok(run_cfgtool("diff", "HEAD", "HEAD~1", "--format", "json", cwd=work.root))
+    assert HIDDEN in out and PLANTED not in out
