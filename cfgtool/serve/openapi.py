@@ -117,6 +117,12 @@ SCHEMAS: dict[str, Schema] = {
                 "type": "array",
                 "items": _obj(["layer"], {"layer": STRING, "reached": STRING, "origin": ORIGIN}),
             },
+            "hidden_layers": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "with `--tokens`: how many layers show as `[hidden layer]` (the principal may not "
+                "describe them)",
+            },
         },
     ),
     "Changes": _obj(
@@ -189,38 +195,45 @@ RESPONSES: dict[str, Schema] = {
         "description": "the `If-None-Match` tag is still the answer's: the same headers, no body",
         "headers": _headers("ETag", "Cache-Control", required=("ETag",)),
     },
-    "BadRequest": _error("`bad_key`, `bad_path`, `bad_request` or `not_a_tag`: the request cannot be answered"),
+    "BadRequest": _error(
+        "`bad_key`, `bad_path`, `bad_request` or `not_a_tag`: the request cannot be answered (`bad_request` also "
+        "for a request the HTTP parser rejects, such as a garbage request line; the connection closes)"
+    ),
     "Unauthorized": _error(
-        "`unauthorized`: the server has `--tokens` and the request has no known token",
+        "`unauthorized`: the server has `--tokens` and the request has no token (`this server needs a token`), or "
+        "one it does not know (`unknown or revoked token`)",
         _headers("WWW-Authenticate", required=("WWW-Authenticate",)),
     ),
     "Forbidden": _error("`forbidden`: the principal may describe the key (or store) but not read it"),
     "NotFound": _error(
-        "`not_found`: no such store, version, key, value or endpoint, or one the principal may not even describe"
+        "`not_found`: no such store, version, key, value or endpoint, or one the principal may not even describe, "
+        "or a version whose compile reports errors (`version N cannot be served: its compile reports errors`; "
+        "the errors go only to super users, in `/healthz`)"
     ),
     "Unresolved": _error("`unresolved`: the key's node did not resolve in that version"),
     "UriTooLong": _error("`key_too_long`: the key is longer than 1,024 characters"),
     "TooMany": _error(
         "`too_many_connections` (past `--max-connections`), `too_many_long_polls` (100 waiting for one principal) "
-        "or `too_many_requests` (token checks queued)",
+        "or `too_many_requests` (too many checks of older scrypt tokens wait: retry after `Retry-After`)",
         _headers("Retry-After"),
     ),
     "RequestTimeout": _error("`request_timeout`: the request did not arrive whole within 10 s; the connection closes"),
     "HeadersTooLarge": _error("`headers_too_large`: the request line and headers are over 16 KB together"),
     "Internal": _error("`E_INTERNAL` with an `id`: an unexpected exception, logged in one line under that id"),
     "Unavailable": _error(
-        "`not_ready` (the store's versions are still loading), or `E_NO_ACL` (no current version, or its ACL "
-        "does not load: the server never fails open)"
+        "`not_ready` (the store's versions are still loading), or `E_NO_ACL` (the store has no current version, "
+        "with or without `--tokens`, or with `--tokens` its ACL does not load: the server never fails open)"
     ),
     "Redirect": {
-        "description": "`current` or `previous` names this version now: `Location` is its `versions/{N}/...` URL",
+        "description": "`current` or `previous` names this version now: `Location` is its `versions/{N}/...` URL "
+        "(query string kept), `Cfgtool-Version` its number, and the JSON body says the same",
         "headers": _headers("Location", "Cfgtool-Version", "Cache-Control", required=("Location", "Cfgtool-Version")),
         "content": {JSON: {"schema": _ref("schemas", "Redirect")}},
     },
 }
 
 # every answer can be one of these (transport limits and bugs)
-ANY = {"408": "RequestTimeout", "429": "TooMany", "431": "HeadersTooLarge", "500": "Internal"}
+ANY = {"400": "BadRequest", "408": "RequestTimeout", "429": "TooMany", "431": "HeadersTooLarge", "500": "Internal"}
 # every answer about a store adds these
 STORE = {**ANY, "400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "503": "Unavailable"}
 # a key in the path adds 414
@@ -263,7 +276,8 @@ PARAMETERS: dict[str, Schema] = {
     ),
     "path": _param("path", "query", "a HOCON path: answer only the value there", STRING, example="retention.days"),
     "secrets": _param(
-        "secrets", "query", "`sealed`: secrets as their sealed envelopes instead of `[hidden]`", {"enum": ["sealed"]}
+        "secrets", "query", "`sealed`: secrets as their sealed envelopes instead of `[hidden]` (with `path` too)",
+        {"enum": ["sealed"]},
     ),
     "recursive": _param(
         "recursive", "query", "`1`: follow imports transitively", {"type": "string", "enum": ["0", "1"]}

@@ -59,6 +59,13 @@ def test_the_document_is_valid_openapi_3_1_and_served_as_built(small: GitRepo, s
     assert served.json() == json.loads(json.dumps(doc))
     again = httpx.get(f"{server.url}/v1/openapi.json", headers={"if-none-match": served.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
+    components = doc["components"]
+    assert "hidden_layers" in components["schemas"]["Explanation"]["properties"]
+    assert "too_many_requests" in components["responses"]["TooMany"]["description"]
+    redirect = components["responses"]["Redirect"]
+    assert redirect["headers"]["Cfgtool-Version"]["required"] and "content" in redirect
+    for path, item in doc["paths"].items():  # a request the HTTP parser rejects is 400, whatever its path
+        assert "400" in item["get"]["responses"], path
 
 
 def _template(route: str) -> set[str]:
