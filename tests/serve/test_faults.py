@@ -107,7 +107,7 @@ def test_a_tag_whose_store_does_not_compile_is_never_served(small: GitRepo, star
     assert health["stores"][0]["current"] == 1
     assert httpx.get(f"{server.url}/v1/small/current/keys/data/b").json()["version"] == 1
     refused = httpx.get(f"{server.url}/v1/small/versions/2/keys/data/b")
-    assert refused.status_code == 404 and "does not compile" in refused.json()["message"]
+    assert refused.status_code == 404 and "cannot be served: its compile reports errors" in refused.json()["message"]
     listed = httpx.get(f"{server.url}/v1/small/versions").json()
     assert [(v["version"], v["servable"]) for v in listed] == [(2, False), (1, True)]
 
