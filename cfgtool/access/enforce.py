@@ -64,7 +64,9 @@ def change_problems(
             changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
             decision = authorizer.authorize(who, operation, key)
             if not decision.allowed:
-                diags.append(_denied(decision, changed[0], f"{operation} {key}", key))
+                own = _own_files(old_node) | _own_files(new_node)  # before a file the node only includes
+                at = next((p for p in changed if p in own), changed[0])
+                diags.append(_denied(decision, at, f"{operation} {key}", key))
         if new_node is None:
             continue
         started = sorted(set(new_included.get(key, ())) - set(old_included.get(key, ())))
@@ -116,6 +118,13 @@ def _files(store: Store, node: Node | None, included: Sequence[str]) -> dict[str
         oids = store.source.oids(included)
         files.update((path, oids.get(path, "-")) for path in included)
     return files
+
+
+def _own_files(node: Node | None) -> set[str]:
+    """A node's main.conf and includes file, those it has."""
+    if node is None:
+        return set()
+    return {f.path for f in (node.main, node.includes) if f is not None}
 
 
 def _owners(store: Store) -> dict[str, str]:

@@ -322,7 +322,8 @@ def _with_value(config: Mapping[str, Any], parts: tuple[str, ...], value: Any) -
 
 
 def _skipped(key: str, node: NodeSnapshot, store: str, skipped: Sequence[tuple[str, int]]) -> Diagnostic:
-    file, line, col = main_conf(node, store)
+    """W_POLICY_SKIPPED_REVERT at the line that sets the first path left unjudged."""
+    file, line, col = locate(node, store, split_path(skipped[0][0]))
     paths = ", ".join(f"{path} (rolled back in version {version})" for path, version in skipped)
     message = (
         f"policies did not judge {paths}: this change returns the value to the one before the rolled-back"

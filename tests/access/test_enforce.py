@@ -285,3 +285,13 @@ def test_including_another_node_s_file_needs_read_on_that_node(work: GitRepo, ru
     assert found == [(conf, "/data/tracking/PageViewEvent", "User:intern may not include "
                       "store/data/databases/identity/members/main.conf into /data/tracking/PageViewEvent (a file of "
                       "/data/databases/identity/members, so it needs read on /data/databases/identity/members)")]
+
+
+def test_deleting_a_node_is_denied_at_its_own_main_conf_not_at_a_file_it_included(
+    work: GitRepo, run_cfgtool: Run
+) -> None:
+    conf = "store/data/databases/newdb/main.conf"
+    work.write({"store/data/databases/_shared/pool.conf": "pool.size = 10\n", conf: 'include "../_shared/pool.conf"\n'})
+    work.commit("a database that includes a shared file")
+    diags = pr(work, run_cfgtool, "alice", {conf: None})
+    assert denied(diags) == [(conf, "User:alice may not delete /data/databases/newdb")]

@@ -187,9 +187,10 @@ def test_a_revert_is_not_judged_by_change_aware_policies(run_cfgtool: Run, demo:
     repo, _ = demo
     release_bad_partitions(run_cfgtool, repo)
     repo.git("checkout", "-q", "-b", "revert")
-    change(repo, {"data/a/main.conf": conf(64)}, "revert partitions")
+    change(repo, {"data/a/main.conf": "# back to the good value\n" + conf(64)}, "revert partitions")
     out = ok(run_cfgtool("compile", "--base", "main", cwd=repo.root))
     assert "W_POLICY_SKIPPED_REVERT" in out and "partitions (rolled back in version 2)" in out
+    assert "store/data/a/main.conf:2:14: W_POLICY_SKIPPED_REVERT" in out  # where it is set, not the comment
     assert "E_POLICY" not in out
     # any other change is still judged: shrinking below the good value, or shrinking another dataset
     change(repo, {"data/a/main.conf": conf(32), "data/b/main.conf": conf(4)}, "shrink")
