@@ -17,7 +17,13 @@ from cfgtool.store.keys import BadKeyError, normalize_key
 
 acl_app = typer.Typer(
     name="acl",
-    help="Ask the store's ACL: who may read, change, publish or roll back what; write CODEOWNERS from it.",
+    help="""Ask the store's ACL: who may read, change, publish or roll back what; write CODEOWNERS from it.
+
+    Examples:
+      cfgtool acl check User:alice alter /data/tracking/PageViewEvent
+      cfgtool acl list --principal User:alice
+      cfgtool acl codeowners --check
+    """,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -29,7 +29,10 @@ class AuditFormat(StrEnum):
     JSON = "json"
 
 
-_SIDE_HELP = "A version (config/v5, v5 or 5), any git ref (branch, tag, commit), or `worktree` for the working tree."
+_SIDE_HELP = (
+    "A version (config/v5, v5 or 5; `current` or `previous`, the good version below it), any git ref (branch,"
+    " tag, commit), or `worktree` for the working tree."
+)
 
 
 def diff_command(
@@ -72,6 +75,7 @@ def diff_command(
       cfgtool diff v5 v6
       cfgtool diff origin/main HEAD -f markdown > comment.md
       cfgtool diff config/v12        # version 12 -> the working tree
+      cfgtool diff previous current  # what the current version changed
     """
     from cfgtool.versions.diff import diff  # here, not when the CLI is built
     from cfgtool.versions.diff_render import render_json, render_markdown, render_text

@@ -262,8 +262,8 @@ def render_published(result: PublishResult) -> str:
     if result.principal:
         lines.append(f"  principal  {result.principal}")
     if result.allowed:
-        shown = ", ".join(str(n) for n in result.allowed)
-        lines.append(f"  note       --allow-rolled-back: re-releases values of rolled-back version {shown}")
+        shown = ("version " if len(result.allowed) == 1 else "versions ") + ", ".join(map(str, result.allowed))
+        lines.append(f"  note       --allow-rolled-back: re-releases values of rolled-back {shown}")
     if result.diagnostics:
         lines.append(f"  checks     {summary_line(result.diagnostics)} (cfgtool compile --ref {result.ref} shows them)")
     if result.attempts > 1:
@@ -295,7 +295,9 @@ def render_versions(shown: Sequence[Version], total: int) -> str:
     messages = ["MESSAGE"]
     extra: dict[int, str] = {}
     for v in shown:
-        status = "rolled back" if v.rolled_back else v.status
+        status: str = "rolled back" if v.rolled_back else v.status
+        if v.allow_rolled_back:  # published with --allow-rolled-back
+            status += " (re-released " + ", ".join(f"v{n}" for n in v.allow_rolled_back) + ")"
         rows.append((str(v.version), _date(v), v.commit[:7], status, _cut(_who(v), 20)))
         messages.append((v.message or "").splitlines()[0] if v.message else "")
         if v.rolled_back is not None:

@@ -73,6 +73,11 @@ SCHEMAS: dict[str, Schema] = {
             "store": NULLABLE_STRING,
             "nodes": {"type": ["integer", "null"]},
             "cfgtool_version": NULLABLE_STRING,
+            "allow_rolled_back": {
+                "type": "array",
+                "items": INT,
+                "description": "rolled-back versions whose values this one re-released on purpose",
+            },
             "servable": {"type": "boolean", "description": "false for a version whose compile has errors"},
         },
     ),

@@ -286,16 +286,18 @@ def _refuse_rolled_back(base: PublishResult, held: Sequence[Watch], known: Histo
     """RolledBackContent listing every rolled-back value the ref still holds: the rollback trap (a merge of
     main that still holds the bad change would re-release it as the next version)."""
     versions = sorted({w.version for w in held})
-    named = ", ".join(f"{n} ({known.tag(n).name})" for n in versions)
+    named = ("version " if len(versions) == 1 else "versions ") + ", ".join(
+        f"{n} ({known.tag(n).name})" for n in versions
+    )
     values = [w for w in held if w.key]
     if values:
         lines = "\n".join(f"  {w.describe()}" for w in values)
-        what = f"still holds {plural(len(values), 'value')} that rolled-back version {named} introduced"
+        what = f"still holds {plural(len(values), 'value')} that rolled-back {named} introduced"
         message = f"{base.ref} (commit {base.commit[:7]}) {what}:\n{lines}\nNothing was published"
     else:
         w = held[0]
         message = (
-            f"{base.ref} (commit {base.commit[:7]}) has the same snapshot as version {named}, which {w.by} rolled"
+            f"{base.ref} (commit {base.commit[:7]}) has the same snapshot as {named}, which {w.by} rolled"
             f" back: {w.reason}. Nothing was published"
         )
     raise RolledBackContent(

@@ -200,6 +200,13 @@ class Version:
     def good(self) -> bool:
         return self.rolled_back is None
 
+    @property
+    def allow_rolled_back(self) -> list[int]:
+        """The rolled-back versions whose values this one re-released on purpose (`publish --allow-rolled-back`,
+        recorded in the tag's metadata); empty for a tag made by hand or without the flag."""
+        found = self.metadata.get("allow_rolled_back")
+        return [n for n in found if type(n) is int] if isinstance(found, list) else []
+
     def to_json(self) -> dict[str, Any]:
         """DESIGN 9's `versions` object, plus the store, node count and cfgtool version that published it."""
         return {
@@ -216,6 +223,7 @@ class Version:
             "store": self.store,
             "nodes": self.nodes,
             "cfgtool_version": self.cfgtool_version,
+            "allow_rolled_back": self.allow_rolled_back,
         }
 
 

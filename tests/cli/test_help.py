@@ -35,3 +35,10 @@ def test_help_has_examples_and_shows_flags_as_flags(run_cfgtool: Run, command: l
 def test_shell_completion_is_offered(run_cfgtool: Run) -> None:
     proc = run_cfgtool("--help")
     assert "--install-completion" in proc.stdout and "--show-completion" in proc.stdout
+
+
+def test_acl_group_help_has_examples_and_diff_help_names_current_and_previous(run_cfgtool: Run) -> None:
+    acl = run_cfgtool("acl", "--help", env={"COLUMNS": "100"})
+    assert acl.returncode == 0 and "Examples:" in acl.stdout and "cfgtool acl check User:alice" in acl.stdout
+    diff = run_cfgtool("diff", "--help", env={"COLUMNS": "100"})
+    assert "`current`" in diff.stdout and "`previous`" in diff.stdout and "cfgtool diff previous current" in diff.stdout

@@ -90,6 +90,9 @@ def test_a_rollback_sticks_after_an_unrelated_change(run_cfgtool: Run, demo: tup
     # on purpose: published, and the tag records it; a release made so ends the watch
     assert "re-releases values of rolled-back version 2" in publish(run_cfgtool, repo, "--allow-rolled-back")
     assert metadata(repo, 3)["allow_rolled_back"] == [2]
+    listed = json.loads(ok(run_cfgtool("versions", "--format", "json", cwd=repo.root)))
+    assert [(v["version"], v["allow_rolled_back"]) for v in listed][:3] == [(3, [2]), (2, []), (1, [])]
+    assert "current (re-released v2)" in ok(run_cfgtool("versions", cwd=repo.root))
     change(repo, {"main.conf": "owner = data\n"}, "another unrelated change")
     assert "published version 4" in publish(run_cfgtool, repo)
 
@@ -110,6 +113,10 @@ def test_the_watch_ends_once_a_revert_ships(run_cfgtool: Run, demo: tuple[GitRep
     assert "published version 3" in publish(run_cfgtool, repo)
     change(repo, {"data/a/main.conf": conf(96)}, "96 again, decided anew")
     assert "published version 4" in publish(run_cfgtool, repo)
+    change(repo, {"data/a/main.conf": conf(64)}, "64 once more")
+    assert "published version 5" in publish(run_cfgtool, repo)
+    # restoring the rolled-back version itself needs no --allow-rolled-back once the revert has shipped
+    assert "published version 6" in publish(run_cfgtool, repo, "--ref", "config/v2")
 
 
 def test_several_rolled_back_versions_with_rollback_to(run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]) -> None:
@@ -121,7 +128,7 @@ def test_several_rolled_back_versions_with_rollback_to(run_cfgtool: Run, demo: t
     publish(run_cfgtool, repo)
     ok(run_cfgtool("rollback", "--to", "1", "-m", "bad week", "--remote", "origin", cwd=repo.root))
     out = publish(run_cfgtool, repo, status=1)
-    assert "still holds 2 values that rolled-back version 2 (config/v2), 3 (config/v3) introduced" in out
+    assert "still holds 2 values that rolled-back versions 2 (config/v2), 3 (config/v3) introduced" in out
     assert "/data/a partitions = 96 (good: 64), introduced by version 2" in out
     assert "/data/b retention.days = 3 (good: 7), introduced by version 3" in out
     change(repo, {"data/a/main.conf": conf(64)}, "revert partitions")
