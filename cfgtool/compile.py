@@ -172,7 +172,7 @@ def compile_source(
 
 
 def hide_secrets(rules: Rules, snapshot: Snapshot) -> tuple[Snapshot, list[Diagnostic]]:
-    """The snapshot with every secret `[hidden]` (DESIGN 14), and its secrets' problems (W_SECRET_UNKNOWN
+    """The snapshot with every secret `[hidden]` (docs/access.md), and its secrets' problems (W_SECRET_UNKNOWN
     included). It runs right after resolution, before validation and before anything reads the snapshot;
     stores without recipients or writeOnly schemas skip the hiding."""
     secrets = rules.uses_secrets

@@ -1,4 +1,4 @@
-"""The Starlette routes of DESIGN 12 other than the hot key reads: stores, versions, queries, readiness, metrics
+"""The Starlette routes of docs/serving.md other than the hot key reads: stores, versions, queries, readiness, metrics
 and the API's OpenAPI document."""
 
 from __future__ import annotations
