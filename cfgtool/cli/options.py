@@ -155,14 +155,15 @@ def _refuse_invalid(cli: CliContext, reading: Reading, version: int | str, varia
     hand without `publish`'s checks is never applied (the server and `ConfigClient` skip it), so its values are
     not printed as if it were. The check is the one they run, cached per commit."""
     from cfgtool.cachedir import cache_root
-    from cfgtool.store import git
+    from cfgtool.store.refmemo import RefMemo
     from cfgtool.versions.reading import validation_error
 
     commit = reading.snapshot.source.commit
     if commit is None:
         return
-    root = git.locate(cli.repo if cli.repo is not None else Path.cwd()).root
-    problem = validation_error(root, commit, reading.snapshot, cache_root(), variables)
+    cache = cache_root()
+    root = RefMemo(cli.repo if cli.repo is not None else Path.cwd(), cache).repo.root  # git-free, memoized
+    problem = validation_error(root, commit, reading.snapshot, cache, variables)
     if problem is None:
         return
     if isinstance(version, str):  # `current` / `previous`: name it by its number
