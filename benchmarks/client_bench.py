@@ -38,8 +38,13 @@ print(json.dumps({"import": t1 - t0, "construct": t2 - t1, "get_us": (t4 - t3) /
 
 
 def run_client(repo: Path, cache: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", _CLIENT, str(repo), str(cache)], check=True, capture_output=True,
-                         text=True, env={**os.environ, "CFGTOOL_CACHE_DIR": str(cache)})
+    out = subprocess.run(
+        [sys.executable, "-c", _CLIENT, str(repo), str(cache)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CFGTOOL_CACHE_DIR": str(cache)},
+    )
     figures: dict[str, float] = json.loads(out.stdout)
     return figures
 
@@ -51,17 +56,26 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cfgtool-client-bench-") as tmp:
         repo, cache = Path(tmp) / "repo", Path(tmp) / "cache"
-        subprocess.run([sys.executable, str(HERE / "gen_store.py"), "--datasets", str(args.datasets), "--out",
-                        str(repo), "--git"], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, str(HERE / "gen_store.py"), "--datasets", str(args.datasets), "--out", str(repo), "--git"],
+            check=True,
+            capture_output=True,
+        )
         env = {**os.environ, "CFGTOOL_CACHE_DIR": str(cache)}
-        subprocess.run([sys.executable, "-m", "cfgtool", "--repo", str(repo), "publish", "-m", "bench"], check=True,
-                       capture_output=True, env=env)
+        subprocess.run(
+            [sys.executable, "-m", "cfgtool", "--repo", str(repo), "publish", "-m", "bench"],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
         first = run_client(repo, cache)
         runs = [run_client(repo, cache) for _ in range(args.repeat)]
         best = min(runs, key=lambda r: r["construct"])
         verdict = "PASS" if best["construct"] <= TARGET_S else "MISS"
-        print(f"store: {args.datasets:,} datasets, {int(best['nodes']):,} nodes, version {int(best['version'])}; "
-              f"best of {args.repeat}, load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"store: {args.datasets:,} datasets, {int(best['nodes']):,} nodes, version {int(best['version'])}; "
+            f"best of {args.repeat}, load average {os.getloadavg()[0]:.2f}"
+        )
         print(f"first client (compiles and caches the snapshot)  {first['construct']:.2f} s")
         print(f"client on the cached snapshot                    {best['construct']:.3f} s  <= {TARGET_S} s  {verdict}")
         print(f"  (import cfgtool, not included above)           {best['import']:.3f} s")

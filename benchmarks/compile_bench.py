@@ -53,7 +53,10 @@ def measure(repo: Path, ref: str, cache: Path, validate: bool) -> dict[str, floa
     env = {**os.environ, "CFGTOOL_CACHE_DIR": str(cache)}
     out = subprocess.run(
         [sys.executable, "-c", _MEASURE, str(repo), ref, "1" if validate else "0"],
-        check=True, capture_output=True, text=True, env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     figures: dict[str, float] = json.loads(out.stdout)
     return figures
@@ -80,9 +83,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cfgtool-compile-bench-") as tmp:
         repo = Path(tmp) / "repo"
         subprocess.run(
-            [sys.executable, str(HERE / "gen_store.py"), "--datasets", str(args.datasets), "--out", str(repo),
-             "--seed", str(args.seed), "--git"],
-            check=True, capture_output=True,
+            [
+                sys.executable,
+                str(HERE / "gen_store.py"),
+                "--datasets",
+                str(args.datasets),
+                "--out",
+                str(repo),
+                "--seed",
+                str(args.seed),
+                "--git",
+            ],
+            check=True,
+            capture_output=True,
         )
         base = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
@@ -97,20 +110,47 @@ def main() -> None:
                 head = change_one_file(repo)
                 warms.append(measure(repo, head, cache, validate))
             warm = min(warms, key=lambda f: f["seconds"])
-            rows.append((f"cold compile, {label}", f"{cold['seconds']:.2f} s", f"<= {COLD_TARGET_S:.0f} s",
-                         "PASS" if cold["seconds"] <= COLD_TARGET_S else "MISS"))
-            rows.append((f"warm compile after a one-file change, {label}", f"{warm['seconds']:.2f} s",
-                         f"<= {WARM_TARGET_S:.0f} s", "PASS" if warm["seconds"] <= WARM_TARGET_S else "MISS"))
-            rows.append(("  warm: files parsed / nodes resolved / reused",
-                         f"{warm['parsed']:.0f} / {warm['resolved']:.0f} / {warm['reused']:.0f}", "", ""))
-            rows.append((f"peak memory (cold / warm), {label}", f"{cold['peak_mb']:.0f} / {warm['peak_mb']:.0f} MB",
-                         "", ""))
-            rows.append(("  largest child (cold / warm), shared pages counted too",
-                         f"{cold['worker_mb']:.0f} / {warm['worker_mb']:.0f} MB", "", ""))
+            rows.append(
+                (
+                    f"cold compile, {label}",
+                    f"{cold['seconds']:.2f} s",
+                    f"<= {COLD_TARGET_S:.0f} s",
+                    "PASS" if cold["seconds"] <= COLD_TARGET_S else "MISS",
+                )
+            )
+            rows.append(
+                (
+                    f"warm compile after a one-file change, {label}",
+                    f"{warm['seconds']:.2f} s",
+                    f"<= {WARM_TARGET_S:.0f} s",
+                    "PASS" if warm["seconds"] <= WARM_TARGET_S else "MISS",
+                )
+            )
+            rows.append(
+                (
+                    "  warm: files parsed / nodes resolved / reused",
+                    f"{warm['parsed']:.0f} / {warm['resolved']:.0f} / {warm['reused']:.0f}",
+                    "",
+                    "",
+                )
+            )
+            rows.append(
+                (f"peak memory (cold / warm), {label}", f"{cold['peak_mb']:.0f} / {warm['peak_mb']:.0f} MB", "", "")
+            )
+            rows.append(
+                (
+                    "  largest child (cold / warm), shared pages counted too",
+                    f"{cold['worker_mb']:.0f} / {warm['worker_mb']:.0f} MB",
+                    "",
+                    "",
+                )
+            )
             nodes, assignments = int(cold["nodes"]), int(cold["checked"])
-        print(f"store: {args.datasets:,} datasets, {nodes:,} nodes, {assignments} variable assignments checked; "
-              f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, best of {args.repeat}, "
-              f"load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"store: {args.datasets:,} datasets, {nodes:,} nodes, {assignments} variable assignments checked; "
+            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, best of {args.repeat}, "
+            f"load average {os.getloadavg()[0]:.2f}"
+        )
         width = max(len(r[0]) for r in rows)
         for name, figure, target, verdict in rows:
             print(f"{name:<{width}}  {figure:>16}  {target:>8}  {verdict}")

@@ -32,8 +32,16 @@ from cfgtool.formats import Format, render
 from tests.hostile import gen
 from tests.hostile.runner import cfgtool_command, run_limited
 
-DANGEROUS_SHAPES = {"expansion_bomb", "self_chain", "many_substitutions", "deep_nesting", "huge_number",
-                    "dotted_depth", "many_keys", "long_line"}
+DANGEROUS_SHAPES = {
+    "expansion_bomb",
+    "self_chain",
+    "many_substitutions",
+    "deep_nesting",
+    "huge_number",
+    "dotted_depth",
+    "many_keys",
+    "long_line",
+}
 IN_PROCESS_MAX = 20_000  # characters: larger documents run in a subprocess
 IN_PROCESS_MEM = 3 * 1024 * 1024 * 1024  # this process's own address-space limit
 
@@ -75,8 +83,13 @@ def in_process(text: str, budget: float) -> tuple[str, float, str]:
 def in_subprocess(text: str, budget: float, work: Path) -> tuple[str, float, str]:
     path = work / "doc.conf"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    out = run_limited([*cfgtool_command(), "hocon", str(path)], env={"CFGTOOL_DEBUG": "1"}, mem_mb=1536,
-                      cpu_s=int(budget * 4) + 2, wall_s=budget * 6 + 5)
+    out = run_limited(
+        [*cfgtool_command(), "hocon", str(path)],
+        env={"CFGTOOL_DEBUG": "1"},
+        mem_mb=1536,
+        cpu_s=int(budget * 4) + 2,
+        wall_s=budget * 6 + 5,
+    )
     if out.timed_out or out.signal:
         return "hung", out.wall, out.summary()
     if out.returncode not in (0, 1) or ("Traceback" in out.stderr and "HoconError" not in out.stderr):
@@ -125,22 +138,36 @@ def main(argv: list[str] | None = None) -> int:
         n += 1
         label, text, dangerous = draw(rng, args.max_size)
         mode = "subprocess" if dangerous else "in-process"
-        verdict, elapsed, detail = (in_subprocess(text, args.budget, work) if dangerous
-                                    else in_process(text, args.budget))
+        verdict, elapsed, detail = (
+            in_subprocess(text, args.budget, work) if dangerous else in_process(text, args.budget)
+        )
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict in ("ok", "diagnostic"):
             continue
         findings += 1
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         (args.out / f"{digest}.conf").write_text(text, encoding="utf-8", errors="surrogatepass")
-        note = {"verdict": verdict, "shape": label, "mode": mode, "seconds": round(elapsed, 2),
-                "chars": len(text), "seed": args.seed, "index": n, "detail": detail}
+        note = {
+            "verdict": verdict,
+            "shape": label,
+            "mode": mode,
+            "seconds": round(elapsed, 2),
+            "chars": len(text),
+            "seed": args.seed,
+            "index": n,
+            "detail": detail,
+        }
         (args.out / f"{digest}.json").write_text(json.dumps(note, indent=2) + "\n", encoding="utf-8")
         first = detail.strip().splitlines()[-1] if detail.strip() else ""
-        print(f"[{n}] {verdict:11} {label:18} {len(text):>8} chars {elapsed:6.2f} s {mode:10} "
-              f"-> {args.out / digest}.conf  {first[:160]}", flush=True)
-    print(f"{n} documents in {args.seconds:.0f} s, seed {args.seed}: {json.dumps(counts, sort_keys=True)}; "
-          f"{findings} findings in {args.out}")
+        print(
+            f"[{n}] {verdict:11} {label:18} {len(text):>8} chars {elapsed:6.2f} s {mode:10} "
+            f"-> {args.out / digest}.conf  {first[:160]}",
+            flush=True,
+        )
+    print(
+        f"{n} documents in {args.seconds:.0f} s, seed {args.seed}: {json.dumps(counts, sort_keys=True)}; "
+        f"{findings} findings in {args.out}"
+    )
     return 1 if findings else 0
 
 

@@ -47,7 +47,7 @@ def document(rng: random.Random, i: int) -> tuple[str, bool]:
             key = f"{rng.choice(WORDS)}.{key}"
         kind = rng.randrange(10)
         if kind == 0:
-            value = str(rng.randrange(10**rng.randint(1, 15)))
+            value = str(rng.randrange(10 ** rng.randint(1, 15)))
         elif kind == 1:
             value = f'"{rng.choice(WORDS)} {i} {j}"'
         elif kind == 2:
@@ -75,14 +75,18 @@ def document(rng: random.Random, i: int) -> tuple[str, bool]:
         lines.append("list = [1]\n" + "list += 2\n" * rng.randint(1, 20))
     broken = rng.random() < 0.125
     if broken:
-        lines.append(rng.choice([
-            "bad = ${nowhere.at.all}",
-            "cyc1 = ${cyc2}\ncyc2 = ${cyc1}",
-            "t = [1] {a: 1}",
-            'u = "unterminated',
-            "v = { a = 1",
-            "w = ${",
-        ]))
+        lines.append(
+            rng.choice(
+                [
+                    "bad = ${nowhere.at.all}",
+                    "cyc1 = ${cyc2}\ncyc2 = ${cyc1}",
+                    "t = [1] {a: 1}",
+                    'u = "unterminated',
+                    "v = { a = 1",
+                    "w = ${",
+                ]
+            )
+        )
     rng.shuffle(lines)
     return "\n".join(lines) + "\n", broken
 
@@ -92,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--every", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tracemalloc", action="store_true",
-                        help="list what grew between the first report and the end")
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="list what grew between the first report and the end"
+    )
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)

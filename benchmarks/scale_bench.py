@@ -189,16 +189,20 @@ def main() -> int:
     # as installed: modules compiled once, not on every run (PYTHONDONTWRITEBYTECODE is dropped for the runs)
     subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True, capture_output=True)
     print(f"cfgtool from {package}")
-    print(f"cfgtool scale benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.runs} runs per "
-          f"row, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"cfgtool scale benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.runs} runs per "
+        f"row, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     with tempfile.TemporaryDirectory(prefix="cfgtool-scale-") as tmp:
         stores = args.stores or Path(tmp) / "stores"
         stores.mkdir(parents=True, exist_ok=True)
         table = Table()
         for datasets in sizes:
             measure(datasets, args.runs, stores, Path(tmp), table, gets=not args.compile_only)
-    print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"{table.missed} median(s) missed their target")
+    print(
+        f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"{table.missed} median(s) missed their target"
+    )
     return 0
 
 

@@ -175,7 +175,16 @@ def _ms(text: str) -> float:
 def wrk(port: int, script: Path, duration: int, connections: int = 64) -> tuple[float, float, int, int]:
     """(requests/s, p99 ms, non-2xx/3xx answers, requests) of one wrk run."""
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), f"http://127.0.0.1:{port}"],
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{duration}s",
+            "--latency",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -196,7 +205,12 @@ def wrk_cpu(port: int, pid: int, script: Path, duration: int, connections: int =
 
 
 def reads(
-    servers: dict[str, int], pids: dict[str, int], keys: list[str], runs: int, duration: int, tmp: Path,
+    servers: dict[str, int],
+    pids: dict[str, int],
+    keys: list[str],
+    runs: int,
+    duration: int,
+    tmp: Path,
     conditional: bool,
 ) -> None:
     """(a) or (b) on each server, runs alternating between them."""

@@ -186,7 +186,10 @@ class Builder:
             entry = results[key]
             if entry is None:
                 out[key] = NodeSnapshot(
-                    key=key, config=None, layers=lkeys, imports=imports,
+                    key=key,
+                    config=None,
+                    layers=lkeys,
+                    imports=imports,
                     provenance=Provenance(reach=partial(_reached, graph, key)),
                 )
             else:
@@ -229,7 +232,12 @@ class Builder:
         return node_snapshot(key, config, lkeys, imports, self._file(key), intrinsic, provenance, content_hash)
 
     def _resolve(
-        self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], fingerprint: str,
+        self,
+        graph: Graph,
+        key: str,
+        lkeys: tuple[str, ...],
+        imports: tuple[str, ...],
+        fingerprint: str,
         notes: tuple[str, ...],
     ) -> NodeSnapshot:
         self.stats["resolved"] += 1
@@ -262,7 +270,12 @@ class Builder:
         return NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
 
     def _resolved(
-        self, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], fingerprint: str, resolved: Resolved,
+        self,
+        key: str,
+        lkeys: tuple[str, ...],
+        imports: tuple[str, ...],
+        fingerprint: str,
+        resolved: Resolved,
         reach: Callable[[], tuple[str, ...]],
     ) -> NodeSnapshot:
         """The snapshot of a node just resolved, put in the node cache (unless a layer includes other files)."""

@@ -330,9 +330,7 @@ class ConfigClient:
             except VersionHasErrors as exc:
                 skipped.append(f"{found.tag(n).name}: {exc.message}")
                 continue
-            warnings.warn(
-                SkippedVersionWarning(f"reading version {n}: skipped {'; '.join(skipped)}"), stacklevel=3
-            )
+            warnings.warn(SkippedVersionWarning(f"reading version {n}: skipped {'; '.join(skipped)}"), stacklevel=3)
             return snapshot
         raise first
 

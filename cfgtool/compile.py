@@ -65,7 +65,6 @@ class CompileResult:
         return errors_affecting(self.snapshot, self.diagnostics, key)
 
 
-
 def compile_store(
     repo: Path | None = None,
     store: str | Path = "store",
@@ -243,8 +242,12 @@ def validate_snapshot(
 
 
 def _compile(
-    source: Source, variables: Mapping[str, str] | None, check_variables: bool, trusted: Rules | None,
-    progress: Progress | None, aside: bool,
+    source: Source,
+    variables: Mapping[str, str] | None,
+    check_variables: bool,
+    trusted: Rules | None,
+    progress: Progress | None,
+    aside: bool,
 ) -> tuple[CompileResult, Callable[[bool], None]]:
     """The compile of `compile_source` without validation, and the function that waits for its cache entries
     to be written: with `aside`, by a child while the caller validates (`Builder.flush_aside`)."""
@@ -303,9 +306,7 @@ def _compile(
     return result, lambda keep: None
 
 
-def _checks(
-    graph: Graph, chosen: Mapping[str, str], variables: Mapping[str, str] | None
-) -> list[structure.Check]:
+def _checks(graph: Graph, chosen: Mapping[str, str], variables: Mapping[str, str] | None) -> list[structure.Check]:
     """Every other assignment of the variables that nodes depend on (DESIGN 5.3), with its graph, the
     problems that graph reports and the nodes whose L it changes (only those are resolved again)."""
     depends = {k: used for k in graph.nodes if k not in graph.failed and (used := graph.variables_of(k))}

@@ -116,4 +116,3 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
         sources=tuple(node.sources.get(name, ())),
         layers=tuple(layers),
     )
-

@@ -336,7 +336,6 @@ class Snapshot(StoreQueries):
             raise SnapshotFormatError(f"snapshot is malformed: {exc!r}", hint="delete it and recompile") from exc
 
 
-
 def errors_affecting(snapshot: Snapshot, diagnostics: Iterable[Diagnostic], key: str | None) -> list[Diagnostic]:
     """The errors among `diagnostics` that make an answer about `key` unreliable; `None` asks about the whole
     store. For a key: errors of any layer of L(key) (or of the node it inherits from) and errors tied to no

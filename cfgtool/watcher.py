@@ -193,7 +193,14 @@ def watch(
     if not 0 <= wait <= 55:
         raise CfgtoolError(f"wait={wait} is not between 0 and 55 seconds", hint="the server holds a poll 55 s at most")
     return Watcher(
-        location, store, on_change, wait=wait, initial=initial, token=token, cache_dir=cache_dir, timeout=timeout,
+        location,
+        store,
+        on_change,
+        wait=wait,
+        initial=initial,
+        token=token,
+        cache_dir=cache_dir,
+        timeout=timeout,
         max_bytes=max_bytes,
     )
 

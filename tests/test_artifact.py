@@ -84,9 +84,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
-def test_a_cached_client_decodes_only_the_rows_it_reads(
-    embedded: GitRepo, tmp_path: Path, decoded: list[str]
-) -> None:
+def test_a_cached_client_decodes_only_the_rows_it_reads(embedded: GitRepo, tmp_path: Path, decoded: list[str]) -> None:
     ConfigClient(embedded.root, cache_dir=tmp_path)  # compiles and writes the artifact
     decoded.clear()
     client = ConfigClient(embedded.root, cache_dir=tmp_path)

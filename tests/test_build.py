@@ -73,7 +73,10 @@ def compiled(repo: GitRepo, cache: Path, parallel_min: int, *options: str) -> di
     env = {**os.environ, "CFGTOOL_CACHE_DIR": str(cache)}
     out = subprocess.run(
         [sys.executable, "-c", _RUN, str(repo.root), str(parallel_min), *options],
-        check=True, capture_output=True, text=True, env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     result: dict[str, Any] = json.loads(out.stdout)
     return result

@@ -49,8 +49,10 @@ def leaves_with_origins(node: Node) -> list[tuple[str, Origin]]:
     """Every node of a tree, depth first, as its repr and origin."""
     out = [(repr(node), node.origin)]
     children = (
-        list(node.fields.values()) if isinstance(node, Obj)
-        else node.stack if isinstance(node, Merge)
+        list(node.fields.values())
+        if isinstance(node, Obj)
+        else node.stack
+        if isinstance(node, Merge)
         else getattr(node, "items", None) or getattr(node, "parts", None) or []
     )
     for child in children:
@@ -139,7 +141,9 @@ def test_cache_flush_keeps_entries_another_process_wrote_since_the_read(tmp_path
     parent.flush()
     fresh = NodeCache(tmp_path)
     assert [plain(fresh.get(k)) for k in ("10", "11", "12")] == [
-        ({"old": 0}, False, "h0", 1), ({"w": 1}, False, "h1", 1), ({"p": 2}, False, "h2", 1)
+        ({"old": 0}, False, "h0", 1),
+        ({"w": 1}, False, "h1", 1),
+        ({"p": 2}, False, "h2", 1),
     ]
     assert plain(parent.get("11")) == ({"w": 1}, False, "h1", 1)  # a flushed shard is read again when asked
 

@@ -96,9 +96,7 @@ def test_containment_a_tracked_directory_replaced_by_a_link(
     assert not any(SECRET in text for text in outputs)
 
 
-def test_containment_a_linked_store_directory_is_a_usage_error(
-    small: GitRepo, outside: Path, run_cfgtool: Run
-) -> None:
+def test_containment_a_linked_store_directory_is_a_usage_error(small: GitRepo, outside: Path, run_cfgtool: Run) -> None:
     (outside / "_CONFIG_STORE").write_text("", encoding="utf-8")
     link(small, "linked", outside)
     proc = run_cfgtool("--store", "linked", "compile", cwd=small.root)

@@ -159,8 +159,9 @@ def test_random_shapes(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
     for i in range(6):
         shape, text = gen.random_document(rng, max_size=100_000)
-        out = run_limited(engine_command(write(tmp_path, text, f"doc{i}.conf")), mem_mb=MEM_MB, cpu_s=CPU_S,
-                          wall_s=WALL_S)
+        out = run_limited(
+            engine_command(write(tmp_path, text, f"doc{i}.conf")), mem_mb=MEM_MB, cpu_s=CPU_S, wall_s=WALL_S
+        )
         try:
             assert_bounded(out)
         except AssertionError as e:
@@ -172,8 +173,9 @@ def test_mutated_documents(seed: int, tmp_path: Path) -> None:
     rng = random.Random(1000 + seed)
     for i in range(6):
         text = gen.mutate(rng, rng.choice(gen.VALID_SEEDS), rounds=rng.randint(1, 6))
-        out = run_limited(engine_command(write(tmp_path, text, f"doc{i}.conf")), mem_mb=MEM_MB, cpu_s=CPU_S,
-                          wall_s=WALL_S)
+        out = run_limited(
+            engine_command(write(tmp_path, text, f"doc{i}.conf")), mem_mb=MEM_MB, cpu_s=CPU_S, wall_s=WALL_S
+        )
         try:
             assert_bounded(out)
         except AssertionError as e:

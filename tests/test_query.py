@@ -43,7 +43,7 @@ MAINS = [
     "n = ${cfgtool.name}\nk = ${cfgtool.key}\n",
     "o { p = 1 }\no.q = ${?v}\n",
     "v += [1]\n",
-    "s = ${w}\"-x\"\n",
+    's = ${w}"-x"\n',
     "r = ${r}\n",
     "v = null\nw = {a = 1}\n",
 ]

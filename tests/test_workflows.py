@@ -266,7 +266,7 @@ def test_config_pr_fails_a_policy_violation_with_an_annotation_and_still_writes_
 
 def test_config_pr_fails_while_codeowners_is_stale_and_passes_once_regenerated(origin: tuple[Path, Path]) -> None:
     _, clone = origin
-    owner = '  - {principal: User:alice, operation: alter, key: /data/orders/, pattern: prefixed, permission: allow}'
+    owner = "  - {principal: User:alice, operation: alter, key: /data/orders/, pattern: prefixed, permission: allow}"
     acl = clone / "store/_ACL.yaml"
     text = acl.read_text(encoding="utf-8").replace("acls: []", "acls:\n" + owner)
     acl.write_text(text.replace("github: {}", 'github: {"User:alice": "@alice"}'), encoding="utf-8")
@@ -281,7 +281,8 @@ def test_config_pr_fails_while_codeowners_is_stale_and_passes_once_regenerated(o
     git(clone, "add", "-A")
     git(clone, "-c", "user.name=Bob", "-c", "user.email=bob@example.com", "commit", "-qm", "CODEOWNERS")
     assert run_job("config-pr.yml", "compile", clone, PR_CONTEXT, PR_ENV).steps[1][:2] == (
-        "CODEOWNERS matches the ACL", 0
+        "CODEOWNERS matches the ACL",
+        0,
     )
 
 
@@ -314,7 +315,7 @@ def test_config_pr_passes_the_pull_request_that_adds_the_store(repo: GitRepo, tm
 
     assert job.ok, job.steps
     assert "**0** keys changed, **6** added, **0** removed" in job.summary
-    assert "| `owner` |  | `\"checkout-team\"` | `store/data/orders/main.conf:3:9` |" in job.summary
+    assert '| `owner` |  | `"checkout-team"` | `store/data/orders/main.conf:3:9` |' in job.summary
 
 
 def publish_context(clone: Path, message: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -381,7 +382,7 @@ def test_config_rollback_of_an_unknown_version_fails_and_pushes_nothing(origin: 
     assert set(remote_tags(bare)) == {"config/v1"}
 
 
-ONLY_CAROL = '''
+ONLY_CAROL = """
 from cfgtool.policies import NodeRequest, PolicyViolation
 
 
@@ -395,7 +396,7 @@ class OnlyCarol:
 
     def close(self) -> None:
         pass
-'''
+"""
 
 
 def test_config_publish_passes_the_pusher_to_the_policies_as_principal(origin: tuple[Path, Path]) -> None:

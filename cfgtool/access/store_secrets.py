@@ -63,8 +63,10 @@ def set_secret(repo: Path | None, store: str | Path, key: str, path: str, value:
     except HoconError as err:
         raise UsageError(f"{path!r} is not a HOCON path: {err}", hint="write it like db.password") from err
     name = render_path(parts)
-    node_dir = source.repo_root / source.path("/".join(segments(key))) if key != "/" else source.repo_root / (
-        source.store or "."
+    node_dir = (
+        source.repo_root / source.path("/".join(segments(key)))
+        if key != "/"
+        else source.repo_root / (source.store or ".")
     )
     if not node_dir.is_dir():
         raise UsageError(f"{key} has no node (no directory {node_dir})", hint=f"create it first: mkdir -p {node_dir}")

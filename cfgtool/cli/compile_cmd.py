@@ -72,7 +72,9 @@ def compile_command(
     principal: Annotated[
         str | None,
         typer.Option(
-            "--principal", metavar="NAME", help="Who asks, passed to the policies (a PR check passes the PR author).",
+            "--principal",
+            metavar="NAME",
+            help="Who asks, passed to the policies (a PR check passes the PR author).",
             show_default=False,
         ),
     ] = None,
@@ -194,5 +196,3 @@ def _describe_variables(result: CompileResult) -> str:
         seen = list(dict.fromkeys(a[name] for a in result.checked if name in a))
         parts.append(f"{name}={value} (checked: {', '.join(seen)})")
     return "; ".join(parts)
-
-

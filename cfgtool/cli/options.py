@@ -89,8 +89,15 @@ def compile_for(
     commit = ref_for(ctx, ref, version)
     with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:
         return compile_store(
-            cli.repo, cli.store, commit, parse_variables(variables),
-            check_variables=check, validate=check, base=base, principal=principal, progress=progress,
+            cli.repo,
+            cli.store,
+            commit,
+            parse_variables(variables),
+            check_variables=check,
+            validate=check,
+            base=base,
+            principal=principal,
+            progress=progress,
         )
 
 
@@ -118,9 +125,7 @@ def parsed_version(text: str) -> int | str:
     return version_spec(text)
 
 
-def read_at_ref(
-    ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None
-) -> Reading:
+def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None) -> Reading:
     """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached
     (compiled and cached otherwise: `cfgtool.versions.reading`). One of `ref` and `version` is given."""
     if ref is not None and version is not None:

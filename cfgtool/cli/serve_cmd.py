@@ -106,7 +106,9 @@ def serve_command(
     remote: Annotated[
         str | None,
         typer.Option(
-            "--remote", metavar="NAME", help="Mirror this remote of the local repository and fetch from it.",
+            "--remote",
+            metavar="NAME",
+            help="Mirror this remote of the local repository and fetch from it.",
             show_default=False,
         ),
     ] = None,
@@ -201,9 +203,7 @@ TokensFile = Annotated[Path, typer.Option("--tokens", metavar="FILE", help="The 
 @token_app.command("add")
 def token_add(
     principal: Annotated[str, typer.Argument(metavar="PRINCIPAL", help="User:name (a bare name is a User).")],
-    tokens: Annotated[
-        Path, typer.Option("--tokens", metavar="FILE", help="The tokens file (created when missing).")
-    ],
+    tokens: Annotated[Path, typer.Option("--tokens", metavar="FILE", help="The tokens file (created when missing).")],
 ) -> None:
     """Create a bearer token for PRINCIPAL and print it (once: only its SHA-256 is kept).
 

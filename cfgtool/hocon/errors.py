@@ -20,9 +20,7 @@ class HoconError(Exception):
     `str(err)` is `file:line:col: message` so it can be printed as is.
     """
 
-    def __init__(
-        self, code: str, message: str, origin: Origin | None = None, notes: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, code: str, message: str, origin: Origin | None = None, notes: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

@@ -21,15 +21,26 @@ Token = tuple[int, Any, str, int, int, str]
 """(kind, value, raw source text, line, col, whitespace before it)"""
 
 KIND_NAMES = {
-    NL: "newline", LBRACE: "'{'", RBRACE: "'}'", LBRACK: "'['", RBRACK: "']'",
-    COMMA: "','", COLON: "':'", EQUALS: "'='", PLUSEQ: "'+='", STRING: "a quoted string",
-    NUMBER: "a number", UNQUOTED: "unquoted text", SUBST: "a substitution", EOF: "end of file",
+    NL: "newline",
+    LBRACE: "'{'",
+    RBRACE: "'}'",
+    LBRACK: "'['",
+    RBRACK: "']'",
+    COMMA: "','",
+    COLON: "':'",
+    EQUALS: "'='",
+    PLUSEQ: "'+='",
+    STRING: "a quoted string",
+    NUMBER: "a number",
+    UNQUOTED: "unquoted text",
+    SUBST: "a substitution",
+    EOF: "end of file",
 }
 
 MAX_TEXT = 64 * 1024 * 1024  # bytes of HOCON text one parse accepts
 
 # Characters that may not appear in unquoted text (Lightbend's `notInUnquotedText`), plus whitespace.
-_FORBIDDEN = "$\"{}[]:=,+#`^?!@*&\\"
+_FORBIDDEN = '$"{}[]:=,+#`^?!@*&\\'
 # Whitespace other than newline: Unicode whitespace (as Lightbend) and the BOM, as one character class.
 _WS_CHARS = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n") + "\ufeff"
 _WS_CLASS = "[" + re.escape(_WS_CHARS) + "]"
@@ -184,7 +195,8 @@ def _locate_error(text: str, file: str) -> None:
             break
         if m.group(8) == '""' and text.startswith('"', m.end()):
             raise HoconError(
-                E_SYNTAX, "unclosed triple-quoted string: add the closing '\"\"\"'",
+                E_SYNTAX,
+                'unclosed triple-quoted string: add the closing \'"""\'',
                 Origin(file, line, m.start(8) - line_start + 1),
             )
         token = m.group()
@@ -199,7 +211,7 @@ def _locate_error(text: str, file: str) -> None:
     ch = text[pos]
     if ch == '"':
         if text.startswith('"""', pos):
-            raise HoconError(E_SYNTAX, "unclosed triple-quoted string: add the closing '\"\"\"'", origin)
+            raise HoconError(E_SYNTAX, 'unclosed triple-quoted string: add the closing \'"""\'', origin)
         raise HoconError(
             E_SYNTAX,
             "unclosed quoted string: add the closing '\"' before the end of the line "
@@ -258,7 +270,8 @@ def parse_path_expression(expr: str, origin: Origin) -> tuple[str, ...]:
             if i > 0:
                 if not started and not "".join(current):
                     raise HoconError(
-                        E_SYNTAX, f"empty key in path expression {expr.strip()!r}; quote keys that contain '.'",
+                        E_SYNTAX,
+                        f"empty key in path expression {expr.strip()!r}; quote keys that contain '.'",
                         origin,
                     )
                 keys.append("".join(current))

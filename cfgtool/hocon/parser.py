@@ -97,8 +97,7 @@ class _Parser:
         tok = self.tokens[self.pos]
         if tok[0] != EOF:
             raise self._error(
-                tok, f"unexpected {self._describe(tok)} after the end of the document; "
-                "a document holds one root object"
+                tok, f"unexpected {self._describe(tok)} after the end of the document; a document holds one root object"
             )
         return root
 
@@ -130,8 +129,11 @@ class _Parser:
                 return Obj(fields, Origin(self.file, 1, 1))
             if kind == RBRACK:
                 notes = (f"note: the object opened at {self._origin(open_tok)}",) if braced else ()
-                raise self._error(tok, "unbalanced ']': close the object with '}'" if braced else
-                                  "unbalanced ']': no '[' is open here", notes)
+                raise self._error(
+                    tok,
+                    "unbalanced ']': close the object with '}'" if braced else "unbalanced ']': no '[' is open here",
+                    notes,
+                )
             if kind == UNQUOTED and tok[1] == "include":
                 self._include(fields, path)
             else:
@@ -354,8 +356,7 @@ class _Parser:
         if m is None or wanted != closes:
             raise HoconError(
                 E_SYNTAX,
-                f"bad include {spec!r}: write include \"file.conf\", include file(\"...\") "
-                "or include required(\"...\")",
+                f'bad include {spec!r}: write include "file.conf", include file("...") or include required("...")',
                 origin,
             )
         kind = m.group("kind")

@@ -41,24 +41,52 @@ _OPEN = -1  # the first character leaves the kind open: `//` comment or unquoted
 # The lexer's token pattern, with whitespace in pieces of its own (or in the piece before it, above).
 _PIECE = (
     _WS_CLASS + "+"
-    "|" + _UNQUOTED_START + _UNQUOTED
-    + r"|(?:[{\[:,=]|\+=)" + _WS_CLASS + "*"  # whitespace after these never counts: one piece
+    "|"
+    + _UNQUOTED_START
+    + _UNQUOTED
+    + r"|(?:[{\[:,=]|\+=)"
+    + _WS_CLASS
+    + "*"  # whitespace after these never counts: one piece
     + r"|[}\]]"
-    + r"|(?:" + _COMMENT + r")?\n(?:(?:" + _WS_CLASS + r")*(?:" + _COMMENT + r")?\n)*" + _WS_CLASS + "*"
+    + r"|(?:"
+    + _COMMENT
+    + r")?\n(?:(?:"
+    + _WS_CLASS
+    + r")*(?:"
+    + _COMMENT
+    + r")?\n)*"
+    + _WS_CLASS
+    + "*"
     + r'|""".*?""""*'
     + r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-    + "|" + _NUMBER
+    + "|"
+    + _NUMBER
     + r"|\$\{[^}\n]*\}"
-    + "|" + _COMMENT + r"\Z"
+    + "|"
+    + _COMMENT
+    + r"\Z"
 )
 _ONE_PIECE = re.compile(_PIECE, re.DOTALL)
 # Where no token starts (a syntax error), the rest of the text is one last piece: `findall` stops there, as the
 # lexer does, instead of searching on (which could take quadratic time on hostile text).
 _PIECES = re.compile(_PIECE + r"|.+", re.DOTALL)
 _KIND = {
-    "{": LBRACE, "}": RBRACE, "[": LBRACK, "]": RBRACK, ",": COMMA, ":": COLON, "=": EQUALS, "+": PLUSEQ,
-    "\n": NL, "#": NL, "/": _OPEN, '"': STRING, "$": SUBST, "-": _OPEN,
-    **dict.fromkeys("0123456789", NUMBER), **dict.fromkeys(_WS_CHARS, WS),
+    "{": LBRACE,
+    "}": RBRACE,
+    "[": LBRACK,
+    "]": RBRACK,
+    ",": COMMA,
+    ":": COLON,
+    "=": EQUALS,
+    "+": PLUSEQ,
+    "\n": NL,
+    "#": NL,
+    "/": _OPEN,
+    '"': STRING,
+    "$": SUBST,
+    "-": _OPEN,
+    **dict.fromkeys("0123456789", NUMBER),
+    **dict.fromkeys(_WS_CHARS, WS),
 }  # any other first character: unquoted text
 _first = itemgetter(0)
 _DIGITS = frozenset("0123456789")

@@ -52,8 +52,9 @@ class _Cycle(Exception):
 
 def render_path(path: tuple[str, ...]) -> str:
     """A path as a HOCON path expression, quoting keys that need it."""
-    return ".".join(k if k and all(c.isalnum() or c in "-_" for c in k) else '"' + k.replace('"', '\\"') + '"'
-                    for k in path)
+    return ".".join(
+        k if k and all(c.isalnum() or c in "-_" for c in k) else '"' + k.replace('"', '\\"') + '"' for k in path
+    )
 
 
 def is_static(node: Obj | Lst) -> bool:
@@ -125,8 +126,9 @@ class _Resolver:
             raise _Cycle(self._trace_steps())
         self.steps += 1
         if self.steps > MAX_STEPS:
-            raise HoconError(E_LIMIT, f"resolution took more than {MAX_STEPS} steps; simplify the substitutions",
-                             node.origin)
+            raise HoconError(
+                E_LIMIT, f"resolution took more than {MAX_STEPS} steps; simplify the substitutions", node.origin
+            )
         self.active.add(key)
         try:
             if cls is Obj:
@@ -189,7 +191,7 @@ class _Resolver:
         try:
             found = self._lookup(node.path)
             if found is None and node.prefix:
-                found = self._lookup(node.path[node.prefix:])
+                found = self._lookup(node.path[node.prefix :])
         except _Cycle as cycle:
             if node.optional and cycle.steps and cycle.steps[-1] is node:
                 return UNDEFINED  # this optional substitution closed the cycle: it has no value

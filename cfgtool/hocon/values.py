@@ -67,9 +67,7 @@ class Joined(Scalar):
 
     __slots__ = ("raw", "sources")
 
-    def __init__(
-        self, value: ScalarValue, origin: Origin, sources: tuple[Origin, ...], raw: str | None = None
-    ) -> None:
+    def __init__(self, value: ScalarValue, origin: Origin, sources: tuple[Origin, ...], raw: str | None = None) -> None:
         self.value = value
         self.origin = origin
         self.quoted = True

@@ -215,7 +215,13 @@ class Api:
         return found[:1] if len(found) == 2 and found[0] is found[1] else found
 
     def check(
-        self, view: View, loaded: LoadedVersion, who: str | None, operation: str, key: str, host: str | None,
+        self,
+        view: View,
+        loaded: LoadedVersion,
+        who: str | None,
+        operation: str,
+        key: str,
+        host: str | None,
         missing: str,
     ) -> None:
         """The access rules for an answer about `key` from version `loaded`: 404 (as `missing`) when `who`

@@ -31,9 +31,7 @@ STRING: Schema = {"type": "string"}
 NULLABLE_STRING: Schema = {"type": ["string", "null"]}
 INT: Schema = {"type": "integer"}
 KEYS: Schema = {"type": "array", "items": STRING}
-ORIGIN: Schema = {
-    "oneOf": [{"type": "null"}, _obj(["file", "line", "col"], {"file": STRING, "line": INT, "col": INT})]
-}
+ORIGIN: Schema = {"oneOf": [{"type": "null"}, _obj(["file", "line", "col"], {"file": STRING, "line": INT, "col": INT})]}
 
 SCHEMAS: dict[str, Schema] = {
     "Error": _obj(
@@ -168,7 +166,7 @@ def _header(description: str, schema: Schema | None = None) -> Schema:
 
 
 HEADERS: dict[str, Schema] = {
-    "ETag": _header('`"sha256:<hex>"` of the body, which is canonical JSON', {"type": "string", "pattern": "^\""}),
+    "ETag": _header('`"sha256:<hex>"` of the body, which is canonical JSON', {"type": "string", "pattern": '^"'}),
     "Cache-Control": _header(
         "`private, max-age=31536000, immutable` for a version's answer; `private, must-revalidate, max-age=S` "
         "for a `current` answer; `no-store` for errors and feeds"
@@ -263,33 +261,42 @@ def _param(name: str, where: str, description: str, schema: Schema, **more: Any)
 
 PARAMETERS: dict[str, Schema] = {
     "store": _param(
-        "store", "path", "the store's name (its `_CONFIG_STORE` name, else its directory's)", STRING,
-        required=True, example="demo",
+        "store",
+        "path",
+        "the store's name (its `_CONFIG_STORE` name, else its directory's)",
+        STRING,
+        required=True,
+        example="demo",
     ),
     "version": _param(
-        "version", "path",
+        "version",
+        "path",
         "a version number (1 to 9 ASCII digits, else 404), or `current` / `previous`, which answer a redirect "
         "to the version they name now",
         {"type": "string", "pattern": "^([0-9]{1,9}|current|previous)$"},
-        required=True, example="1",
+        required=True,
+        example="1",
     ),
     "key": _param(
-        "key", "path",
+        "key",
+        "path",
         "the key without its leading `/`, its `/` sent as they are or as `%2F` (the same key); empty for the "
         "root key `/`. At most 1,024 characters (414 beyond)",
-        STRING, required=True, example="data/tracking/PageViewEvent",
+        STRING,
+        required=True,
+        example="data/tracking/PageViewEvent",
     ),
     "path": _param("path", "query", "a HOCON path: answer only the value there", STRING, example="retention.days"),
     "secrets": _param(
-        "secrets", "query", "`sealed`: secrets as their sealed envelopes instead of `[hidden]` (with `path` too)",
+        "secrets",
+        "query",
+        "`sealed`: secrets as their sealed envelopes instead of `[hidden]` (with `path` too)",
         {"enum": ["sealed"]},
     ),
     "recursive": _param(
         "recursive", "query", "`1`: follow imports transitively", {"type": "string", "enum": ["0", "1"]}
     ),
-    "If-None-Match": _param(
-        "If-None-Match", "header", "an ETag of an earlier answer: 304 when it still holds", STRING
-    ),
+    "If-None-Match": _param("If-None-Match", "header", "an ETag of an earlier answer: 304 when it still holds", STRING),
 }
 CONDITIONAL = _ref("parameters", "If-None-Match")
 

@@ -99,7 +99,9 @@ def _raise_file_limit(max_connections: int) -> int:
     cap = max_connections if soft == resource.RLIM_INFINITY else min(max_connections, max(soft - FILES_KEPT, 1))
     if cap < max_connections:
         logging.getLogger("cfgtool.serve").warning(
-            "the open-file limit (%d) allows %d connections, not %d: raise it (ulimit -n) for more", soft, cap,
+            "the open-file limit (%d) allows %d connections, not %d: raise it (ulimit -n) for more",
+            soft,
+            cap,
             max_connections,
         )
     return cap

@@ -194,7 +194,10 @@ class Service:
     def _figures(self) -> dict[str, StoreFigures]:
         return {
             name: StoreFigures(
-                state.view.current, self.feeds[name].seq, len(state.view.pinned), len(state.view.unservable),
+                state.view.current,
+                self.feeds[name].seq,
+                len(state.view.pinned),
+                len(state.view.unservable),
                 self.feeds[name].waiting,
             )
             for name, state in self.stores.items()

@@ -100,9 +100,13 @@ class ConfigLoader:
         self.cache = Path(cache_dir) if cache_dir is not None else cache_root()  # the client's, and `stored`'s
         if isinstance(version, str):  # N, or the number `current` / `previous` stands for now (then pinned as N)
             named = version_spec(version)
-            version = named if isinstance(named, int) else ConfigClient(
-                location, store, variables=self.variables, version=named, cache_dir=self.cache
-            ).version
+            version = (
+                named
+                if isinstance(named, int)
+                else ConfigClient(
+                    location, store, variables=self.variables, version=named, cache_dir=self.cache
+                ).version
+            )
         commit_key, version_key = pin_keys(store)
         with _PIN_LOCK:
             pinned = spark.conf.get(version_key, None)

@@ -102,4 +102,3 @@ def write(pa: Any, path: Path, ident: Mapping[str, Any], table: Any, kinds: Mapp
             Path(tmp).unlink(missing_ok=True)
             raise
         prune(path.parent, path.suffix, keep=path, limit=LIMIT)
-

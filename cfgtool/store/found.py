@@ -49,8 +49,7 @@ def tag_name_part(name: str, path: str) -> str:
         return name
     where = posixpath.join(path, SETTINGS_FILE) if path else SETTINGS_FILE
     raise SourceError(
-        f"the store {path or '.'}/ is named {name!r}, which cannot be part of its version tags"
-        f" (config/{name}/vN)",
+        f"the store {path or '.'}/ is named {name!r}, which cannot be part of its version tags (config/{name}/vN)",
         hint=f"set `name:` in {where} to letters, digits, '-', '_', '+' or single dots (not 'rolledback')",
     )
 

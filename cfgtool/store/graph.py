@@ -422,7 +422,6 @@ class Graph(StoreQueries):
                 out |= variables_used(node.includes.lines)
         return frozenset(out)
 
-
     # ---------------------------------------------------------------------------------------------- StoreQueries
 
     def _imports_of(self, key: str) -> tuple[str, ...]:

@@ -132,8 +132,6 @@ class LazyOwnConfig(Mapping[str, Any]):
         return repr(self._get())
 
 
-
-
 def _insert(out: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     target = out
     for part in path[:-1]:

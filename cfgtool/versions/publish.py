@@ -9,6 +9,7 @@ the push is rejected because the remote already has that name (a concurrent publ
 recomputes and tries again (bounded, with jitter). Any other rejection is a `RemoteError` naming what the remote
 said.
 """
+
 from __future__ import annotations
 
 import random

@@ -8,6 +8,7 @@ remote has it, so a local tag never exists that the remote lacks; the local writ
 with a non-forcing refspec, so a tag that differs between here and the remote is reported, never replaced.
 Nothing here deletes a tag; `clear_stale_locks` removes the lock files a killed git left behind.
 """
+
 from __future__ import annotations
 
 import os

@@ -536,9 +536,7 @@ def _choose(
     return 0 if _owns_plain(root, store, numbered[0], meta) else 1
 
 
-def _owns_plain(
-    root: Path, store: StoreTags, plain: tuple[dict[int, int], dict[int, int]], meta: _Metadata
-) -> bool:
+def _owns_plain(root: Path, store: StoreTags, plain: tuple[dict[int, int], dict[int, int]], meta: _Metadata) -> bool:
     """Whether `config/vN` is the store's: the lowest plain version tag that names a store names it; with
     none, the store is the repository's only one (or, with several, the one at `store/`, else the first)."""
     tags = plain[0]

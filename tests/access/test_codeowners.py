@@ -88,7 +88,7 @@ def test_codeowners_check_is_0_when_fresh_and_1_with_the_difference_when_stale(r
 
 
 def test_the_github_map_is_validated_with_its_position(run_cfgtool: Run, repo: GitRepo) -> None:
-    _store(repo, ACL.replace('User:carol: "@carol"', "User:carol: carol").replace("Group:tracking: \"@", "Team:x: \"@"))
+    _store(repo, ACL.replace('User:carol: "@carol"', "User:carol: carol").replace('Group:tracking: "@', 'Team:x: "@'))
     compiled = run_cfgtool("--repo", str(repo.root), "compile")
     assert compiled.returncode == 1
     assert "store/_ACL.yaml:7:15: E_ACL github.User:carol: 'carol' must be a GitHub @user or @org/team" in (

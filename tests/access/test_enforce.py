@@ -117,9 +117,7 @@ def tags(work: GitRepo) -> list[str]:
     return work.git("tag", "--list", "config/*").split()
 
 
-def test_publish_and_rollback_need_the_right_under_the_current_version_s_acl(
-    work: GitRepo, run_cfgtool: Run
-) -> None:
+def test_publish_and_rollback_need_the_right_under_the_current_version_s_acl(work: GitRepo, run_cfgtool: Run) -> None:
     refused = run_cfgtool("publish", "-m", "v1", "--principal", "User:bob", cwd=work.root)
     assert refused.returncode == 1
     assert "User:bob may not publish this store: no ACL entry allows User:bob to publish store" in refused.stderr
@@ -230,10 +228,20 @@ def test_importing_a_key_needs_read_on_it(work: GitRepo, run_cfgtool: Run) -> No
     found = sorted((d["file"], d["line"], d["key"], d["message"].split(": ")[0])
                    for d in diags if d["code"] == "E_ACCESS_DENIED")  # fmt: skip
     assert found == [
-        ("store/data/tracking/NewEvent/includes", 1, "/data/tracking/NewEvent", "User:intern may not import "
-         "/data/databases/identity into /data/tracking/NewEvent (it needs read on /data/databases/identity)"),
-        (includes, 2, "/data/tracking/PageViewEvent", "User:intern may not import /data/databases/identity/members "
-         "into /data/tracking/PageViewEvent (it needs read on /data/databases/identity/members)"),
+        (
+            "store/data/tracking/NewEvent/includes",
+            1,
+            "/data/tracking/NewEvent",
+            "User:intern may not import "
+            "/data/databases/identity into /data/tracking/NewEvent (it needs read on /data/databases/identity)",
+        ),
+        (
+            includes,
+            2,
+            "/data/tracking/PageViewEvent",
+            "User:intern may not import /data/databases/identity/members "
+            "into /data/tracking/PageViewEvent (it needs read on /data/databases/identity/members)",
+        ),
     ]
     # an import that was already there is no new copy: moving it or commenting beside it is no problem
     work.write({includes: "/data/databases/identity/members\n/tags/priority/HIGH  # first\n"})
@@ -282,9 +290,15 @@ def test_including_another_node_s_file_needs_read_on_that_node(work: GitRepo, ru
         "store/data/tracking/LoginEvent/main.conf": 'include "../../databases/jobs/main.conf"\n',  # readable
     })  # fmt: skip
     found = [(d["file"], d["key"], d["message"].split(": ")[0]) for d in diags if d["code"] == "E_ACCESS_DENIED"]
-    assert found == [(conf, "/data/tracking/PageViewEvent", "User:intern may not include "
-                      "store/data/databases/identity/members/main.conf into /data/tracking/PageViewEvent (a file of "
-                      "/data/databases/identity/members, so it needs read on /data/databases/identity/members)")]
+    assert found == [
+        (
+            conf,
+            "/data/tracking/PageViewEvent",
+            "User:intern may not include "
+            "store/data/databases/identity/members/main.conf into /data/tracking/PageViewEvent (a file of "
+            "/data/databases/identity/members, so it needs read on /data/databases/identity/members)",
+        )
+    ]
 
 
 def test_deleting_a_node_is_denied_at_its_own_main_conf_not_at_a_file_it_included(

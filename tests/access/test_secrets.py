@@ -51,7 +51,7 @@ def test_secret_set_seals_stdin_into_main_conf_and_keeps_the_rest_of_the_file(wo
     assert f"sealed {DB} {PASSWORD}: replaced at {CONF}:" in out
     after = (work.root / CONF).read_text(encoding="utf-8").splitlines()
     changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
-    assert len(changed) == 1 and changed[0][1].startswith(f"{PASSWORD} = \"ENC[cfgtool:v1,age,for=")
+    assert len(changed) == 1 and changed[0][1].startswith(f'{PASSWORD} = "ENC[cfgtool:v1,age,for=')
     assert PLANTED not in "\n".join(after)
     # a path not yet assigned gets a line of its own; the compile stays clean
     ok(run_cfgtool("secret", "set", TABLE, "database.credentials.password", cwd=work.root, input="x"))
@@ -237,7 +237,7 @@ def test_secret_set_replaces_every_earlier_assignment_whatever_its_form(work: Gi
     lines = text.splitlines()
     assert lines[0] == "# jobs" and lines[-1] == "owner = jobs-team" and len(lines) == 5
     assert lines[1].startswith(f'{PASSWORD} = "ENC[') and lines[1].endswith('"  # was in clear')
-    assert lines[2].startswith("database { name = jobs, credentials { user = x, password = \"ENC[")
+    assert lines[2].startswith('database { name = jobs, credentials { user = x, password = "ENC[')
     assert lines[2].endswith('" } }')
     assert len(ENVELOPE.findall(text)) == 3
     diags = json.loads(ok(run_cfgtool("compile", "--format", "json", cwd=work.root)))["diagnostics"]

@@ -438,22 +438,28 @@ def test_datasets_of_a_key_without_a_node_is_an_error_with_a_suggestion(run_cfgt
 def test_get_null_in_a_layer_clears_the_inherited_object_and_a_higher_object_starts_afresh(
     make_repo: Callable[[Mapping[str, str]], GitRepo], run_cfgtool: Run
 ) -> None:
-    repo = make_repo({
-        "main.conf": "kafka { partitions = 8, retention = 7d }\nname = ${cfgtool.name}\n",
-        "data/main.conf": "kafka = null\n",
-        "data/x/main.conf": "kafka { owner = web }\n",
-        "data/y/main.conf": "other = 1\n",
-    })
+    repo = make_repo(
+        {
+            "main.conf": "kafka { partitions = 8, retention = 7d }\nname = ${cfgtool.name}\n",
+            "data/main.conf": "kafka = null\n",
+            "data/x/main.conf": "kafka { owner = web }\n",
+            "data/y/main.conf": "other = 1\n",
+        }
+    )
     # highest first: {owner} over null over {partitions, retention}: the null hides the root's object
     assert as_json(run_cfgtool("get", "/data/x", "-f", "json", cwd=repo.root)) == {
-        "kafka": {"owner": "web"}, "name": "x"
+        "kafka": {"owner": "web"},
+        "name": "x",
     }
     assert as_json(run_cfgtool("get", "/data/y", "-f", "json", cwd=repo.root)) == {
-        "kafka": None, "name": "y", "other": 1
+        "kafka": None,
+        "name": "y",
+        "other": 1,
     }
     # a key without a node: the snapshot merges its layers itself, since its config uses ${cfgtool.name}
     assert as_json(run_cfgtool("get", "/data/x/child", "-f", "json", cwd=repo.root)) == {
-        "kafka": {"owner": "web"}, "name": "child"
+        "kafka": {"owner": "web"},
+        "name": "child",
     }
 
 

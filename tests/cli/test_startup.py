@@ -9,9 +9,20 @@ import sys
 
 import pytest
 
-HEAVY = ("jsonschema", "cfgtool.compile", "cfgtool.build", "cfgtool.client", "cfgtool.hocon.api", "cfgtool.store.git",
-         "cfgtool.versions.tags", "cfgtool.access.acl", "yaml", "msgpack", "pyrage",
-         "pydantic")  # fmt: skip  (typer 0.29 parses arguments through pydantic: ~70 ms in every command)
+HEAVY = (
+    "jsonschema",
+    "cfgtool.compile",
+    "cfgtool.build",
+    "cfgtool.client",
+    "cfgtool.hocon.api",
+    "cfgtool.store.git",
+    "cfgtool.versions.tags",
+    "cfgtool.access.acl",
+    "yaml",
+    "msgpack",
+    "pyrage",
+    "pydantic",
+)  # fmt: skip  (typer 0.29 parses arguments through pydantic: ~70 ms in every command)
 
 _PROBE = """
 import contextlib, io, json, sys

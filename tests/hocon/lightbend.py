@@ -375,9 +375,13 @@ KNOWN: tuple[Known, ...] = (
         "cfgtool",
         "`${?undefined} ${obj}`: HOCON.md says an undefined optional substitution in a concatenation with an "
         "object or array becomes an empty one, and whitespace between objects or arrays is ignored; Lightbend "
-        "keeps the whitespace as a string and fails (WrongType: Unquoted(\" \"))",
-        lambda c, a: c.ours[0] == "ok" and c.theirs[0] == "error" and "WrongType" in str(c.theirs[1])
-        and re.search(r'Unquoted\("\s+"\)', str(c.theirs[1])) is not None,
+        'keeps the whitespace as a string and fails (WrongType: Unquoted(" "))',
+        lambda c, a: (
+            c.ours[0] == "ok"
+            and c.theirs[0] == "error"
+            and "WrongType" in str(c.theirs[1])
+            and re.search(r'Unquoted\("\s+"\)', str(c.theirs[1])) is not None
+        ),
     ),
     Known(
         "lightbend-resolves-unneeded",
@@ -455,14 +459,16 @@ KNOWN: tuple[Known, ...] = (
 )
 KNOWN_BY_NAME = {k.name: k for k in KNOWN}
 # Classes where Lightbend, not cfgtool, is known to be wrong: excluded from the agreement rate's denominator.
-LIGHTBEND_WRONG = frozenset({
-    "lightbend-internal-error",
-    "array-string-dropped",
-    "float-overflow",
-    "whitespace-beside-undefined-optional",
-    "lightbend-resolves-unneeded",
-    "lightbend-not-transparent",
-})
+LIGHTBEND_WRONG = frozenset(
+    {
+        "lightbend-internal-error",
+        "array-string-dropped",
+        "float-overflow",
+        "whitespace-beside-undefined-optional",
+        "lightbend-resolves-unneeded",
+        "lightbend-not-transparent",
+    }
+)
 
 
 def classify(case: Case, ask: Ask | None = None) -> str:

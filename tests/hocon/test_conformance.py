@@ -99,9 +99,7 @@ def json_diff(actual: Any, expected: Any, where: str = "$") -> str | None:
     if kind == "array":
         if len(actual) != len(expected):
             return f"{where}: got {len(actual)} items {list(actual)!r}, expected {len(expected)} {expected!r}"
-        diffs = (
-            json_diff(a, e, f"{where}[{i}]") for i, (a, e) in enumerate(zip(actual, expected, strict=True))
-        )
+        diffs = (json_diff(a, e, f"{where}[{i}]") for i, (a, e) in enumerate(zip(actual, expected, strict=True)))
         return next((d for d in diffs if d), None)
     return None if actual == expected else f"{where}: got {actual!r}, expected {expected!r}"
 
@@ -138,9 +136,7 @@ def test_a_suite_shape() -> None:
 
 
 @pytest.mark.parametrize(("path", "as_hocon"), list(_equiv_params()))
-def test_a_equivalent_file(
-    path: Path, as_hocon: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_equivalent_file(path: Path, as_hocon: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # `include file(...)` is relative to the working directory, as in Lightbend
     expected = resolve([parse_file(str(path.parent / "original.json"))]).value
     root = parse(_read(path), str(path)) if as_hocon else parse_file(str(path))

@@ -56,10 +56,10 @@ def public(text: str) -> Any:
 
 
 READ_FAST = [
-    "a = 1\nb : two\nc = \"three\"\n",
+    'a = 1\nb : two\nc = "three"\n',
     "a.b.c = 1\na.b.d = x\na { e = true, f = null }\n",  # dotted keys merge into one object
     'meta."cost.center" = cc-1\n"x y" = 2\na b c = 3\n',  # path expressions of several tokens
-    "list = [a, \"b\", 3, -4, 1.5, true]\nlist += c\nlist += [d]\n",  # `+=` onto an array literal
+    'list = [a, "b", 3, -4, 1.5, true]\nlist += c\nlist += [d]\n',  # `+=` onto an array literal
     'x = ${a.b}"-suffix"\ny = "pre-"${?c} z\nw = ${ a . b }\n',  # concatenations, a path with spaces
     "o = { a = 1 } { b = 2 }\np = [1] [2]\nq = ${o} { c = 3 }\n",  # objects and arrays joined as Lightbend
     "r = {\n  a = 1\n} { b = 2 }\ns = [\n  1\n] [2]\nt = after\n",  # the line moves on, and back for the join
@@ -84,7 +84,7 @@ def test_fast_path_reads_the_document_and_builds_the_general_tree(text: str) -> 
 
 HANDED_OVER = [
     "a = 1\nb = 2 = 3\n",  # errors: the general parser raises them, with its positions
-    "a = }\nb = \"\\q\"\n",  # a lexical error later in the file wins, as the tokenizer runs first
+    'a = }\nb = "\\q"\n',  # a lexical error later in the file wins, as the tokenizer runs first
     'a = "unclosed\nb = 1\n',
     "a = ${x\n",
     "a = 1 + 2\n",
@@ -93,7 +93,7 @@ HANDED_OVER = [
     "a = [1, 2\n",
     "a = [1,, 2]\n",
     "a..b = 1\n",
-    "include \"other.conf\"\na = 1\n",  # includes need a reader
+    'include "other.conf"\na = 1\n',  # includes need a reader
     "[1, 2]\n",  # a root array
     "a = 1+2\n",  # number-like text with a reserved character
     "a = " + "{ b = " * (FAST_DEPTH + 5) + "1" + " }" * (FAST_DEPTH + 5) + "\n",  # deeper than the fast path
@@ -115,7 +115,7 @@ def test_generated_documents_and_their_mutations_parse_as_the_general_parser_doe
         chars = list(text)
         for _ in range(rng.randint(1, 3)):
             at = rng.randrange(len(chars) + 1)
-            chars[at:at + rng.randint(0, 1)] = [rng.choice(alphabet)]
+            chars[at : at + rng.randint(0, 1)] = [rng.choice(alphabet)]
         mutated.append("".join(chars))
     read_fast = 0
     for text in texts + mutated:

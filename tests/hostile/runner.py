@@ -75,8 +75,10 @@ class Outcome:
     def report(self) -> str:
         """Everything a failing assertion should show: the summary, the exception, the deepest frame, stderr's end."""
         frame = self.deepest_cfgtool_frame()
-        return (f"{self.summary()}\nexception: {self.exception()}\ndeepest cfgtool frame: {frame}\n"
-                f"stderr:\n{self.stderr[-1500:]}")
+        return (
+            f"{self.summary()}\nexception: {self.exception()}\ndeepest cfgtool frame: {frame}\n"
+            f"stderr:\n{self.stderr[-1500:]}"
+        )
 
 
 def _limits(mem_mb: int, cpu_s: int) -> None:

@@ -32,7 +32,11 @@ def test_key_answers_have_the_design_shape_and_the_etag_of_their_canonical_body(
         got = http.get("/v1/small/versions/1/keys/data/a")
         assert got.status_code == 200
         assert got.json() == {
-            "store": "small", "key": "/data/a", "version": 1, "commit": commit, "exists": True,
+            "store": "small",
+            "key": "/data/a",
+            "version": 1,
+            "commit": commit,
+            "exists": True,
             "config": {"owner": "platform", "retention": {"days": 7}, "tier": "gold", "tagged": True, "size": 1},
         }
         assert got.content == canonical_json(got.json()).encode()
@@ -184,9 +188,7 @@ def test_the_phantom_reads_of_a_whole_snapshot_are_bounded(small: GitRepo, tmp_p
     assert state.phantom_config(2, "/data/b/k0")["topic"] == "k0"  # dropped, resolved again
 
 
-def test_every_store_of_the_repository_is_served_by_its_name(
-    small: GitRepo, start_server: StartServer
-) -> None:
+def test_every_store_of_the_repository_is_served_by_its_name(small: GitRepo, start_server: StartServer) -> None:
     settings = "name: other\nversion_tag_prefix: other/v\nrollback_tag_prefix: other/rolledback/v\n"
     small.write({"stores/second/_CONFIG_STORE": settings, "stores/second/main.conf": "who = second\n"})
     small.commit("a second store")

@@ -126,7 +126,7 @@ def test_at_most_100_long_polls_wait_per_principal(small: GitRepo, start_server:
     for sock in polls:
         sock.sendall(request)
     deadline = time.monotonic() + 30
-    while "cfgtool_long_polls_waiting{store=\"small\"} 100.0" not in httpx.get(f"{server.url}/metrics").text:
+    while 'cfgtool_long_polls_waiting{store="small"} 100.0' not in httpx.get(f"{server.url}/metrics").text:
         assert time.monotonic() < deadline, "the 100 long polls never all waited"
         time.sleep(0.1)
     refused = httpx.get(f"{server.url}/v1/small/changes", params={"since": 1, "wait": 30})
@@ -135,7 +135,7 @@ def test_at_most_100_long_polls_wait_per_principal(small: GitRepo, start_server:
     for sock in polls:
         sock.close()
     deadline = time.monotonic() + 30
-    while "cfgtool_long_polls_waiting{store=\"small\"} 0.0" not in httpx.get(f"{server.url}/metrics").text:
+    while 'cfgtool_long_polls_waiting{store="small"} 0.0' not in httpx.get(f"{server.url}/metrics").text:
         assert time.monotonic() < deadline, "closed long polls were never released"
         time.sleep(0.1)
     assert httpx.get(f"{server.url}/v1/small/changes", params={"since": 1, "wait": 0.1}).status_code == 200

@@ -158,4 +158,3 @@ def test_schemathesis_finds_no_5xx_and_nothing_outside_the_document(
     sets: list[dict[str, str]] = [{}, {"authorization": "Bearer cfgtool_0000_nope"}]
     sets += [{"authorization": f"Bearer {t}"} for t in (alice, intern, admin)]
     _fuzz(guarded.url, sets, examples=10)
-

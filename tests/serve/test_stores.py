@@ -51,9 +51,7 @@ def test_two_stores_are_served_each_with_its_own_versions(
         assert http.get("/v1/example/versions").status_code == 404
 
 
-def test_versions_current_and_previous_redirect_to_the_version(
-    small: GitRepo, start_server: StartServer
-) -> None:
+def test_versions_current_and_previous_redirect_to_the_version(small: GitRepo, start_server: StartServer) -> None:
     publish_change(small, {"store/data/a/main.conf": "size = 10\n"}, "v2")
     publish_change(small, {"store/data/a/main.conf": "size = 100\n"}, "v3")
     rollback(small.root, reason="100 is too big")

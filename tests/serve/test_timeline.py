@@ -68,9 +68,7 @@ def test_visible_agrees_with_the_definition_on_random_histories() -> None:
     for _ in range(2000):
         count = rng.randint(1, 6)
         dates = sorted(rng.uniform(0, 300) for _ in range(count))
-        history = [
-            Published(n + 1, d, rng.choice([None, d + rng.uniform(0, 200)])) for n, d in enumerate(dates)
-        ]
+        history = [Published(n + 1, d, rng.choice([None, d + rng.uniform(0, 200)])) for n, d in enumerate(dates)]
         now, cache_time, key = rng.uniform(0, 400), rng.choice([0, 1, 7, 60]), f"/k{rng.randint(0, 50)}"
         good = [v for v in history if v.rolled_back_at is None or v.rolled_back_at > now]
         if not good:

@@ -166,9 +166,7 @@ def test_an_unknown_id_answers_as_slowly_as_a_wrong_secret(
 
 
 @pytest.mark.parametrize("kind", ["sha256", "scrypt"])
-def test_wrong_secrets_leave_explain_fast(
-    small: GitRepo, start_server: StartServer, tmp_path: Path, kind: str
-) -> None:
+def test_wrong_secrets_leave_explain_fast(small: GitRepo, start_server: StartServer, tmp_path: Path, kind: str) -> None:
     tokens = tmp_path / "tokens.json"
     if kind == "scrypt":  # the worst case: every wrong secret may cost an scrypt run
         old = write_scrypt_file(tokens, "User:carol")

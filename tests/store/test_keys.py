@@ -136,4 +136,3 @@ def test_nearest_finds_what_walking_up_the_parents_finds() -> None:
 def test_nearest_is_linear_in_the_key_s_length() -> None:
     key = "/a" + "/b" * 500_000  # a megabyte in 500,001 segments: walking up one parent at a time is quadratic
     assert nearest(key, {"/", "/a"}, 1) == "/a"
-

@@ -173,5 +173,9 @@ def test_relaid_is_what_discover_finds_in_a_store_of_the_same_shape(
     assert again.nodes["/c"].main != first.nodes["/c"].main  # the new blob id
     found = discover(source)
     assert (again.nodes, again.diagnostics, again.includes_read, again.settings, again.settings_file) == (
-        found.nodes, found.diagnostics, found.includes_read, found.settings, found.settings_file
+        found.nodes,
+        found.diagnostics,
+        found.includes_read,
+        found.settings,
+        found.settings_file,
     )

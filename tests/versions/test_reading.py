@@ -215,4 +215,3 @@ def test_an_unknown_ref_or_version_is_the_same_error_as_before(store_repo: GitRe
     for args in (["--ref", "nope"], ["--version", "7"], ["--version", "7", "--var", "bad"]):
         status, _, err = cli("get", "/", *args, cwd=store_repo.root)
         assert status == 2 and ("unknown ref 'nope'" in err or "version 7" in err), err
-
