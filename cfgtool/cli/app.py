@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,7 +20,9 @@ from cfgtool.cli.error_handler import run_handled
 HELP = """Git-backed config-as-code: compile, validate, explain and version HOCON config stores.
 
 Exit status: 0 success, 1 config errors, 2 usage or environment errors, 3 internal error, 130 interrupted.
-Set CFGTOOL_DEBUG=1 to see tracebacks."""
+Set CFGTOOL_DEBUG=1 to see tracebacks.
+The global options --repo and --store may also follow the command (`cfgtool get KEY --store other`), and so may
+--version where the command has no --version of its own."""
 
 # name -> (module under cfgtool.cli, attribute): a function is a command, a typer app a group of them. In the
 # order of `cfgtool --help` (typer lists the commands before the groups).
@@ -76,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.disable()
     command = typer.main.get_command(build_app(named_command(sys.argv[1:] if argv is None else argv)))
     _flags_without_metavar(command)
+    if isinstance(command, typer.core.TyperGroup):
+        _global_options_after(command)
 
     def invoke() -> int:
         try:
@@ -120,6 +126,46 @@ def _flags_without_metavar(command: typer.core.TyperCommand | typer.core.TyperGr
         setattr(command, "get_help_option", help_option)  # noqa: B010 (an instance attribute over the method)
     for sub in getattr(command, "commands", {}).values():
         _flags_without_metavar(sub)
+
+
+def _global_options_after(root: typer.core.TyperGroup) -> None:
+    """Accept the root's options after the command too (`cfgtool get --store other KEY`): each command and group
+    gets a hidden copy of every root option (`_AFTER_COMMAND`) it has no option of that name for. Its value
+    replaces the root's in the command's `CliContext` (the root callback has run by then); given twice, the later
+    one wins."""
+    copies = []
+    for param in root.params:
+        if param.name in _AFTER_COMMAND:
+            option = copy.copy(param)
+            option.hidden, option.expose_value = True, False  # type: ignore[attr-defined]
+            option.callback = _AFTER_COMMAND[param.name]
+            option.default = None if param.name != "version" else False
+            copies.append(option)
+
+    def add(command: object) -> None:
+        for sub in getattr(command, "commands", {}).values():
+            taken = {opt for param in sub.params for opt in param.opts}
+            sub.params += [option for option in copies if not taken & set(option.opts)]
+            add(sub)
+
+    add(root)
+
+
+def _set_context(field: str) -> Callable[[typer.Context, object, Any], None]:
+    """A callback that sets the path `field` of the command's `CliContext`."""
+
+    def callback(ctx: typer.Context, _param: object, value: Any) -> None:
+        if value is not None:
+            ctx.obj = dataclasses.replace(ctx.obj, **{field: Path(value)})
+
+    return callback
+
+
+_AFTER_COMMAND: dict[str, Callable[..., Any]] = {
+    "repo": _set_context("repo"),
+    "store": _set_context("store"),
+    "version": lambda _ctx, _param, value: _show_version(value),
+}
 
 
 def _exit_status(code: object) -> int:
