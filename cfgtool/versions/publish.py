@@ -150,6 +150,8 @@ def publish(
     check_text(message, "message")
     if ref in VERSION_NAMES:  # restoring `previous` (or re-checking `current`) publishes that version's tag
         ref = history(root, store).named(ref).tag
+    if ref is None or ref == "HEAD":
+        _require_first_commit(root, store)
     if ref is None:
         ref = "HEAD"
         _require_clean(root, store)
@@ -248,6 +250,20 @@ def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult
             f" {current.version} ({current.tag}, commit {current.commit[:7]})"
         )
     return _with(base, reason=reason, same_as=current.version)
+
+
+def _require_first_commit(root: Path, store: str | Path) -> None:
+    """UnknownRefError (exit 2) saying what to do when HEAD names no commit yet: a new repository has nothing
+    a version could be made of until the store is committed."""
+    if git.resolve_commit(root, "HEAD") is not None:
+        return
+    from cfgtool.versions.tags import store_path
+
+    path = store_path(root, store) or "."
+    raise git.UnknownRefError(
+        f"the repository {root} has no commit yet, and a version is made of a commit's store: nothing to publish",
+        hint=f"commit the store first (git add {path} && git commit -m 'first config'), then run cfgtool publish again",
+    )
 
 
 def _require_clean(root: Path, store: str | Path) -> None:

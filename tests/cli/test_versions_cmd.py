@@ -103,6 +103,15 @@ def test_publish_an_unknown_ref_exits_2(run_cfgtool: Run, work: GitRepo) -> None
     assert "unknown ref 'no-such-branch'" in proc.stderr
 
 
+@pytest.mark.parametrize("args", [[], ["--ref", "HEAD"], ["--dry-run"]], ids=["head", "ref-head", "dry-run"])
+def test_publish_before_the_first_commit_says_to_commit(run_cfgtool: Run, store_repo: GitRepo, args: list[str]) -> None:
+    store_repo.git("add", "-A")  # staged or not, nothing is committed yet
+    proc = run_cfgtool("publish", "-m", "first", *args, cwd=store_repo.root)
+    assert proc.returncode == 2 and "unknown ref" not in proc.stderr, proc.stderr
+    assert "has no commit yet" in proc.stderr and "hint: commit the store first (git add store &&" in proc.stderr
+    assert store_repo.git("tag") == ""
+
+
 def test_two_cli_publishers_at_the_same_moment_both_succeed(
     run_cfgtool: Run, work: GitRepo, remote: RemoteWatch, tmp_path: Path
 ) -> None:
