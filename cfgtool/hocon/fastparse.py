@@ -195,6 +195,8 @@ class _Fast:
                         line, line_start = self.line, self.line_start
                         value = self._object(True, inner) if value_kind == LBRACE else self._array(inner)
                         if kinds[self.i] in _VALUE_START:  # `{...} {...}`: a concatenation, read again as one
+                            if sep == LBRACE:  # `key {...} {...}`: an error, which the full parser words
+                                raise _GIVE_UP
                             self.i = j
                             self.line, self.line_start = line, line_start
                             value = self._value(inner)
@@ -278,9 +280,11 @@ class _Fast:
             else:
                 self.i = i
                 value = self._value(path + keys)
-        elif kind == LBRACE:
+        elif kind == LBRACE:  # one object: `key {...} {...}` is an error, which the full parser words
             self.i = i
-            value = self._value(path + keys)
+            value = self._object(True, path + keys)
+            if kinds[self.i] in _VALUE_START:
+                raise _GIVE_UP
         elif kind == PLUSEQ:
             origin = self._origin(i)
             i += 1

@@ -200,8 +200,16 @@ class _Parser:
             self.pos += 1
             self._skip_newlines()
             value = self._value(full, tok)
-        elif kind == LBRACE:
-            value = self._value(full, tok)
+        elif kind == LBRACE:  # `key {...}` takes one object: a concatenation needs ':' or '=' (as in Lightbend)
+            value = self._object(True, full)
+            nxt = self.tokens[self.pos]
+            if nxt[0] in _VALUE_START:
+                what = ".".join(keys)
+                raise self._error(
+                    nxt,
+                    f"expected ',' or a newline after the object of key {what!r}, found {self._describe(nxt)}; a key "
+                    f"directly followed by '{{' takes one object: write `{what} = {{...}} {{...}}` to concatenate",
+                )
         elif kind == PLUSEQ:
             self.pos += 1
             self._skip_newlines()

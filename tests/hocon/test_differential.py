@@ -94,6 +94,32 @@ def test_issue_cfgtool_wrong(oracle: lb.Oracle, texts: list[str], expected: dict
     assert ours[0] == "ok" and lb.same_value(ours[1], expected), f"cfgtool: {ours}, Lightbend/HOCON.md: {expected}"
 
 
+# `key {...}` without ':' or '=' takes one object: anything after it on the line is a syntax error in Lightbend
+# (cfgtool concatenated it); with the separator both engines concatenate.
+SEPARATOR_OMITTED: list[Any] = [
+    pytest.param(["common_modules {} {perl: 1}"], ("error", None), id="object-after-object-no-separator"),
+    pytest.param(["x { a {x = 1} {y = 2} }"], ("error", None), id="nested-object-after-object-no-separator"),
+    pytest.param(["a.b {} {x = 1}, c = 2"], ("error", None), id="path-key-object-after-object-no-separator"),
+    pytest.param(["a {} ${b}", "b = {}"], ("error", None), id="subst-after-object-no-separator"),
+    pytest.param(["a : {} {x = 1}"], ("ok", {"a": {"x": 1}}), id="object-after-object-with-colon"),
+    pytest.param(["a = {x = 1} {y = 2}"], ("ok", {"a": {"x": 1, "y": 2}}), id="object-after-object-with-equals"),
+    pytest.param(["a {x = 1} # c\nb {y = 2}"], ("ok", {"a": {"x": 1}, "b": {"y": 2}}), id="object-then-comment"),
+]
+
+
+@pytest.mark.parametrize(("texts", "expected"), SEPARATOR_OMITTED)
+def test_separator_omitted_takes_one_object(oracle: lb.Oracle, texts: list[str], expected: lb.Outcome) -> None:
+    """Both engines agree: an error where Lightbend has one, the same value otherwise."""
+    theirs = oracle.ask(texts)
+    assert theirs[0] == expected[0], f"Lightbend's answer changed: {theirs}"
+    ours = lb.run_cfgtool(texts)
+    if expected[0] == "error":
+        assert ours[0] == "error", f"cfgtool: {ours}, Lightbend: {theirs}"
+    else:
+        assert theirs == expected
+        assert ours[0] == "ok" and lb.same_value(ours[1], expected[1]), f"cfgtool: {ours}, expected {expected}"
+
+
 ISSUE_LIGHTBEND_WRONG: list[Any] = [
     # Lightbend 1.4.1 throws BugOrBroken ("replace in parent not possible ConfigDelayedMerge...") on `+=` inside
     # an object concatenated to a self-reference. In `{c.y = 1, c += 2}` the `+=` extends the object {y = 1}:

@@ -63,6 +63,16 @@ def test_parse_brace_separator_opens_an_object() -> None:
     assert loads("a{b=1}") == {"a": {"b": 1}}
 
 
+def test_parse_brace_separator_takes_one_object() -> None:
+    """`key {...} {...}` is an error (as in Lightbend); with ':' or '=' the objects concatenate."""
+    e = err("x = 1\ncommon_modules {} {perl: 1}")
+    assert e.code == "E_SYNTAX" and (e.origin.line, e.origin.col) == (2, 19)
+    assert "common_modules = {...} {...}" in e.message
+    assert err("a {x = 1} ${b}\nb = {}").code == "E_SYNTAX"
+    assert loads("a : {} {x = 1}") == loads("a = {} {x = 1}") == {"a": {"x": 1}}
+    assert loads("a {x = 1} // note\nb {y = 2}") == {"a": {"x": 1}, "b": {"y": 2}}
+
+
 def test_parse_fields_separated_by_commas_newlines_or_both() -> None:
     assert loads("a = 1, b = 2\nc = 3,\nd = 4\n,e = 5,") == {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
 
