@@ -6,8 +6,10 @@ Both sides are compiled without validation and without checking other variable v
 values matter here), under the same `--var` values. Per key, leaf values are compared: objects are walked,
 arrays are compared as whole values, and `1`, `1.0` and `true` are different values. Nodes added or
 removed entirely are keys added or removed with all their values. Each new value carries its origin from
-B's provenance, and `via`: the layer of B that set it (the node owning the origin's file), or `own` when
-the key sets it in its own main.conf. Changes are then grouped by (path, old, new, via) and counted over keys.
+B's provenance, `via`: the layer of B that set it (the node owning the origin's file), or `own` when the key
+sets it in its own files, and `file`: the file that set it when that is not the layer's main.conf but a file
+it includes (relative to the key's directory when `via` is `own`, else repository-relative). Changes are then
+grouped by (path, old, new, via, file) and counted over keys.
 
 A node is compared only when it can differ: its layers changed, or the main.conf of one of them did (blob
 ids from both compiles); only nodes whose configs differ are walked. Renderers live in `diff_render.py`.
@@ -54,13 +56,15 @@ ABSENT: Any = _Absent()
 
 @dataclass(frozen=True)
 class ValueChange:
-    """One leaf path of one key: `old` and/or `new` (ABSENT when unset), the new value's origin and `via`."""
+    """One leaf path of one key: `old` and/or `new` (ABSENT when unset), the new value's origin, `via` and
+    `file` (the included file that set it; None when it is the layer's main.conf)."""
 
     path: str
     old: Any
     new: Any
     origin: Origin | None
     via: str | None
+    file: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path}
@@ -70,6 +74,7 @@ class ValueChange:
             out["new"] = self.new
         out["origin"] = _origin_json(self.origin)
         out["via"] = self.via
+        out["file"] = self.file
         return out
 
 
@@ -85,13 +90,14 @@ class KeyChange:
 
 @dataclass(frozen=True)
 class Group:
-    """The same change (path, old -> new) made through the same layer (`via`) in `keys`."""
+    """The same change (path, old -> new) made through the same layer (`via`) and file in `keys`."""
 
     path: str
     old: Any
     new: Any
     via: str | None
     keys: tuple[str, ...]
+    file: str | None = None
 
     @property
     def count(self) -> int:
@@ -103,7 +109,7 @@ class Group:
             out["old"] = self.old
         if self.new is not ABSENT:
             out["new"] = self.new
-        out.update(count=self.count, via=self.via, keys=list(self.keys))
+        out.update(count=self.count, via=self.via, file=self.file, keys=list(self.keys))
         return out
 
 
@@ -358,8 +364,12 @@ def _diff_node(
     for path, o, n in pairs:
         name = path_name(path)
         origin = origins.get(name) if n is not ABSENT else None
-        via = owners.via(origin, after.sources.get(name, ()) if after is not None else ())
-        values.append(ValueChange(name, o, n, origin, VIA_OWN if via == key else via))
+        via, file = owners.via(origin, after.sources.get(name, ()) if after is not None else ())
+        if via == key:
+            via = VIA_OWN
+            if file is not None and after is not None and after.file:  # the key's own include: name it from there
+                file = posixpath.relpath(file, posixpath.dirname(after.file))
+        values.append(ValueChange(name, o, n, origin, via, file))
     return KeyChange(key, kind, tuple(values))
 
 
@@ -419,18 +429,21 @@ class _Owners:
         self._changed = changed
         self._by_file: dict[str, str] | None = None
 
-    def via(self, origin: Origin | None, sources: tuple[Origin, ...]) -> str | None:
+    def via(self, origin: Origin | None, sources: tuple[Origin, ...]) -> tuple[str | None, str | None]:
+        """(the layer that set the value, the file that did when it is not that layer's main.conf)."""
         if origin is None:
-            return None
-        for candidate in (origin, *sources):
-            if candidate.file in self._changed:
-                return self.owner(candidate.file)
-        return self.owner(origin.file)
+            return None, None
+        file = next((c.file for c in (origin, *sources) if c.file in self._changed), origin.file)
+        owner = self.owner(file)
+        return owner, None if file in self._main_files() else file
 
-    def owner(self, file: str) -> str | None:
+    def _main_files(self) -> Mapping[str, str]:
         if self._by_file is None:
             self._by_file = {s.file: k for k, s in self._snapshot.nodes.items() if s.file}
-        found = self._by_file.get(file)
+        return self._by_file
+
+    def owner(self, file: str) -> str | None:
+        found = self._main_files().get(file)
         if found is not None:
             return found
         directory = posixpath.dirname(file)
@@ -443,17 +456,20 @@ class _Owners:
 
 
 def _group(changes: list[KeyChange]) -> tuple[Group, ...]:
-    found: dict[tuple[str, str, str, str | None], tuple[Any, Any, list[str]]] = {}
+    found: dict[tuple[str, str, str, str | None, str | None], tuple[Any, Any, list[str]]] = {}
     for change in changes:
         for v in change.values:
-            ident = (v.path, _canonical(v.old), _canonical(v.new), v.via)
+            ident = (v.path, _canonical(v.old), _canonical(v.new), v.via, v.file)
             entry = found.get(ident)
             if entry is None:
                 found[ident] = (v.old, v.new, [change.key])
             else:
                 entry[2].append(change.key)
-    ordered = sorted(found.items(), key=lambda item: (-len(item[1][2]), item[0][0], item[0][1:3], item[0][3] or ""))
-    return tuple(Group(ident[0], old, new, ident[3], tuple(keys)) for ident, (old, new, keys) in ordered)
+    ordered = sorted(
+        found.items(),
+        key=lambda item: (-len(item[1][2]), item[0][0], item[0][1:3], item[0][3] or "", item[0][4] or ""),
+    )
+    return tuple(Group(ident[0], old, new, ident[3], tuple(keys), ident[4]) for ident, (old, new, keys) in ordered)
 
 
 def _canonical(value: Any) -> str:

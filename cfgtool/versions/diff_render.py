@@ -55,7 +55,7 @@ def rule_lines(rule: RuleChange) -> list[str]:
 def describe_group(group: Group) -> str:
     """`retention.ms 604800000 -> 2592000000 in 1,243 keys, via /tags/retention/LONG`."""
     where = f"in {plural(group.count, 'key')}"
-    return f"{group.path} {value_text(group.old)} -> {value_text(group.new)} {where}{_via_text(group.via)}"
+    return f"{group.path} {value_text(group.old)} -> {value_text(group.new)} {where}{_via_text(group.via, group.file)}"
 
 
 def value_text(value: Any) -> str:
@@ -98,10 +98,13 @@ def _warnings(diff: Diff) -> list[str]:
     return out
 
 
-def _via_text(via: str | None) -> str:
+def _via_text(via: str | None, file: str | None) -> str:
+    """`, via /tags/t`, `, via its own main.conf`, or naming the included file that set the value."""
     if via is None:
         return ""
-    return ", via its own main.conf" if via == VIA_OWN else f", via {via}"
+    if via == VIA_OWN:
+        return f", via its own {file}" if file else ", via its own main.conf"
+    return f", via {via} ({file})" if file else f", via {via}"
 
 
 def _origin_text(origin: Origin) -> str:
@@ -139,7 +142,7 @@ def render_markdown(
 
     cell = max_cell
     out.add("| Change | Keys | Via |", "| --- | ---: | --- |")
-    rows = (f"| {_md_change(g, cell)} | {_count(g.count)} | {_md_via(g.via)} |" for g in diff.groups)
+    rows = (f"| {_md_change(g, cell)} | {_count(g.count)} | {_md_via(g.via, g.file)} |" for g in diff.groups)
     left = out.rows(rows, len(diff.groups), max_groups, reserve=2_000)
     if left:
         values = sum(g.count for g in diff.groups[-left:])
@@ -213,10 +216,12 @@ def _md_totals(diff: Diff) -> str:
     )
 
 
-def _md_via(via: str | None) -> str:
+def _md_via(via: str | None, file: str | None) -> str:
     if via is None:
         return ""
-    return "own main.conf" if via == VIA_OWN else _code(via)
+    if via == VIA_OWN:
+        return f"own {_code(file)}" if file else "own main.conf"
+    return f"{_code(via)} ({_code(file)})" if file else _code(via)
 
 
 def _code(text: str, limit: int | None = None) -> str:

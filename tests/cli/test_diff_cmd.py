@@ -63,8 +63,8 @@ def test_diff_json_contract(run_cfgtool: Run, shop: GitRepo) -> None:
         "key": "/data/invoices",
         "kind": "removed",
         "values": [
-            {"path": "retention", "old": "7d", "origin": None, "via": None},
-            {"path": "owner", "old": "billing", "origin": None, "via": None},
+            {"path": "retention", "old": "7d", "origin": None, "via": None, "file": None},
+            {"path": "owner", "old": "billing", "origin": None, "via": None, "file": None},
         ],
     }
     group = data["groups"][0]
@@ -74,8 +74,38 @@ def test_diff_json_contract(run_cfgtool: Run, shop: GitRepo) -> None:
         "new": "90d",
         "count": 2,
         "via": "/tags/gold",
+        "file": None,
         "keys": ["/data/orders", "/data/refunds"],
     }
+
+
+def test_diff_names_the_included_file_that_set_a_value(run_cfgtool: Run, shop: GitRepo) -> None:
+    shop.write(
+        {
+            "data/orders/main.conf": 'include "limits.conf"\n',
+            "data/orders/limits.conf": "quota = 1\n",
+            "tags/gold/main.conf": 'include "gold-common.conf"\n',
+            "tags/gold/gold-common.conf": "retention = 30d\n",
+        },
+        under="store/",
+    )
+    shop.commit("values in included files")
+    shop.write({"data/orders/limits.conf": "quota = 2\n", "tags/gold/gold-common.conf": "retention = 60d\n"}, "store/")
+    text = run_cfgtool("--repo", str(shop.root), "diff", "HEAD")
+    assert text.returncode == 0, text.stderr
+    assert "  quota 1 -> 2 in 1 key, via its own limits.conf" in text.stdout.splitlines()
+    assert '  retention "30d" -> "60d" in 2 keys, via /tags/gold (store/tags/gold/gold-common.conf)' in text.stdout
+    assert "main.conf" not in text.stdout.split("\n\n")[1]  # the summary
+    data = json.loads(run_cfgtool("--repo", str(shop.root), "diff", "HEAD", "--format", "json").stdout)
+    quota = next(g for g in data["groups"] if g["path"] == "quota")
+    assert quota["via"] == "own" and quota["file"] == "limits.conf"
+    orders = next(c for c in data["changes"] if c["key"] == "/data/orders")
+    assert {v["path"]: v["file"] for v in orders["values"]} == {
+        "quota": "limits.conf",
+        "retention": "store/tags/gold/gold-common.conf",
+    }
+    markdown = run_cfgtool("--repo", str(shop.root), "diff", "HEAD", "-f", "markdown").stdout
+    assert "| `quota`: `1` → `2` | 1 | own `limits.conf` |" in markdown
 
 
 def test_diff_defaults_to_the_working_tree_and_markdown(run_cfgtool: Run, shop: GitRepo) -> None:

@@ -185,4 +185,4 @@ def test_diff_reports_keys_that_did_not_resolve_instead_of_comparing_them(store_
 
 def test_diff_to_json_omits_absent_sides() -> None:
     change: Any = ValueChange("x", ABSENT, 1, None, None).to_json()
-    assert change == {"path": "x", "new": 1, "origin": None, "via": None}
+    assert change == {"path": "x", "new": 1, "origin": None, "via": None, "file": None}
