@@ -176,6 +176,7 @@ def serve_command(
         hint = f"create it with `cfgtool token add USER --tokens {tokens}`"
         raise UsageError(f"--tokens {tokens}: no such file", hint=hint)
     proxies = _proxies(forwarded_allow_ips)
+    from cfgtool.console import console_parts
     from cfgtool.serve.server import run
     from cfgtool.serve.service import Options
 
@@ -194,7 +195,7 @@ def serve_command(
         access_log=access_log,
         max_connections=max_connections,
     )
-    run(options)
+    run(options, console_parts())
 
 
 TokensFile = Annotated[Path, typer.Option("--tokens", metavar="FILE", help="The tokens file.")]

@@ -74,6 +74,10 @@ class Bounded(Generic[K, V]):
                 self._items.popitem(last=False)
         return value
 
+    def pop(self, key: K) -> None:
+        """Forget `key` (nothing when it is not held)."""
+        self._items.pop(key, None)
+
     def get_or_build(self, key: K, build: Callable[[], V]) -> V:
         found = self.get(key)
         return found if found is not None else self.put(key, build())

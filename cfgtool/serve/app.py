@@ -14,11 +14,10 @@ import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
-from cfgtool.access.authorizer import Authorizer
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.plain import MISSING, value_at
@@ -29,6 +28,7 @@ from cfgtool.serve.service import Service
 from cfgtool.serve.store import StoreState, View
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
+from cfgtool.serve.visibility import Visibility
 from cfgtool.store.keys import MAX_KEY, BadKeyError, KeyTooLongError, normalize_key
 from cfgtool.versions.names import VERSION_NAMES
 
@@ -45,6 +45,7 @@ DEFAULT_WAIT = "30"
 CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostile long ones are not kept)
 MAX_POLLS = 100  # long polls waiting at once per principal (per client address without tokens)
 Headers = list[tuple[bytes, bytes]]
+Part = Callable[["Api"], Sequence[Any]]  # more Starlette routes, built for an application (see `Api`)
 
 log = logging.getLogger("cfgtool.serve")
 
@@ -97,12 +98,13 @@ def internal(exc: BaseException, scope: Scope) -> Answer:
 class Api:
     """The application: the fast path, then Starlette for everything else."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, parts: Sequence[Part] = ()) -> None:
+        """`parts` add routes beside the API's (the console under /ui/), each given this application."""
         from cfgtool.serve.routes import starlette_app  # Starlette is the optional extra: imported with the app
 
         self.service = service
         self.metrics = service.metrics
-        self.starlette = starlette_app(self)
+        self.starlette = starlette_app(self, [route for part in parts for route in part(self)])
         self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
         self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
         self._polls: Counter[str | None] = Counter()  # waiting long polls per principal (or client address)
@@ -208,12 +210,6 @@ class Api:
         if who is not None and judge is not None and not judge.authorize(who, "describe", None, host).allowed:
             raise not_found(f"no store named {state.name!r}")
 
-    @staticmethod
-    def judges(view: View, loaded: LoadedVersion) -> list[Authorizer]:
-        """The ACLs an answer from `loaded` must pass: the current version's and the version's own."""
-        found = [a for a in (view.authorizer, loaded.authorizer) if a is not None]
-        return found[:1] if len(found) == 2 and found[0] is found[1] else found
-
     def check(
         self,
         view: View,
@@ -223,33 +219,33 @@ class Api:
         key: str,
         host: str | None,
         missing: str,
-    ) -> None:
-        """The access rules for an answer about `key` from version `loaded`: 404 (as `missing`) when `who`
-        may not describe it, 403 when it may describe but not `operation` it. A key without a node answers
-        with its nearest node's config, so the principal needs the same right on that node too; and both the
-        current version's ACL and the version's own must allow it (a deny in either wins)."""
-        if who is None:
-            return
-        resources = {key, loaded.nearest(key)}
-        judges = self.judges(view, loaded)
-        for authorizer in judges:
-            if not all(authorizer.authorize(who, "describe", k, host).allowed for k in resources):
-                raise not_found(missing)
-        if operation != "describe":
-            for authorizer in judges:
-                if not all(authorizer.authorize(who, operation, k, host).allowed for k in resources):
-                    raise Denied(error(403, "forbidden", f"{who} may not {operation} {key}"))
+    ) -> Visibility:
+        """The access rules for an answer about `key` from version `loaded` (`Visibility.verdict`): Denied 404
+        (as `missing`) when `who` may not describe it, 403 when it may describe but not `operation` it. The
+        rights, for filtering the rest of the answer."""
+        seen = Visibility.of(view, loaded, who, host)
+        status = seen.verdict(key, operation)
+        if status == 404:
+            raise not_found(missing)
+        if status == 403:
+            raise Denied(error(403, "forbidden", f"{who} may not {operation} {key}"))
+        return seen
 
-    def may_describe(
-        self, view: View, loaded: LoadedVersion, who: str | None, host: str | None
-    ) -> Callable[[str], bool]:
-        """Whether `who` may describe a key under both ACLs that judge answers from `loaded`."""
-        judges = self.judges(view, loaded) if who is not None else []
-
-        def allowed(key: str) -> bool:
-            return all(a.authorize(str(who), "describe", key, host).allowed for a in judges)
-
-        return allowed
+    def listed_stores(self, who: str | None, host: str | None) -> list[StoreState]:
+        """The stores `/v1/stores` lists to `who`: those that can judge requests and, with access control
+        on, that it may describe."""
+        found = []
+        for state in self.service.stores.values():
+            view = state.view
+            if view.acl_problem is not None:  # no current version to judge by: the store answers nothing
+                continue
+            if who is not None:  # only the stores it may describe (none while a store cannot judge)
+                if not state.ready or view.authorizer is None:
+                    continue
+                if not view.authorizer.authorize(who, "describe", None, host).allowed:
+                    continue
+            found.append(state)
+        return found
 
     async def version(self, state: StoreState, number: int) -> LoadedVersion:
         """Version N in memory, loaded off the event loop when it is not; 404 when it cannot be served (without

@@ -50,6 +50,7 @@ class LoadedVersion:
         self.nodes = frozenset(self.configs) | self.failed
         self._depth = max(map(depth, self.nodes), default=0)
         self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
+        self.tag_roots: tuple[str, ...] = tuple(entry["tag_roots"])
         self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
         self._phantoms: Bounded[str, Answer] = Bounded(4096)
         self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from starlette.applications import Starlette
@@ -13,7 +13,7 @@ from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.serve.answers import Answer, answer, error, etag_matches
@@ -22,6 +22,8 @@ from cfgtool.serve.openapi import openapi_answer
 
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
+    from cfgtool.serve.loaded import LoadedVersion
+    from cfgtool.serve.store import StoreState
 
 QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
 
@@ -49,8 +51,8 @@ def _response(found: Answer, headers: dict[str, str] | None = None, request: Req
     return Response(found.body, status_code=found.status, headers=out, media_type="application/json")
 
 
-def starlette_app(api: Api) -> Starlette:
-    """The Starlette application behind the fast path."""
+def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
+    """The Starlette application behind the fast path; `more` routes come before the catch-all 404."""
     from cfgtool.serve.app import Denied, internal, not_found, version_number
 
     service = api.service
@@ -71,18 +73,15 @@ def starlette_app(api: Api) -> Starlette:
 
     async def stores(request: Request) -> Response:
         who = await api.principal(request.headers.raw)
-        found = []
-        for name, state in service.stores.items():
-            view = state.view
-            if view.acl_problem is not None:  # no current version to judge by: the store answers nothing
-                continue
-            if who is not None:  # only the stores it may describe (none while a store cannot judge)
-                if not state.ready or view.authorizer is None:
-                    continue
-                if not view.authorizer.authorize(who, "describe", None, host(request)).allowed:
-                    continue
-            found.append({"name": name, "path": state.path, "current": state.view.current,
-                          "seq": service.feeds[name].seq})  # fmt: skip
+        found = [
+            {
+                "name": state.name,
+                "path": state.path,
+                "current": state.view.current,
+                "seq": service.feeds[state.name].seq,
+            }
+            for state in api.listed_stores(who, host(request))
+        ]
         return _response(answer(found), request=request)
 
     async def versions(request: Request) -> Response:
@@ -100,8 +99,7 @@ def starlette_app(api: Api) -> Starlette:
         loaded = await api.version(state, version_number(request.path_params["n"]))
         key = api.key(request.path_params["key"])
         missing = f"{key} has no node in version {loaded.version} of store {state.name}"
-        api.check(view, loaded, who, "read" if kind == "explain" else "describe", key, host(request), missing)
-        may_describe = api.may_describe(view, loaded, who, host(request))
+        seen = api.check(view, loaded, who, "read" if kind == "explain" else "describe", key, host(request), missing)
         recursive = request.query_params.get("recursive", "0") in ("1", "true")
         path = request.query_params.get("path")
         if kind == "explain":
@@ -111,33 +109,16 @@ def starlette_app(api: Api) -> Starlette:
                 split_path(path)
             except HoconError as exc:
                 raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
-            found = await asyncio.to_thread(
-                loaded.cached, ("explain", key, path), lambda: state.explain(loaded.version, key, path)
-            )
+            found = await asyncio.to_thread(explain_answer, state, loaded, key, path)
             if who is not None:
-                found = answer(hide_layers(json.loads(found.body), may_describe, state.path))
+                found = answer(seen.explain(json.loads(found.body), state.path))
             return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
-        exists = key in loaded.nodes
         needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
-        if needs_node and not exists:
+        if needs_node and key not in loaded.nodes:
             raise not_found(missing)
-
-        def build() -> dict[str, Any]:
-            snap = state.snapshot(loaded.version)
-            if kind == "tags":
-                return {"key": key, "exists": exists, "tags": snap.tags(key)}
-            if kind == "imports":
-                return {"key": key, "exists": exists, "recursive": recursive, "imports": snap.imports(key, recursive)}
-            if kind == "imported-by":
-                return {"key": key, "recursive": recursive, "imported_by": snap.imported_by(key, recursive)}
-            if not snap.is_tag(key):
-                roots = ", ".join(snap.tag_roots)
-                raise Denied(error(400, "not_a_tag", f"{key} is not a tag (tags are under {roots})"))
-            return {"tag": key, "datasets": snap.datasets(key)}
-
-        found = await asyncio.to_thread(loaded.cached, (kind, key, recursive), build)
+        found = await asyncio.to_thread(query_answer, state, loaded, kind, key, recursive)
         if who is not None:  # drop what the principal may not describe
-            found = answer(_filter(found, may_describe))
+            found = answer(seen.query(json.loads(found.body)))
         return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
 
     async def healthz(request: Request) -> Response:
@@ -168,6 +149,7 @@ def starlette_app(api: Api) -> Starlette:
         Route("/v1/{store}/versions/{n}/{query}/{key:anypath}", handled("query", query)),
         Route("/healthz", handled("healthz", healthz)),
         Route("/metrics", handled("metrics", metrics)),
+        *more,
         Route("/{rest:anypath}", handled("other", fallback)),
     ]
 
@@ -183,51 +165,31 @@ def starlette_app(api: Api) -> Starlette:
     return Starlette(routes=routes, exception_handlers={HTTPException: refused, Exception: crashed})
 
 
-def _filter(found: Answer, may_describe: Callable[[str], bool]) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(found.body)
-    for field in ("tags", "imports", "imported_by", "datasets"):
-        if field in doc:
-            doc[field] = [k for k in doc[field] if may_describe(k)]
-    return doc
+def query_answer(state: StoreState, loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:
+    """The unfiltered answer of query `kind` (`tags`, `imports`, `imported-by`, `datasets`) about `key` in version
+    `loaded`, from its cache (built from the version's whole snapshot: call it off the event loop). Denied 400
+    for `datasets` of a key that is not a tag."""
+    from cfgtool.serve.app import Denied
+
+    exists = key in loaded.nodes
+
+    def build() -> dict[str, Any]:
+        snap = state.snapshot(loaded.version)
+        if kind == "tags":
+            return {"key": key, "exists": exists, "tags": snap.tags(key)}
+        if kind == "imports":
+            return {"key": key, "exists": exists, "recursive": recursive, "imports": snap.imports(key, recursive)}
+        if kind == "imported-by":
+            return {"key": key, "recursive": recursive, "imported_by": snap.imported_by(key, recursive)}
+        if not snap.is_tag(key):
+            roots = ", ".join(snap.tag_roots)
+            raise Denied(error(400, "not_a_tag", f"{key} is not a tag (tags are under {roots})"))
+        return {"tag": key, "datasets": snap.datasets(key)}
+
+    return loaded.cached((kind, key, recursive), build)
 
 
-HIDDEN_LAYER = "[hidden layer]"
-
-
-def hide_layers(doc: dict[str, Any], may_describe: Callable[[str], bool], store_path: str) -> dict[str, Any]:
-    """An explain answer as a principal may see it: each layer it may not describe shows as `[hidden layer]`
-    (its value, origin and how it was reached dropped; `hidden_layers` counts them); how a visible layer was
-    reached is hidden too when it names a hidden one, and so is any origin in a file outside the
-    directories of the visible layers."""
-    hidden = {lv["layer"] for lv in doc["layers"] if not may_describe(lv["layer"])}
-    if not hidden:
-        return {**doc, "hidden_layers": 0}
-    prefix = f"{store_path}/" if store_path else ""
-    shown = [f"{prefix}{lv['layer'][1:]}".rstrip("/") for lv in doc["layers"] if lv["layer"] not in hidden]
-
-    def origin(o: dict[str, Any] | None) -> dict[str, Any] | None:
-        if o is None:
-            return None
-        folder = str(o["file"]).rsplit("/", 1)[0] if "/" in str(o["file"]) else ""
-        return o if folder in shown else None
-
-    def names_hidden(text: str) -> bool:
-        return any(f"{k} " in f"{text} " or f"{k})" in text for k in hidden)
-
-    def layer(lv: dict[str, Any]) -> dict[str, Any]:
-        if lv["layer"] in hidden:
-            return {**lv, "layer": HIDDEN_LAYER, "value": None, "origin": None,
-                    **({"reached": HIDDEN_LAYER} if "reached" in lv else {})}  # fmt: skip
-        out = {**lv, "origin": origin(lv["origin"])}
-        if "reached" in lv and names_hidden(str(lv["reached"])):
-            out["reached"] = f"through a {HIDDEN_LAYER}"
-        return out
-
-    return {
-        **doc,
-        "origin": origin(doc["origin"]),
-        "sources": [s for s in (origin(o) for o in doc["sources"]) if s is not None],
-        "overridden": [layer(lv) for lv in doc["overridden"]],
-        "layers": [layer(lv) for lv in doc["layers"]],
-        "hidden_layers": len(hidden),
-    }
+def explain_answer(state: StoreState, loaded: LoadedVersion, key: str, path: str) -> Answer:
+    """The unfiltered explain of `key` at `path` (a valid HOCON path) in version `loaded`, from its cache (the
+    first one compiles the version for provenance: call it off the event loop)."""
+    return loaded.cached(("explain", key, path), lambda: state.explain(loaded.version, key, path))

@@ -14,6 +14,7 @@ import resource
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, cast
@@ -23,7 +24,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from cfgtool.errors import SourceError
 from cfgtool.serve.accesslog import AccessLog
-from cfgtool.serve.app import Api
+from cfgtool.serve.app import Api, Part
 from cfgtool.serve.protocol import limited
 from cfgtool.serve.service import Options, Service
 
@@ -129,14 +130,14 @@ def _open_log(path: Path | None) -> BinaryIO:
         raise SourceError(f"cannot open the access log {path}: {exc.strerror or exc}", hint="check the path") from exc
 
 
-def run(options: Options) -> None:
-    """Serve until SIGTERM or SIGINT (the CLI checks the options first)."""
+def run(options: Options, parts: Sequence[Part] = ()) -> None:
+    """Serve until SIGTERM or SIGINT (the CLI checks the options first); `parts` add routes (the console)."""
     logging.basicConfig(format="cfgtool: %(levelname)s: %(message)s", level=logging.WARNING)
     with _open_log(options.access_log) as stream:
         service = Service(options)
         max_connections = _raise_file_limit(options.max_connections)
         sock = _listen(options.host, options.port)
-        api = Api(service)
+        api = Api(service, parts)
         api.access = AccessLog(stream)
         proxies = list(options.forwarded_allow_ips)
         app = ForwardedFor(cast(Any, api), proxies) if proxies else api  # uvicorn types its apps narrowly

@@ -82,6 +82,11 @@ class StoreState:
         self._whole_lock = threading.Lock()
         self._acls: Bounded[str, tuple[Authorizer, str | None]] = Bounded(64)  # commit -> its ACL
 
+    @property
+    def root(self) -> Path:
+        """The repository (or its bare mirror) the store's versions are read from."""
+        return self._root
+
     # -- loading ------------------------------------------------------------------------------------------
     def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[dict[str, Any]]:
         """Load `versions` in a worker: each one's error or changed-key count, and answers for `keep`."""

@@ -65,6 +65,7 @@ def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
         "failed": failed,
         "intrinsic": intrinsic,
         "secrets": {k: dict(v) for k, v in snapshot.secrets.items()},
+        "tag_roots": list(snapshot.tag_roots),
     }
 
 

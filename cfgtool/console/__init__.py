@@ -1,0 +1,33 @@
+"""The console (docs/console.md): a read-only browser view of `cfgtool serve` at /ui/, made of HTML rendered on the
+server (Jinja2 templates through Starlette) and htmx for partial updates, vendored in `static/`.
+
+It reads the versions the server holds in memory and judges every key it shows with the JSON API's own filter
+(`cfgtool.serve.visibility.Visibility`), so a page never shows what the API would refuse. `pages`: the routes,
+sign-in and every page; `session`: the session cookie; `tree`: the node tree and search; `graph`: the import graph.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cfgtool.serve.app import Api
+
+
+def console_parts() -> list[Any]:
+    """What `cfgtool serve` adds to its application: the console's routes, when Jinja2 is installed (the `serve`
+    extra has it); nothing otherwise, and the JSON API is served alone."""
+    if importlib.util.find_spec("jinja2") is None:
+        return []
+    return [_routes]
+
+
+def _routes(api: Api) -> Sequence[Any]:
+    from cfgtool.console.pages import routes
+
+    return routes(api)
+
+
+__all__ = ["console_parts"]

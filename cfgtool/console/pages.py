@@ -1,0 +1,595 @@
+"""The console's routes under /ui/ (docs/console.md): pages rendered on the server with Jinja2, from the versions the
+server already holds in memory (no second compile), each filtered by `Visibility`, the JSON API's own filter.
+
+Every response carries the console's security headers (`Content-Security-Policy: default-src 'self'`, no inline
+script or style anywhere); a page asked for by htmx (`HX-Request`) answers only its fragment. Adding a page: write
+its handler as `async def name(ctx: Context) -> Response`, render with `ctx.render(template, **values)`, judge every
+key it shows with `ctx.seen` (`describes`, `keys`, `verdict`), and add a `Route` with `page(...)` in `routes()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from cfgtool.console import tree as trees
+from cfgtool.console.graph import import_graph
+from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
+from cfgtool.errors import CfgtoolError
+from cfgtool.hocon import HoconError, split_path
+from cfgtool.serve.answers import error
+from cfgtool.serve.app import Denied, not_found, version_number
+from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.routes import explain_answer, query_answer
+from cfgtool.serve.store import StoreState, View
+from cfgtool.serve.visibility import Visibility
+from cfgtool.versions.diff import ABSENT
+
+if TYPE_CHECKING:
+    from cfgtool.serve.app import Api
+
+CSP = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "x-frame-options": "DENY",
+}
+TIMELINE_SHOWN = 200  # events on the timeline page (older ones: ?before=)
+LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
+MAX_BODY = 4096  # bytes of a sign-in form read at most
+STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+
+
+class SignIn(Exception):
+    """The request needs a signed-in session (with access control on)."""
+
+
+@dataclass
+class Context:
+    """One console request: who asks, from where, the store and version it reads and what it may see of them."""
+
+    request: Request
+    console: Console
+    who: str | None
+    state: StoreState | None = None
+    view: View | None = None
+    loaded: LoadedVersion | None = None
+    seen: Visibility = field(default_factory=lambda: Visibility((), None, None))
+
+    @property
+    def host(self) -> str | None:
+        return self.request.client.host if self.request.client else None
+
+    @property
+    def fragment(self) -> bool:
+        """Whether htmx asked (it swaps in a fragment, not a whole page)."""
+        return self.request.headers.get("hx-request") == "true"
+
+    def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        return self.console.render(self, template, status, **values)
+
+
+Handler = Callable[[Context], Awaitable[Response]]
+
+
+class Console:
+    """The console of one server: its templates, sessions and routes."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.service = api.service
+        self.sessions = Sessions()
+        self.env = Environment(
+            loader=PackageLoader("cfgtool.console", "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["urlkey"] = lambda key: quote(str(key).lstrip("/"))
+        self.env.filters["when"] = _when
+        self.env.filters["value"] = _value_text
+        self.env.filters["iso"] = _iso
+        self.env.filters["hocon_name"] = _hocon_name
+        self.env.tests["defined_value"] = lambda value: value is not ABSENT
+        self.env.globals["kind_of"] = _kind_of
+        self.static = _static_files()
+
+    @property
+    def signing_in(self) -> bool:
+        """Whether people sign in (the server has tokens); without, everyone sees everything (loopback)."""
+        return self.service.tokens is not None
+
+    def render(self, ctx: Context, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        store = ctx.state.name if ctx.state is not None else None
+        page, _, here = ctx.request.url.path.removeprefix(f"/ui/{store}/").partition("/")
+        if page == "v":  # /ui/{store}/v/{N}/{page}/...: the switcher keeps the page
+            here = here.partition("/")[2]
+            page = here.partition("/")[0]
+        body = self.env.get_template(template).render(
+            page=page or "timeline",
+            here=here,
+            current_version=ctx.view.current if ctx.view is not None else None,
+            who=ctx.who,
+            signing_in=self.signing_in,
+            store=store,
+            version=ctx.loaded.version if ctx.loaded is not None else None,
+            versions=self._switcher(ctx),
+            fragment=ctx.fragment,
+            path=ctx.request.url.path,
+            **values,
+        )
+        return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store", **SECURITY_HEADERS})
+
+    @staticmethod
+    def _switcher(ctx: Context) -> list[int]:
+        """The versions the header's switcher offers (servable ones, newest first)."""
+        if ctx.view is None:
+            return []
+        return [p.version for p in ctx.view.published][:TIMELINE_SHOWN]
+
+    # -- who asks -----------------------------------------------------------------------------------------
+    async def principal(self, request: Request) -> str | None:
+        """The signed-in principal (None without access control); SignIn without a live session, or when its
+        token no longer passes the API's token check (revoked)."""
+        if not self.signing_in:
+            return None
+        ident = request.cookies.get(COOKIE)
+        session = self.sessions.get(ident)
+        if session is None:
+            raise SignIn
+        try:
+            return await self.api.principal([(b"authorization", f"Bearer {session.token}".encode("latin-1"))])
+        except Denied as exc:
+            if exc.answer.status == 401:
+                self.sessions.end(ident)
+                raise SignIn from exc
+            raise
+
+    async def context(self, request: Request, store: bool = True, version: bool = False) -> Context:
+        """The request's context: its principal, and (as the route names them) its store, judged as the JSON API
+        judges `/v1/{store}/versions`, and its version, with what the principal may see of it."""
+        ctx = Context(request, self, await self.principal(request))
+        if not store:
+            return ctx
+        ctx.state, ctx.view = self.api.store(request.path_params["store"], ctx.who)
+        self.api.describe_store(ctx.state, ctx.view, ctx.who, ctx.host)
+        if version:
+            ctx.loaded = await self.api.version(ctx.state, version_number(request.path_params["n"]))
+            ctx.seen = Visibility.of(ctx.view, ctx.loaded, ctx.who, ctx.host)
+        elif ctx.view.current is not None:
+            current = await self.api.version(ctx.state, ctx.view.current)
+            ctx.seen = Visibility.of(ctx.view, current, ctx.who, ctx.host)
+        return ctx
+
+    def key(self, request: Request) -> str:
+        return self.api.key(request.path_params.get("key", ""))
+
+    # -- answers ------------------------------------------------------------------------------------------
+    def page(self, name: str, handler: Handler, store: bool = True, version: bool = False) -> Callable[..., Any]:
+        """A route's endpoint: the context, the handler, and errors as pages (a missing session: the sign-in)."""
+
+        async def run(request: Request) -> Response:
+            try:
+                ctx = await self.context(request, store, version)
+                response = await handler(ctx)
+            except SignIn:
+                response = self._to_sign_in(request)
+            except Denied as exc:
+                response = self._error(request, exc)
+            self.api.metrics.count(name, response.status_code)
+            return response
+
+        return run
+
+    def _to_sign_in(self, request: Request) -> Response:
+        target = "/ui/login?" + urlencode({"next": _local(request.url.path)})
+        if request.headers.get("hx-request") == "true":  # htmx follows this header with a whole-page load
+            return Response(status_code=401, headers={"hx-redirect": target, **SECURITY_HEADERS})
+        return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+
+    def _error(self, request: Request, exc: Denied) -> Response:
+        doc = json.loads(exc.answer.body)
+        ctx = Context(request, self, None)
+        headers = {k.decode(): v.decode() for k, v in exc.headers if k.lower() != b"www-authenticate"}
+        response = self.render(ctx, "error.html", exc.answer.status, code=exc.answer.status, message=doc["message"])
+        response.headers.update(headers)
+        return response
+
+    # -- sign-in ------------------------------------------------------------------------------------------
+    async def login_form(self, request: Request) -> Response:
+        ctx = Context(request, self, None)
+        if not self.signing_in:
+            return RedirectResponse("/ui/", status_code=303, headers=SECURITY_HEADERS)
+        return self.render(ctx, "login.html", next=_local(request.query_params.get("next", "/ui/")))
+
+    async def login(self, request: Request) -> Response:
+        """`POST /ui/login` with `token` (and `next`): a session cookie and a redirect, or the form again (401)."""
+        ctx = Context(request, self, None)
+        if not self.signing_in:
+            return RedirectResponse("/ui/", status_code=303, headers=SECURITY_HEADERS)
+        if not _same_origin(request):
+            return self.render(ctx, "error.html", 403, code=403, message="sign-in from another site is refused")
+        form = await _form(request)
+        token, target = form.get("token", "").strip()[:MAX_TOKEN], _local(form.get("next", "/ui/"))
+        try:
+            await self.api.principal([(b"authorization", f"Bearer {token}".encode("latin-1", "replace"))])
+        except Denied as exc:
+            message = "unknown or revoked token" if exc.answer.status == 401 else json.loads(exc.answer.body)["message"]
+            return self.render(ctx, "login.html", exc.answer.status, next=target, problem=message)
+        response = RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+        response.set_cookie(
+            COOKIE,
+            self.sessions.start(token),
+            max_age=LIFETIME,
+            path="/ui/",
+            secure=secure,
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        """`POST /ui/logout`: the session ends and its cookie is cleared."""
+        if not _same_origin(request):
+            ctx = Context(request, self, None)
+            return self.render(ctx, "error.html", 403, code=403, message="sign-out from another site is refused")
+        self.sessions.end(request.cookies.get(COOKIE))
+        response = RedirectResponse(
+            "/ui/login" if self.signing_in else "/ui/", status_code=303, headers=SECURITY_HEADERS
+        )
+        response.delete_cookie(COOKIE, path="/ui/", httponly=True, samesite="strict")
+        return response
+
+    async def static_file(self, request: Request) -> Response:
+        found = self.static.get(request.path_params["name"])
+        if found is None:
+            return Response("not found", status_code=404, media_type="text/plain", headers=SECURITY_HEADERS)
+        body, kind = found
+        return Response(body, media_type=kind, headers={"cache-control": "no-cache", **SECURITY_HEADERS})
+
+
+# -- pages ------------------------------------------------------------------------------------------------------
+async def stores(ctx: Context) -> Response:
+    """`/ui/`: the stores the principal may describe (as `/v1/stores` lists them)."""
+    service = ctx.console.service
+    listed = [
+        {"name": s.name, "path": s.path, "current": s.view.current, "seq": service.feeds[s.name].seq}
+        for s in ctx.console.api.listed_stores(ctx.who, ctx.host)
+    ]
+    return ctx.render("stores.html", stores=listed)
+
+
+async def timeline(ctx: Context) -> Response:
+    """`/ui/{store}/`: publishes and rollbacks, newest first, with the current version and rolled-back ones marked."""
+    return ctx.render("timeline.html", **_timeline(ctx))
+
+
+async def timeline_live(ctx: Context) -> Response:
+    """The timeline section again once the change feed has an event after `since` (or after `LIVE_WAIT` seconds):
+    htmx swaps it in and asks again, so the page follows the feed."""
+    assert ctx.state is not None
+    try:
+        since = int(ctx.request.query_params.get("since", "0"))
+    except ValueError as exc:
+        raise Denied(error(400, "bad_request", "since is an integer")) from exc
+    feed = ctx.console.service.feeds[ctx.state.name]
+    if feed.seq <= since:
+        await feed.wait(since, LIVE_WAIT)
+    ctx.view = ctx.state.view  # the view after the event
+    return ctx.render("timeline_section.html", **_timeline(ctx))
+
+
+def _timeline(ctx: Context) -> dict[str, Any]:
+    assert ctx.state is not None and ctx.view is not None
+    view = ctx.view
+    feed = ctx.console.service.feeds[ctx.state.name]
+    published = {e.version: e for e in feed.events if e.kind == "publish"}
+    entries: list[dict[str, Any]] = []
+    for v in view.versions.values():
+        event = published.get(v.version)
+        entries.append({
+            "kind": "publish", "version": v, "date": v.date, "servable": v.version not in view.unservable,
+            "changed": event.changed_keys if event is not None else None,
+            "effective_by": event.effective_by if event is not None else None,
+        })  # fmt: skip
+        if v.rolled_back is not None:
+            entries.append({"kind": "rollback", "version": v, "date": v.rolled_back.date})
+    entries.sort(key=lambda e: (e["date"], e["kind"] == "rollback", e["version"].version), reverse=True)
+    return {
+        "entries": entries[:TIMELINE_SHOWN],
+        "more": max(0, len(entries) - TIMELINE_SHOWN),
+        "current": view.current,
+        "seq": feed.seq,
+        "counts_shown": ctx.seen.sees_everything,  # changed-key counts include keys others may not describe
+    }
+
+
+async def tree(ctx: Context) -> Response:
+    """`/ui/{store}/v/{N}/tree/{key}`: the key's place in the node tree (its ancestors, its children: one level,
+    expanded on demand) and its resolved config beside it."""
+    loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
+    if ctx.seen.verdict(key, "describe") != 200:
+        raise not_found(f"{key} has no node in version {loaded.version} of store {_store(ctx)}")
+    index = await trees.index_of(loaded)
+    children = trees.children(index, loaded, key, ctx.seen, ctx.request.query_params.get("after"))
+    if ctx.fragment:
+        return ctx.render("tree_children.html", parent=key, children=children)
+    config = _config(ctx, key) if ctx.seen.verdict(key, "read") == 200 else None
+    return ctx.render(
+        "tree.html",
+        key=key,
+        parent=key,
+        ancestors=[a for a in trees.ancestors(key) if ctx.seen.describes(a) or a not in loaded.nodes],
+        children=children,
+        config=config,
+        kind=trees.kind(loaded, index, key),
+    )
+
+
+async def key_page(ctx: Context) -> Response:
+    """`/ui/{store}/v/{N}/key/{key}`: the resolved config as a folding tree (each value opens its explain), its
+    tags, imports and imported-by (and a graph of them), and the datasets of a tag."""
+    loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
+    _require(ctx, key, "read")
+    config = _config(ctx, key)
+    exists = key in loaded.nodes
+    state = ctx.state
+    assert state is not None
+
+    async def query(kind: str, recursive: bool = False) -> list[str]:
+        found = await asyncio.to_thread(query_answer, state, loaded, kind, key, recursive)
+        field = "imported_by" if kind == "imported-by" else kind
+        return ctx.seen.keys(json.loads(found.body)[field])
+
+    tags = await query("tags")
+    imports = await query("imports") if exists else []
+    imported_by = await query("imported-by") if exists else []
+    datasets = await query("datasets") if exists and trees.is_tag(loaded, key) else None
+    graph = await asyncio.to_thread(import_graph, key, imports, imported_by, lambda k, kind: _sync_query(ctx, k, kind))
+    return ctx.render(
+        "key.html",
+        key=key,
+        exists=exists,
+        node=loaded.nearest(key),
+        config=config,
+        tags=tags,
+        imports=imports,
+        imported_by=imported_by,
+        datasets=datasets,
+        graph=graph,
+    )
+
+
+def _sync_query(ctx: Context, key: str, kind: str) -> list[str]:
+    """A query about a neighbour of the graph (off the event loop), filtered; none for a key it may not see."""
+    assert ctx.state is not None and ctx.loaded is not None
+    if key not in ctx.loaded.nodes or not ctx.seen.describes(key):
+        return []
+    found = query_answer(ctx.state, ctx.loaded, kind, key, False)
+    return ctx.seen.keys(json.loads(found.body)["imported_by" if kind == "imported-by" else kind])
+
+
+async def explain(ctx: Context) -> Response:
+    """`/ui/{store}/v/{N}/explain/{key}?path=P`: where the value came from (as `cfgtool explain`), with the layers
+    the principal may not describe hidden."""
+    loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
+    _require(ctx, key, "read")
+    path = ctx.request.query_params.get("path", "")
+    try:
+        split_path(path)
+    except HoconError as exc:
+        raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
+    assert ctx.state is not None
+    found = await asyncio.to_thread(explain_answer, ctx.state, loaded, key, path)
+    doc = ctx.seen.explain(json.loads(found.body), ctx.state.path)
+    return ctx.render("explain.html", key=key, explained=doc)
+
+
+async def history(ctx: Context) -> Response:
+    """`/ui/{store}/history/{key}?path=P`: each version that changed the key's config (or the value at P), with who,
+    when and why; a version whose own ACL does not let the principal read the key is left out."""
+    from cfgtool.versions.audit import audit_key
+
+    state, view, key = ctx.state, ctx.view, ctx.console.key(ctx.request)
+    assert state is not None and view is not None
+    _require(ctx, key, "read")
+    path = ctx.request.query_params.get("path") or None
+    try:
+        found = await asyncio.to_thread(audit_key, state.root, key, path, None, state.path or ".")
+    except CfgtoolError as exc:
+        raise Denied(error(400, "bad_request", exc.message)) from exc
+    events = []
+    for event in found.history:
+        if ctx.who is not None:
+            own = state.acl(event.commit)[0]
+            judges = [a for a in (view.authorizer, own) if a is not None]
+            if Visibility(judges, ctx.who, ctx.host, ctx.seen.nearest).verdict(key, "read") != 200:
+                continue
+        events.append({"event": event, "version": view.versions.get(event.version)})
+    return ctx.render("history.html", key=key, value_path=path, events=events)
+
+
+async def search(ctx: Context) -> Response:
+    """`/ui/{store}/v/{N}/search?q=`: keys, paths and values of the version matching `q`, from memory."""
+    loaded = _loaded(ctx)
+    q = ctx.request.query_params.get("q", "").strip()[:200]
+    found = trees.search(loaded, q, ctx.seen) if q else None
+    return ctx.render("search.html", q=q, found=found)
+
+
+async def consumers(ctx: Context) -> Response:
+    """`/ui/{store}/consumers`: which instances read which version (what it will show, until the server keeps
+    its consumers)."""
+    return ctx.render("consumers.html")
+
+
+async def switch(ctx: Context) -> Response:
+    """The header's version switcher without scripts: `?v=N&page=P` redirects to the same page of version N."""
+    query = ctx.request.query_params
+    number = version_number(query.get("v", ""))
+    page = query.get("page", "tree/")
+    if page.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access"):
+        page = "tree/"
+    target = f"/ui/{quote(_store(ctx))}/v/{number}/{quote(page)}"
+    return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+
+
+async def current(ctx: Context) -> Response:
+    """`/ui/{store}/v/current/...`: the same page of the current version (a permalink names its number)."""
+    assert ctx.view is not None
+    if ctx.view.current is None:
+        raise not_found(f"store {_store(ctx)} has no current version")
+    rest = ctx.request.path_params.get("rest", "")
+    query = f"?{ctx.request.url.query}" if ctx.request.url.query else ""
+    target = f"/ui/{quote(_store(ctx))}/v/{ctx.view.current}/{quote(rest)}{query}"
+    return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+
+
+# -- helpers ----------------------------------------------------------------------------------------------------
+def _loaded(ctx: Context) -> LoadedVersion:
+    assert ctx.loaded is not None
+    return ctx.loaded
+
+
+def _store(ctx: Context) -> str:
+    assert ctx.state is not None
+    return ctx.state.name
+
+
+def _require(ctx: Context, key: str, operation: str) -> None:
+    """Denied 404 when the principal may not describe `key` (or its nearest node), 403 when it may not
+    `operation` it: the JSON API's verdict."""
+    status = ctx.seen.verdict(key, operation)
+    if status == 404:
+        version = ctx.loaded.version if ctx.loaded is not None else ""
+        raise not_found(f"store {_store(ctx)} has no key {key} in version {version}")
+    if status == 403:
+        raise Denied(error(403, "forbidden", f"{ctx.who} may not {operation} {key}"))
+
+
+def _config(ctx: Context, key: str) -> Any:
+    """The resolved config of `key` (secrets `[hidden]`), as the key's JSON answer holds it."""
+    loaded = _loaded(ctx)
+    try:
+        body = loaded.key_answer(key).body
+    except CfgtoolError as exc:
+        raise Denied(error(409, "unresolved", exc.message)) from exc
+    return json.loads(body)["config"]
+
+
+def _iso(date: Any) -> str:
+    """A date (datetime or Unix seconds) in ISO 8601, for `<time datetime>`."""
+    from datetime import UTC, datetime
+
+    if isinstance(date, int | float):
+        date = datetime.fromtimestamp(date, UTC)
+    return str(date.isoformat())
+
+
+def _hocon_name(name: str) -> str:
+    """A field name as one element of a HOCON path (quoted unless plain)."""
+    return name if name and all(c.isalnum() or c in "-_" for c in name) else json.dumps(name)
+
+
+def _kind_of(value: Any) -> str:
+    """How the value tree lays a value out: `object`, `list` or `leaf`."""
+    return "object" if isinstance(value, dict) else "list" if isinstance(value, list) else "leaf"
+
+
+def _value_text(value: Any) -> str:
+    """A leaf value as HOCON would spell it (strings quoted, `[hidden]` as it is)."""
+    if value == "[hidden]":
+        return "[hidden]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _when(date: Any) -> str:
+    """A date (datetime or Unix seconds) as `2026-11-28 01:02 UTC`."""
+    from datetime import UTC, datetime
+
+    if isinstance(date, int | float):
+        date = datetime.fromtimestamp(date, UTC)
+    return str(date.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def _local(target: str) -> str:
+    """A redirect target only within the console (never another site: `//evil`, `/\\evil`, a scheme)."""
+    if not target.startswith("/ui/") or target.startswith(("//", "/\\")) or "\\" in target or "\n" in target:
+        return "/ui/"
+    return target
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a form post comes from the console's own pages: browsers name the posting page's origin in `Origin`
+    and `Sec-Fetch-Site`, so a post from another site (sign-in forgery) is refused."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    return origin is None or origin in (f"http://{host}", f"https://{host}")
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """A small urlencoded form (`MAX_BODY` bytes at most; the rest is not read)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            break
+    fields = parse_qs(body[:MAX_BODY].decode("utf-8", "replace"))
+    return {name: values[-1] for name, values in fields.items()}
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    """The console's static files (CSS, scripts), read once from the package."""
+    found: dict[str, tuple[bytes, str]] = {}
+    folder = resources.files("cfgtool.console") / "static"
+    for item in folder.iterdir():
+        kind = STATIC_TYPES.get("." + item.name.rsplit(".", 1)[-1])
+        if kind is not None and item.is_file():
+            found[item.name] = (item.read_bytes(), kind)
+    return found
+
+
+def routes(api: Api) -> Sequence[BaseRoute]:
+    """The console's routes (mounted by `cfgtool serve` beside the JSON API)."""
+    console = Console(api)
+    page = console.page
+
+    async def to_slash(request: Request) -> Response:
+        return RedirectResponse("/ui/", status_code=308, headers=SECURITY_HEADERS)
+
+    return [
+        Route("/ui", to_slash),
+        Route("/ui/", page("ui", stores, store=False)),
+        Route("/ui/login", console.login_form, methods=["GET", "HEAD"]),
+        Route("/ui/login", console.login, methods=["POST"]),
+        Route("/ui/logout", console.logout, methods=["POST"]),
+        Route("/ui/static/{name}", console.static_file),
+        Route("/ui/{store}/", page("ui", timeline)),
+        Route("/ui/{store}/live", page("ui", timeline_live)),
+        Route("/ui/{store}/switch", page("ui", switch)),
+        Route("/ui/{store}/consumers", page("ui", consumers)),
+        Route("/ui/{store}/history/{key:anypath}", page("ui", history)),
+        Route("/ui/{store}/v/current/{rest:anypath}", page("ui", current)),
+        Route("/ui/{store}/v/{n}/tree/{key:anypath}", page("ui", tree, version=True)),
+        Route("/ui/{store}/v/{n}/key/{key:anypath}", page("ui", key_page, version=True)),
+        Route("/ui/{store}/v/{n}/explain/{key:anypath}", page("ui", explain, version=True)),
+        Route("/ui/{store}/v/{n}/search", page("ui", search, version=True)),
+    ]
+
+
+__all__ = ["Console", "Context", "routes"]
