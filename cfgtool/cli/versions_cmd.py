@@ -224,7 +224,7 @@ def versions_command(
     if fmt is OutputFormat.JSON:
         typer.echo(json.dumps([v.to_json() for v in shown], indent=2))
     else:
-        typer.echo(render_versions(shown, len(found)), nl=False)
+        typer.echo(render_versions(shown, len(found), terminal_width()), nl=False)
 
 
 # ------------------------------------------------------------------------------------------ rendering
@@ -284,31 +284,55 @@ def render_rollback(result: RollbackResult) -> str:
     )
 
 
-TABLE_WIDTH = 100  # the versions table fits a 100-column terminal
+MIN_MESSAGE = 12  # a cut message keeps at least this much, a cut publisher MIN_PUBLISHER
+MIN_PUBLISHER = 8
 
 
-def render_versions(shown: Sequence[Version], total: int) -> str:
-    """One row per version (rolled-back ones followed by who, when and why); a note when some are hidden."""
+def terminal_width() -> int | None:
+    """The width to fit the table to: `COLUMNS` when set, else the terminal's; None (cut nothing) when the
+    output goes to a file or a pipe."""
+    import os
+    import shutil
+    import sys
+
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def render_versions(shown: Sequence[Version], total: int, width: int | None = None) -> str:
+    """One row per version (rolled-back ones followed by who, when and why); a note when some are hidden.
+
+    Lines wider than `width` (None: no limit) are fitted to it: the message is cut first, down to
+    MIN_MESSAGE characters, then the publisher, down to MIN_PUBLISHER; what fits is never cut."""
     if not shown:
         return "no version has been published yet (cfgtool publish creates version 1)\n"
-    rows = [("VERSION", "DATE", "COMMIT", "STATUS", "PUBLISHER")]
-    messages = ["MESSAGE"]
+    rows = [("VERSION", "DATE", "COMMIT", "STATUS")]
+    publishers, messages = ["PUBLISHER"], ["MESSAGE"]
     extra: dict[int, str] = {}
     for v in shown:
         status: str = "rolled back" if v.rolled_back else v.status
         if v.allow_rolled_back:  # published with --allow-rolled-back
             status += " (re-released " + ", ".join(f"v{n}" for n in v.allow_rolled_back) + ")"
-        rows.append((str(v.version), _date(v), v.commit[:7], status, _cut(_who(v), 20)))
+        rows.append((str(v.version), _date(v), v.commit[:7], status))
+        publishers.append(_who(v))
         messages.append((v.message or "").splitlines()[0] if v.message else "")
         if v.rolled_back is not None:
             rb = v.rolled_back
             said = f"    rolled back by {_name(rb.by)} on {rb.date.isoformat(' ', 'minutes')}: {rb.reason}"
-            extra[len(rows) - 1] = _cut(said.splitlines()[0], TABLE_WIDTH)
+            extra[len(rows) - 1] = _cut(said.splitlines()[0], width)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    room = max(TABLE_WIDTH - sum(widths) - 2 * len(widths), 20)  # the message takes what is left of the line
+    who, room = max(map(len, publishers)), max(map(len, messages))
+    if width is not None:
+        avail = width - sum(widths) - 2 * (len(widths) + 1)  # the publisher and message columns share the rest
+        if who + room > avail:
+            least = min(room, MIN_MESSAGE)
+            who = min(who, max(MIN_PUBLISHER, avail - least))
+            room = max(avail - who, least)
     out = []
-    for i, (row, message) in enumerate(zip(rows, messages, strict=True)):
-        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + "  " + _cut(message, room))
+    for i, (row, publisher, message) in enumerate(zip(rows, publishers, messages, strict=True)):
+        cells = [*(c.ljust(w) for c, w in zip(row, widths, strict=True)), _cut(publisher, who).ljust(who)]
+        out.append("  ".join(cells) + "  " + _cut(message, room))
         if i in extra:
             out.append(extra[i])
     lines = [line.rstrip() for line in out]
@@ -332,5 +356,8 @@ def _name(person: str) -> str:
     return name or person
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _cut(text: str, width: int | None) -> str:
+    """`text`, or its start and `...` in `width` characters when longer (None: never cut)."""
+    if width is None or len(text) <= width:
+        return text
+    return text[: max(width - 3, 0)] + "..."

@@ -279,17 +279,36 @@ def test_every_version_command_has_help_with_examples(run_cfgtool: Run, command:
     assert f"cfgtool {command}" in proc.stdout
 
 
-def test_the_versions_table_fits_100_columns(run_cfgtool: Run, two: GitRepo) -> None:
-    long = "a reason that goes on and on " * 8
-    two.git("config", "user.name", "Maximilian Alexander von Somewhere-Very-Long")
-    assert run_cfgtool("rollback", "-m", long, cwd=two.root).returncode == 0
+LONG_MESSAGE = "a message that goes on " * 10
+LONG_NAME = "Maximilian Alexander von Somewhere-Very-Long"
+
+
+@pytest.fixture
+def long_rows(run_cfgtool: Run, two: GitRepo) -> GitRepo:
+    """`two` with a long rollback reason, then a third version by a long name with a long message."""
+    two.git("config", "user.name", LONG_NAME)
+    assert run_cfgtool("rollback", "-m", "a reason that goes on and on " * 8, cwd=two.root).returncode == 0
     bump(two, "three")
-    assert run_cfgtool("publish", "-m", "a message that goes on " * 10, cwd=two.root).returncode == 0
-    text = run_cfgtool("versions", cwd=two.root).stdout.splitlines()
-    assert max(len(line) for line in text) <= 100, text
-    assert text[1].split()[-1].endswith("...") and "Maximilian" in text[1]
-    whole = json.loads(run_cfgtool("versions", "--format", "json", cwd=two.root).stdout)
-    assert whole[0]["message"] == "a message that goes on " * 10
+    assert run_cfgtool("publish", "-m", LONG_MESSAGE, cwd=two.root).returncode == 0
+    return two
+
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_the_versions_table_fits_the_terminal(run_cfgtool: Run, long_rows: GitRepo, columns: int) -> None:
+    text = run_cfgtool("versions", cwd=long_rows.root, env={"COLUMNS": str(columns)}).stdout.splitlines()
+    assert max(len(line) for line in text) <= columns, text
+    assert text[1].endswith("...") and "Maximili" in text[1]
+    whole = json.loads(run_cfgtool("versions", "--format", "json", cwd=long_rows.root).stdout)
+    assert whole[0]["message"] == LONG_MESSAGE
+
+
+def test_the_versions_table_cuts_only_what_does_not_fit(run_cfgtool: Run, long_rows: GitRepo) -> None:
+    wide = run_cfgtool("versions", cwd=long_rows.root, env={"COLUMNS": "400"}).stdout.splitlines()
+    assert LONG_NAME in wide[1] and wide[1].endswith(LONG_MESSAGE.rstrip()), wide
+    assert max(len(line) for line in wide) <= 400
+    piped = run_cfgtool("versions", cwd=long_rows.root, env={"COLUMNS": ""}).stdout.splitlines()  # no terminal
+    assert LONG_NAME in piped[1] and piped[1].endswith(LONG_MESSAGE.rstrip()), piped
+    assert "a reason that goes on and on " * 7 in piped[3]
 
 
 def test_audit_says_when_since_excludes_everything_and_refuses_unknown_keys(run_cfgtool: Run, two: GitRepo) -> None:
