@@ -45,7 +45,7 @@ SECURITY_HEADERS = {
     "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
 }
-TIMELINE_SHOWN = 200  # events on the timeline page (older ones: ?before=)
+TIMELINE_SHOWN = 200  # events on the timeline page (the newest; how many older ones there are is said)
 LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
 MAX_BODY = 4096  # bytes of a sign-in form read at most
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
@@ -285,8 +285,9 @@ async def timeline_live(ctx: Context) -> Response:
     except ValueError as exc:
         raise Denied(error(400, "bad_request", "since is an integer")) from exc
     feed = ctx.console.service.feeds[ctx.state.name]
-    if feed.seq <= since:
-        await feed.wait(since, LIVE_WAIT)
+    if feed.seq <= since and not feed.closed:
+        with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
+            await feed.wait(since, LIVE_WAIT)
     ctx.view = ctx.state.view  # the view after the event
     return ctx.render("timeline_section.html", **_timeline(ctx))
 

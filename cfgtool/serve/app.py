@@ -9,12 +9,13 @@ access control, so the two kinds of route answer errors alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -263,6 +264,22 @@ class Api:
         except CfgtoolError as exc:
             raise unservable(number) from exc
 
+    @contextlib.contextmanager
+    def long_poll(self, who: str | None, scope: Scope) -> Iterator[None]:
+        """One long poll waiting on a change feed (the API's or the console's live timeline): Denied 429 past
+        `MAX_POLLS` at once per principal (per client address without tokens)."""
+        holder = who if who is not None else (scope["client"][0] if scope.get("client") else None)
+        if self._polls[holder] >= MAX_POLLS:
+            message = f"at most {MAX_POLLS} long polls may wait at once per principal"
+            raise Denied(error(429, "too_many_long_polls", message), [(b"retry-after", b"1")])
+        self._polls[holder] += 1
+        try:
+            yield
+        finally:
+            self._polls[holder] -= 1
+            if not self._polls[holder]:
+                del self._polls[holder]
+
     # -- the change feed ----------------------------------------------------------------------------------
     async def _changes(self, scope: Scope, send: Send, store: str) -> None:
         """`GET /v1/{store}/changes?since=S&wait=W`: the events after S, held up to W seconds for one. The
@@ -290,22 +307,13 @@ class Api:
         if feed.seq > since or wait <= 0 or feed.closed:
             events = feed.after(since)
         else:  # a long poll: at most MAX_POLLS waiting per principal
-            holder = who if who is not None else (scope["client"][0] if scope.get("client") else None)
-            if self._polls[holder] >= MAX_POLLS:
-                message = f"at most {MAX_POLLS} long polls may wait at once per principal"
-                raise Denied(error(429, "too_many_long_polls", message), [(b"retry-after", b"1")])
-            self._polls[holder] += 1
-            try:
+            with self.long_poll(who, scope):
                 events = await feed.wait(since, wait)
                 while not events and feed.seq <= since and not feed.closed:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
                     events = await feed.wait(since, left)  # woken by an event that is still not past `since`
-            finally:
-                self._polls[holder] -= 1
-                if not self._polls[holder]:
-                    del self._polls[holder]
         seq, current = max(feed.seq, since), state.view.current  # a `since` ahead of this server: never back
         return self._feeds.get_or_build(
             (store, since, seq, current),

@@ -15,8 +15,9 @@ from cfgtool.serve.app import Api
 from cfgtool.serve.service import Options, Service
 from cfgtool.serve.tokens import add_token
 from tests.conftest import GitRepo
-from tests.serve.conftest import publish_change
-from tests.serve.conftest import published as published
+from tests.serve.conftest import publish_change, published, small, start_server
+
+__all__ = ["published", "small", "start_server"]  # the server tests' fixtures, used here too
 
 STORE = {
     "store/_CONFIG_STORE": "name: small\n",
