@@ -17,10 +17,14 @@ here: a client needs none of the server's dependencies. Secrets arrive as "[hidd
 The reads are the git client's (`lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`,
 `tags`, `datasets`, `keys`, `children`); `keys` comes from one `imported-by -r /` answer (every node but the root
 has the root among its layers). The server applies no caller variables and opens no secrets, so `variables=` and
-`identity=` are refused. `offline=`, `token=`, `timeout=` and `max_bytes=` pass through `ConfigClient(...)` at run
-time; typed code names them on `HttpConfigClient(...)`, whose signature has them. What a server can make the client
-do is bounded (`Connection`): answer size, a total deadline per request, redirects to the same origin only; the
-cache is kept per server, store and principal (`cache_name`).
+`identity=` are refused. `offline=`, `token=`, `timeout=`, `max_bytes=`, `instance=` and `kind=` pass through
+`ConfigClient(...)` at run time; typed code names them on `HttpConfigClient(...)`, whose signature has them. What
+a server can make the client do is bounded (`Connection`): answer size, a total deadline per request, redirects
+to the same origin only; the cache is kept per server, store and principal (`cache_name`).
+
+Every request says who asks, for the server's list of consumers (docs/serving.md): `Cfgtool-Instance: <id>`
+(`instance=`, default the host name and process id) and `User-Agent: cfgtool/<version> (<kind>)`. A process
+that applies versions (the agent) also reports the version it applied with `report_applied`.
 
     client = ConfigClient("http://configs:8750", store="demo")
     client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
@@ -32,6 +36,8 @@ import contextlib
 import hashlib
 import http.client
 import json
+import os
+import re
 import socket
 import threading
 import time
@@ -136,7 +142,7 @@ class Connection:
         target = self._prefix + path
         with self._lock:
             for _ in range(_MAX_REDIRECTS + 1):
-                status, reply, body = self._attempt(target, headers, deadline)
+                status, reply, body = self._attempt("GET", target, headers, None, deadline)
                 location = reply.get("Location") if status in _REDIRECTS else None
                 if location is None:
                     return status, reply, body
@@ -150,14 +156,20 @@ class Connection:
                 target = moved.path + (f"?{moved.query}" if moved.query else "")
         raise ServerUnavailable(f"{self._url(path)}: more than {_MAX_REDIRECTS} redirects", hint="check the server")
 
+    def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """(status, headers, body) of POST `body` to `path` within the deadline, bounded as `get`; a redirect is
+        an answer like any other (a body is never sent on to another place)."""
+        with self._lock:
+            return self._attempt("POST", self._prefix + path, headers, body, time.monotonic() + self._timeout)
+
     def _url(self, target: str) -> str:
         scheme, host, port = self._origin
         return f"{scheme}://{host}:{port}{target}"
 
     def _attempt(
-        self, target: str, headers: Mapping[str, str], deadline: float
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes | None, deadline: float
     ) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """One GET, retried once on a fresh connection when the server closed a kept-alive one."""
+        """One request, retried once on a fresh connection when the server closed a kept-alive one."""
         for attempt in (1, 2):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -171,7 +183,7 @@ class Connection:
             watchdog.daemon = True
             watchdog.start()
             try:
-                conn.request("GET", target, headers=dict(headers))
+                conn.request(method, target, body=body, headers=dict(headers))
                 # kept here: the connection forgets its socket once an answer says it ends with the connection
                 self._sock = conn.sock
                 response = conn.getresponse()
@@ -254,12 +266,91 @@ class Connection:
             self._conn = None
 
 
-def request_headers(token: str | None) -> dict[str, str]:
-    """The headers of every request: JSON, cfgtool's user agent, the bearer token if any."""
-    headers = {"Accept": "application/json", "User-Agent": f"cfgtool/{__version__}"}
+KINDS = ("client", "watch", "agent", "cli")  # what a `User-Agent: cfgtool/<version> (<kind>)` names
+INSTANCE_LIMIT = 200  # characters of an instance id
+# a letter or digit, then visible ASCII but `/` (a path segment of its own): never a space, a newline or a control
+INSTANCE = re.compile(rf"[A-Za-z0-9][!-.0-~]{{0,{INSTANCE_LIMIT - 1}}}")
+
+
+def default_instance() -> str:
+    """This process's instance id: its host name and process id (`web-7:4242`), in visible ASCII."""
+    host = re.sub(r"[^!-.0-~]", "_", socket.gethostname())[: INSTANCE_LIMIT - 12]
+    host = host if host[:1].isalnum() and host.isascii() else f"h{host}"
+    return f"{host}:{os.getpid()}"
+
+
+def checked_instance(instance: str | None) -> str:
+    """`instance` (the default one for None), UsageError when it is not 1 to 200 visible ASCII characters, but
+    `/`, starting with a letter or digit."""
+    if instance is None:
+        return default_instance()
+    if not INSTANCE.fullmatch(instance):
+        raise UsageError(
+            f"instance id {instance[:40]!r} is not 1 to {INSTANCE_LIMIT} visible ASCII characters starting with a"
+            " letter or digit",
+            hint="name the instance with letters, digits and punctuation, without spaces or / (e.g. web-7:4242)",
+        )
+    return instance
+
+
+def request_headers(token: str | None, instance: str | None = None, kind: str = "client") -> dict[str, str]:
+    """The headers of every request: JSON, cfgtool's user agent naming the client's kind (`client`, `watch`,
+    `agent` or `cli`), the instance id (`Cfgtool-Instance`: who reads which version, docs/serving.md) and
+    the bearer token if any."""
+    if kind not in KINDS:
+        raise UsageError(f"kind={kind!r} is not one of {', '.join(KINDS)}", hint="kind='client'")
+    headers = {
+        "Accept": "application/json",
+        "User-Agent": f"cfgtool/{__version__} ({kind})",
+        "Cfgtool-Instance": checked_instance(instance),
+    }
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     return headers
+
+
+class Check(NamedTuple):
+    """The outcome of an instance's last attempt to apply a version: which one, whether it worked, and why not
+    (a short text, at most 500 characters)."""
+
+    version: int
+    ok: bool
+    message: str | None = None
+
+
+def report_applied(
+    location: str,
+    store: str,
+    applied: int | None,
+    check: Check | None = None,
+    *,
+    instance: str | None = None,
+    kind: str = "agent",
+    token: str | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Tell the server at `location` which version of `store` this instance has applied (None: none yet) and
+    how its last attempt went (`POST /v1/{store}/consumers/{instance}`, which needs `describe` on the store),
+    so that `GET /v1/{store}/consumers` shows it. Raises ServerUnavailable when the server cannot be reached
+    or refuses the report, AccessDenied for 401 and 403; a caller that must go on catches CfgtoolError."""
+    headers = request_headers(token, instance, kind)
+    doc: dict[str, Any] = {"applied": applied}
+    if check is not None:
+        message = check.message[:500] if check.message else None
+        doc["last_check"] = {"version": check.version, "ok": check.ok, "message": message}
+    body = json.dumps(doc).encode()
+    path = f"/v1/{quote(store, safe='')}/consumers/{quote(headers['Cfgtool-Instance'], safe='')}"
+    connection = Connection(location.rstrip("/"), timeout)
+    try:
+        status, _, data = connection.post(path, {**headers, "Content-Type": "application/json"}, body)
+    finally:
+        connection.close()
+    if status in (200, 204):
+        return
+    answer = _json(data, path) if data else None
+    if status in (401, 403):
+        raise AccessDenied(_message(answer, f"{path}: HTTP {status}"), hint="ask for describe on the store")
+    raise ServerUnavailable(_message(answer, f"{path}: HTTP {status}"), hint="see the server's /healthz")
 
 
 def cache_name(location: str, store: str, token: str | None) -> str:
@@ -268,6 +359,28 @@ def cache_name(location: str, store: str, token: str | None) -> str:
     never written."""
     principal = hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest() if token is not None else ""
     return hashlib.sha256(f"{location}\0{store}\0{principal}".encode()).hexdigest()[:32]
+
+
+def consumers(
+    location: str, store: str, *, token: str | None = None, timeout: float = 10.0, instance: str | None = None
+) -> dict[str, Any]:
+    """`GET /v1/{store}/consumers` of the server at `location`: `{"instances": [...], "by_version": {"N": n}}`,
+    the client instances this server heard from (docs/serving.md). StoreNotFound for a store it does not serve
+    (or that the principal may not describe), AccessDenied for 401 and 403, ServerUnavailable otherwise."""
+    path = f"/v1/{quote(store, safe='')}/consumers"
+    connection = Connection(location.rstrip("/"), timeout)
+    try:
+        status, _, data = connection.get(path, request_headers(token, instance, "cli"))
+    finally:
+        connection.close()
+    body = _json(data, path)
+    if status == 404:
+        raise StoreNotFound(_message(body, f"{location} serves no store {store!r}"), hint="GET /v1/stores lists them")
+    if status in (401, 403):
+        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="pass a token that may describe the store")
+    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("instances"), list):
+        raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    return body
 
 
 class _Answer(NamedTuple):
@@ -298,6 +411,8 @@ class HttpConfigClient(ConfigClient):
         token: str | None = None,
         timeout: float = 10.0,
         max_bytes: int = MAX_BYTES,
+        instance: str | None = None,
+        kind: str = "client",
     ) -> None:
         if variables:
             raise UsageError(
@@ -318,7 +433,8 @@ class HttpConfigClient(ConfigClient):
         self.not_modified = 0
         self.offline = False
         self._http = Connection(self.location, timeout, max_bytes)
-        self._headers = request_headers(token)
+        self._headers = request_headers(token, instance, kind)
+        self.instance = self._headers["Cfgtool-Instance"]
         self._memory: dict[str, Any] = {}
         root = Path(cache_dir) if cache_dir is not None else cache_root()
         self._dir = root / "http" / cache_name(self.location, store, token)
@@ -576,9 +692,14 @@ def _explanation(body: Mapping[str, Any]) -> Explanation:
 __all__ = [
     "AccessDenied",
     "AnswerTooLarge",
+    "Check",
     "Connection",
     "HttpConfigClient",
     "OfflineWarning",
     "ServerUnavailable",
+    "consumers",
+    "default_instance",
     "is_server_url",
+    "report_applied",
+    "request_headers",
 ]

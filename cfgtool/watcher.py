@@ -21,7 +21,9 @@ one), one client pinned at it is made and handed over; a jump over several event
 pins the newest, never replaying the versions in between. On errors (server down, restarting, failing) the watch
 retries after a backoff with jitter, growing from 1 to 120 s, and goes on where it was. The first client, for
 the version current when the watch starts, is handed over too (`initial=False` skips it). A callback that raises
-is logged and the watch goes on.
+is logged and the watch goes on. Each handed-over version is reported to the server as this instance's applied
+one (`report_applied`; a callback that raised reports a failed check), so the server's consumers list shows
+which version every watching process runs.
 """
 
 from __future__ import annotations
@@ -37,7 +39,15 @@ from typing import Any
 from urllib.parse import quote
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.remote import MAX_BYTES, Connection, HttpConfigClient, ServerUnavailable, request_headers
+from cfgtool.remote import (
+    MAX_BYTES,
+    Check,
+    Connection,
+    HttpConfigClient,
+    ServerUnavailable,
+    report_applied,
+    request_headers,
+)
 
 log = logging.getLogger("cfgtool.watch")
 
@@ -70,6 +80,7 @@ class Watcher:
         cache_dir: str | Path | None,
         timeout: float,
         max_bytes: int = MAX_BYTES,
+        instance: str | None = None,
     ) -> None:
         self.location = location.rstrip("/")
         self.store = store
@@ -81,7 +92,8 @@ class Watcher:
         self._wait = wait
         self._initial = initial
         self._token, self._cache_dir, self._timeout, self._max_bytes = token, cache_dir, timeout, max_bytes
-        self._headers = request_headers(token)
+        self._headers = request_headers(token, instance, "watch")
+        self.instance = self._headers["Cfgtool-Instance"]
         self._http = Connection(self.location, timeout + wait, max_bytes)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"cfgtool-watch-{store}", daemon=True)
@@ -163,12 +175,28 @@ class Watcher:
             cache_dir=self._cache_dir,
             timeout=self._timeout,
             max_bytes=self._max_bytes,
+            instance=self.instance,
+            kind="watch",
         )
+        before = self.version
         self.version, self.client = version, client
         try:
             self._on_change(client)
-        except Exception:  # the user's callback: report it, keep watching
+        except Exception as exc:  # the user's callback: report it, keep watching
             log.exception("watching %s store %r: the callback failed on version %d", self.location, self.store, version)
+            self._report(before, Check(version, False, f"the callback raised {type(exc).__name__}"))
+        else:
+            self._report(version, Check(version, True))
+
+    def _report(self, applied: int | None, check: Check) -> None:
+        """Tell the server what this instance runs; a failed report costs a log line, never the watch."""
+        try:
+            report_applied(
+                self.location, self.store, applied, check, instance=self.instance, kind="watch",
+                token=self._token, timeout=self._timeout,
+            )  # fmt: skip
+        except CfgtoolError as exc:
+            log.info("watching %s store %r: reporting version %s failed: %s", self.location, self.store, applied, exc)
 
 
 def watch(
@@ -182,13 +210,15 @@ def watch(
     cache_dir: str | Path | None = None,
     timeout: float = 10.0,
     max_bytes: int = MAX_BYTES,
+    instance: str | None = None,
 ) -> Watcher:
     """Follow store `store` of the server at `location` and call `on_change(client)` with a new client pinned
     at each new current version (see this module's docstring); returns the running `Watcher`.
 
     `wait` is each long poll's hold (the server allows at most 55 s); `initial=False` skips the client of the
-    version current at the start; `token`, `cache_dir`, `timeout` and `max_bytes` are given to every client (and
-    the feed's requests, whose deadline is `timeout + wait`).
+    version current at the start; `token`, `cache_dir`, `timeout`, `max_bytes` and `instance` (the
+    `Cfgtool-Instance` id, default host name and process id) are given to every client (and the feed's
+    requests, whose deadline is `timeout + wait`).
     """
     if not 0 <= wait <= 55:
         raise CfgtoolError(f"wait={wait} is not between 0 and 55 seconds", hint="the server holds a poll 55 s at most")
@@ -202,6 +232,7 @@ def watch(
         cache_dir=cache_dir,
         timeout=timeout,
         max_bytes=max_bytes,
+        instance=instance,
     )
 
 

@@ -24,6 +24,7 @@ from cfgtool.hocon import HoconError, split_path
 from cfgtool.plain import MISSING, value_at
 from cfgtool.serve.accesslog import PRINCIPAL, VERSION, AccessLog, Exchange
 from cfgtool.serve.answers import Answer, Bounded, answer, error, etag_matches
+from cfgtool.serve.consumers import INSTANCE, kind_of
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.service import Service
 from cfgtool.serve.store import StoreState, View
@@ -137,8 +138,30 @@ class Api:
             if not exchange.status:
                 await respond(exchange, found, [(b"cache-control", NO_STORE)])
         finally:
+            if 0 < exchange.status < 400:
+                self._note(scope, exchange)
             if self.access is not None:
                 self.access.request(scope, exchange)
+
+    def _note(self, scope: Scope, exchange: Exchange) -> None:
+        """Remember the instance behind an answered request of a store (docs/serving.md "Consumers")."""
+        ident = agent = None
+        for name, value in scope["headers"]:
+            if name == b"cfgtool-instance":
+                ident = value
+            elif name == b"user-agent":
+                agent = value
+        if ident is None or not INSTANCE.fullmatch(ident):
+            return
+        parts = scope["path"].split("/", 5)  # '', v1, store, versions, N, ...
+        consumers = self.service.consumers.get(parts[2]) if len(parts) > 2 and parts[1] == "v1" else None
+        if consumers is None or (len(parts) > 3 and parts[3] == "consumers"):  # asking who reads is no reading
+            return
+        if len(parts) > 4 and parts[3] == "versions" and VERSION.fullmatch(parts[4]):
+            version: int | None = int(parts[4])
+        else:
+            version = int(exchange.version) if exchange.version is not None else None
+        consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), version, time.time())
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] in ("GET", "HEAD"):

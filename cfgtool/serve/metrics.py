@@ -2,7 +2,7 @@
 
 The hot path only adds to a plain dictionary (`count`); the figures become Prometheus metric families when
 `/metrics` is scraped, through a collector of this server's own registry. The label sets are bounded: the
-route kind (a fixed set), the status code and the store name, never a key or a client's text.
+route kind (a fixed set), the status code, the store name and a version number, never a key or a client's text.
 """
 
 from __future__ import annotations
@@ -33,10 +33,16 @@ class StoreFigures:
 class Metrics(Collector):
     """Request counts by (route, status), and gauges read from the server when scraped."""
 
-    def __init__(self, stores: Callable[[], Mapping[str, StoreFigures]], last_fetch: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        stores: Callable[[], Mapping[str, StoreFigures]],
+        last_fetch: Callable[[], float],
+        consumers: Callable[[], Mapping[str, Mapping[int, int]]],
+    ) -> None:
         self.requests: Counter[tuple[str, int]] = Counter()
         self._stores = stores
         self._last_fetch = last_fetch
+        self._consumers = consumers
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -67,6 +73,15 @@ class Metrics(Collector):
                 value = getattr(figures, field)
                 family.add_metric([name], -1 if value is None else value)
         yield from families.values()
+        consumers = GaugeMetricFamily(
+            "cfgtool_consumers",
+            "Client instances of the store heard in the last 24 hours, by the version they read or applied",
+            labels=["store", "version"],
+        )
+        for name, counts in sorted(self._consumers().items()):
+            for version, n in sorted(counts.items()):
+                consumers.add_metric([name, str(version)], n)
+        yield consumers
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

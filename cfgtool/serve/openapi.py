@@ -149,6 +149,56 @@ SCHEMAS: dict[str, Schema] = {
             },
         },
     ),
+    "Instance": _obj(
+        ["id", "principal", "kind", "address", "version", "reported", "last_contact", "last_check"],
+        {
+            "id": {**STRING, "description": "its `Cfgtool-Instance`"},
+            "principal": NULLABLE_STRING,
+            "kind": {"enum": ["client", "watch", "agent", "cli", "other"]},
+            "address": NULLABLE_STRING,
+            "version": {"type": ["integer", "null"], "description": "the version it read, or applied if it reported"},
+            "reported": {"type": "boolean", "description": "whether `version` is the one it reported as applied"},
+            "last_contact": {"type": "string", "format": "date-time"},
+            "last_check": {
+                "oneOf": [
+                    {"type": "null"},
+                    _obj(
+                        ["version", "ok", "message", "at"],
+                        {"version": INT, "ok": {"type": "boolean"}, "message": NULLABLE_STRING, "at": STRING},
+                    ),
+                ]
+            },
+        },
+    ),
+    "Consumers": _obj(
+        ["instances", "by_version"],
+        {
+            "instances": {"type": "array", "items": _ref("schemas", "Instance")},
+            "by_version": {"type": "object", "additionalProperties": INT, "description": '`{"N": instances}`'},
+        },
+    ),
+    "Report": {
+        **_obj(
+            ["applied"],
+            {
+                "applied": {"type": ["integer", "null"], "minimum": 1, "maximum": 999_999_999},
+                "last_check": {
+                    "oneOf": [
+                        {"type": "null"},
+                        _obj(
+                            ["version", "ok"],
+                            {
+                                "version": {"type": "integer", "minimum": 1, "maximum": 999_999_999},
+                                "ok": {"type": "boolean"},
+                                "message": {**NULLABLE_STRING, "description": "kept to 500 characters"},
+                            },
+                        ),
+                    ]
+                },
+            },
+        ),
+        "maxProperties": 8,
+    },
     "Health": _obj(
         [],
         {
@@ -168,8 +218,9 @@ def _header(description: str, schema: Schema | None = None) -> Schema:
 HEADERS: dict[str, Schema] = {
     "ETag": _header('`"sha256:<hex>"` of the body, which is canonical JSON', {"type": "string", "pattern": '^"'}),
     "Cache-Control": _header(
-        "`private, max-age=31536000, immutable` for a version's answer; `private, must-revalidate, max-age=S` "
-        "for a `current` answer; `no-store` for errors and feeds"
+        "`private, max-age=31536000, immutable` for a version's answer; `private, must-revalidate, max-age=S, "
+        "stale-if-error=86400` for a `current` answer (`public` for both with `--public-cache`); `no-store` for "
+        "errors, feeds and consumers"
     ),
     "Cfgtool-Version": _header(
         "the version a `current` answer, or a redirect, stands for", {"type": "string", "pattern": "^[0-9]+$"}
@@ -220,6 +271,7 @@ RESPONSES: dict[str, Schema] = {
         "or `too_many_requests` (too many checks of older scrypt tokens wait: retry after `Retry-After`)",
         _headers("Retry-After"),
     ),
+    "TooLarge": _error("`too_large`: a report of more than 4,096 bytes"),
     "RequestTimeout": _error("`request_timeout`: the request did not arrive whole within 10 s; the connection closes"),
     "HeadersTooLarge": _error("`headers_too_large`: the request line and headers are over 16 KB together"),
     "Internal": _error("`E_INTERNAL` with an `id`: an unexpected exception, logged in one line under that id"),
@@ -295,6 +347,15 @@ PARAMETERS: dict[str, Schema] = {
     ),
     "recursive": _param(
         "recursive", "query", "`1`: follow imports transitively", {"type": "string", "enum": ["0", "1"]}
+    ),
+    "instance": _param(
+        "instance",
+        "path",
+        "the instance's id, as its `Cfgtool-Instance` header: 1 to 200 visible ASCII characters but `/`, the first "
+        "a letter or digit (400 `bad_instance` otherwise)",
+        {"type": "string", "pattern": "^[A-Za-z0-9][!-.0-~]{0,199}$"},
+        required=True,
+        example="web-7:4242",
     ),
     "If-None-Match": _param("If-None-Match", "header", "an ETag of an earlier answer: 304 when it still holds", STRING),
 }
@@ -396,6 +457,36 @@ def document() -> dict[str, Any]:
         "/v1/{store}/changes": _get(
             "changes: the change feed, a long poll", ["store"], _responses(changes, STORE, not_modified=False)
         ),
+        "/v1/{store}/consumers": _get(
+            "consumers: the client instances this server heard from, with the version each reads or applied",
+            ["store"],
+            _responses(
+                _ok(
+                    "every instance heard in the last 24 hours, most recent first",
+                    _ref("schemas", "Consumers"),
+                    _headers("Cache-Control"),
+                ),
+                STORE,
+                not_modified=False,
+            ),
+        ),
+        "/v1/{store}/consumers/{instance}": {
+            "post": {
+                "summary": "report: an instance's applied version and last attempt (an agent's, a watch's)",
+                "operationId": "report",
+                "parameters": [_ref("parameters", "store"), _ref("parameters", "instance")],
+                "requestBody": {"required": True, "content": {JSON: {"schema": _ref("schemas", "Report")}}},
+                "responses": _responses(
+                    _ok(
+                        "the instance as the server now knows it",
+                        _ref("schemas", "Instance"),
+                        _headers("Cache-Control"),
+                    ),
+                    {**STORE, "413": "TooLarge"},
+                    not_modified=False,
+                ),
+            }
+        },
         "/healthz": _get(
             "healthz: readiness",
             [],

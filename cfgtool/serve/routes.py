@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.serve.answers import Answer, answer, error, etag_matches
+from cfgtool.serve.consumers import INSTANCE, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
 
@@ -121,6 +123,34 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
             found = answer(seen.query(json.loads(found.body)))
         return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
 
+    async def consumers(request: Request) -> Response:
+        """Who reads which version of the store, as this server heard it (`describe` on the store)."""
+        who = await api.principal(request.headers.raw)
+        state, view = api.store(request.path_params["store"], who)
+        api.describe_store(state, view, who, host(request))
+        listing = service.consumers[state.name].listing(time.time())
+        return _response(answer(listing), {"cache-control": "no-store"})
+
+    async def report(request: Request) -> Response:
+        """An instance's report of the version it applied and of its last attempt (`describe` on the store)."""
+        who = await api.principal(request.headers.raw)
+        state, view = api.store(request.path_params["store"], who)
+        api.describe_store(state, view, who, host(request))
+        ident = request.path_params["instance"]
+        if not INSTANCE.fullmatch(ident.encode("utf-8", "replace")):
+            what = "an instance id is 1 to 200 visible ASCII characters but /, the first a letter or digit"
+            raise Denied(error(400, "bad_instance", what))
+        try:
+            applied, check = _report(await _body(request))
+        except BadReport as exc:
+            code = "too_large" if exc.status == 413 else "bad_request"
+            raise Denied(error(exc.status, code, str(exc))) from None
+        agent = request.headers.get("user-agent", "").encode("latin-1", "replace")
+        found = service.consumers[state.name].report(
+            ident, who, kind_of(agent), host(request), applied, check, time.time()
+        )
+        return _response(answer(found.to_json()), {"cache-control": "no-store"})
+
     async def healthz(request: Request) -> Response:
         """Anyone may ask (load balancers send no token); an unknown token only loses the details."""
         try:
@@ -147,6 +177,8 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         Route("/v1/openapi.json", handled("openapi", openapi)),
         Route("/v1/{store}/versions", handled("versions", versions)),
         Route("/v1/{store}/versions/{n}/{query}/{key:anypath}", handled("query", query)),
+        Route("/v1/{store}/consumers", handled("consumers", consumers)),
+        Route("/v1/{store}/consumers/{instance}", handled("report", report), methods=["POST"]),
         Route("/healthz", handled("healthz", healthz)),
         Route("/metrics", handled("metrics", metrics)),
         *more,
@@ -159,7 +191,10 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
     async def refused(request: Request, exc: Exception) -> Response:
         """Starlette's one refusal, a method other than GET or HEAD (405), as a JSON error like every other."""
         refusal = cast(HTTPException, exc)  # the handler of HTTPException only
-        what = f"{request.method} is not answered here: the API is read-only (GET and HEAD)"
+        what = (
+            f"{request.method} is not answered here: the API is read-only (GET and HEAD), but for an instance's"
+            " report (POST /v1/{store}/consumers/{instance})"
+        )
         return _response(error(refusal.status_code, "method_not_allowed", what), dict(refusal.headers or {}))
 
     return Starlette(routes=routes, exception_handlers={HTTPException: refused, Exception: crashed})
@@ -187,6 +222,52 @@ def query_answer(state: StoreState, loaded: LoadedVersion, kind: str, key: str, 
         return {"tag": key, "datasets": snap.datasets(key)}
 
     return loaded.cached((kind, key, recursive), build)
+
+
+REPORT_BYTES = 4096  # the largest report body read
+
+
+class BadReport(ValueError):
+    """A report the server refuses: its status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def _body(request: Request) -> Any:
+    """A report's JSON body, reading at most `REPORT_BYTES` of it."""
+    data = b""
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > REPORT_BYTES:
+            raise BadReport(413, f"a report has at most {REPORT_BYTES} bytes")
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise BadReport(400, "a report is a JSON object") from None
+
+
+def _version(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 999_999_999:
+        raise BadReport(400, f"{what} is a version number (1 to 9 digits)")
+    return value
+
+
+def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
+    """(applied, last check) of a report `{"applied": N | null, "last_check": {"version", "ok", "message"}}`."""
+    if not isinstance(doc, dict) or "applied" not in doc:
+        raise BadReport(400, 'a report is {"applied": N | null, "last_check": {...}}')
+    applied = None if doc["applied"] is None else _version(doc["applied"], "applied")
+    check = doc.get("last_check")
+    if check is None:
+        return applied, None
+    message = check.get("message") if isinstance(check, dict) else None
+    if not isinstance(check, dict) or not isinstance(check.get("ok"), bool) or not isinstance(message, str | None):
+        raise BadReport(400, 'last_check is {"version": N, "ok": true | false, "message": text | null}')
+    kept = {"version": _version(check.get("version"), "last_check.version"), "ok": check["ok"],
+            "message": None if message is None else message[:MESSAGE_LIMIT]}  # fmt: skip
+    return applied, kept
 
 
 def explain_answer(state: StoreState, loaded: LoadedVersion, key: str, path: str) -> Answer:

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from cfgtool.cache import cache_root
 from cfgtool.errors import CfgtoolError
+from cfgtool.serve.consumers import Consumers
 from cfgtool.serve.feed import ChangeFeed
 from cfgtool.serve.metrics import Metrics, StoreFigures
 from cfgtool.serve.source import Repository
@@ -70,8 +72,9 @@ class Service:
             for ref in self.repository.stores(list(options.stores))
         }
         self.feeds = {name: ChangeFeed() for name in self.stores}
+        self.consumers = {name: Consumers() for name in self.stores}
         self.store_errors: dict[str, str] = {}
-        self.metrics = Metrics(self._figures, lambda: self.last_fetch)
+        self.metrics = Metrics(self._figures, lambda: self.last_fetch, self._consumers)
         self.closed = False
 
     @property
@@ -190,6 +193,10 @@ class Service:
             "last_success": _iso(self.last_fetch or None),
         }
         return {"status": self.status, "ready": self.ready, "stores": stores, "fetch": fetch}
+
+    def _consumers(self) -> dict[str, Counter[int]]:
+        now = time.time()
+        return {name: consumers.by_version(now) for name, consumers in self.consumers.items()}
 
     def _figures(self) -> dict[str, StoreFigures]:
         return {

@@ -1,0 +1,143 @@
+"""Who reads which version (docs/serving.md "Consumers"): each store's registry of the client instances that
+asked this server, kept in memory.
+
+Every HTTP client of cfgtool sends `Cfgtool-Instance: <id>` and `User-Agent: cfgtool/<version> (<kind>)`. An
+answered request (status below 400, so an unknown token or a refused principal leaves no trace) that names a
+served store and carries a valid instance id notes that instance's principal, kind, address, the version it
+read (`versions/{N}/...`, or the version a `current` answer named) and the time. An agent or a watch also
+reports the version it applied and its last attempt (`POST /v1/{store}/consumers/{id}`): from then on its
+version is the applied one, not what it last read (it may read a version that its check then refuses).
+
+Instance ids are client text: 1 to 200 visible ASCII characters but `/`, the first a letter or digit (anything
+else is not noted), keyed together
+with the principal (one principal cannot overwrite another's instance), at most `MAX_INSTANCES` per store (the
+least recently heard one is dropped) and forgotten after `FORGET_AFTER` seconds of silence. Noting a request
+costs a dictionary update on the event loop; the listing is built when asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_INSTANCES = 100_000
+FORGET_AFTER = 24 * 3600.0
+INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.remote.INSTANCE), on bytes
+USER_AGENT = re.compile(rb"cfgtool/[!-~]{1,40} \((client|watch|agent|cli)\)")
+MESSAGE_LIMIT = 500  # characters of a reported check's message kept
+
+
+@dataclass(slots=True)
+class Instance:
+    """One client instance as this server knows it."""
+
+    id: str
+    principal: str | None
+    kind: str
+    address: str | None
+    version: int | None  # the version it reads (or, once it reported, the one it applied)
+    last_contact: float
+    reported: bool = False
+    last_check: dict[str, Any] | None = None  # {"version", "ok", "message", "at"}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "principal": self.principal,
+            "kind": self.kind,
+            "address": self.address,
+            "version": self.version,
+            "reported": self.reported,
+            "last_contact": _iso(self.last_contact),
+            "last_check": self.last_check,
+        }
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+def kind_of(user_agent: bytes | None) -> str:
+    """The client kind a `User-Agent: cfgtool/<version> (<kind>)` names; `other` for anything else."""
+    found = USER_AGENT.fullmatch(user_agent) if user_agent else None
+    return found.group(1).decode() if found else "other"
+
+
+class Consumers:
+    """The instances of one store, least recently heard first."""
+
+    def __init__(self, limit: int = MAX_INSTANCES, forget_after: float = FORGET_AFTER) -> None:
+        self.limit = limit
+        self.forget_after = forget_after
+        self._items: OrderedDict[tuple[str | None, str], Instance] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def note(
+        self, ident: str, principal: str | None, kind: str, address: str | None, version: int | None, now: float
+    ) -> Instance:
+        """An answered request of instance `ident` (already checked against `INSTANCE`)."""
+        key = (principal, ident)
+        found = self._items.get(key)
+        if found is None:
+            found = self._items[key] = Instance(ident, principal, kind, address, version, now)
+            self._forget(now)
+        else:
+            self._items.move_to_end(key)
+            found.kind, found.address, found.last_contact = kind, address, now
+            if version is not None and not found.reported:
+                found.version = version
+        return found
+
+    def report(
+        self,
+        ident: str,
+        principal: str | None,
+        kind: str,
+        address: str | None,
+        applied: int | None,
+        check: dict[str, Any] | None,
+        now: float,
+    ) -> Instance:
+        """An instance's report of the version it applied (None: none yet) and of its last attempt."""
+        found = self.note(ident, principal, kind, address, None, now)
+        found.reported, found.version = True, applied
+        if check is not None:
+            found.last_check = {**check, "at": _iso(now)}
+        return found
+
+    def _forget(self, now: float) -> None:
+        """Drop the instances silent for too long and, past the limit, the least recently heard."""
+        items = self._items
+        while len(items) > self.limit:
+            items.popitem(last=False)
+        while items:
+            oldest = next(iter(items.values()))
+            if now - oldest.last_contact <= self.forget_after:
+                break
+            items.popitem(last=False)
+
+    def instances(self, now: float) -> list[Instance]:
+        """The instances heard within `forget_after`, most recently heard first."""
+        self._forget(now)
+        return list(reversed(self._items.values()))
+
+    def by_version(self, now: float) -> Counter[int]:
+        """How many instances run each version (those with no known version are not counted)."""
+        return Counter(i.version for i in self.instances(now) if i.version is not None)
+
+    def listing(self, now: float) -> dict[str, Any]:
+        """`GET /v1/{store}/consumers`: `{"instances": [...], "by_version": {"N": count}}`."""
+        found = self.instances(now)
+        counts = Counter(i.version for i in found if i.version is not None)
+        return {
+            "instances": [i.to_json() for i in found],
+            "by_version": {str(n): counts[n] for n in sorted(counts)},
+        }
+
+
+__all__ = ["FORGET_AFTER", "INSTANCE", "MAX_INSTANCES", "Consumers", "Instance", "kind_of"]
