@@ -11,6 +11,7 @@ import hashlib
 import os
 import posixpath
 import stat
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 from cfgtool.errors import SourceError
 from cfgtool.store import git
 from cfgtool.store.settings import SETTINGS_FILE
+from cfgtool.store.statcache import StatCache
 
 DEFAULT_STORE = "store"
 
@@ -56,6 +58,7 @@ class Source(ABC):
 
     def __init__(self) -> None:
         self._cache: dict[str, Blob] = {}
+        self.reads = 0  # files read so far (a working tree's are hashed as they are read)
         self.unsafe: list[str] = []  # symbolic links in the store: never read or followed (E_UNSAFE_PATH)
 
     @abstractmethod
@@ -76,7 +79,9 @@ class Source(ABC):
         wanted = list(dict.fromkeys(paths))
         missing = [p for p in wanted if p not in self._cache]
         if missing:
-            self._cache.update(self._read(missing))
+            found = self._read(missing)
+            self.reads += len(found)
+            self._cache.update(found)
         return {p: self._cache[p] for p in wanted if p in self._cache}
 
     def read(self, path: str) -> Blob | None:
@@ -190,6 +195,9 @@ class WorkTreeSource(Source):
         self.ref = None
         self.commit = git.resolve_commit(self.repo_root, "HEAD")
         self._files: list[str] | None = None
+        self._stats: dict[str, os.stat_result] = {}  # lstat of each listed file, as listed
+        self._promised: dict[str, str] = {}  # blob ids answered from the stat cache: what a read must find
+        self.stat_cache: StatCache | None = None  # once listed
         if listed:
             self.files()
 
@@ -200,31 +208,64 @@ class WorkTreeSource(Source):
 
     def files(self) -> list[str]:
         if self._files is None:
-            files: list[str] = []
+            stats: dict[str, os.stat_result] = {}
             unsafe: set[str] = set()
             for p in git.ls_files(self.repo_root, self.store):
-                link, regular = self._links.examine(p)
+                link, info = self._links.inspect(p)
                 if link is not None:
                     unsafe.add(link)
-                elif regular:
-                    files.append(p)
+                elif info is not None:
+                    stats[p] = info
             self.unsafe = sorted(unsafe)
+            files = sorted(stats)
             self.check_store(files)
-            self._files = sorted(files)
+            self._files, self._stats = files, stats
+            self.stat_cache = StatCache(self.repo_root, self.store)
         return list(self._files)
+
+    def oids(self, paths: Iterable[str]) -> dict[str, str]:
+        """`{path: blob id}` for the files among `paths` that exist. Once the store is listed (a compile), a
+        file whose `lstat` the stat cache knows is not read (`cfgtool.store.statcache`)."""
+        if self.stat_cache is None:
+            return super().oids(paths)
+        out: dict[str, str] = {}
+        missing: list[str] = []
+        for p in paths:
+            blob = self._cache.get(p)
+            info = self._stats.get(p) if blob is None else None
+            oid = self.stat_cache.get(p, info) if info is not None else None
+            if blob is not None:
+                out[p] = blob.oid
+            elif oid is not None:
+                out[p] = self._promised[p] = oid
+            else:
+                missing.append(p)
+        for p, blob in self.load(missing).items():
+            out[p] = blob.oid
+        if self.stat_cache.pending:
+            self.stat_cache.save(self._files or ())
+        return out
 
     def _read(self, paths: list[str]) -> dict[str, Blob]:
         out: dict[str, Blob] = {}
+        read_at = time.time_ns()  # before any content is read: the stat cache's racy rule
         for p in paths:
-            link, regular = self._links.examine(p)
-            if link is not None or not regular:
+            link, info = self._links.inspect(p)
+            if link is not None or info is None:
                 continue
             try:
                 with open(f"{self._root}/{p}", "rb") as handle:  # a string path: pathlib costs more than the read
                     data = handle.read()
             except OSError as err:
                 raise SourceError(f"cannot read {p}: {err.strerror}", hint="check the file's permissions") from err
-            out[p] = Blob(p, blob_id(data), data)
+            oid = blob_id(data)
+            if self._promised.get(p, oid) != oid:
+                raise SourceError(
+                    f"{p} changed while it was being compiled", hint="run the command again once the file is saved"
+                )
+            if self.stat_cache is not None:
+                self.stat_cache.put(p, info, oid, read_at)
+            out[p] = Blob(p, oid, data)
         return out
 
     @cached_property
@@ -247,18 +288,24 @@ class Containment:
         return self.examine(rel)[0]
 
     def examine(self, rel: str) -> tuple[str | None, bool]:
-        """`link_of(rel)`, and whether `rel` is a regular file that can be read: one lstat of the file (its
-        directories are checked once), for every file of a store."""
+        """`link_of(rel)`, and whether `rel` is a regular file that can be read."""
+        link, info = self.inspect(rel)
+        return link, info is not None
+
+    def inspect(self, rel: str) -> tuple[str | None, os.stat_result | None]:
+        """`link_of(rel)`, and the `lstat` of `rel` when it is a regular file that can be read (else None): one
+        lstat of the file (its directories are checked once), for every file of a store."""
         if not rel or rel.startswith("/") or ".." in rel.split("/") or "\0" in rel:
-            return rel or None, False
+            return rel or None, None
         found = self._dir(rel.rpartition("/")[0])
         if found is not None:
-            return found, False
+            return found, None
         try:
-            mode = os.lstat(f"{self._root}/{rel}").st_mode
+            info = os.lstat(f"{self._root}/{rel}")
         except OSError:
-            return None, False
-        return (rel, False) if stat.S_ISLNK(mode) else (None, stat.S_ISREG(mode))
+            return None, None
+        mode = info.st_mode
+        return (rel, None) if stat.S_ISLNK(mode) else (None, info if stat.S_ISREG(mode) else None)
 
     def _dir(self, directory: str) -> str | None:
         if directory in self._dirs:
