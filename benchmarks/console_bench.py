@@ -1,0 +1,213 @@
+"""The console's pages at 10,000 datasets: server time (p95) and HTML size of each, and time to usable in Chromium.
+
+    python benchmarks/console_bench.py                      # 10,000 datasets, 40 requests per page
+    python benchmarks/console_bench.py --requests 100 --browser-runs 9
+    python benchmarks/console_bench.py --datasets 100000 --pages tree   # the tree opens without rendering it whole
+
+Builds a store with benchmarks/gen_store.py, publishes version 1, changes one widely imported tag and one dataset
+and publishes version 2, starts `cfgtool serve` (no tokens: no sign-in) on a loopback port and, for every console
+page, asks once (the cold time: a version or a diff computed for the first time) and then --requests times in a
+row, printing the median and p95 of the time to the last byte (the server's time plus loopback), the HTML size and
+the load average. Then Playwright drives Debian's /usr/bin/chromium-headless-shell: for each page, the median of
+--browser-runs times from navigation to `load` (HTML, CSS and htmx parsed and run: the page answers clicks).
+
+The script first prints the time of a pure-Python loop (`for i in range(10_000_000): s += i`, median of 3), to
+compare machines. Targets (docs/console.md): p95 <= 50 ms and HTML <= 200 KB per page; usable within 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+STORE = "bench"
+CHROMIUM = "/usr/bin/chromium-headless-shell"
+_PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
+
+
+def python_loop() -> float:
+    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(10_000_000):
+            s += i
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def build(repo: Path, datasets: int) -> list[str]:
+    """Generate, commit and publish version 1; change a tag imported widely and one dataset, publish version 2.
+    The dataset keys."""
+    from gen_store import generate, git_commit
+
+    from cfgtool.versions import publish
+
+    stats = generate(datasets, repo)
+    git_commit(repo, stats.written, "bench store")
+    for name, value in (("user.name", "Bench"), ("user.email", "bench@example.com")):
+        git(repo, "config", name, value)
+    publish(repo, message="v1")
+    keys = sorted(
+        "/" + str(Path(path).parent.relative_to("store"))
+        for path, _ in stats.written
+        if path.startswith("store/data/") and path.endswith("/main.conf") and path.count("/") == 5
+    )
+    tag_file = sorted((repo / "store" / "tags" / "platform").rglob("main.conf"))[0]  # every domain imports one
+    with open(tag_file, "a", encoding="utf-8") as out:
+        out.write("\nbench.console = true\n")
+    with open(repo / "store" / keys[0].lstrip("/") / "main.conf", "a", encoding="utf-8") as out:
+        out.write("\nbench.owner = console\n")
+    git(repo, "commit", "-qam", "bench: a tag and a dataset change")
+    publish(repo, message="v2")
+    return keys
+
+
+def start_server(repo: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    log_path = repo.parent / "serve.log"
+    log = open(log_path, "wb")  # noqa: SIM115 (the server's whole life)
+    command = [sys.executable, "-m", "cfgtool", "serve", "--repo", str(repo), "--port", "0", "--fetch-interval", "1"]
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=repo.parent)
+    deadline = time.monotonic() + 900
+    port = 0
+    while time.monotonic() < deadline:
+        found = _PORT.search(log_path.read_text(errors="replace"))
+        if found and not port:
+            port = int(found.group(1))
+        if port and get(port, "/healthz")[0] == 200:
+            return proc, port
+        if proc.poll() is not None:
+            raise SystemExit("cfgtool serve exited:\n" + log_path.read_text(errors="replace"))
+        time.sleep(0.2)
+    raise SystemExit("cfgtool serve was not ready in 900 s")
+
+
+def get(port: int, path: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    except OSError:
+        return 0, b""
+    finally:
+        conn.close()
+
+
+def pages(keys: list[str], which: str) -> dict[str, str]:
+    """The console's pages at version 2, by name."""
+    key, other = keys[0], keys[len(keys) // 2]
+    domain = "/".join(key.split("/")[:3])
+    s = f"/ui/{STORE}"
+    found = {
+        "stores": "/ui/",
+        "timeline": f"{s}/",
+        "tree": f"{s}/v/2/tree/",
+        "tree-domain": f"{s}/v/2/tree{domain}",
+        "key": f"{s}/v/2/key{key}",
+        "explain": f"{s}/v/2/explain{key}?path=bench.owner",
+        "history": f"{s}/history{key}",
+        "search": f"{s}/v/2/search?q=console",
+        "diff": f"{s}/diff/1..2",
+        "compare": f"{s}/v/2/compare?a={quote(key)}&b={quote(other)}",
+        "access": f"{s}/v/2/access{key}",
+        "consumers": f"{s}/consumers",
+    }
+    return {name: path for name, path in found.items() if which == "all" or name in which.split(",")}
+
+
+def measure(port: int, named: dict[str, str], requests: int) -> None:
+    print(f"\n{'page':<12} {'cold ms':>8} {'median ms':>10} {'p95 ms':>8} {'HTML KB':>8}  status")
+    for name, path in named.items():
+        t0 = time.perf_counter()
+        status, body = get(port, path)
+        cold = (time.perf_counter() - t0) * 1000
+        times = []
+        for _ in range(requests):
+            t0 = time.perf_counter()
+            status, body = get(port, path)
+            times.append((time.perf_counter() - t0) * 1000)
+        times.sort()
+        p95 = times[min(len(times) - 1, int(round(0.95 * len(times))) - 1)]
+        print(f"{name:<12} {cold:8.1f} {statistics.median(times):10.1f} {p95:8.1f} {len(body) / 1024:8.1f}  "
+              f"{status}  {load()}", flush=True)  # fmt: skip
+
+
+def browser(port: int, named: dict[str, str], runs: int) -> None:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("\nno Playwright (pip install -e '.[dev]'): time to usable not measured")
+        return
+    if not Path(CHROMIUM).exists():
+        print(f"\nno {CHROMIUM} (apt install chromium-headless-shell): time to usable not measured")
+        return
+    print(f"\n{'page':<12} {'to load ms (median of ' + str(runs) + ')':>28}")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM)
+        context = chromium.new_context()
+        tab = context.new_page()
+        for name, path in named.items():
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                tab.goto(f"http://127.0.0.1:{port}{path}", wait_until="load")
+                times.append((time.perf_counter() - t0) * 1000)
+            print(f"{name:<12} {statistics.median(times):28.0f}  {load()}", flush=True)
+        chromium.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=40, help="requests per page after the cold one")
+    parser.add_argument("--browser-runs", type=int, default=5)
+    parser.add_argument("--pages", default="all", help="comma-separated page names (default all)")
+    args = parser.parse_args()
+    print(f"pure-Python loop of 10M additions: {python_loop():.2f} s (median of 3)  {load()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="cfgtool-console-bench-") as name:
+        tmp = Path(name)
+        env = {**os.environ, "CFGTOOL_CACHE_DIR": str(tmp / "cache"), "PYTHONPATH": str(HERE.parent)}
+        os.environ["CFGTOOL_CACHE_DIR"] = env["CFGTOOL_CACHE_DIR"]
+        t0 = time.perf_counter()
+        keys = build(tmp / "repo", args.datasets)
+        print(f"built and published 2 versions of a {len(keys):,}-dataset store in {time.perf_counter() - t0:.0f} s  "
+              f"{load()}")  # fmt: skip
+        t0 = time.perf_counter()
+        proc, port = start_server(tmp / "repo", env)
+        print(f"server pid {proc.pid} ready in {time.perf_counter() - t0:.1f} s", flush=True)
+        try:
+            named = pages(keys, args.pages)
+            measure(port, named, args.requests)
+            browser(port, named, args.browser_runs)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

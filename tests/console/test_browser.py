@@ -1,0 +1,226 @@
+"""The console's main flows in a real headless Chromium (docs/console.md), driving a real `cfgtool serve`.
+
+Playwright for Python drives Debian's `chromium-headless-shell` (no browser download); the tests skip, saying why,
+where either is missing (`.ci/run` installs the browser). Every page a test opens must log no console error, no
+failed request and no Content-Security-Policy violation (Chromium reports those on the console). With
+`CFGTOOL_SCREENSHOTS=1` the tests also write the screenshots that docs/console.md shows, into docs/images/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from cfgtool.serve.tokens import add_token
+from cfgtool.versions.rollback import rollback
+from tests.conftest import GitRepo
+from tests.serve.conftest import SMALL, Server, cfgtool_command, publish_change
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+CHROMIUM = Path(os.environ.get("CFGTOOL_CHROMIUM", "/usr/bin/chromium-headless-shell"))
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
+ACL = """\
+super_users: [User:admin]
+allow_everyone_if_no_acl_found: false
+acls:
+  - {principal: "User:*", operation: read, key: /, pattern: prefixed, permission: allow}
+  - {principal: User:alice, operation: alter, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:guest, operation: all, key: /data/b, permission: deny}
+"""
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no headless Chromium at {CHROMIUM} (apt chromium-headless-shell)"),
+    pytest.mark.xdist_group("browser"),  # one worker starts the browser and the server once
+]
+
+
+class Console:
+    """The server the flows read: its base URL and the tokens of its principals."""
+
+    def __init__(self, server: Server, tokens: dict[str, str]) -> None:
+        self.server = server
+        self.url = server.url
+        self.tokens = tokens
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    """A store `small` with versions 1-4: an ACL, two changes, version 4 rolled back; served with tokens."""
+    base = tmp_path_factory.mktemp("console")
+    repo = GitRepo(base / "small")
+    publish_change(repo, {**SMALL, "store/_ACL.yaml": ACL}, "first version of the small store")
+    publish_change(repo, {"store/tags/t/main.conf": "tagged = true\nretention.days = 30\n"}, "tag t keeps 30 days")
+    publish_change(repo, {"store/data/b/main.conf": "size = 2\nowner = payments\n"}, "b is owned by payments")
+    bad = publish_change(repo, {"store/data/main.conf": "tier = bronze\n"}, "cheaper tier for all data")
+    rollback(repo.root, bad, reason="bronze tier is too slow for the dashboards")
+    tokens_file = base / "tokens.json"
+    tokens = {who: add_token(tokens_file, f"User:{who}")[1] for who in ("alice", "guest", "admin")}
+    log_path = base / "serve.log"
+    environ = {k: v for k, v in os.environ.items() if k != "CFGTOOL_DEBUG"}
+    environ["CFGTOOL_CACHE_DIR"] = str(base / "cache")
+    command = [*cfgtool_command(), "serve", "--repo", str(repo.root), "--port", "0", "--tokens", str(tokens_file),
+               "--cache-time", "0", "--fetch-interval", "0.2"]  # fmt: skip
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environ, cwd=base)
+    server = Server(proc, log_path)
+    try:
+        server.wait_port()
+        server.wait_ready()
+        yield Console(server, tokens)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with playwright_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM))
+        yield launched
+        launched.close()
+
+
+class Problems(list[str]):
+    """Console errors, uncaught exceptions and failed requests of one page."""
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[tuple[Page, Problems]]:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    opened = context.new_page()
+    problems = Problems()
+    opened.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    opened.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    opened.on("requestfailed", lambda r: failed(problems, r.url, r.failure))
+    opened.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    yield opened, problems
+    context.close()
+
+
+def failed(problems: Problems, url: str, failure: str | None) -> None:
+    """A failed request is a problem, except one a navigation cancelled (the live timeline's waiting request)."""
+    if failure != "net::ERR_ABORTED":
+        problems.append(f"request failed: {url} {failure}")
+
+
+def sign_in(page: Page, console: Console, who: str = "alice", target: str = "/ui/") -> None:
+    page.goto(console.url + target)
+    page.wait_for_url(re.compile(r"/ui/login"))
+    page.get_by_label("Token").fill(console.tokens[who])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state()
+
+
+def shot(page: Page, name: str, **options: Any) -> None:
+    """Write docs/images/NAME.png when CFGTOOL_SCREENSHOTS=1 (normal runs leave the committed images alone)."""
+    if os.environ.get("CFGTOOL_SCREENSHOTS") == "1":
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), **options)
+
+
+def test_sign_in_and_out(console: Console, page: tuple[Page, Problems]) -> None:
+    tab, problems = page
+    tab.goto(console.url + "/ui/small/")
+    tab.wait_for_url(re.compile(r"/ui/login\?next="))
+    shot(tab, "sign-in")
+    tab.get_by_label("Token").fill("cfgtool_0000000000000000_wrong")
+    tab.get_by_role("button", name="Sign in").click()
+    assert "unknown or revoked token" in tab.get_by_role("alert").inner_text()
+    problems.clear()  # the refused sign-in answers 401 on purpose
+    tab.get_by_label("Token").fill(console.tokens["alice"])
+    tab.get_by_role("button", name="Sign in").click()
+    tab.wait_for_url(console.url + "/ui/small/")
+    assert "User:alice" in tab.locator("header").inner_text()
+    tab.get_by_role("button", name="Sign out").click()
+    tab.wait_for_url(re.compile(r"/ui/login"))
+    tab.goto(console.url + "/ui/small/")
+    tab.wait_for_url(re.compile(r"/ui/login"))  # the session ended with the sign-out
+    assert problems == []
+
+
+def test_timeline_marks_the_rollback_and_follows_it_to_the_diff(console: Console, page: tuple[Page, Problems]) -> None:
+    tab, problems = page
+    sign_in(tab, console, target="/ui/small/")
+    timeline = tab.locator("ol.timeline")
+    assert timeline.locator("li.event").count() == 5  # four publishes and one rollback
+    rollback_event = timeline.locator("li.event.rollback")
+    assert "bronze tier is too slow" in rollback_event.inner_text()
+    rolled = timeline.locator("li.rolled-back")
+    assert rolled.count() == 1 and "Version 4" in rolled.inner_text()
+    assert "current" in timeline.locator("li.current").inner_text() and "Version 3" in timeline.locator("li.current").inner_text()
+    shot(tab, "timeline", full_page=True)
+    rolled.get_by_role("link", name=re.compile("diff|what changed")).click()
+    tab.wait_for_url(console.url + "/ui/small/diff/3..4")
+    cause = tab.locator("section.cause").first
+    assert "tier" in cause.inner_text() and '"gold"' in cause.locator("del").inner_text()
+    assert '"bronze"' in cause.locator("ins").inner_text()
+    assert re.search(r"2\s+keys", cause.inner_text())  # /data/a and /data/b, through /data: the change's reach
+    shot(tab, "diff", full_page=True)
+    assert problems == []
+
+
+def test_open_a_key_and_expand_a_values_explain(console: Console, page: tuple[Page, Problems]) -> None:
+    tab, problems = page
+    sign_in(tab, console, target="/ui/small/v/3/tree/data")
+    tab.get_by_role("link", name="a", exact=True).click()
+    tab.wait_for_url(console.url + "/ui/small/v/3/tree/data/a")
+    tab.get_by_role("link", name="/data/a").click()
+    tab.wait_for_url(console.url + "/ui/small/v/3/key/data/a")
+    leaf = tab.locator("details.leaf", has=tab.locator("summary", has_text="days = 30"))
+    leaf.locator("summary").first.click()
+    explained = leaf.locator(".explained")
+    explained.get_by_text("/tags/t").first.wait_for()  # htmx swapped in the explain: the tag that set it
+    assert "main.conf" in explained.inner_text()
+    shot(tab, "key", full_page=True)
+    assert problems == []
+
+
+def test_search_and_switch_versions(console: Console, page: tuple[Page, Problems]) -> None:
+    tab, problems = page
+    sign_in(tab, console, target="/ui/small/v/3/search")
+    tab.get_by_role("searchbox").fill("payments")
+    tab.get_by_role("searchbox").press("Enter")
+    tab.wait_for_url(re.compile(r"/ui/small/v/3/search\?q=payments"))
+    assert "/data/b" in tab.locator("main").inner_text()
+    shot(tab, "search")
+    tab.get_by_label("Version").select_option("2")
+    tab.get_by_role("button", name="Go").click()
+    tab.wait_for_url(re.compile(r"/ui/small/v/2/search"))
+    assert tab.get_by_label("Version").input_value() == "2"
+    assert problems == []
+
+
+def test_access_page_names_the_deciding_rule(console: Console, page: tuple[Page, Problems]) -> None:
+    tab, problems = page
+    sign_in(tab, console, who="admin", target="/ui/small/v/3/access/data/b")
+    tab.get_by_label("Principal").fill("guest")
+    tab.get_by_role("button", name="Check").click()
+    tab.wait_for_url(re.compile(r"principal=guest"))
+    rows = tab.locator("table.access-table tbody tr")
+    read = rows.filter(has=tab.get_by_role("rowheader", name="read"))
+    assert "denied" in read.inner_text() and "deny User:guest all /data/b (literal)" in read.inner_text()
+    shot(tab, "access")
+    assert problems == []
+
+
+def test_narrow_screen_and_keyboard(console: Console, browser: Browser) -> None:
+    """At 360 px nothing is wider than the screen; Tab reaches the skip link first, and it moves focus to main."""
+    context = browser.new_context(viewport={"width": 360, "height": 740}, color_scheme="dark")
+    tab = context.new_page()
+    try:
+        sign_in(tab, console, target="/ui/small/")
+        width = tab.evaluate("document.documentElement.scrollWidth")
+        assert width <= 360, f"the timeline is {width} px wide on a 360 px screen"
+        shot(tab, "timeline-narrow-dark", full_page=True)
+        tab.keyboard.press("Tab")
+        assert tab.evaluate("document.activeElement.textContent").strip() == "Skip to content"
+    finally:
+        context.close()
