@@ -150,8 +150,7 @@ def measure(port: int, named: dict[str, str], requests: int) -> None:
             t0 = time.perf_counter()
             status, body = get(port, path)
             times.append((time.perf_counter() - t0) * 1000)
-        times.sort()
-        p95 = times[min(len(times) - 1, int(round(0.95 * len(times))) - 1)]
+        p95 = statistics.quantiles(times, n=20, method="inclusive")[18]
         print(f"{name:<12} {cold:8.1f} {statistics.median(times):10.1f} {p95:8.1f} {len(body) / 1024:8.1f}  "
               f"{status}  {load()}", flush=True)  # fmt: skip
 

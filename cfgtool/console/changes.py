@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -52,6 +52,7 @@ class Cause:
     old: str | None  # value_text, None when unset
     new: str | None
     via: str | None
+    file: str | None  # the included file that set it, when not the layer's main.conf
     reach: int
     shown: tuple[str, ...]
 
@@ -123,7 +124,7 @@ async def compare_page(ctx: Context) -> Response:
     texts = (query.get("a", "").strip(), query.get("b", "").strip())
     if not all(texts):
         return ctx.render("compare.html", a=texts[0], b=texts[1], rows=None)
-    keys = [ctx.console.api.key(text) for text in texts]
+    keys = [ctx.console.api.key(text.lstrip("/")) for text in texts]  # as in a URL: /ui/.../key/data/a
     configs = []
     for key in keys:
         status = ctx.seen.verdict(key, "read")
@@ -174,7 +175,7 @@ def _filtered(found: Diff, seen: Visibility) -> Diff:
     if seen.sees_everything:
         return found
     changes = tuple(c for c in found.changes if seen.describes(c.key))
-    groups = [Group(g.path, g.old, g.new, g.via, tuple(k for k in g.keys if seen.describes(k))) for g in found.groups]
+    groups = [replace(g, keys=tuple(k for k in g.keys if seen.describes(k))) for g in found.groups]
     unresolved = tuple(k for k in found.unresolved if seen.describes(k))
     return Diff(found.a, found.b, changes, tuple(g for g in groups if g.keys), unresolved, found.rules)
 
@@ -182,11 +183,13 @@ def _filtered(found: Diff, seen: Visibility) -> Diff:
 def _cause(group: Group, readable: set[str], seen: Visibility) -> Cause:
     """A group as shown: only the keys whose values the principal may read reveal the change."""
     keys = tuple(k for k in group.keys if k in readable)
+    via = _via(group.via, seen)
     return Cause(
         group.path,
         _text(group.old),
         _text(group.new),
-        _via(group.via, seen),
+        via,
+        None if via == HIDDEN_LAYER else group.file,
         len(keys),
         keys[:GROUP_KEYS_SHOWN],
     )

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from cfgtool.console import changes, rights
 from cfgtool.console import tree as trees
 from cfgtool.console.graph import import_graph
 from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
@@ -441,7 +442,7 @@ async def switch(ctx: Context) -> Response:
     query = ctx.request.query_params
     number = version_number(query.get("v", ""))
     page = query.get("page", "tree/")
-    if page.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access"):
+    if page.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access", "compare"):
         page = "tree/"
     target = f"/ui/{quote(_store(ctx))}/v/{number}/{quote(page)}"
     return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
@@ -590,6 +591,10 @@ def routes(api: Api) -> Sequence[BaseRoute]:
         Route("/ui/{store}/v/{n}/key/{key:anypath}", page("ui", key_page, version=True)),
         Route("/ui/{store}/v/{n}/explain/{key:anypath}", page("ui", explain, version=True)),
         Route("/ui/{store}/v/{n}/search", page("ui", search, version=True)),
+        Route("/ui/{store}/v/{n}/compare", page("ui", changes.compare_page, version=True)),
+        Route("/ui/{store}/v/{n}/access/{key:anypath}", page("ui", rights.access_page, version=True)),
+        Route("/ui/{store}/diff", page("ui", changes.diff_form)),
+        Route("/ui/{store}/diff/{span}", page("ui", changes.diff_page)),
     ]
 
 

@@ -38,7 +38,9 @@ acls:
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no headless Chromium at {CHROMIUM} (apt chromium-headless-shell)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"no headless Chromium at {CHROMIUM} (apt chromium-headless-shell)"
+    ),
     pytest.mark.xdist_group("browser"),  # one worker starts the browser and the server once
 ]
 
@@ -155,7 +157,10 @@ def test_timeline_marks_the_rollback_and_follows_it_to_the_diff(console: Console
     assert "bronze tier is too slow" in rollback_event.inner_text()
     rolled = timeline.locator("li.rolled-back")
     assert rolled.count() == 1 and "Version 4" in rolled.inner_text()
-    assert "current" in timeline.locator("li.current").inner_text() and "Version 3" in timeline.locator("li.current").inner_text()
+    assert (
+        "current" in timeline.locator("li.current").inner_text()
+        and "Version 3" in timeline.locator("li.current").inner_text()
+    )
     shot(tab, "timeline", full_page=True)
     rolled.get_by_role("link", name=re.compile("diff|what changed")).click()
     tab.wait_for_url(console.url + "/ui/small/diff/3..4")

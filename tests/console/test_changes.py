@@ -1,0 +1,110 @@
+"""The console's diff, side-by-side and access pages through Starlette's test client: the diff is `cfgtool diff`'s,
+grouped by cause with each cause's reach, and filtered as every page is; access says `acl check`'s verdict and the
+deciding rule per operation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from cfgtool.versions.diff import diff
+from cfgtool.versions.diff_render import value_text
+from tests.conftest import GitRepo
+from tests.console.conftest import MakeClient, Page
+from tests.serve.conftest import publish_change
+
+TAG_CHANGE = {"store/tags/t/main.conf": "tagged = true\nretention.days = 30\n"}
+
+
+def sign_in(client: TestClient, token: str) -> None:
+    assert client.post("/ui/login", data={"token": token, "next": "/ui/"}).status_code == 303
+
+
+def causes(page: Page) -> list[str]:
+    """The text of each cause section, in order."""
+    text = page.text
+    return [part.strip() for part in re.split(r"(?=\b\S+ \S+ → )", text.split("By cause", 1)[1].split("By key")[0])]
+
+
+def test_the_diff_is_cfgtool_diffs_grouped_by_cause_with_its_reach(small_acl: GitRepo, make_client: MakeClient) -> None:
+    publish_change(small_acl, {**TAG_CHANGE, "store/data/open/main.conf": 'size = 9\nlabel = "open-data"\n'}, "v2")
+    client = make_client(small_acl)
+    found = client.get("/ui/small/diff/1..2")
+    assert found.status_code == 200, found.text
+    assert found.headers["content-security-policy"].startswith("default-src 'self'")
+    page = Page(found.text)
+    expected = diff(small_acl.root, "1", "2")
+    sections = [s for s in page.all("section") if "cause" in str(s.get("class"))]
+    assert [s["aria-label"] for s in sections] == [g.path for g in expected.groups]
+    assert "3 changed keys (4 values) of 6 in version 2" in page.text  # /tags/t and the two keys importing it
+    meters = page.all("meter")
+    assert [int(str(m["value"])) for m in meters] == [g.count for g in expected.groups]
+    retention = next(g for g in expected.groups if g.path == "retention.days")
+    assert retention.count == 2 and retention.via == "/tags/t"
+    assert value_text(retention.old) in page.text and value_text(retention.new) in page.text
+    assert "/ui/small/v/2/key/tags/t" in page.links  # the layer it came through
+    assert {"/ui/small/v/2/key/data/open", "/ui/small/v/2/key/data/secret-project"} <= set(page.links)
+
+
+def test_the_diff_hides_what_the_principal_may_not_describe_also_from_the_counts(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    publish_change(small_acl, {**TAG_CHANGE, "store/data/secret-project/main.conf": "size = 3\n"}, "v2")
+    token = token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    sign_in(client, token)
+    page = Page(client.get("/ui/small/diff/1..2").text)
+    assert "secret-project" not in page.text and "classified" not in page.text
+    assert not any("secret-project" in link for link in page.links)
+    assert "2 changed keys (2 values) of 5 in version 2" in page.text  # /tags/t and /data/open; 6 nodes, 1 hidden
+    assert [int(str(m["value"])) for m in page.all("meter")] == [1, 1]  # via /tags/t it reached 1 key it may see
+
+
+def test_the_diff_form_and_bad_spans(small_acl: GitRepo, make_client: MakeClient) -> None:
+    publish_change(small_acl, TAG_CHANGE, "v2")
+    client = make_client(small_acl)
+    assert client.get("/ui/small/diff").headers["location"] == "/ui/small/diff/1..2"  # previous..current
+    assert client.get("/ui/small/diff?a=v2&b=1").headers["location"] == "/ui/small/diff/2..1"
+    for span in ("1..9", "1-2", "x..2", "1..2..3"):
+        found = client.get(f"/ui/small/diff/{span}")
+        assert found.status_code == 404 and "<h1>" in found.text, span
+
+
+def test_two_keys_side_by_side(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    client = make_client(small_acl)
+    page = Page(client.get("/ui/small/v/1/compare?a=/data/open&b=data/secret-project").text)
+    rows = page.text.split("Path", 1)[1]
+    assert "2 values differ" in page.text
+    assert re.search(r"label \"open-data\" \"classified-label\"", rows) and re.search(r"size 1 2", rows)
+    assert "tier" not in rows  # the same on both sides
+    form = Page(client.get("/ui/small/v/1/compare").text)
+    assert {str(i.get("name")) for i in form.all("input")} >= {"a", "b"}
+    token = token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    sign_in(client, token)
+    hidden = client.get("/ui/small/v/1/compare?a=/data/open&b=/data/secret-project")
+    assert hidden.status_code == 404 and "classified" not in hidden.text
+
+
+def test_the_access_page_gives_each_operations_verdict_and_deciding_rule(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    alice, admin = token_of("User:alice"), token_of("User:admin")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    sign_in(client, alice)
+    own = Page(client.get("/ui/small/v/1/access/data/open").text)
+    assert re.search(r"read allowed allow User:alice read / \(prefixed\), store/_ACL.yaml:3", own.text)
+    assert re.search(r"alter denied no ACL entry allows User:alice to alter /data/open", own.text)
+    assert client.get("/ui/small/v/1/access/data/open?principal=User:admin").status_code == 403  # no describe_acl
+    assert client.get("/ui/small/v/1/access/data/secret-project").status_code == 404
+    client.post("/ui/logout")
+    sign_in(client, admin)
+    other = Page(client.get("/ui/small/v/1/access/data/secret-project?principal=alice").text)
+    assert re.search(r"read denied deny User:alice all /data/secret-project \(prefixed\)", other.text)
+    assert "store/_ACL.yaml:4" in other.text  # the entries that apply to the key, with their lines
+    assert client.get("/ui/small/v/1/access/data/open?principal=Robot:x").status_code == 400
