@@ -56,6 +56,13 @@ class StoreQueries(ABC):
             return key != ROOT
         return key.startswith(self._tag_prefixes)  # asked for every node by summaries and schema selectors
 
+    def kind(self, key: str) -> str:
+        """`tag` (a tag or a tag root), `group` (a node with nodes below it) or `dataset` (any other node): the
+        kinds `cfgtool compile` counts, and a schema's `applies_to.kinds` selects."""
+        if self.is_tag(key) or key in self.tag_roots:
+            return "tag"
+        return "group" if key in self._children else "dataset"
+
     @cached_property
     def _tag_prefixes(self) -> tuple[str, ...]:
         return tuple(root + "/" for root in self.tag_roots)

@@ -4,13 +4,16 @@ Each `*.yaml`, `*.yml` or `*.json` file of the schemas directory is a JSON Schem
 selector::
 
     x-cfgtool:
-      applies_to: {keys: ["/data/**"], tags: ["/tags/acl/restricted"], exclude: ["/tags/**"]}
+      applies_to: {keys: ["/data/**"], tags: ["/tags/acl/restricted"], kinds: [dataset], exclude: ["/tags/**"]}
 
 - `keys` are key globs (`*` one segment, `**` any depth; `/data/**` does not match `/data` itself), `tags`
-  select nodes whose import order L contains the tag (the tag node itself included, hence `exclude`).
-- A node is selected when it matches ANY key glob OR has ANY listed tag, and no `exclude` glob.
+  select nodes whose import order L contains the tag (the tag node itself included, hence `exclude`), `kinds`
+  (any of `dataset`, `group`, `tag`, as `compile` counts them) keeps only nodes of those kinds.
+- A node is selected when it matches ANY key glob OR has ANY listed tag, is of one of the `kinds`, and
+  matches no `exclude` glob.
 - Without `keys` and `tags` (no `x-cfgtool`, no `applies_to`, or both lists empty) a schema applies to every
-  node that is neither a tag nor a tag root; `exclude` still applies.
+  node of its `kinds`, or without `kinds` to every node that is neither a tag nor a tag root; `exclude` still
+  applies.
 - `$ref` between schema files works by `$id`, or by path relative to the schemas directory; nothing is
   fetched from the network. `format` is asserted (`format: email` is checked).
 
@@ -55,7 +58,8 @@ if TYPE_CHECKING:
 Validator = jsonschema.Draft202012Validator
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 EXTENSION = "x-cfgtool"
-SELECTOR_FIELDS = ("keys", "tags", "exclude")
+SELECTOR_FIELDS = ("keys", "tags", "kinds", "exclude")
+KINDS = ("dataset", "group", "tag")  # the kinds of node `applies_to.kinds` names (`StoreQueries.kind`)
 _GLOB_SEGMENT = re.compile(r"\*\*|[A-Za-z0-9._~*?-]+")
 SIMPLE_TYPES = frozenset({"string", "integer", "number", "boolean"})
 PARALLEL_MIN = 2000  # nodes to check against one schema before half of them go to a forked worker
@@ -70,6 +74,7 @@ class Selector:
     keys: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()  # empty: any kind
 
     @property
     def everything(self) -> bool:
@@ -79,8 +84,10 @@ class Selector:
     def selects(self, snapshot: Snapshot, key: str) -> bool:
         if any(glob_match(pattern, key) for pattern in self.exclude):
             return False
+        if self.kinds and snapshot.kind(key) not in self.kinds:
+            return False
         if self.everything:
-            return not snapshot.is_tag(key) and key not in snapshot.tag_roots
+            return bool(self.kinds) or (not snapshot.is_tag(key) and key not in snapshot.tag_roots)
         if any(glob_match(pattern, key) for pattern in self.keys):
             return True
         if self.tags:
@@ -204,7 +211,7 @@ def _selector(
         return Selector(), marks, diags
     where = (EXTENSION, "applies_to")
     if not isinstance(applies, dict):
-        diags.append(doc.error(f"{EXTENSION}.applies_to must be a mapping of keys, tags and exclude", where))
+        diags.append(doc.error(f"{EXTENSION}.applies_to must be a mapping of keys, tags, kinds and exclude", where))
         return Selector(), marks, diags
     for k in applies:
         if k not in SELECTOR_FIELDS:
@@ -221,16 +228,31 @@ def _selector(
         items: list[str] = []
         for i, text in enumerate(raw):
             marks[(name, i)] = doc.mark((*where, name, i))
-            problem = _tag_problem(text, store_name) if name == "tags" else _glob_problem(text)
+            problem = (
+                _tag_problem(text, store_name)
+                if name == "tags"
+                else _kind_problem(text)
+                if name == "kinds"
+                else _glob_problem(text)
+            )
             if problem:
                 diags.append(doc.error(f"{EXTENSION}.applies_to.{name}[{i}]: {problem}", (*where, name, i)))
             items.append(normalize_key(text, store_name) if name == "tags" and not problem else text)
         lists[name] = tuple(items)
-    return Selector(lists.get("keys", ()), lists.get("tags", ()), lists.get("exclude", ())), marks, diags
+    selector = Selector(lists.get("keys", ()), lists.get("tags", ()), lists.get("exclude", ()), lists.get("kinds", ()))
+    return selector, marks, diags
 
 
 def _unknown(name: str, known: Iterable[str]) -> str:
     return f"unknown field '{name}' (known: {', '.join(known)})"
+
+
+def _kind_problem(text: str) -> str | None:
+    if text in KINDS:
+        return None
+    close = [k for k in KINDS if text.rstrip("s").lower() == k]
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{text!r} is not a kind of node (known: {', '.join(KINDS)}){hint}"
 
 
 def _tag_problem(text: str, store_name: str | None) -> str | None:
@@ -352,9 +374,11 @@ def _unmatched(spec: SchemaSpec, snapshot: Snapshot, selected: Sequence[str]) ->
             line, col = spec.marks.get(("tags", i), (1, 1))
             message = f"applies_to.tags[{i}] {tag} has no node, so no node imports it"
             diags.append(Diagnostic.of("E_SCHEMA", message, file=spec.file, line=line, col=col))
-    if not diags and not selected and not selector.everything:
+    if not diags and not selected and (not selector.everything or selector.kinds):
         line, col = spec.marks.get((), (1, 1))
-        message = "applies_to selects no node once exclude is applied, so this schema checks nothing"
+        narrowed = [name for name in ("kinds", "exclude") if getattr(selector, name)]
+        once = f" once {' and '.join(narrowed)} {'are' if len(narrowed) > 1 else 'is'} applied" if narrowed else ""
+        message = f"applies_to selects no node{once}, so this schema checks nothing"
         diags.append(Diagnostic.of("E_SCHEMA", message, file=spec.file, line=line, col=col))
     return diags
 

@@ -60,6 +60,20 @@ def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp
     assert owners.returncode == 0, owners.stdout + owners.stderr
 
 
+def test_the_scaffold_schema_checks_datasets_at_any_depth_and_no_group(run_cfgtool: Run, tmp_path: Path) -> None:
+    assert run_cfgtool("init", "configs").returncode == 0
+    root = tmp_path / "configs"
+    (root / "store/data/eu/invoices").mkdir(parents=True)
+    (root / "store/data/eu/main.conf").write_text("region = eu\n", encoding="utf-8")  # a group: no owner of its own
+    (root / "store/data/eu/invoices/main.conf").write_text("owner = billing\n", encoding="utf-8")
+    clean = run_cfgtool("compile", "--strict", cwd=root)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    (root / "store/data/eu/invoices/main.conf").write_text("partitions = 2\n", encoding="utf-8")
+    broken = run_cfgtool("compile", "--format", "json", cwd=root)
+    assert broken.returncode == 1
+    assert {d["key"] for d in json.loads(broken.stdout)["diagnostics"]} == {"/data/eu/invoices"}
+
+
 def test_init_refuses_a_store_and_add_missing_never_overwrites(run_cfgtool: Run, tmp_path: Path) -> None:
     assert run_cfgtool("init").returncode == 0
     mine = "# our own settings\nname: ours\n"

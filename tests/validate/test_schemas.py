@@ -315,7 +315,7 @@ def test_load_schemas_unknown_x_cfgtool_fields_are_reported_at_the_key() -> None
     )
     assert load({"schemas/s.yaml": text})[1] == [
         ("schemas/s.yaml", 2, 3, "unknown field 'x-cfgtool.appliesTo' (known: applies_to)"),
-        ("schemas/s.yaml", 4, 5, "unknown field 'x-cfgtool.applies_to.key' (known: keys, tags, exclude)"),
+        ("schemas/s.yaml", 4, 5, "unknown field 'x-cfgtool.applies_to.key' (known: keys, tags, kinds, exclude)"),
         (
             "schemas/s.yaml",
             5,
@@ -354,7 +354,7 @@ def test_load_schemas_wrong_shapes() -> None:
     )
     assert specs == []
     assert diags == [
-        ("schemas/applies.yaml", 1, 25, "x-cfgtool.applies_to must be a mapping of keys, tags and exclude"),
+        ("schemas/applies.yaml", 1, 25, "x-cfgtool.applies_to must be a mapping of keys, tags, kinds and exclude"),
         (
             "schemas/draft.yaml",
             1,
