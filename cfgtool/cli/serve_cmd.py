@@ -140,6 +140,14 @@ def serve_command(
         int,
         typer.Option("--max-connections", metavar="N", min=1, help="Open connections at most; more are refused (429)."),
     ] = 10_000,
+    public_cache: Annotated[
+        bool,
+        typer.Option(
+            "--public-cache",
+            help="Send Cache-Control: public so a reverse proxy (nginx, Varnish) may keep answers for everyone; "
+            "refused with --tokens or when a store's ACL does not let User:* read every key.",
+        ),
+    ] = False,
 ) -> None:
     """Serve published versions of the repository's stores over HTTP/JSON.
 
@@ -159,6 +167,7 @@ def serve_command(
       cfgtool serve --repo https://git.example.com/configs.git --port 8750
       cfgtool serve --host 0.0.0.0 --tokens /etc/cfgtool/tokens.json --cache-time 30
       cfgtool serve --tokens tokens.json --forwarded-allow-ips 10.0.0.5 --access-log /var/log/cfgtool.jsonl
+      cfgtool serve --public-cache --port 8751    # behind nginx (docs/serving.md)
       curl -s localhost:8750/v1/demo/current/keys/data/tracking/PageViewEvent
     """
     missing = _missing_extra()
@@ -194,6 +203,7 @@ def serve_command(
         forwarded_allow_ips=proxies,
         access_log=access_log,
         max_connections=max_connections,
+        public_cache=public_cache,
     )
     run(options, console_parts())
 

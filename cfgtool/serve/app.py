@@ -41,6 +41,8 @@ Send = Callable[[Message], Awaitable[None]]
 
 JSON = b"application/json"
 IMMUTABLE = b"private, max-age=31536000, immutable"
+PUBLIC_IMMUTABLE = b"public, max-age=31536000, immutable"
+STALE_IF_ERROR = 86400  # seconds a cache may serve a `current` answer while the server fails
 NO_STORE = b"no-store"
 MAX_WAIT = 55.0
 DEFAULT_WAIT = "30"
@@ -399,10 +401,11 @@ class Api:
             headers: Headers = [
                 (b"cfgtool-version", str(number).encode()),
                 (b"content-location", location),
-                (b"cache-control", b"private, must-revalidate, max-age=%d" % seen.max_age),
-            ]
+                (b"cache-control", b"%s, must-revalidate, max-age=%d, stale-if-error=%d"
+                 % (b"public" if view.public else b"private", seen.max_age, STALE_IF_ERROR)),
+            ]  # fmt: skip
         else:
-            headers = [(b"cache-control", IMMUTABLE)]
+            headers = [(b"cache-control", PUBLIC_IMMUTABLE if view.public else IMMUTABLE)]
         loaded = await self.version(state, number)
         self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
         plain = loaded.keys.get(key)

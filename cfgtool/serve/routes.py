@@ -25,7 +25,7 @@ from cfgtool.serve.openapi import openapi_answer
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
     from cfgtool.serve.loaded import LoadedVersion
-    from cfgtool.serve.store import StoreState
+    from cfgtool.serve.store import StoreState, View
 
 QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
 
@@ -40,6 +40,11 @@ class AnyPath(PathConvertor):
 
 
 register_url_convertor("anypath", AnyPath())
+
+
+def immutable(view: View) -> str:
+    """The Cache-Control of an answer from a numbered version: public only with `--public-cache`."""
+    return f"{'public' if view.public else 'private'}, max-age=31536000, immutable"
 
 
 def _response(found: Answer, headers: dict[str, str] | None = None, request: Request | None = None) -> Response:
@@ -114,14 +119,14 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
             found = await asyncio.to_thread(explain_answer, state, loaded, key, path)
             if who is not None:
                 found = answer(seen.explain(json.loads(found.body), state.path))
-            return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
+            return _response(found, {"cache-control": immutable(view)}, request)
         needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
         if needs_node and key not in loaded.nodes:
             raise not_found(missing)
         found = await asyncio.to_thread(query_answer, state, loaded, kind, key, recursive)
         if who is not None:  # drop what the principal may not describe
             found = answer(seen.query(json.loads(found.body)))
-        return _response(found, {"cache-control": "private, max-age=31536000, immutable"}, request)
+        return _response(found, {"cache-control": immutable(view)}, request)
 
     async def consumers(request: Request) -> Response:
         """Who reads which version of the store, as this server heard it (`describe` on the store)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool.cache import cache_root
-from cfgtool.errors import CfgtoolError
+from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.serve.consumers import Consumers
 from cfgtool.serve.feed import ChangeFeed
 from cfgtool.serve.metrics import Metrics, StoreFigures
@@ -45,6 +45,7 @@ class Options:
     forwarded_allow_ips: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
     access_log: Path | None = None  # the access log's file (None: stderr)
     max_connections: int = 10_000
+    public_cache: bool = False  # Cache-Control public: shared caches (nginx, Varnish) may keep answers
 
 
 def _iso(t: float | None) -> str | None:
@@ -68,14 +69,35 @@ class Service:
             )
         with_acl = self.tokens is not None
         self.stores = {
-            ref.name: StoreState(ref, self.repository.root, options.cache, options.cache_time, with_acl)
+            ref.name: StoreState(
+                ref, self.repository.root, options.cache, options.cache_time, with_acl, options.public_cache
+            )
             for ref in self.repository.stores(list(options.stores))
         }
+        if options.public_cache:
+            self._check_public()
         self.feeds = {name: ChangeFeed() for name in self.stores}
         self.consumers = {name: Consumers() for name in self.stores}
         self.store_errors: dict[str, str] = {}
         self.metrics = Metrics(self._figures, lambda: self.last_fetch, self._consumers)
         self.closed = False
+
+    def _check_public(self) -> None:
+        """`--public-cache` is refused with tokens (a shared cache would replay one principal's answer to
+        another) and for a store whose current ACL does not let everyone read every key."""
+        if self.tokens is not None:
+            raise UsageError(
+                "--public-cache with --tokens: a shared cache would give one principal's answers to another",
+                hint="drop --public-cache, or serve without --tokens a store that everyone may read",
+            )
+        for name, state in self.stores.items():
+            commit = state.current_commit()
+            why = state.public_problem(commit) if commit is not None else None
+            if why is not None:
+                raise UsageError(
+                    f"--public-cache: store {name} is not readable by everyone: {why}",
+                    hint="allow User:* to read key * in the store's ACL, or drop --public-cache",
+                )
 
     @property
     def ready(self) -> bool:

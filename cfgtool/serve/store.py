@@ -10,6 +10,7 @@ half an update. The versions kept in memory are those some key can see now or wi
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from cfgtool.versions import History, Version, history
 from cfgtool.versions.names import CURRENT
 
 EMPTY = answer([])
+log = logging.getLogger("cfgtool.serve")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class View:
     pinned: Mapping[int, LoadedVersion] = field(default_factory=dict)
     versions_answer: Answer = EMPTY
     authorizer: Authorizer | None = None  # the current version's ACL (with access control on)
+    public: bool = False  # answers may be kept by shared caches (`--public-cache`, and User:* reads every key)
     acl_problem: str | None = None  # no current version, or its ACL does not load: 503 E_NO_ACL for this store
 
     @property
@@ -64,13 +67,16 @@ class View:
 class StoreState:
     """One store of the repository, as served."""
 
-    def __init__(self, ref: StoreRef, root: Path, cache: Path, cache_time: int, with_acl: bool) -> None:
+    def __init__(
+        self, ref: StoreRef, root: Path, cache: Path, cache_time: int, with_acl: bool, public: bool = False
+    ) -> None:
         self.name = ref.name
         self.path = ref.path
         self._root = root
         self._cache = cache
         self.cache_time = cache_time
         self._with_acl = with_acl
+        self._public = public  # --public-cache: answers are public while the current ACL lets everyone read
         self.view = View()
         self.ready = False
         self._seen: set[int] = set()
@@ -216,6 +222,12 @@ class StoreState:
             authorizer, problem = self.acl(hist.tag(current).commit)
             if problem is not None:
                 problem = f"the current version ({current}) of store {self.name} cannot be judged: {problem}"
+        public = False
+        if self._public and current is not None:
+            why = self.public_problem(hist.tag(current).commit)
+            if why is not None and (self.view.public or not self.ready):
+                log.warning("store %s: answers are private (not for shared caches): %s", self.name, why)
+            public = why is None
         self.view = View(
             versions={v.version: v for v in listing},
             published=published,
@@ -224,7 +236,45 @@ class StoreState:
             versions_answer=answer(body),
             authorizer=authorizer,
             acl_problem=problem,
+            public=public,
         )
+
+    def public_problem(self, commit: str) -> str | None:
+        """Why answers of the store under the ACL at `commit` may not go to shared caches (None: they may)."""
+        authorizer, problem = self.acl(commit)
+        return problem if problem is not None else public_refusal(authorizer.acl)
+
+    def current_commit(self) -> str | None:
+        """The commit of the newest version without a rollback marker (read now from the tags)."""
+        hist = history(self._root, self.path or ".")
+        good = [n for n in hist.numbers if not hist.is_rolled_back(n)]
+        return hist.tag(max(good)).commit if good else None
+
+
+def public_refusal(acl: Acl) -> str | None:
+    """Why a shared cache may not keep answers under `acl`, None when `User:*` may read every key: no ACL file,
+    or an allow of `read` (or `all`) for `User:*` on key `*` or prefix `/` from any host and no deny of
+    `User:*` on keys (allow_everyone_if_no_acl_found with no entry on keys counts too)."""
+    if not acl.present:
+        return None
+    if acl.broken:
+        return f"the ACL file {acl.file} has errors"
+    keyed = [e for e in acl.entries if e.key is not None]
+    for entry in keyed:
+        if entry.principal == "User:*" and entry.permission == "deny":
+            return f"the ACL denies User:* ({entry.describe()})"
+    for entry in keyed:
+        if (
+            entry.principal == "User:*"
+            and entry.permission == "allow"
+            and entry.operation in ("read", "all")
+            and entry.host == "*"
+            and (entry.key == "*" or (entry.prefixed and entry.key == "/"))
+        ):
+            return None
+    if acl.allow_everyone_if_no_acl_found and not keyed:
+        return None
+    return "the ACL does not let User:* read every key (no allow of read for User:* on key * or prefix /)"
 
 
 def _published(hist: History, unservable: Mapping[int, str]) -> tuple[Published, ...]:
