@@ -47,6 +47,7 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
 }
 TIMELINE_SHOWN = 200  # events on the timeline page (the newest; how many older ones there are is said)
+LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
 LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
 MAX_BODY = 4096  # bytes of a sign-in form read at most
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
@@ -347,39 +348,53 @@ async def key_page(ctx: Context) -> Response:
     _require(ctx, key, "read")
     config = _config(ctx, key)
     exists = key in loaded.nodes
-    state = ctx.state
-    assert state is not None
-
-    async def query(kind: str, recursive: bool = False) -> list[str]:
-        found = await asyncio.to_thread(query_answer, state, loaded, kind, key, recursive)
-        field = "imported_by" if kind == "imported-by" else kind
-        return ctx.seen.keys(json.loads(found.body)[field])
-
-    tags = await query("tags")
-    imports = await query("imports") if exists else []
-    imported_by = await query("imported-by") if exists else []
-    datasets = await query("datasets") if exists and trees.is_tag(loaded, key) else None
-    graph = await asyncio.to_thread(import_graph, key, imports, imported_by, lambda k, kind: _sync_query(ctx, k, kind))
+    found = await asyncio.to_thread(_neighbours, ctx, key, exists)  # one hop off the event loop for all of them
     return ctx.render(
         "key.html",
         key=key,
         exists=exists,
         node=loaded.nearest(key),
         config=config,
-        tags=tags,
-        imports=imports,
-        imported_by=imported_by,
-        datasets=datasets,
-        graph=graph,
+        **found,
     )
 
 
-def _sync_query(ctx: Context, key: str, kind: str) -> list[str]:
-    """A query about a neighbour of the graph (off the event loop), filtered; none for a key it may not see."""
-    assert ctx.state is not None and ctx.loaded is not None
-    if key not in ctx.loaded.nodes or not ctx.seen.describes(key):
-        return []
-    found = query_answer(ctx.state, ctx.loaded, kind, key, False)
+@dataclass(frozen=True)
+class Capped:
+    """The first `LISTED` keys of a list, and how many it holds."""
+
+    keys: list[str]
+    total: int
+
+
+def _capped(keys: list[str]) -> Capped:
+    return Capped(keys[:LISTED], len(keys))
+
+
+def _neighbours(ctx: Context, key: str, exists: bool) -> dict[str, Any]:
+    """The key page's tags, imports, imported-by, a tag's datasets and the import graph, filtered (the queries
+    read the version's whole snapshot: called off the event loop)."""
+    loaded = _loaded(ctx)
+    imports = _query(ctx, key, "imports") if exists else []
+    imported_by = _query(ctx, key, "imported-by") if exists else []
+
+    def neighbour(k: str, kind: str) -> list[str]:
+        return _query(ctx, k, kind) if k in loaded.nodes and ctx.seen.describes(k) else []
+
+    return {
+        "tags": _capped(_query(ctx, key, "tags")),
+        "imports": _capped(imports),
+        "imported_by": _capped(imported_by),
+        "datasets": _capped(_query(ctx, key, "datasets")) if exists and trees.is_tag(loaded, key) else None,
+        "graph": import_graph(key, imports, imported_by, neighbour),
+    }
+
+
+def _query(ctx: Context, key: str, kind: str) -> list[str]:
+    """The keys a query (`tags`, `imports`, `imported-by`, `datasets`) answers about `key`, as the JSON API
+    answers it to the principal."""
+    assert ctx.state is not None
+    found = query_answer(ctx.state, _loaded(ctx), kind, key, False)
     return ctx.seen.keys(json.loads(found.body)["imported_by" if kind == "imported-by" else kind])
 
 

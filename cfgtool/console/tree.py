@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
+import re
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -139,41 +140,54 @@ class Found:
 
 def search(loaded: LoadedVersion, q: str, seen: Visibility) -> Found:
     """Keys, paths and values of `loaded` that contain `q` (case-insensitive): a key's name counts where the
-    principal may describe it, its paths and values where it may read it. Secrets read `[hidden]`."""
+    principal may describe it, its paths and values where it may read it. Secrets read `[hidden]`. Only the
+    listed keys' configs are parsed; past `RESULTS`, a key whose config text holds `q` is counted as it is."""
     needle = q.lower()
     raw = needle.encode("utf-8")
+    configs = loaded.configs
     matches: list[Match] = []
     count = 0
-    for key in sorted(loaded.nodes):
-        by_key = needle in key.lower()
-        config = loaded.configs.get(key)
+    for key, lowered in _sorted_nodes(loaded):
+        by_key = needle in lowered
+        config = configs.get(key)
         in_config = config is not None and raw in config.lower()
-        if not by_key and not in_config:
+        if not (by_key or in_config) or not seen.describes(key):
             continue
-        if not seen.describes(key):
+        readable = in_config and seen.may("read", key)
+        if len(matches) == RESULTS:
+            count += by_key or readable
             continue
-        values: list[tuple[str, Any]] = []
-        if in_config and config is not None and seen.may("read", key):
-            values = list(_matching(json.loads(config), needle))
-        if not by_key and not values:
-            continue
-        count += 1
-        if len(matches) < RESULTS:
+        values = list(_matching(json.loads(config), needle, "")) if readable and config is not None else []
+        if by_key or values:
+            count += 1
             matches.append(Match(key, by_key, values[:MAX_MATCHES]))
     return Found(matches, count)
 
 
-def _matching(value: Any, needle: str, path: str = "") -> Iterator[tuple[str, Any]]:
+_sorted: weakref.WeakKeyDictionary[LoadedVersion, list[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def _sorted_nodes(loaded: LoadedVersion) -> list[tuple[str, str]]:
+    """The version's nodes in order, each with its lowercase spelling (kept as long as the version is)."""
+    found = _sorted.get(loaded)
+    if found is None:
+        found = _sorted[loaded] = [(key, key.lower()) for key in sorted(loaded.nodes)]
+    return found
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _matching(value: Any, needle: str, path: str) -> Iterator[tuple[str, Any]]:
+    """(path, value) of each leaf whose path or value contains `needle` (lowercase); a list's items at its path."""
     if isinstance(value, dict):
         for name, item in value.items():
-            part = name if _plain(name) else json.dumps(name)
+            part = name if _PLAIN.fullmatch(name) else json.dumps(name)
             yield from _matching(item, needle, f"{path}.{part}" if path else part)
     elif isinstance(value, list):
         for item in value:
             yield from _matching(item, needle, path)
-    elif needle in path.lower() or needle in json.dumps(value, ensure_ascii=False).lower():
-        yield path, value
-
-
-def _plain(name: str) -> bool:
-    return bool(name) and all(c.isalnum() or c in "-_" for c in name)
+    else:
+        text = value if isinstance(value, str) else json.dumps(value)
+        if needle in text.lower() or needle in path.lower():
+            yield path, value

@@ -7,7 +7,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
 from starlette.testclient import TestClient
@@ -51,7 +51,7 @@ def walk(client: TestClient, start: list[str], limit: int = 400) -> dict[str, st
             if found.status_code != 200 or "text/html" not in found.headers.get("content-type", ""):
                 continue
             for link in Page(found.text).links:
-                target = urljoin(url, link)
+                target = urldefrag(urljoin(url, link)).url
                 parts = urlsplit(target)
                 if parts.path.startswith("/ui/") and not parts.path.startswith("/ui/static/"):
                     if "/live" in parts.path:
