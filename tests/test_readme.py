@@ -71,6 +71,14 @@ def test_the_command_table_is_the_cli_with_each_command_s_summary() -> None:
     assert listed == [(name, (cmd.help or "").strip().splitlines()[0]) for name, cmd in group.commands.items()]
 
 
+def test_the_serving_section_says_a_publish_reaches_a_key_at_its_checkpoint() -> None:
+    text = README.read_text(encoding="utf-8")
+    serving = text[text.index("## Serve configs over HTTP") :]
+    serving = " ".join(serving[: serving.index("```")].split())
+    assert "each key moves to the new version at its own checkpoint, spread over `--cache-time` seconds" in serving
+    assert "`versions/current/...` answers the new version at once" in serving
+
+
 # ------------------------------------------------------------------------------------------ the tour
 
 

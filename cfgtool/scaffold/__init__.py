@@ -39,6 +39,13 @@ _REQUIREMENTS_HEAD = """\
 """
 
 
+_INSTALL_LINE = "pip install -r requirements.txt"  # the README's install step, once requirements.txt says how
+_SET_REQUIREMENT_FIRST = f"""\
+# First say where CI gets cfgtool: replace the last line of requirements.txt, {UNSET_REQUIREMENT},
+# with its git URL (cfgtool @ git+https://example.com/your-org/cfgtool@v0.1.0) or your index's name. Then:
+"""
+
+
 @dataclass(frozen=True)
 class InitResult:
     """What `init_repository` did: files created and skipped (relative paths), whether it ran `git init`, the
@@ -148,6 +155,8 @@ def scaffold_files(requirement: str) -> Iterator[tuple[str, str]]:
         if path.is_file() and "__pycache__" not in path.parts
     }
     files[REQUIREMENTS] = f"{_REQUIREMENTS_HEAD}{requirement}\n"
+    if requirement == UNSET_REQUIREMENT:  # the README's `pip install -r` would stop at the placeholder
+        files["README.md"] = files["README.md"].replace(_INSTALL_LINE, _SET_REQUIREMENT_FIRST + _INSTALL_LINE, 1)
     yield from sorted(files.items())
 
 

@@ -48,6 +48,9 @@ def test_init_scaffolds_a_repository_that_compiles_cleanly(run_cfgtool: Run, tmp
     # an editable install has no git URL to pin, and `cfgtool==X` would fetch PyPI's unrelated cfgtool
     assert (root / "requirements.txt").read_text(encoding="utf-8").endswith(f"\n{UNSET_REQUIREMENT}\n")
     assert "set how CI installs cfgtool in requirements.txt" in proc.stdout
+    readme = (root / "README.md").read_text(encoding="utf-8")  # pip stops at the placeholder: edit it first
+    first, install = readme.index("replace the last line of requirements.txt"), readme.index("pip install -r")
+    assert first < install and UNSET_REQUIREMENT in readme[first:install]
     assert '  git add -A && git commit -m "Start the config repository"\n' in proc.stdout
 
     compiled = run_cfgtool("compile", "--strict", "--format", "json", cwd=root)
@@ -141,6 +144,8 @@ def test_init_at_a_repository_root_adds_to_it_and_refuses_a_subdirectory(run_cfg
     assert "  git add .github/CODEOWNERS .github/workflows/config-pr.yml " in proc.stdout  # only what init created
     assert "note: config-publish.yml publishes pushes to main; this repository is on master" in proc.stdout
     assert (tmp_path / "requirements.txt").read_text(encoding="utf-8").endswith(f"\n{spec}\n")
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")  # works as written: nothing to edit first
+    assert "pip install -r requirements.txt" in readme and "requirements.txt, " not in readme
 
 
 def test_init_refuses_before_writing_when_a_file_blocks_a_path(run_cfgtool: Run, tmp_path: Path) -> None:
