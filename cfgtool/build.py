@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import pickle
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import TypeVar
 
 from cfgtool.budget import Budget
 from cfgtool.cache import NodeCache, NodeEntry, ParseCache
@@ -33,6 +34,7 @@ from cfgtool.layers import resolve_layers
 from cfgtool.provenance import Provenance
 from cfgtool.snapshot import NodeSnapshot, hash_content, node_snapshot
 from cfgtool.store.graph import Graph
+from cfgtool.store.keys import parent
 from cfgtool.store.nodes import Store, decode
 
 PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a forked worker
@@ -63,7 +65,10 @@ class Builder:
         # key -> the files its main.conf reads through `include` (transitively): the snapshot's texts, and a
         # node's files for the pull-request gate (an edit to an included file alters the node)
         self.included: dict[str, tuple[str, ...]] = {}
-        self._trees: dict[tuple[str, ...], Node | None] = {}
+        # memos by the first key of a suffix of some L(K) that is that key's own linearization (the suffix, the
+        # graph's own tuple, says which graph's: another variable value may give the key other layers)
+        self._trees: dict[str, tuple[tuple[str, ...], Node | None]] = {}
+        self._chains: dict[str, tuple[tuple[str, ...], str]] = {}
         self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
         self.budget = Budget(len(store.nodes))
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
@@ -88,14 +93,14 @@ class Builder:
                 out[key] = NodeSnapshot(key=key, config=None, layers=(), imports=tuple(graph.imports(key)))
                 continue
             imports = tuple(graph.imports(key))
-            fingerprint = self._fingerprint(key, lkeys, imports)
+            fingerprint = self._fingerprint(graph, key, lkeys, imports)
             hit = self.node_cache.get(fingerprint)
             if hit is None:
                 todo.append((key, lkeys, imports, fingerprint))
                 continue
             self.stats["reused"] += 1
             self._step()
-            problem = self.budget.spend(key, hit[3], partial(self._resolved_again, key, lkeys))
+            problem = self.budget.spend(key, hit[3], partial(self._resolved_again, graph, key, lkeys))
             if problem is not None:
                 self.diags.append(problem)
                 out[key] = NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports)
@@ -106,7 +111,7 @@ class Builder:
         if len(todo) >= PARALLEL_MIN and can_fork():
             out.update(self._build_split(graph, todo, notes))
             return out
-        self._load({k for _, lkeys, _, _ in todo for k in lkeys})
+        self._load(_layer_keys(graph, todo))
         for key, lkeys, imports, fingerprint in todo:
             out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
         return out
@@ -156,19 +161,19 @@ class Builder:
         the same as one process gives; if the worker fails, its half is done here."""
         half = len(todo) // 2
         theirs, mine = todo[:half], todo[half:]
-        self._read({k for _, lkeys, _, _ in todo for k in lkeys})  # one git process, shared by both
+        self._read(_layer_keys(graph, todo))  # one git process, shared by both
         join = fork(partial(self._share, graph, theirs, notes))
         out: dict[str, NodeSnapshot] = {}
         self._split_at = self._done  # from here on, the worker goes about as fast as this process
         try:
-            self._load({k for _, lkeys, _, _ in mine for k in lkeys})
+            self._load(_layer_keys(graph, mine))
             for key, lkeys, imports, fingerprint in mine:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
         finally:
             data = join()  # also when this half failed: no worker is left behind
         self._split_at = None
         if data is None:
-            self._load({k for _, lkeys, _, _ in theirs for k in lkeys})
+            self._load(_layer_keys(graph, theirs))
             for key, lkeys, imports, fingerprint in theirs:
                 out[key] = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
             return out
@@ -205,7 +210,7 @@ class Builder:
         self.node_cache.forget_new()
         before = set(self._parsed)
         results: dict[str, NodeEntry | None] = {}
-        self._load({k for _, lkeys, _, _ in todo for k in lkeys})
+        self._load(_layer_keys(graph, todo))
         for key, lkeys, imports, fingerprint in todo:
             snap = self._resolve(graph, key, lkeys, imports, fingerprint, notes)
             config, content_hash = snap.config, snap.content_hash
@@ -227,7 +232,9 @@ class Builder:
     ) -> NodeSnapshot:
         """The snapshot of a node resolved before (cached, or by the worker): provenance only when asked."""
         config, intrinsic, content_hash, _ = entry
-        provenance = Provenance(compute=partial(self._provenance, key, lkeys), reach=partial(_reached, graph, key))
+        provenance = Provenance(
+            compute=partial(self._provenance, graph, key, lkeys), reach=partial(_reached, graph, key)
+        )
         # a PackedConfig is read (unpacked) when first asked for
         return node_snapshot(key, config, lkeys, imports, self._file(key), intrinsic, provenance, content_hash)
 
@@ -243,7 +250,7 @@ class Builder:
         self.stats["resolved"] += 1
         self._step()
         reach = partial(_reached, graph, key)
-        tree = self._tree(lkeys)
+        tree = self._tree(graph, lkeys)
         problem: Diagnostic | None = None
         if tree is None:
             pass  # a layer does not parse: its E_SYNTAX was reported once, at its file
@@ -264,13 +271,14 @@ class Builder:
             else:
                 problem = self.budget.spend(key, resolved.size, lambda: resolved)
                 if problem is None:
-                    return self._resolved(key, lkeys, imports, fingerprint, resolved, reach)
+                    return self._resolved(graph, key, lkeys, imports, fingerprint, resolved, reach)
         if problem is not None:
             self.diags.append(problem)
         return NodeSnapshot(key=key, config=None, layers=lkeys, imports=imports, provenance=Provenance(reach=reach))
 
     def _resolved(
         self,
+        graph: Graph,
         key: str,
         lkeys: tuple[str, ...],
         imports: tuple[str, ...],
@@ -281,11 +289,11 @@ class Builder:
         """The snapshot of a node just resolved, put in the node cache (unless a layer includes other files)."""
         config = resolved.value
         content_hash = hash_content(config, lkeys, imports)  # once: the snapshot's digest and the node cache
-        if not any(k in self.dynamic for k in lkeys):
+        if not self.dynamic or self.dynamic.isdisjoint(lkeys):
             self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash, resolved.size))
         # resolved again when asked (explain, --output, a schema error's position): keeping every node's resolved
         # tree with its origins would cost about a third of a compile's memory
-        provenance = Provenance(compute=partial(self._provenance, key, lkeys), reach=reach)
+        provenance = Provenance(compute=partial(self._provenance, graph, key, lkeys), reach=reach)
         return node_snapshot(
             key, config, lkeys, imports, self._file(key), resolved.used_extra, provenance, content_hash
         )
@@ -297,48 +305,49 @@ class Builder:
             done = self._done if self._split_at is None else 2 * self._done - self._split_at
             self.progress(self._stage, min(done, self._total), self._total)
 
-    def _resolved_again(self, key: str, lkeys: tuple[str, ...]) -> Resolved:
+    def _resolved_again(self, graph: Graph, key: str, lkeys: tuple[str, ...]) -> Resolved:
         """A cached node resolved again (to say where the config that spent the budget is large)."""
         self._load(lkeys)
-        tree = self._tree(lkeys)
+        tree = self._tree(graph, lkeys)
         assert tree is not None
         return resolve_layers([tree], key)
 
-    def _provenance(self, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
+    def _provenance(self, graph: Graph, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
         """Resolve a node again, for its provenance (explain, `--output`): neither cache nor build keeps it."""
         self._load(lkeys)
-        tree = self._tree(lkeys)
+        tree = self._tree(graph, lkeys)
         return (resolve_layers([tree], key) if tree is not None else None), self.docs.get(key)
 
-    def _tree(self, keys: tuple[str, ...]) -> Node | None:
-        """The merged (unresolved) tree of a linearization, memoized by suffix: L(K) = [K] + L(P) for most
-        nodes, so each node costs one merge of its own config over its parent's already merged tree. Built
-        from the shortest missing suffix up, in a loop: an import chain 1,000 deep must not recurse."""
-        trees = self._trees
-        last = len(keys)
-        done = last  # keys[done:] and every shorter suffix are merged already (built from each other)
-        while done > 0 and keys[done - 1 :] in trees:
-            done -= 1
-        tree: Node | None = None
+    def _tree(self, graph: Graph, keys: tuple[str, ...]) -> Node | None:
+        """The merged (unresolved) tree of a linearization. Most nodes have L(K) = [K] + L(B), B their parent
+        or, along an import chain, their import: the trees of suffixes that are linearizations are memoized, so
+        each node costs one merge (or a few) of its own config over an already merged tree, and no lookup
+        hashes or copies a whole linearization per layer (an import chain 1,000 deep would be quadratic).
+        Built from the longest memoized suffix up, in a loop: a deep chain must not recurse."""
+        done, tree = _longest(self._trees, keys)
         for i in range(done - 1, -1, -1):
-            head = self.docs.get(keys[i])
-            if i == last - 1:
-                tree = head
-            else:
-                rest = trees[keys[i + 1 :]]
-                tree = None if head is None or rest is None else merge_nodes(head, rest)
-            if i:  # a node's own full tree is merged once: only suffixes (its parents' trees) are shared
-                trees[keys[i:]] = tree
-        return trees[keys] if done == 0 else tree
+            head: Node | None = self.docs.get(keys[i])
+            if i < len(keys) - 1:  # over the tree of the layers below (None: one of them does not parse)
+                head = None if head is None or tree is None else merge_nodes(head, tree)
+            tree = head
+            if i:  # a node's own full tree is merged once: only its bases' trees are shared
+                _remember(self._trees, graph, keys, i, tree)
+        return tree
 
     # -- documents ---------------------------------------------------------------------------------------
     def _file(self, key: str) -> str | None:
         main = self.store.nodes[key].main if key in self.store.nodes else None
         return main.path if main is not None else None
 
-    def _fingerprint(self, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...]) -> str:
-        layers = map(self._layer_ids.__getitem__, lkeys)
-        return hashlib.sha256("\0".join([key, *imports, "|", *layers]).encode("utf-8")).hexdigest()
+    def _fingerprint(self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...]) -> str:
+        """sha256 of the key, its imports and its layers' blob ids. The layers enter as a hash chain (each
+        layer's id with the hash of the layers below it), memoized like `_tree`: linear along a chain."""
+        done, chain = _longest(self._chains, lkeys)
+        ids = self._layer_ids
+        for i in range(done - 1, -1, -1):
+            chain = hashlib.sha256(f"{ids[lkeys[i]]}\0{chain or ''}".encode()).hexdigest()
+            _remember(self._chains, graph, lkeys, i, chain)
+        return hashlib.sha256("\0".join([key, *imports, "|", chain or ""]).encode("utf-8")).hexdigest()
 
     def _read(self, keys: Iterable[str]) -> None:
         """Read (into the source's memory) the files of `keys` that `_load` would parse, in one batch."""
@@ -425,6 +434,46 @@ class _LayerIds(dict[str, str]):
         main = node.main if node is not None else None
         text = self[layer] = f"{layer}={main.oid if main is not None else '-'}"
         return text
+
+
+_Memo = TypeVar("_Memo")
+
+
+def _longest(memo: Mapping[str, tuple[tuple[str, ...], _Memo]], keys: tuple[str, ...]) -> tuple[int, _Memo | None]:
+    """(i, value): the longest suffix `keys[i:]` (i >= 1) that `memo` holds, and its value; (len, None) if none.
+    An entry holds under a key the linearization it stands for: it counts only when that is `keys[i:]`."""
+    last = len(keys)
+    for i in range(1, last):
+        hit = memo.get(keys[i])
+        if hit is not None and len(hit[0]) == last - i and hit[0] == keys[i:]:
+            return i, hit[1]
+    return last, None
+
+
+def _remember(
+    memo: dict[str, tuple[tuple[str, ...], _Memo]], graph: Graph, keys: tuple[str, ...], i: int, value: _Memo
+) -> None:
+    """Memoize `value` for the suffix `keys[i:]` when it is the linearization of its first key (kept as the
+    graph's own tuple: nothing is copied)."""
+    own = graph.linearization(keys[i])
+    if own is not None and len(own) == len(keys) - i and own == keys[i:]:
+        memo[keys[i]] = (own, value)
+
+
+def _layer_keys(graph: Graph, todo: list[_Todo]) -> set[str]:
+    """Every layer of the nodes of `todo`: what their imports and parents reach, each key visited once (not a
+    union of their L, which along an import chain adds up to the square of its depth)."""
+    found: set[str] = set()
+    stack = [key for key, _, _, _ in todo]
+    while stack:
+        key = stack.pop()
+        if key not in found:
+            found.add(key)
+            stack += graph.imports(key)
+            above = parent(key)
+            if above is not None:
+                stack.append(above)
+    return found
 
 
 def _reached(graph: Graph, key: str) -> tuple[str, ...]:

@@ -379,9 +379,26 @@ def node_hash(snap: NodeSnapshot) -> str:
 
 
 def hash_content(config: Mapping[str, Any] | None, layers: Sequence[str], imports: Sequence[str]) -> str:
-    """`node_hash` of a node with this config, layers and imports."""
-    content = {"config": config, "layers": list(layers), "imports": list(imports)}
-    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
+    """`node_hash` of a node with this config, layers and imports: sha256 of the canonical JSON of
+    `{"config", "imports", "layers"}`. The lists of keys are joined in one piece, not encoded key by key (an
+    import chain gives each node thousands of layers)."""
+    digest = hashlib.sha256(b'{"config":%s,"imports":' % canonical_json(config).encode("utf-8"))
+    digest.update(_keys_json(imports))
+    digest.update(b',"layers":')
+    digest.update(_keys_json(layers))
+    digest.update(b"}")
+    return digest.hexdigest()
+
+
+def _keys_json(keys: Sequence[str]) -> bytes:
+    """`canonical_json(list(keys))` as UTF-8: keys need no escaping, so their JSON is their text joined."""
+    joined = '","'.join(keys).encode("utf-8")
+    if not keys or joined.count(b'"') != 2 * len(keys) - 2 or len(joined.translate(None, _ESCAPED)) != len(joined):
+        return canonical_json(list(keys)).encode("utf-8")  # empty, or characters JSON escapes
+    return b'["%s"]' % joined
+
+
+_ESCAPED = bytes(range(32)) + b"\\"  # what canonical JSON escapes in a string, besides '"'
 
 
 def canonical_json(value: Any) -> str:

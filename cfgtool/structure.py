@@ -40,7 +40,7 @@ from cfgtool.store.settings import SETTINGS_FILE
 from cfgtool.store.sources import Source
 
 T = TypeVar("T")
-FORMAT = 2  # the layout of an entry (2: what discovery found, not only the includes files)
+FORMAT = 3  # the layout of an entry (2: what discovery found; 3: an L(K) that is [K] + L(B) names B)
 KEEP = 8  # entries kept (one per store shape: a change to includes files or directories makes another)
 _HASHED = frozenset((*INCLUDES_FILES, SETTINGS_FILE))  # files whose content is part of the shape
 # the modules whose code decides what an entry holds: a change to any of them starts afresh
@@ -193,13 +193,25 @@ def _state(
     diagnostics: Sequence[Diagnostic],
 ) -> list[Any]:  # fmt: skip
     """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members,
-    failed, dynamic, diagnostics]: flat lists of indices, decoded in a few C-level passes."""
+    bases, failed, dynamic, diagnostics]: flat lists of indices, decoded in a few C-level passes. An L(K) that
+    is [K] + L(B) (a parent's, or an import's along a chain) is K alone and the index of B in bases (none: the
+    number of keys), so an import chain's entry grows linearly with its depth."""
     imports = [imp for chain in edges.values() for imp in chain]  # empty ones count: every line dropped
-    members = [index[m] for chain in lin.values() for m in chain]
+    shown: list[tuple[str, ...]] = []
+    bases: list[int] = []
+    for layers in lin.values():
+        below = lin.get(layers[1]) if len(layers) > 1 else None
+        if below is not None and len(below) == len(layers) - 1 and below == layers[1:]:
+            shown.append(layers[:1])
+            bases.append(index[layers[1]])
+        else:
+            shown.append(layers)
+            bases.append(len(index))
+    members = [index[m] for layers in shown for m in layers]
     return [
         [index[k] for k in edges], [len(chain) for chain in edges.values()],
         [index[imp.key] for imp in imports], [position[id(imp.line)] for imp in imports],
-        [index[k] for k in lin], [len(chain) for chain in lin.values()], members,
+        [index[k] for k in lin], [len(chain) for chain in shown], members, bases,
         sorted(index[k] for k in failed), sorted(index[k] for k in dynamic), [_diag(d) for d in diagnostics],
     ]  # fmt: skip
 
@@ -242,14 +254,30 @@ def _decode(data: Any) -> Structure:
 def _read_state(
     data: Any, keys: list[str], every: tuple[IncludeLine, ...], includes: Mapping[str, KnownIncludes]
 ) -> GraphState:
-    sources, counts, targets, lines, linked, sizes, members, failed, dynamic, diagnostics = data
+    sources, counts, targets, lines, linked, sizes, members, bases, failed, dynamic, diagnostics = data
     nodes, counts = _pick(keys, sources), _typed(counts, int)
     files = (includes[k][0].path if k in includes else "" for k in nodes)
     paths = list(chain.from_iterable(map(repeat, files, counts)))
     imports = tuple(_tuples(Import, _same_length((_pick(keys, targets), _pick(every, lines), paths))))
     edges = dict(zip(nodes, _split(imports, counts, "imports"), strict=True))
-    lin = dict(zip(_pick(keys, linked), _split(_pick(keys, members), sizes, "linearizations"), strict=True))
+    own = dict(zip(_pick(keys, linked), _split(_pick(keys, members), sizes, "linearizations"), strict=True))
+    lin = _joined(own, dict(zip(own, _pick((*keys, None), _typed(bases, int)), strict=True)))
     return GraphState(edges, lin, frozenset(_pick(keys, failed)), frozenset(_pick(keys, dynamic)), _diags(diagnostics))
+
+
+def _joined(own: dict[str, tuple[str, ...]], bases: Mapping[str, str | None]) -> dict[str, tuple[str, ...]]:
+    """Each L: its own members, then the L of its base (if any), bases first, in a loop (chains are deep)."""
+    lin: dict[str, tuple[str, ...]] = {}
+    for start in own:
+        path = [start]
+        while (base := bases[path[-1]]) is not None and base not in lin:
+            if base not in own or len(path) > len(own):
+                raise ValueError("linearizations: a base without an L, or a loop of bases")
+            path.append(base)
+        for key in reversed(path):
+            base = bases[key]
+            lin[key] = own[key] if base is None else own[key] + lin[base]
+    return lin
 
 
 def _tuples(kind: type[T], columns: Sequence[Sequence[Any]]) -> Iterator[T]:

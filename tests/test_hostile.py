@@ -192,9 +192,9 @@ def scaffold(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def new_store(scaffold: Path, tmp_path: Path) -> Callable[[dict[str, str]], Path]:
-    def make(files: dict[str, str]) -> Path:
-        root = tmp_path / "repo"
+def new_store(scaffold: Path, tmp_path: Path) -> Callable[..., Path]:
+    def make(files: dict[str, str], name: str = "repo") -> Path:
+        root = tmp_path / name
         shutil.copytree(scaffold, root, symlinks=True)
         for rel, text in files.items():
             path = root / "store" / rel
@@ -240,6 +240,18 @@ def test_store_import_chain(command: str, new_store: Callable[[dict[str, str]], 
     root = new_store(gen.store_import_chain(1_000))
     args = {"compile": ("compile",), "get": ("get", "/data/orders"), "explain": ("explain", "/data/orders", "chain0")}
     assert_bounded(run_store(root, *args[command]))
+
+
+def test_store_import_chain_is_linear(new_store: Callable[[dict[str, str]], Path]) -> None:
+    """Nodes each importing the one before: four times the depth must not take sixteen times as long (each node
+    merged its whole L again, and the builder's memo hashed every suffix of it: cubic)."""
+    small = run_store(new_store(gen.store_chain(300, "short"), "short"), "compile")
+    large = run_store(new_store(gen.store_chain(1_200, "long"), "long"), "compile")
+    assert_bounded(small)
+    assert_bounded(large)
+    baseline = 1.0  # the interpreter's start-up and the scaffold's own nodes, the same in both
+    ratio = (large.cpu - baseline) / max(small.cpu - baseline, 0.1)
+    assert ratio < 8, f"4x the depth took {ratio:.0f}x the time: not linear\n{small.summary()}\n{large.summary()}"
 
 
 @pytest.mark.parametrize("case", ["big_int", "spaces_backslash", "string_bomb", "append_repeated"])

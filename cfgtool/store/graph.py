@@ -110,6 +110,7 @@ class Graph(StoreQueries):
         self.failed: frozenset[str] = frozenset() if acyclic else frozenset(self._find_cycles())
         self._lin: dict[str, tuple[str, ...]] = {}
         self._reach: dict[str, dict[str, Reach]] = {}
+        self._vars: dict[str, frozenset[str]] = {}
         if base is None:
             for key in self.nodes:
                 if key not in self.failed:
@@ -150,6 +151,7 @@ class Graph(StoreQueries):
         graph.failed = state.failed
         graph._lin = dict(state.lin)
         graph._reach = {}
+        graph._vars = {}
         return graph
 
     def _lin_of(self, key: str) -> tuple[str, ...] | None:
@@ -335,9 +337,16 @@ class Graph(StoreQueries):
                 stack.extend(pending)
                 continue
             stack.pop()
+            segments = [lin[target] for target, _ in self._last_first(key)]  # L(P), L(I1), ..., L(In)
+            top = segments[-1] if segments else ()
+            if all(len(s) <= len(top) and top[len(top) - len(s) :] == s for s in segments[:-1]):
+                # every other segment ends L(In) (a parent's L, or the root's along a chain): removing duplicates
+                # keeps L(In) as it is, so no pass over it is needed
+                lin[key] = (key, *top)
+                continue
             seq: list[str] = []
-            for target, _ in self._last_first(key):
-                seq += reversed(lin[target])
+            for segment in segments:
+                seq += reversed(segment)
             # seq is the concatenation reversed: its first occurrences are the last ones of the original
             lin[key] = (key, *reversed(dict.fromkeys(seq)))
 
@@ -414,13 +423,28 @@ class Graph(StoreQueries):
         return (Layer(key, _SELF), Layer(nearest, Reach("ancestor", key)), *base[1:])
 
     def variables_of(self, key: str) -> frozenset[str]:
-        """Variables used by the includes of the layers of L(key) under this assignment."""
-        out: set[str] = set()
-        for member in self.linearization(key) or ():
-            node = self.nodes.get(member)
-            if node is not None and node.includes is not None:
-                out |= variables_used(node.includes.lines)
-        return frozenset(out)
+        """Variables used by the includes of the layers of L(key) under this assignment: those of the node's own
+        includes and of what it links to, bottom-up and memoized (not a walk over L(K) for every key: an import
+        chain makes those walks quadratic)."""
+        nearest = self.nearest_node(key)
+        if self._lin_of(nearest) is None:
+            return frozenset()
+        memo = self._vars
+        stack = [nearest]
+        while stack:
+            member = stack[-1]
+            if member in memo:
+                stack.pop()
+                continue
+            pending = [t for t, _ in self._out[member] if t not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            includes = self.nodes[member].includes
+            own = variables_used(includes.lines) if includes is not None else frozenset()
+            memo[member] = own.union(*(memo[t] for t, _ in self._out[member]))
+        return memo[nearest]
 
     # ---------------------------------------------------------------------------------------------- StoreQueries
 

@@ -279,6 +279,17 @@ def store_import_chain(depth: int = 1_000) -> dict[str, str]:
     return files
 
 
+def store_chain(depth: int, name: str = "link") -> dict[str, str]:
+    """Tags /tags/NAME/nI, each setting `link = I` and importing nI-1: the input grows linearly with `depth`,
+    and so does the output (every L(K) holds the nodes before it, but the config is one value)."""
+    files: dict[str, str] = {}
+    for i in range(depth):
+        files[f"tags/{name}/n{i}/main.conf"] = f"link = {i}\n" + ("copy = ${link}\n" if i % 10 == 0 else "")
+        if i:
+            files[f"tags/{name}/n{i}/includes"] = f"/tags/{name}/n{i - 1}\n"
+    return files
+
+
 def store_many_imports(count: int = 2_000) -> dict[str, str]:
     """One dataset importing `count` tags (wide rather than deep)."""
     files: dict[str, str] = {f"tags/wide/t{i}/main.conf": f"w{i} = {i}\n" for i in range(count)}

@@ -1,0 +1,155 @@
+"""Compile time and memory of import chains: a store whose nodes each import the previous one.
+
+Usage:
+    python benchmarks/chain_bench.py                          # chains of 1,200, 4,800 and 19,200, median of 5
+    python benchmarks/chain_bench.py --depths 1200 --repeat 3 --old /tmp/old-checkout
+
+Node `/nNNNNN` sets `a = N` (and `b = ${a}` every tenth node) and imports the node before it, so its L has
+every earlier node: the input grows linearly with the depth, and so must the compile. Each run compiles the
+git commit in a fresh Python process with empty caches, without validation (parse, link, resolve, digest),
+and prints the time inside the process, the time of `Graph` alone (linearization) and the peak RSS.
+
+With `--old DIR` (a checkout of older code) the same runs are made with PYTHONPATH=DIR, alternating with the
+new code, for the depths up to `--old-max` (older code was cubic: 4,800 took minutes on a fast machine).
+Both must give the same digest. The script first prints the time of a pure-Python loop
+(`for i in range(10_000_000): s += i`, median of 3), to compare machines.
+
+Target: the chain of 1,200 in at most 1 s where that loop takes 0.5 s (scale by the loop's time here), and
+each depth about 4 times the time of the one 4 times shorter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_S = 1.0  # the chain of 1,200, where the loop takes REFERENCE_LOOP_S
+REFERENCE_LOOP_S = 0.5
+
+_MEASURE = """
+import json, resource, sys, time
+from pathlib import Path
+from cfgtool.compile import compile_store
+from cfgtool.store.graph import Graph
+from cfgtool.store.nodes import discover
+from cfgtool.store.sources import open_source
+repo = Path(sys.argv[1])
+t0 = time.perf_counter()
+result = compile_store(repo, "store", "HEAD", validate=False)
+digest = result.snapshot.digest
+elapsed = time.perf_counter() - t0
+store = discover(open_source(repo, "store", "HEAD"))
+t1 = time.perf_counter()
+Graph(store)
+graph_s = time.perf_counter() - t1
+peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "graph_s": graph_s, "errors": result.errors, "digest": digest,
+                  "peak_mb": peak_mb, "worker_mb": worker_mb}))
+"""
+
+
+def python_loop() -> float:
+    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(10_000_000):
+            s += i
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def make_chain(out: Path, depth: int) -> None:
+    """A git repository at `out` whose store is a chain of `depth` nodes, each importing the one before."""
+    store = out / "store"
+    store.mkdir(parents=True)
+    (store / "_CONFIG_STORE").write_text("")
+    for i in range(depth):
+        node = store / f"n{i:05d}"
+        node.mkdir()
+        (node / "main.conf").write_text(f"a = {i}\n" + ("b = ${a}\n" if i % 10 == 0 else ""))
+        if i:
+            (node / "includes").write_text(f"/n{i - 1:05d}\n")
+    env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    git = ["git", "-C", str(out), "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", f"chain of {depth}"], check=True, env=env)
+
+
+def measure(repo: Path, code: Path, timeout: float) -> dict[str, float | str] | None:
+    """One compile of `repo` by the code at `code`, in a fresh process with empty caches (None: timed out)."""
+    with tempfile.TemporaryDirectory(prefix="chain-cache-") as cache:
+        env = {**os.environ, "CFGTOOL_CACHE_DIR": cache, "PYTHONPATH": str(code)}
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", _MEASURE, str(repo)],
+                check=True, capture_output=True, text=True, env=env, timeout=timeout,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return None
+    result: dict[str, float | str] = json.loads(out.stdout)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--depths", type=int, nargs="+", default=[1200, 4800, 19200])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per depth and code (median)")
+    parser.add_argument("--old", type=Path, help="a checkout of older code to measure side by side")
+    parser.add_argument("--old-max", type=int, default=1200, help="deepest chain the old code compiles")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds before one run is given up")
+    args = parser.parse_args()
+
+    loop = python_loop()
+    scale = max(1.0, loop / REFERENCE_LOOP_S)
+    print(f"python loop (10M additions, median of 3): {loop:.2f} s; {load()}")
+    print(f"target: chain of 1,200 <= {TARGET_S * scale:.1f} s here ({TARGET_S} s where the loop takes 0.5 s)")
+    codes = [("new", ROOT)] + ([("old", args.old.resolve())] if args.old else [])
+    with tempfile.TemporaryDirectory(prefix="chain-bench-") as tmp:
+        for depth in args.depths:
+            repo = Path(tmp) / f"chain{depth}"
+            make_chain(repo, depth)
+            runs: dict[str, list[dict[str, float | str]]] = {name: [] for name, _ in codes}
+            for _ in range(args.repeat):
+                for name, code in codes:  # alternating, so both see the same load
+                    if name == "old" and depth > args.old_max:
+                        continue
+                    found = measure(repo, code, args.timeout)
+                    if found is not None:
+                        runs[name].append(found)
+            for name, got in runs.items():
+                if not got:
+                    continue
+                seconds = statistics.median(float(r["seconds"]) for r in got)
+                graph_s = statistics.median(float(r["graph_s"]) for r in got)
+                peak = statistics.median(float(r["peak_mb"]) for r in got)
+                worker = max(float(r["worker_mb"]) for r in got)
+                digests = sorted({str(r["digest"]) for r in got})
+                print(
+                    f"depth {depth:>6,} {name}: compile {seconds:7.2f} s (median of {len(got)}), "
+                    f"graph {graph_s:6.2f} s, peak RSS {peak:6.0f} MB (children {worker:.0f} MB), "
+                    f"digest {digests[0][:19]}{'' if len(digests) == 1 else ' DIGESTS DIFFER'}; {load()}"
+                )
+            if len(runs) == 2 and runs["old"] and runs["new"] and runs["old"][0]["digest"] != runs["new"][0]["digest"]:
+                print(f"depth {depth:,}: the old and new code give different digests")
+    print(f"python loop again: {python_loop():.2f} s; {load()}")
+
+
+if __name__ == "__main__":
+    main()
