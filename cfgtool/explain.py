@@ -10,8 +10,11 @@ from typing import Any
 from cfgtool.hidden import HIDDEN
 from cfgtool.hocon import Origin, split_path
 from cfgtool.hocon.resolver import render_path
+from cfgtool.layers import intrinsic_of, intrinsic_value
 from cfgtool.plain import MISSING, value_at
 from cfgtool.snapshot import Snapshot
+
+INTRINSIC_FILE = "(intrinsic)"  # the "file" of a source that is an intrinsic value in JSON: no file sets it
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,20 @@ class Explanation:
         setters = [lv for lv in self.layers if lv.text is not None]
         return tuple(setters[1:])
 
+    def intrinsic(self, origin: Origin) -> tuple[str, str | None] | None:
+        """(name, value) when `origin` is an intrinsic's (`cfgtool.name`: the key's last segment) rather than
+        an assignment's."""
+        name = intrinsic_of(origin)
+        return None if name is None else (name, intrinsic_value(name, self.key))
+
     def to_json(self) -> dict[str, Any]:
         def org(o: Origin | None) -> dict[str, Any] | None:
-            return None if o is None else {"file": o.file, "line": o.line, "col": o.col}
+            if o is None:
+                return None
+            intrinsic = self.intrinsic(o)
+            if intrinsic is not None:  # the same fields as an origin, and which intrinsic it is
+                return {"file": INTRINSIC_FILE, "line": 0, "col": 0, "intrinsic": intrinsic[0], "value": intrinsic[1]}
+            return {"file": o.file, "line": o.line, "col": o.col}
 
         return {
             "key": self.key,
@@ -75,7 +89,12 @@ class Explanation:
             if self.origin is not None:
                 lines.append(f"  set at {self.origin}")
             for src in self.sources:
-                lines.append(f"  built from {src}")
+                intrinsic = self.intrinsic(src)
+                if intrinsic is None:
+                    lines.append(f"  built from {src}")
+                else:
+                    name, value = intrinsic
+                    lines.append(f"  built from {name} = {json.dumps(value, ensure_ascii=False)} (intrinsic)")
         setters = [lv for lv in self.layers if lv.text is not None]
         if setters:
             lines.append("  assignments, highest priority first:")

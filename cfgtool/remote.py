@@ -53,6 +53,7 @@ from cfgtool.client import ConfigClient, StoreNotFound, compact_json
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.explain import Explanation, LayerValue
 from cfgtool.hocon import Origin
+from cfgtool.layers import intrinsic_origin
 from cfgtool.snapshot import KeyNotFound, Lookup, write_atomic_bytes
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.versions import VersionNotFound
@@ -669,7 +670,11 @@ def _explanation(body: Mapping[str, Any]) -> Explanation:
     """An Explanation from its JSON form (`Explanation.to_json`)."""
 
     def origin(o: Any) -> Origin | None:
-        return Origin(str(o["file"]), int(o["line"]), int(o["col"])) if isinstance(o, dict) else None
+        if not isinstance(o, dict):
+            return None
+        if "intrinsic" in o:  # a value built from `${cfgtool.name}`: no file
+            return intrinsic_origin(str(o["intrinsic"]))
+        return Origin(str(o["file"]), int(o["line"]), int(o["col"]))
 
     layers = tuple(
         LayerValue(str(lv["layer"]), str(lv.get("reached", "")), lv.get("value"), origin(lv.get("origin")))

@@ -98,6 +98,8 @@ class Visibility:
         def origin(o: dict[str, Any] | None) -> dict[str, Any] | None:
             if o is None:
                 return None
+            if "intrinsic" in o:  # `${cfgtool.name}`: the key's own name, no file
+                return o
             folder = str(o["file"]).rsplit("/", 1)[0] if "/" in str(o["file"]) else ""
             return o if folder in shown else None
 

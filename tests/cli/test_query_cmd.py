@@ -219,6 +219,20 @@ def test_explain_key_without_node(run_cfgtool: Run, shop: GitRepo) -> None:
     assert text.startswith("/data/returns name  (no node: read from /data)\n")
 
 
+def test_explain_names_the_intrinsics_a_value_was_built_from(run_cfgtool: Run, shop: GitRepo) -> None:
+    """`${cfgtool.name}` and `${cfgtool.key}` are not in any file: explain names them and their values."""
+    text = ok(run_cfgtool("explain", "/data/orders", "name", cwd=shop.root))
+    assert '  built from cfgtool.name = "orders" (intrinsic)\n' in text
+    assert "<extra>" not in text
+    text = ok(run_cfgtool("explain", "/data/returns", "urn", cwd=shop.root))  # no node: the key's own values
+    assert '  built from cfgtool.key = "/data/returns" (intrinsic)\n' in text
+    doc = as_json(run_cfgtool("explain", "/data/orders", "urn", "-f", "json", cwd=shop.root))
+    assert doc["sources"] == [  # `"urn:shop:"${cfgtool.key}`: the string, then the intrinsic
+        {"file": "store/main.conf", "line": 1, "col": 7},
+        {"file": "(intrinsic)", "line": 0, "col": 0, "intrinsic": "cfgtool.key", "value": "/data/orders"},
+    ]
+
+
 def test_explain_unset_path_exits_1_and_still_shows_the_layers(run_cfgtool: Run, shop: GitRepo) -> None:
     proc = run_cfgtool("explain", "/data/orders", "nope", cwd=shop.root)
     assert proc.returncode == 1
