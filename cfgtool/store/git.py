@@ -300,11 +300,32 @@ def cat_blobs(root: Path, oids: Iterable[str]) -> dict[str, bytes]:
 
 def ls_files(root: Path, directory: str) -> list[str]:
     """Work-tree files under `directory` that git would commit: tracked plus untracked, minus ignored."""
-    args = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    return list(ls_files_tracked(root, directory))
+
+
+def ls_files_tracked(root: Path, directory: str) -> dict[str, bool]:
+    """`ls_files`, each path with whether git tracks it (False: untracked, not ignored)."""
+    args = ["ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard"]
     if directory:
         args += ["--", directory + "/"]
     out = run_git(root, *args).stdout
-    return list(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p))
+    found: dict[str, bool] = {}
+    for record in out.split(b"\0"):
+        if record:  # "<tag> <path>": '?' for an untracked file
+            path = record[2:].decode("utf-8", "surrogateescape")
+            found[path] = found.get(path, False) or record[:1] != b"?"
+    return found
+
+
+def differs_from_head(root: Path, directory: str) -> bool:
+    """Whether the content of tracked files under `directory` ('' = everything) in the work tree differs from
+    HEAD (staged or not); untracked files are not looked at. Cheaper than `is_dirty`: git stops at the first
+    difference and walks no directory for untracked files."""
+    args = ["diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules", "HEAD"]
+    proc = run_git(root, *args, *(["--", directory + "/"] if directory else []), check=False)
+    if proc.returncode not in (0, 1):
+        raise GitError(f"git diff failed in {root}: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.returncode == 1
 
 
 def listed(root: Path, paths: Sequence[str]) -> list[str]:

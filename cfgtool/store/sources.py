@@ -198,6 +198,7 @@ class WorkTreeSource(Source):
         self._stats: dict[str, os.stat_result] = {}  # lstat of each listed file, as listed
         self._promised: dict[str, str] = {}  # blob ids answered from the stat cache: what a read must find
         self.stat_cache: StatCache | None = None  # once listed
+        self._untracked: bool | None = None  # once listed: whether untracked files are among the listed ones
         if listed:
             self.files()
 
@@ -210,7 +211,9 @@ class WorkTreeSource(Source):
         if self._files is None:
             stats: dict[str, os.stat_result] = {}
             unsafe: set[str] = set()
-            for p in git.ls_files(self.repo_root, self.store):
+            listed = git.ls_files_tracked(self.repo_root, self.store)
+            self._untracked = not all(listed.values())
+            for p in listed:
                 link, info = self._links.inspect(p)
                 if link is not None:
                     unsafe.add(link)
@@ -270,8 +273,13 @@ class WorkTreeSource(Source):
 
     @cached_property
     def dirty(self) -> bool:
-        """Whether the store differs from HEAD (staged, modified, untracked files); True with no commit."""
-        return self.commit is None or git.is_dirty(self.repo_root, self.store)
+        """Whether the store's content differs from HEAD (modified, added, deleted or untracked files); True with
+        no commit. A listed store already knows its untracked files: git only compares the tracked ones."""
+        if self.commit is None:
+            return True
+        if self._untracked is None:
+            return git.is_dirty(self.repo_root, self.store)
+        return self._untracked or git.differs_from_head(self.repo_root, self.store)
 
 
 class Containment:

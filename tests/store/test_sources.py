@@ -80,6 +80,36 @@ def test_worktree_source_includes_uncommitted_and_untracked_but_not_ignored(stor
     assert source.describe() == "the working tree"
 
 
+@pytest.mark.parametrize(
+    ("change", "dirty"),
+    [
+        ({}, False),
+        ({"new/main.conf": "n = 1\n"}, True),  # untracked
+        ({"junk.tmp": "x"}, False),  # ignored
+        ({"main.conf": "changed = 1\n"}, True),
+        ({"main.conf": None}, True),  # deleted
+    ],
+)
+def test_worktree_source_dirty_is_any_difference_from_head(
+    store_repo: GitRepo, change: dict[str, str | None], dirty: bool
+) -> None:
+    store_repo.write(FILES, under="store/")
+    store_repo.write({".gitignore": "*.tmp\n", "outside.conf": "x = 1\n"})
+    store_repo.commit()
+    store_repo.write({"outside.conf": "x = 2\n"})  # outside the store: not its business
+    store_repo.write(change, under="store/")
+    assert WorkTreeSource(store_repo.root).dirty is dirty
+    assert WorkTreeSource(store_repo.root, listed=False).dirty is dirty  # asked before a listing: git status
+
+
+def test_worktree_source_a_staged_change_is_dirty(store_repo: GitRepo) -> None:
+    store_repo.write(FILES, under="store/")
+    store_repo.commit()
+    store_repo.write({"main.conf": "staged = 1\n"}, under="store/")
+    store_repo.git("add", "store/main.conf")
+    assert WorkTreeSource(store_repo.root).dirty is True
+
+
 def test_worktree_source_before_first_commit_is_dirty(store_repo: GitRepo) -> None:
     source = WorkTreeSource(store_repo.root)
     assert source.commit is None
