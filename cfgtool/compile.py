@@ -296,6 +296,7 @@ def _compile(
         texts=source.texts(builder.texts_paths()),
         rules=(own or rules).files(),  # the source's own rules, also when checked with a base's
     )
+    source.flush()
     stats = {**builder.stats, "graphs_reused": int(known is not None)}
     result = CompileResult(
         snapshot, tuple(dict.fromkeys(diags)), store, rules, tuple(checked), stats, dict(builder.included)

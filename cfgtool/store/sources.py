@@ -84,6 +84,10 @@ class Source(ABC):
             self._cache.update(found)
         return {p: self._cache[p] for p in wanted if p in self._cache}
 
+    @abstractmethod
+    def flush(self) -> None:
+        """Write what this source learned about its files for the next one (a compile calls it once)."""
+
     def read(self, path: str) -> Blob | None:
         """One file (cached), None when it does not exist. Prefer `load` for many files."""
         return self.load([path]).get(path)
@@ -245,9 +249,12 @@ class WorkTreeSource(Source):
                 missing.append(p)
         for p, blob in self.load(missing).items():
             out[p] = blob.oid
-        if self.stat_cache.pending:
-            self.stat_cache.save(self._files or ())
         return out
+
+    def flush(self) -> None:
+        """Write the stat cache, when this source's answers changed it."""
+        if self.stat_cache is not None:
+            self.stat_cache.save()
 
     def _read(self, paths: list[str]) -> dict[str, Blob]:
         out: dict[str, Blob] = {}
@@ -363,6 +370,9 @@ class GitSource(Source):
     @property
     def dirty(self) -> bool:
         return False
+
+    def flush(self) -> None:
+        """Nothing to keep: a ref's blob ids come from git."""
 
 
 class _Texts(Mapping[str, str]):

@@ -25,7 +25,6 @@ import hashlib
 import os
 import tempfile
 import zlib
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +42,8 @@ FINE_MARGIN_NS = 100_000_000
 # What a damaged or foreign cache file raises as it is decoded: all of it is a miss.
 _DAMAGED = (ValueError, TypeError, IndexError, KeyError, OverflowError, msgpack.UnpackException)
 
-Signature = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
 
-
-def signature(info: os.stat_result) -> Signature:
+def signature(info: os.stat_result) -> tuple[int, int, int, int, int]:
     """What an entry must match: the file's size, mtime, ctime, inode and device."""
     return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
 
@@ -59,7 +56,11 @@ def settled(mtime_ns: int, ctime_ns: int, at: int) -> bool:
 
 
 class StatCache:
-    """Blob ids of one working tree's files by their `lstat` signature; see the module docstring."""
+    """Blob ids of one working tree's files by their `lstat` signature; see the module docstring.
+
+    Entries are stored as `{path: [size, mtime_ns, ctime_ns, inode, device, blob id]}` and each is checked when
+    asked for (a store may have 200,000 files). `save` writes the entries this process found or made: those of
+    the files a compile asked for, so the entries of deleted files go."""
 
     def __init__(self, root: Path, store: str, directory: Path | None = None) -> None:
         """The cache of the store directory `store` (repo-relative) of the working tree at `root`, kept in
@@ -69,36 +70,43 @@ class StatCache:
         self.directory = directory if directory is not None else cache_root() / f"stat-v{FORMAT}"
         name = hashlib.sha256(f"{self.root}\0{store}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
         self.path = self.directory / f"{name}.msgpack"
-        self._entries: dict[str, tuple[Signature, str]] | None = None  # as read: trusted ones only
-        self._new: dict[str, tuple[Signature, str]] = {}  # read and hashed by this process, not racy
+        self._stored: dict[str, Any] | None = None  # the file's entries as read, unchecked (None: not read yet)
+        self._written = 0  # when the file was written (its mtime)
+        self._kept: dict[str, list[Any]] = {}  # entries checked and found good, or made, by this process
+        self._changed = False  # whether `_kept` holds entries the file lacks
 
     def get(self, path: str, info: os.stat_result) -> str | None:
         """The blob id of `path` when the cache knows its content for this `lstat` result, else None."""
-        entries = self._entries if self._entries is not None else self._load()
-        entry = self._new.get(path) or entries.get(path)
-        if entry is None or entry[0] != signature(info):
+        entry = self._kept.get(path)
+        if entry is None:
+            stored = self._stored if self._stored is not None else self._load()
+            entry = stored.get(path)
+            if type(entry) is not list or len(entry) != 6 or type(entry[5]) is not str or len(entry[5]) != 40:
+                return None  # none, or not an entry
+            if not settled(entry[1], entry[2], self._written):
+                return None  # racily clean when the file was written: its content may have changed since
+        if entry[:5] != [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]:
             return None
-        return entry[1]
+        self._kept[path] = entry
+        oid: str = entry[5]
+        return oid
 
     def put(self, path: str, info: os.stat_result, oid: str, read_at: int) -> None:
         """Record that `path`, as `info` described it, held content with blob id `oid` when it was read after
         `read_at` (`time.time_ns()` before the read); a racily clean file is not recorded."""
         if settled(info.st_mtime_ns, info.st_ctime_ns, read_at):
-            self._new[path] = (signature(info), oid)
+            self._kept[path] = [*signature(info), oid]
+        else:
+            self._kept.pop(path, None)
+        self._changed = True
 
-    @property
-    def pending(self) -> int:
-        """Entries recorded since the cache was last written."""
-        return len(self._new)
-
-    def save(self, listed: Iterable[str]) -> None:
-        """Write the cache: the new entries and the old ones, for the paths among `listed` (the working tree's
-        files now: entries of files that are gone are dropped). A cache that cannot be written is skipped."""
-        entries = self._entries if self._entries is not None else self._load()
-        kept = {p: e for p in listed if (e := self._new.get(p) or entries.get(p)) is not None}
-        paths = list(kept)
-        columns = [[e[0][i] for e in kept.values()] for i in range(5)]
-        payload = _pack([self.root, self.store, paths, *columns, [e[1] for e in kept.values()]])
+    def save(self) -> None:
+        """Write the entries this process checked or made, when they are not what the file holds. A cache that
+        cannot be written is skipped."""
+        stored = self._stored if self._stored is not None else self._load()
+        if not self._changed and len(self._kept) == len(stored):
+            return
+        payload = _pack([self.root, self.store, self._kept])
         try:
             private_dir(self.directory)
             fd, tmp = tempfile.mkstemp(prefix=".stat.", dir=self.directory)
@@ -111,43 +119,24 @@ class StatCache:
                 raise
         except OSError:
             return
-        self._entries, self._new = kept, {}
+        self._changed = False
 
-    def _load(self) -> dict[str, tuple[Signature, str]]:
-        """The entries of the cache file that can be trusted: none when it is missing, damaged or foreign."""
-        self._entries = {}
+    def _load(self) -> dict[str, Any]:
+        """The file's entries, unchecked (`get` checks each): none when it is missing, damaged or foreign."""
+        self._stored = {}
         try:
             with open(self.path, "rb") as handle:
                 written = os.fstat(handle.fileno()).st_mtime_ns
                 data = handle.read()
             magic, version, crc, payload = msgpack.unpackb(data, raw=False)
             if magic != MAGIC or version != FORMAT or type(payload) is not bytes or zlib.crc32(payload) != crc:
-                return self._entries
-            root, store, paths, *columns, oids = msgpack.unpackb(payload, raw=False)
-            if root != self.root or store != self.store:
-                return self._entries  # another tree's file (a hash collision, or planted)
-            self._entries = _entries(paths, columns, oids, written)
+                return self._stored
+            root, store, entries = msgpack.unpackb(payload, raw=False)
+            if root == self.root and store == self.store and type(entries) is dict:  # not another tree's
+                self._stored, self._written = entries, written
         except (OSError, *_DAMAGED):
             pass
-        return self._entries
-
-
-def _entries(paths: Any, columns: Any, oids: Any, written: int) -> dict[str, tuple[Signature, str]]:
-    """The decoded entries whose file had settled when the cache was `written` (git's racy rule against the
-    cache file's write time); ValueError when the columns are not what `save` writes."""
-    if len(columns) != 5 or not all(type(c) is list and len(c) == len(paths) for c in (*columns, oids)):
-        raise ValueError("columns of different lengths")
-    if type(paths) is not list or not set(map(type, paths)) <= {str} or not set(map(type, oids)) <= {str}:
-        raise ValueError("not paths and blob ids")
-    if not all(set(map(type, c)) <= {int} for c in columns) or not all(len(o) == 40 for o in oids):
-        raise ValueError("not stat signatures and blob ids")
-    _, mtimes, ctimes, _, _ = columns
-    signatures = zip(*columns, strict=True)
-    return {
-        p: (s, o)
-        for p, s, o, m, c in zip(paths, signatures, oids, mtimes, ctimes, strict=True)
-        if settled(m, c, written)
-    }
+        return self._stored
 
 
 def _pack(value: Any) -> bytes:
