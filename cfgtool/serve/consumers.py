@@ -21,7 +21,10 @@ import re
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
+
+from cfgtool.snapshot import canonical_json
 
 MAX_INSTANCES = 100_000
 FORGET_AFTER = 24 * 3600.0
@@ -42,6 +45,13 @@ class Instance:
     last_contact: float
     reported: bool = False
     last_check: dict[str, Any] | None = None  # {"version", "ok", "message", "at"}
+    json: str | None = None  # `to_json()` as canonical JSON, built when listed and dropped by any change
+
+    def fragment(self) -> str:
+        """Its canonical JSON, built once per change (a listing of thousands mostly joins kept strings)."""
+        if self.json is None:
+            self.json = canonical_json(self.to_json())
+        return self.json
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +67,11 @@ class Instance:
 
 
 def _iso(t: float) -> str:
+    return _second(int(t))
+
+
+@lru_cache(maxsize=4096)
+def _second(t: int) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
@@ -88,7 +103,7 @@ class Consumers:
             self._forget(now)
         else:
             self._items.move_to_end(key)
-            found.kind, found.address, found.last_contact = kind, address, now
+            found.kind, found.address, found.last_contact, found.json = kind, address, now, None
             if version is not None and not found.reported:
                 found.version = version
         return found
@@ -130,14 +145,13 @@ class Consumers:
         """How many instances run each version (those with no known version are not counted)."""
         return Counter(i.version for i in self.instances(now) if i.version is not None)
 
-    def listing(self, now: float) -> dict[str, Any]:
-        """`GET /v1/{store}/consumers`: `{"instances": [...], "by_version": {"N": count}}`."""
+    def listing(self, now: float) -> bytes:
+        """`GET /v1/{store}/consumers` as canonical JSON: `{"by_version": {"N": count}, "instances": [...]}`."""
         found = self.instances(now)
         counts = Counter(i.version for i in found if i.version is not None)
-        return {
-            "instances": [i.to_json() for i in found],
-            "by_version": {str(n): counts[n] for n in sorted(counts)},
-        }
+        by_version = canonical_json({str(n): counts[n] for n in counts})
+        instances = ",".join([i.fragment() for i in found])
+        return f'{{"by_version":{by_version},"instances":[{instances}]}}'.encode()
 
 
 __all__ = ["FORGET_AFTER", "INSTANCE", "MAX_INSTANCES", "Consumers", "Instance", "kind_of"]

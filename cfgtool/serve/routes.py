@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.serve.answers import Answer, answer, error, etag_matches
+from cfgtool.serve.answers import Answer, answer, error, etag_matches, prebuilt
 from cfgtool.serve.consumers import INSTANCE, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
@@ -134,7 +134,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         state, view = api.store(request.path_params["store"], who)
         api.describe_store(state, view, who, host(request))
         listing = service.consumers[state.name].listing(time.time())
-        return _response(answer(listing), {"cache-control": "no-store"})
+        return _response(prebuilt(listing), {"cache-control": "no-store"})
 
     async def report(request: Request) -> Response:
         """An instance's report of the version it applied and of its last attempt (`describe` on the store)."""
