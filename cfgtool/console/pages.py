@@ -435,7 +435,8 @@ async def history(ctx: Context) -> Response:
             if Visibility(judges, ctx.who, ctx.host, ctx.seen.nearest).verdict(key, "read") != 200:
                 continue
         events.append({"event": event, "version": view.versions.get(event.version)})
-    return ctx.render("history.html", key=key, value_path=path, events=events)
+    shown = events[:TIMELINE_SHOWN]
+    return ctx.render("history.html", key=key, value_path=path, events=shown, more=len(events) - len(shown))
 
 
 async def search(ctx: Context) -> Response:
