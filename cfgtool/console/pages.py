@@ -329,7 +329,7 @@ async def tree(ctx: Context) -> Response:
     children = trees.children(index, loaded, key, ctx.seen, ctx.request.query_params.get("after"))
     if ctx.fragment:
         return ctx.render("tree_children.html", parent=key, children=children)
-    config = _config(ctx, key) if ctx.seen.verdict(key, "read") == 200 else None
+    config = await _config(ctx, key) if ctx.seen.verdict(key, "read") == 200 else None
     return ctx.render(
         "tree.html",
         key=key,
@@ -346,7 +346,7 @@ async def key_page(ctx: Context) -> Response:
     tags, imports and imported-by (and a graph of them), and the datasets of a tag."""
     loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
     _require(ctx, key, "read")
-    config = _config(ctx, key)
+    config = await _config(ctx, key)
     exists = key in loaded.nodes
     found = await asyncio.to_thread(_neighbours, ctx, key, exists)  # one hop off the event loop for all of them
     return ctx.render(
@@ -497,11 +497,13 @@ def _require(ctx: Context, key: str, operation: str) -> None:
         raise Denied(error(403, "forbidden", f"{ctx.who} may not {operation} {key}"))
 
 
-def _config(ctx: Context, key: str) -> Any:
-    """The resolved config of `key` (secrets `[hidden]`), as the key's JSON answer holds it."""
+async def _config(ctx: Context, key: str) -> Any:
+    """The resolved config of `key` (secrets `[hidden]`), as the key's JSON answer holds it (read off the event
+    loop when it needs the whole snapshot, as the API reads it)."""
     loaded = _loaded(ctx)
     try:
-        body = loaded.key_answer(key).body
+        found = await asyncio.to_thread(loaded.key_answer, key) if loaded.slow(key) else loaded.key_answer(key)
+        body = found.body
     except CfgtoolError as exc:
         raise Denied(error(409, "unresolved", exc.message)) from exc
     return json.loads(body)["config"]
