@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -48,6 +49,7 @@ SECURITY_HEADERS = {
 }
 TIMELINE_SHOWN = 200  # events on the timeline page (the newest; how many older ones there are is said)
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
+CONSUMERS_SHOWN = 500  # instances listed (most recently heard first); the rest counted
 LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
 MAX_BODY = 4096  # bytes of a sign-in form read at most
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
@@ -448,9 +450,20 @@ async def search(ctx: Context) -> Response:
 
 
 async def consumers(ctx: Context) -> Response:
-    """`/ui/{store}/consumers`: which instances read which version (what it will show, until the server keeps
-    its consumers)."""
-    return ctx.render("consumers.html")
+    """`/ui/{store}/consumers`: which instances read which version, as this server heard them (what
+    `/v1/{store}/consumers` answers, to the same principals: those that may describe the store)."""
+    assert ctx.state is not None
+    listing = ctx.console.service.consumers[ctx.state.name].listing(time.time())
+    instances = listing["instances"]
+    by_version = [(int(n), count) for n, count in listing["by_version"].items()]
+    return ctx.render(
+        "consumers.html",
+        instances=instances[:CONSUMERS_SHOWN],
+        more=len(instances) - CONSUMERS_SHOWN if len(instances) > CONSUMERS_SHOWN else 0,
+        by_version=sorted(by_version, reverse=True),
+        total=len(instances),
+        widest=max((count for _, count in by_version), default=0),
+    )
 
 
 async def switch(ctx: Context) -> Response:

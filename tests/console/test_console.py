@@ -227,3 +227,16 @@ def test_a_large_level_of_the_tree_comes_a_page_at_a_time(tmp_path: Path, make_c
     assert more == [f"/ui/wide/v/1/tree/data?after=/data/d{PAGE - 1:04d}"]
     rest = Page(client.get(str(more[0]), headers={"hx-request": "true"}).text)
     assert len([li for li in rest.all("li") if "node" in str(li.get("class"))]) == 50
+
+
+def test_the_consumers_page_lists_the_instances_that_read_the_store(
+    small_acl: GitRepo, make_client: MakeClient
+) -> None:
+    client = make_client(small_acl)
+    assert "No instance has read" in client.get("/ui/small/consumers").text
+    heard = {"cfgtool-instance": "web-7.example:4242", "user-agent": "cfgtool/1.0 (client)"}
+    assert client.get("/v1/small/versions/1/keys/data/open", headers=heard).status_code == 200
+    page = Page(client.get("/ui/small/consumers").text)
+    rows = [" ".join(r.split()) for r in page.text.split("web-7.example:4242")[1:]]
+    assert rows and rows[0].startswith("client")
+    assert "1 instance" in page.text and page.all("meter")[0]["value"] == "1"
