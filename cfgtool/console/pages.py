@@ -453,7 +453,7 @@ async def consumers(ctx: Context) -> Response:
     """`/ui/{store}/consumers`: which instances read which version, as this server heard them (what
     `/v1/{store}/consumers` answers, to the same principals: those that may describe the store)."""
     assert ctx.state is not None
-    listing = ctx.console.service.consumers[ctx.state.name].listing(time.time())
+    listing = json.loads(ctx.console.service.consumers[ctx.state.name].listing(time.time()))
     instances = listing["instances"]
     by_version = [(int(n), count) for n, count in listing["by_version"].items()]
     return ctx.render(
