@@ -184,6 +184,7 @@ def test_open_a_key_and_expand_a_values_explain(console: Console, page: tuple[Pa
     explained = leaf.locator(".explained")
     explained.get_by_text("/tags/t").first.wait_for()  # htmx swapped in the explain: the tag that set it
     assert "main.conf" in explained.inner_text()
+    assert explained.locator("tr.winner").inner_text().startswith("/tags/t")  # the layer whose value won
     shot(tab, "key", full_page=True)
     assert problems == []
 
