@@ -178,7 +178,9 @@ def test_a_principal_never_sees_a_key_it_may_not_describe_on_any_page(
     client = make_client(small_acl, tmp_path / "tokens.json")
     sign_in(client, token)
     start = [*PAGES, "/ui/small/v/1/search?q=size", "/ui/small/v/2/search?q=classified", "/ui/small/v/1/key/tags/t",
-             "/ui/small/v/1/key/", "/ui/small/history/data?path=tier"]  # fmt: skip
+             "/ui/small/v/1/key/", "/ui/small/history/data?path=tier", "/ui/small/diff/1..2", "/ui/small/diff",
+             "/ui/small/v/2/compare?a=/data/open&b=/data", "/ui/small/v/2/access/data/open", "/ui/small/v/2/tree/data",
+             "/ui/small/v/2/key/tags/t", "/ui/small/consumers"]  # fmt: skip
     bodies = walk(client, start)
     asked = ("q=classified", 'value="classified"', "containing classified")
     leaks = [u for u, body in bodies.items() if "secret-project" in body or "classified" in _without(body, asked)]
