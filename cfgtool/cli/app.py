@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cfgtool.cli.completion import cli_context
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.error_handler import run_handled
 
@@ -98,9 +99,10 @@ def named_command(args: Sequence[str]) -> str | None:
     """The command `args` run, when it can be told before parsing them: the first argument after the root
     options that take values (`--repo PATH`, `--store=DIR`), if it names a command. None (every command is
     built) for anything else: no command, an unknown one (its error suggests the near ones), root help,
-    `--version`, shell completion."""
+    `--version`. During a shell completion, the words before the one being completed are looked at instead:
+    completing `cfgtool get /da` builds `get` alone."""
     if os.environ.get("_CFGTOOL_COMPLETE"):
-        return None
+        args = _completed_words()
     rest = iter(args)
     for arg in rest:
         if arg in _ROOT_VALUED:
@@ -108,6 +110,19 @@ def named_command(args: Sequence[str]) -> str | None:
         elif not arg.startswith(tuple(f"{option}=" for option in _ROOT_VALUED)):
             return arg if arg in _COMMANDS else None
     return None
+
+
+def _completed_words() -> list[str]:
+    """The words a completing shell passed before the one being completed, without the program's name: bash
+    sets COMP_WORDS and COMP_CWORD, zsh, fish and PowerShell `_TYPER_COMPLETE_ARGS` (the incomplete word last,
+    unless the line ends with a space). A word split at a quoted space only makes `named_command` say None."""
+    if "COMP_WORDS" in os.environ:
+        words = os.environ["COMP_WORDS"].split()
+        cword = os.environ.get("COMP_CWORD", "")
+        return words[1 : int(cword)] if cword.isdigit() else []
+    line = os.environ.get("_TYPER_COMPLETE_ARGS", "")
+    words = line.split()
+    return words[1:] if line.endswith(" ") else words[1:-1]
 
 
 def _flags_without_metavar(command: typer.core.TyperCommand | typer.core.TyperGroup | object) -> None:
@@ -156,8 +171,8 @@ def _set_context(field: str) -> Callable[[typer.Context, object, Any], None]:
     """A callback that sets the path `field` of the command's `CliContext`."""
 
     def callback(ctx: typer.Context, _param: object, value: Any) -> None:
-        if value is not None:
-            ctx.obj = dataclasses.replace(ctx.obj, **{field: Path(value)})
+        if value is not None:  # during a completion the root callback has not run: the root's values then
+            ctx.obj = dataclasses.replace(cli_context(ctx), **{field: Path(value)})
 
     return callback
 

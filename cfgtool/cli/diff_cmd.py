@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from cfgtool.cli.completion import complete_keys, complete_sides
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import Vars, parse_variables
 from cfgtool.diagnostics import plural
@@ -37,8 +38,13 @@ _SIDE_HELP = (
 
 def diff_command(
     ctx: typer.Context,
-    a: Annotated[str, typer.Argument(metavar="A", help="The old side. " + _SIDE_HELP)],
-    b: Annotated[str, typer.Argument(metavar="B", help="The new side (default: worktree). " + _SIDE_HELP)] = WORKTREE,
+    a: Annotated[str, typer.Argument(metavar="A", help="The old side. " + _SIDE_HELP, autocompletion=complete_sides)],
+    b: Annotated[
+        str,
+        typer.Argument(
+            metavar="B", help="The new side (default: worktree). " + _SIDE_HELP, autocompletion=complete_sides
+        ),
+    ] = WORKTREE,
     variables: Vars = None,
     fmt: Annotated[
         DiffFormat,
@@ -107,7 +113,12 @@ def audit_command(
     key: Annotated[
         str | None,
         typer.Option(
-            "--key", "-k", metavar="KEY", help="Show the history of this key's resolved config.", show_default=False
+            "--key",
+            "-k",
+            metavar="KEY",
+            help="Show the history of this key's resolved config.",
+            show_default=False,
+            autocompletion=complete_keys,
         ),
     ] = None,
     path: Annotated[

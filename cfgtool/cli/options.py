@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cfgtool.cli.completion import complete_refs, complete_variables, complete_versions
 from cfgtool.cli.context import CliContext
 from cfgtool.errors import CfgtoolError, UsageError
 
@@ -23,6 +24,7 @@ Ref = Annotated[
         help="Read the store at this git ref (branch, tag or commit; `current` or `previous`: that version)"
         " instead of the working tree.",
         show_default=False,
+        autocompletion=complete_refs,
     ),
 ]
 
@@ -35,6 +37,7 @@ Version = Annotated[
         help="Read published version N (rolled back or not), `current` (the current version) or `previous` (the"
         " good version below it) instead of the working tree; not with --ref.",
         show_default=False,
+        autocompletion=complete_versions,
     ),
 ]
 
@@ -45,6 +48,7 @@ Vars = Annotated[
         metavar="NAME=VALUE",
         help="Set an includes variable declared in _CONFIG_STORE (repeatable); others take their default.",
         show_default=False,
+        autocompletion=complete_variables,
     ),
 ]
 

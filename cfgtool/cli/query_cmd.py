@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cfgtool.cli.completion import complete_keys, complete_tags
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import Ref, Vars, Version, parse_variables, read_at_ref, ref_for
 from cfgtool.errors import CfgtoolError, UsageError
@@ -50,7 +51,9 @@ QueryFmt = Annotated[QueryFormat, typer.Option("--format", "-f", help=_FORMAT_HE
 Key = Annotated[
     str,
     typer.Argument(
-        metavar="KEY", help="A key such as /data/tracking/PageViewEvent (the store's scheme, demo:/..., is accepted)."
+        metavar="KEY",
+        help="A key such as /data/tracking/PageViewEvent (the store's scheme, demo:/..., is accepted).",
+        autocompletion=complete_keys,
     ),
 ]
 Recursive = Annotated[
@@ -216,7 +219,9 @@ def tags(
 
 def datasets(
     ctx: typer.Context,
-    tag: Annotated[str, typer.Argument(metavar="TAG", help="A tag key such as /tags/retention/LONG.")],
+    tag: Annotated[
+        str, typer.Argument(metavar="TAG", help="A tag key such as /tags/retention/LONG.", autocompletion=complete_tags)
+    ],
     ref: Ref = None,
     version: Version = None,
     variables: Vars = None,

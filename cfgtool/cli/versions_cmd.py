@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cfgtool.cli.completion import complete_refs, complete_version_numbers
 from cfgtool.cli.context import CliContext
 from cfgtool.diagnostics import render_text, summary_line
 from cfgtool.versions.names import DEFAULT_SHOWN
@@ -47,6 +48,7 @@ def publish_command(
             help="The branch, tag or commit to publish (committed state only). Default: HEAD, refused while the"
             " store has uncommitted changes.",
             show_default=False,
+            autocompletion=complete_refs,
         ),
     ] = None,
     remote: Remote = None,
@@ -143,7 +145,11 @@ def rollback_command(
     version: Annotated[
         int | None,
         typer.Argument(
-            metavar="N", min=1, help="The version to roll back (default: the current one).", show_default=False
+            metavar="N",
+            min=1,
+            help="The version to roll back (default: the current one).",
+            show_default=False,
+            autocompletion=complete_version_numbers,
         ),
     ] = None,
     to: Annotated[
@@ -154,6 +160,7 @@ def rollback_command(
             min=1,
             help="Roll back every good version above N, so N becomes current.",
             show_default=False,
+            autocompletion=complete_version_numbers,
         ),
     ] = None,
     remote: Remote = None,
