@@ -14,9 +14,10 @@ file's own mtime). Such a file is simply read and hashed again, on every compile
 margin covers one machine's clocks: a network file system whose server's clock runs behind this machine's by
 more than the margin could fool it.
 
-One cache file per working tree and store directory, in the private cache directory: msgpack (plain data)
-with a CRC-32, written to a temporary file and renamed. A damaged, truncated or foreign file, or an entry of
-the wrong shape, is a miss: the files are read and hashed as if there were no cache.
+One cache file per working tree and store directory, in the private cache directory (the `KEEP` most recently
+written are kept): msgpack (plain data) with a CRC-32, written to a temporary file and renamed. A damaged,
+truncated or foreign file, or an entry of the wrong shape, is a miss: the files are read and hashed as if there
+were no cache.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from cfgtool.cachedir import cache_root, private_dir
+from cfgtool.cachedir import cache_root, private_dir, prune
 
 FORMAT = 1
 MAGIC = "cfgtool-stat-cache"
@@ -39,6 +40,9 @@ MAGIC = "cfgtool-stat-cache"
 # seconds (FAT keeps two) shows it by whole-second timestamps; the others keep 10 ms or finer.
 COARSE_MARGIN_NS = 2_000_000_000
 FINE_MARGIN_NS = 100_000_000
+# Working trees (and stores) whose caches are kept, the most recently written: a file's time is never set when
+# it is only read, since that time is the one the racy rule checks entries against.
+KEEP = 32
 # What a damaged or foreign cache file raises as it is decoded: all of it is a miss.
 _DAMAGED = (ValueError, TypeError, IndexError, KeyError, OverflowError, msgpack.UnpackException)
 
@@ -120,6 +124,7 @@ class StatCache:
         except OSError:
             return
         self._changed = False
+        prune(self.directory, ".msgpack", keep=self.path, limit=KEEP)
 
     def _load(self) -> dict[str, Any]:
         """The file's entries, unchecked (`get` checks each): none when it is missing, damaged or foreign."""

@@ -15,7 +15,7 @@ import pytest
 from cfgtool.compile import CompileResult, compile_source, compile_store
 from cfgtool.errors import SourceError
 from cfgtool.store.sources import WorkTreeSource, blob_id
-from cfgtool.store.statcache import StatCache, settled, signature
+from cfgtool.store.statcache import KEEP, StatCache, settled, signature
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -199,3 +199,16 @@ def test_entries_of_deleted_files_are_dropped(tree: GitRepo) -> None:
     compile_store(tree.root)
     paths = msgpack.unpackb(msgpack.unpackb(stat_cache_of(tree).path.read_bytes())[3], raw=False)[2]
     assert "store/data/n0/main.conf" not in paths and "store/data/n1/main.conf" in paths
+
+
+def test_the_caches_of_the_least_recently_written_trees_are_pruned(tree: GitRepo, tmp_path: Path) -> None:
+    directory = stat_cache_of(tree).directory
+    for i in range(KEEP + 3):
+        planted = directory / f"{i:032x}.msgpack"
+        planted.write_bytes(b"old")
+        os.utime(planted, ns=(i, i))
+    tree.write({"data/n2/main.conf": "value = 22\nname = n2\n"}, under="store/")
+    wait_settled([tree.root / "store/data/n2/main.conf"])
+    compile_store(tree.root)  # writes this tree's cache
+    left = sorted(directory.glob("*.msgpack"))
+    assert len(left) == KEEP and stat_cache_of(tree).path in left and directory / f"{0:032x}.msgpack" not in left
