@@ -273,6 +273,16 @@ def test_compile_missing_reference_reports_E_UNRESOLVED_REF(compile_files: Compi
     assert d.message.startswith("could not resolve substitution ${nope}")
 
 
+def test_compile_missing_reference_suggests_a_close_path(compile_files: Compile) -> None:
+    """`${owners}` where `owner` is set (in this layer or another), `${cfgtool.nam}` for the intrinsic."""
+    files = {"main.conf": "owner = ops\n", "data/x/main.conf": "b = ${owners}\nc = ${cfgtool.nam}\n"}
+    found = [d for d in compile_files(files).diagnostics if d.code == "E_UNRESOLVED_REF"]
+    assert [d.notes for d in found] == [("did you mean ${owner}?",)]  # the first error stops the node
+    files["data/x/main.conf"] = "c = ${cfgtool.nam}\n"
+    (d,) = [d for d in compile_files(files).diagnostics if d.code == "E_UNRESOLVED_REF"]
+    assert d.notes == ("did you mean ${cfgtool.name}?",)
+
+
 def test_compile_reference_cycle_reports_E_REF_CYCLE(compile_files: Compile) -> None:
     d = only(compile_files({"data/x/main.conf": "p = ${q}\nq = ${p}\n"}), "E_REF_CYCLE")
     assert (d.key, d.file) == ("/data/x", "store/data/x/main.conf")

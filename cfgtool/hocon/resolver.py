@@ -9,6 +9,7 @@ the nodes. Cycles, missing references and type conflicts become `HoconError`s na
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -85,6 +86,9 @@ def merge_resolved(high: Node, low: Node) -> Node:
             fields[key] = value if old is None else merge_resolved(value, old)
         return Obj(fields, high.origin)
     return high
+
+
+SUGGEST_PATHS = 10_000  # paths compared with a substitution that names none (difflib is quadratic in length)
 
 
 class _Resolver:
@@ -210,6 +214,7 @@ class _Resolver:
                 f"could not resolve substitution ${{{name}}}: no value is defined at {name!r}; "
                 f"define it, or write ${{?{name}}} to make it optional",
                 node.origin,
+                self._suggest(name),
             )
         sources = _sources((found.origin, *getattr(found, "sources", ())))
         if isinstance(found, Scalar):
@@ -222,6 +227,25 @@ class _Resolver:
             self.shared = True
             return JoinedObj(found.fields, node.origin, sources)
         return found
+
+    def _suggest(self, name: str) -> tuple[str, ...]:
+        """`did you mean ${owner}?`: the path that is set closest to `name` (difflib), among the first
+        `SUGGEST_PATHS` paths of the config and the intrinsic values (a note; computed only for the error)."""
+        paths: set[str] = set()
+        stack: list[tuple[tuple[str, ...], Node]] = [((), self.root)]
+        if self.extra is not None:
+            stack.append(((), self.extra))
+        while stack and len(paths) < SUGGEST_PATHS:
+            prefix, node = stack.pop()
+            for layer in node.stack if isinstance(node, Merge) else (node,):
+                if isinstance(layer, Obj):
+                    for key, child in layer.fields.items():
+                        path = (*prefix, key)
+                        paths.add(render_path(path))
+                        stack.append((path, child))
+        paths.discard(name)
+        close = difflib.get_close_matches(name, paths, n=1, cutoff=0.8)
+        return (f"did you mean ${{{close[0]}}}?",) if close else ()
 
     def _trace_steps(self) -> tuple[Subst, ...]:
         return tuple(self.trace)

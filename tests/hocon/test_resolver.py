@@ -99,6 +99,12 @@ def test_resolve_default_in_low_layer_uses_value_from_high_layer() -> None:
     assert val(high, low) == {"name": "sales", "p": "/data/sales"}
 
 
+def test_resolve_unresolved_reference_suggests_the_closest_path_that_is_set() -> None:
+    assert fail("owner = sales\nx = ${owners}").notes == ("did you mean ${owner}?",)
+    assert fail("team { lead = ann }", "x = ${team.laed}").notes == ("did you mean ${team.lead}?",)  # any layer
+    assert fail("owner = sales\nx = ${zzz}").notes == ()  # nothing close: no guess
+
+
 def test_resolve_reference_in_low_layer_sees_override_from_high_layer() -> None:
     assert val("a = 2", "a = 1\nb = ${a}") == {"a": 2, "b": 2}
 
