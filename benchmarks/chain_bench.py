@@ -42,6 +42,8 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import discover
 from cfgtool.store.sources import open_source
 repo = Path(sys.argv[1])
+import cfgtool
+assert Path(cfgtool.__file__).resolve().is_relative_to(Path(sys.argv[2]).resolve()), cfgtool.__file__
 t0 = time.perf_counter()
 result = compile_store(repo, "store", "HEAD", validate=False)
 digest = result.snapshot.digest
@@ -97,9 +99,9 @@ def measure(repo: Path, code: Path, timeout: float) -> dict[str, float | str] | 
     with tempfile.TemporaryDirectory(prefix="chain-cache-") as cache:
         env = {**os.environ, "CFGTOOL_CACHE_DIR": cache, "PYTHONPATH": str(code)}
         try:
-            out = subprocess.run(
-                [sys.executable, "-c", _MEASURE, str(repo)],
-                check=True, capture_output=True, text=True, env=env, timeout=timeout,
+            out = subprocess.run(  # run in the cache directory: `-c` puts the working directory first on the path
+                [sys.executable, "-c", _MEASURE, str(repo), str(code)],
+                check=True, capture_output=True, text=True, env=env, timeout=timeout, cwd=cache,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             return None
