@@ -29,7 +29,7 @@ from cfgtool.console.graph import import_graph
 from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.serve.answers import error
+from cfgtool.serve.answers import Bounded, error
 from cfgtool.serve.app import Denied, not_found, version_number
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.routes import explain_answer, query_answer
@@ -39,6 +39,7 @@ from cfgtool.versions.diff import ABSENT
 
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
+    from cfgtool.versions.audit import KeyHistory
 
 CSP = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
 SECURITY_HEADERS = {
@@ -94,6 +95,7 @@ class Console:
         self.api = api
         self.service = api.service
         self.sessions = Sessions()
+        self.histories: Bounded[tuple[str, str, str | None, int], KeyHistory] = Bounded(256)  # unfiltered
         self.env = Environment(
             loader=PackageLoader("cfgtool.console", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -425,10 +427,14 @@ async def history(ctx: Context) -> Response:
     assert state is not None and view is not None
     _require(ctx, key, "read")
     path = ctx.request.query_params.get("path") or None
-    try:
-        found = await asyncio.to_thread(audit_key, state.root, key, path, None, state.path or ".")
-    except CfgtoolError as exc:
-        raise Denied(error(400, "bad_request", exc.message)) from exc
+    asked = (state.name, key, path, ctx.console.service.feeds[state.name].seq)  # a new event: a new history
+    found = ctx.console.histories.get(asked)
+    if found is None:
+        try:
+            found = await asyncio.to_thread(audit_key, state.root, key, path, None, state.path or ".")
+        except CfgtoolError as exc:
+            raise Denied(error(400, "bad_request", exc.message)) from exc
+        ctx.console.histories.put(asked, found)
     events = []
     for event in found.history:
         if ctx.who is not None:

@@ -242,3 +242,15 @@ def test_the_consumers_page_lists_the_instances_that_read_the_store(
     rows = [" ".join(r.split()) for r in page.text.split("web-7.example:4242")[1:]]
     assert rows and rows[0].startswith("client")
     assert "1 instance" in page.text and page.all("meter")[0]["value"] == "1"
+
+
+def test_the_history_of_a_value_follows_new_versions(small_acl: GitRepo, make_client: MakeClient) -> None:
+    client = make_client(small_acl)
+    url = "/ui/small/history/data/open?path=size"
+    assert "Version 1" in Page(client.get(url).text).text and "Version 2" not in client.get(url).text
+    publish_change(small_acl, {"store/data/open/main.conf": 'size = 3\nlabel = "open-data"\n'}, "three is better")
+    client.app.service.refresh()  # type: ignore[attr-defined]  # the loader's next round
+    page = Page(client.get(url).text)
+    assert "Version 2" in page.text and "three is better" in page.text
+    assert [d.get("class") for d in page.all("del")] == ["old"]  # 1 -> 3 in version 2; version 1 set it
+    assert [i.get("class") for i in page.all("ins")] == ["new", "new"]
