@@ -2,11 +2,13 @@
 
 Each line holds the time (UTC, milliseconds), the principal (null without tokens), method, path (without its
 query), store, key, version, status, body bytes, duration in seconds and the client's instance id (its
-`Cfgtool-Instance` header, else null); never a token, another header's value or a config value. Lines are
-built from C-level string escapes (the fields that follow from the path are formatted once per path) and
-written in batches (every `FLUSH_SECONDS` or `FLUSH_LINES` lines, and
-at shutdown), whole lines at a time, so logging costs the hot path a few microseconds and stays readable
-when it shares stderr with the server's messages.
+`Cfgtool-Instance` header, else null); never a token, another header's value or a config value.
+
+Logging costs a request a few microseconds: the request only notes its clock readings, principal and ASGI
+scope (in which the answer's sender recorded what it sent, see `SENT`); the lines are formatted in batches
+when they are written (every `FLUSH_SECONDS` or `FLUSH_LINES` lines, and at shutdown), from C-level string
+escapes, with the fields that follow from the path formatted once per path. Whole lines are written at a
+time, so the log stays readable when it shares stderr with the server's messages.
 """
 
 from __future__ import annotations
@@ -25,33 +27,39 @@ FLUSH_LINES = 512
 INSTANCE_LIMIT = 200  # characters of a Cfgtool-Instance header kept
 MIDDLES_KEPT = 4096  # (method, path, version) fields remembered formatted; forgotten all at once past that
 VERSION = re.compile(r"[0-9]{1,9}")
+SENT = "cfgtool.sent"
+"""The scope entry where the sender of an answer notes `(status, body bytes, Cfgtool-Version or None)`."""
+NOTHING_SENT = (0, 0, None)
+MIDDLE = '"method":%s,"path":%s,"store":%s,"key":%s,"version":%s,'
+LINE = '{"time":"%s.%03dZ","principal":%s,%s"status":%d,"bytes":%d,"duration":%.6f,"instance":%s}\n'
 
 PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("cfgtool_principal", default=None)
 """The principal of the request being answered (set by the token check, read when the request is logged)."""
 
 Message = MutableMapping[str, Any]
+Scope = MutableMapping[str, Any]
 
 
 class Exchange:
-    """An ASGI `send` that notes what the answer was: status, body bytes, `Cfgtool-Version`."""
+    """An ASGI `send` that notes in the scope (`SENT`) what the answer was, for an application that sends its
+    own messages (the routes behind the fast path, which notes it itself)."""
 
-    __slots__ = ("_send", "bytes", "started", "status", "version")
+    __slots__ = ("_scope", "_send")
 
-    def __init__(self, send: Callable[[Message], Awaitable[None]]) -> None:
+    def __init__(self, scope: Scope, send: Callable[[Message], Awaitable[None]]) -> None:
+        self._scope = scope
         self._send = send
-        self.started = time.perf_counter()
-        self.status = 0
-        self.bytes = 0
-        self.version: bytes | None = None
 
     async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.body":
-            self.bytes += len(message.get("body", b""))
+            status, size, version = self._scope.get(SENT, NOTHING_SENT)
+            self._scope[SENT] = (status, size + len(message.get("body", b"")), version)
         elif message["type"] == "http.response.start":
-            self.status = message["status"]
+            version = None
             for name, value in message.get("headers", ()):
                 if name == b"cfgtool-version":
-                    self.version = value
+                    version = value
+            self._scope[SENT] = (message["status"], 0, version)
         await self._send(message)
 
 
@@ -63,21 +71,18 @@ def _middle(method: str, path: str, answered: bytes | None) -> str:
     """The fields of a line that follow from the request's method and path (and the version a `current`
     answer names): `"method":...,"path":...,"store":...,"key":...,"version":...,`."""
     store = key = version = None
-    parts = path.split("/", 6)
+    parts = path.split("/", 5)  # '', v1, store, current|versions, keys|N, the rest
     if len(parts) > 2 and parts[1] == "v1" and parts[2] != "stores":
         store = parts[2]
         if len(parts) > 4 and parts[3] == "current" and parts[4] == "keys":
-            key = "/" + "/".join(parts[5:]).rstrip("/")
+            key = "/" + parts[5].rstrip("/") if len(parts) > 5 else "/"
         elif len(parts) > 5 and parts[3] == "versions":
-            key = "/" + parts[6].rstrip("/") if len(parts) > 6 else "/"
+            key = "/" + parts[5].partition("/")[2].rstrip("/")  # after keys/, tags/, ...
             if VERSION.fullmatch(parts[4]):
                 version = parts[4]
         if key is not None and version is None and answered is not None:  # current/..., versions/current/...
             version = answered.decode("latin-1")
-    return (
-        f'"method":{_quote(method)},"path":{_quote(path)},"store":{_json(store)},"key":{_json(key)},'
-        f'"version":{version or "null"},'
-    )
+    return MIDDLE % (_quote(method), _quote(path), _json(store), _json(key), version or "null")
 
 
 class AccessLog:
@@ -85,7 +90,7 @@ class AccessLog:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
-        self._lines: list[str] = []
+        self._entries: list[tuple[float, float, str | None, Scope] | str] = []  # requests, and refusals' lines
         self._flushing: asyncio.TimerHandle | None = None
         self._second = -1
         self._stamp = ""
@@ -98,37 +103,46 @@ class AccessLog:
             self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         return f"{self._stamp}.{int((now - second) * 1000):03d}Z"
 
-    def request(self, scope: MutableMapping[str, Any], exchange: Exchange) -> None:
-        """Log one answered request."""
-        now = time.time()
-        what = (scope["method"], scope["path"], exchange.version)
+    def request(self, scope: Scope, started: float) -> None:
+        """Log one answered request (`started`: its `time.perf_counter()` when it arrived)."""
+        self._entries.append((time.time(), time.perf_counter() - started, PRINCIPAL.get(), scope))
+        if len(self._entries) >= FLUSH_LINES:
+            self.flush()
+        elif self._flushing is None:
+            self._flushing = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self.flush)
+
+    def _line(self, now: float, duration: float, who: str | None, scope: Scope) -> str:
+        status, size, version = scope.get(SENT, NOTHING_SENT)
+        what = (scope["method"], scope["path"], version)
         middle = self._middles.get(what)
         if middle is None:
             if len(self._middles) >= MIDDLES_KEPT:
                 self._middles.clear()
             middle = self._middles[what] = _middle(*what)
-        instance = "null"
-        for name, value in scope["headers"]:
-            if name == b"cfgtool-instance":
-                instance = _quote(value[:INSTANCE_LIMIT].decode("latin-1"))
-        who = PRINCIPAL.get()
-        self._add(
-            f'{{"time":"{self._time(now)}","principal":{"null" if who is None else _quote(who)},{middle}'
-            f'"status":{exchange.status},"bytes":{exchange.bytes},'
-            f'"duration":{time.perf_counter() - exchange.started:.6f},"instance":{instance}}}\n'
+        instance = dict(scope["headers"]).get(b"cfgtool-instance")
+        second = int(now)
+        if second != self._second:  # formatting a date costs more than a request: once a second
+            self._second = second
+            self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return LINE % (
+            self._stamp,
+            (now - second) * 1000,
+            "null" if who is None else _quote(who),
+            middle,
+            status,
+            size,
+            duration,
+            "null" if instance is None else _quote(instance[:INSTANCE_LIMIT].decode("latin-1")),
         )
 
     def refused(self, status: int, size: int) -> None:
         """Log a request answered by the connection itself (431, 408, 429 for too many connections, 400 for
         one that is not HTTP)."""
-        self._add(
+        self._entries.append(
             f'{{"time":"{self._time(time.time())}","principal":null,"method":null,"path":null,"store":null,'
             f'"key":null,"version":null,"status":{status},"bytes":{size},"duration":0.0,"instance":null}}\n'
         )
-
-    def _add(self, line: str) -> None:
-        self._lines.append(line)
-        if len(self._lines) >= FLUSH_LINES:
+        if len(self._entries) >= FLUSH_LINES:
             self.flush()
         elif self._flushing is None:
             self._flushing = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self.flush)
@@ -138,7 +152,8 @@ class AccessLog:
         if self._flushing is not None:
             self._flushing.cancel()
             self._flushing = None
-        if self._lines:
-            text, self._lines = "".join(self._lines), []
+        if self._entries:
+            entries, self._entries = self._entries, []
+            text = "".join([e if isinstance(e, str) else self._line(*e) for e in entries])
             self._stream.write(text.encode("utf-8", "backslashreplace"))
             self._stream.flush()

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.plain import MISSING, value_at
-from cfgtool.serve.accesslog import PRINCIPAL, VERSION, AccessLog, Exchange
+from cfgtool.serve.accesslog import NOTHING_SENT, PRINCIPAL, SENT, VERSION, AccessLog, Exchange
 from cfgtool.serve.answers import Answer, Bounded, answer, error, etag_matches
 from cfgtool.serve.consumers import INSTANCE, kind_of
 from cfgtool.serve.loaded import LoadedVersion
@@ -132,27 +132,25 @@ class Api:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.starlette(scope, receive, send)
-        exchange = Exchange(send)
+        started = time.perf_counter()
         try:
-            await self._route(scope, receive, exchange)
+            await self._route(scope, receive, send)
         except Exception as exc:  # a bug: never a traceback to the client, one line in the log
             found = internal(exc, scope)
-            if not exchange.status:
-                await respond(exchange, found, [(b"cache-control", NO_STORE)])
+            if SENT not in scope:
+                await respond(scope, send, found, [(b"cache-control", NO_STORE)])
         finally:
-            if 0 < exchange.status < 400:
-                self._note(scope, exchange)
+            status, _, version = scope.get(SENT, NOTHING_SENT)
+            if 0 < status < 400:
+                self._note(scope, version)
             if self.access is not None:
-                self.access.request(scope, exchange)
+                self.access.request(scope, started)
 
-    def _note(self, scope: Scope, exchange: Exchange) -> None:
-        """Remember the instance behind an answered request of a store (docs/serving.md "Consumers")."""
-        ident = agent = None
-        for name, value in scope["headers"]:
-            if name == b"cfgtool-instance":
-                ident = value
-            elif name == b"user-agent":
-                agent = value
+    def _note(self, scope: Scope, version: bytes | None) -> None:
+        """Remember the instance behind an answered request of a store (docs/serving.md "Consumers");
+        `version`: the `Cfgtool-Version` the answer named."""
+        headers = dict(scope["headers"])  # the last of each name, as a loop over them would keep
+        ident = headers.get(b"cfgtool-instance")
         if ident is None or not INSTANCE.fullmatch(ident):
             return
         parts = scope["path"].split("/", 5)  # '', v1, store, versions, N, ...
@@ -160,26 +158,27 @@ class Api:
         if consumers is None or (len(parts) > 3 and parts[3] == "consumers"):  # asking who reads is no reading
             return
         if len(parts) > 4 and parts[3] == "versions" and VERSION.fullmatch(parts[4]):
-            version: int | None = int(parts[4])
+            number: int | None = int(parts[4])
         else:
-            version = int(exchange.version) if exchange.version is not None else None
-        consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), version, time.time())
+            number = int(version) if version is not None else None
+        agent = headers.get(b"user-agent")
+        consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), number, time.time())
 
-    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The handler of a request: the fast path's own for key reads, the change feed and the version names;
+        Starlette's (noting what it sends for the access log) for everything else."""
         if scope["method"] in ("GET", "HEAD"):
             parts = scope["path"].split("/", 6)  # '', v1, store, current|versions, keys|N, key... | keys, key...
             if len(parts) == 4 and parts[1] == "v1" and parts[3] == "changes":
-                return await self._changes(scope, send, parts[2])
+                return self._changes(scope, send, parts[2])
             if len(parts) >= 5 and parts[1] == "v1":
                 if parts[3] == "current" and parts[4] == "keys":
-                    key = "/".join(parts[5:])
-                    return await self._key(scope, send, parts[2], None, key)
+                    return self._key(scope, send, parts[2], None, "/".join(parts[5:]))
                 if parts[3] == "versions" and len(parts) >= 6 and parts[4] in VERSION_NAMES:
-                    return await self._named(scope, send, parts[2], parts[4])
+                    return self._named(scope, send, parts[2], parts[4])
                 if parts[3] == "versions" and len(parts) >= 6 and parts[5] == "keys":
-                    key = parts[6] if len(parts) > 6 else ""
-                    return await self._key(scope, send, parts[2], parts[4], key)
-        await self.starlette(scope, receive, send)
+                    return self._key(scope, send, parts[2], parts[4], parts[6] if len(parts) > 6 else "")
+        return self.starlette(scope, receive, Exchange(scope, send))
 
     # -- shared helpers -----------------------------------------------------------------------------------
     async def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -315,7 +314,7 @@ class Api:
         except Denied as exc:
             found, headers = exc.answer, [*exc.headers, (b"cache-control", NO_STORE)]
         self.metrics.count("changes", found.status)
-        await respond(send, found, headers, scope["method"] == "HEAD")
+        await respond(scope, send, found, headers)
 
     async def _changes_answer(self, scope: Scope, store: str) -> Answer:
         who = await self.principal(scope["headers"])
@@ -362,18 +361,20 @@ class Api:
             query = b"?" + scope["query_string"] if scope["query_string"] else b""
             location = b"/v1/%s/versions/%d/%s%s" % (pieces[2], number, pieces[5], query)
             found = answer({"store": store, "name": name, "version": number, "location": location.decode()}, 307)
-            headers += [(b"location", location), (b"cfgtool-version", str(number).encode())]
+            version = str(number).encode()
+            headers += [(b"location", location), (b"cfgtool-version", version)]
         except Denied as exc:
-            found, headers = exc.answer, [*exc.headers, *headers]
+            found, headers, version = exc.answer, [*exc.headers, *headers], None
         self.metrics.count("named", found.status)
-        await respond(send, found, headers, scope["method"] == "HEAD")
+        await respond(scope, send, found, headers, version)
 
     # -- the hot path -------------------------------------------------------------------------------------
     async def _key(self, scope: Scope, send: Send, store: str, number: str | None, text: str) -> None:
         route = "current" if number is None else "version"
         headers: Headers = []
+        version = None
         try:
-            found, headers = await self._key_answer(scope, store, number, text)
+            found, headers, version = await self._key_answer(scope, store, number, text)
         except Denied as exc:
             found, headers = exc.answer, exc.headers
         if found.status == 200:
@@ -383,10 +384,13 @@ class Api:
         else:
             headers.append((b"cache-control", NO_STORE))
         self.metrics.count(route, found.status)
-        await respond(send, found, headers, scope["method"] == "HEAD")
+        await respond(scope, send, found, headers, version)
 
-    async def _key_answer(self, scope: Scope, store: str, asked: str | None, text: str) -> tuple[Answer, Headers]:
-        who = await self.principal(scope["headers"])
+    async def _key_answer(
+        self, scope: Scope, store: str, asked: str | None, text: str
+    ) -> tuple[Answer, Headers, bytes | None]:
+        """The answer to a key read, its headers, and the version a `current` read names (`Cfgtool-Version`)."""
+        who = None if self.service.tokens is None else await self.principal(scope["headers"])
         number = None if asked is None else version_number(asked)
         state, view = self.store(store, who)
         key = self.key(text)
@@ -398,16 +402,18 @@ class Api:
                 raise not_found(f"store {store} has no version that can be served")
             number = seen.version
             location = f"/v1/{store}/versions/{number}/keys/{key[1:]}".encode()
+            version = str(number).encode()
             headers: Headers = [
-                (b"cfgtool-version", str(number).encode()),
+                (b"cfgtool-version", version),
                 (b"content-location", location),
                 (b"cache-control", b"%s, must-revalidate, max-age=%d, stale-if-error=%d"
                  % (b"public" if view.public else b"private", seen.max_age, STALE_IF_ERROR)),
             ]  # fmt: skip
         else:
-            headers = [(b"cache-control", PUBLIC_IMMUTABLE if view.public else IMMUTABLE)]
-        loaded = await self.version(state, number)
-        self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
+            headers, version = [(b"cache-control", PUBLIC_IMMUTABLE if view.public else IMMUTABLE)], None
+        loaded = view.pinned.get(number) or await self.version(state, number)
+        if who is not None:  # (anyone may read everything without tokens)
+            self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
         plain = loaded.keys.get(key)
         if plain is None:
             try:
@@ -420,8 +426,8 @@ class Api:
             if sealed:
                 plain = loaded.sealed_answer(key, plain)
             if "path" in query:
-                return self._value(loaded, key, query["path"][-1], plain, sealed), headers
-        return plain, headers
+                return self._value(loaded, key, query["path"][-1], plain, sealed), headers, version
+        return plain, headers, version
 
     def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
         """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`)."""
@@ -452,12 +458,14 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
-async def respond(send: Send, found: Answer, headers: Headers, head: bool = False) -> None:
-    """Send a prebuilt answer (a 304 or a HEAD without its body)."""
-    body = b"" if found.status == 304 or head else found.body
+async def respond(scope: Scope, send: Send, found: Answer, headers: Headers, version: bytes | None = None) -> None:
+    """Send a prebuilt answer (a 304 or an answer to HEAD without its body), noting it in the scope for the access
+    log (`version`: the `Cfgtool-Version` it names)."""
+    body = b"" if found.status == 304 or scope["method"] == "HEAD" else found.body
     start = [(b"content-type", JSON), *headers]
     if found.status != 304:
         start.append((b"content-length", str(len(found.body)).encode()))
+    scope[SENT] = (found.status, len(body), version)
     await send({"type": "http.response.start", "status": found.status, "headers": start})
     await send({"type": "http.response.body", "body": body})
 
