@@ -48,6 +48,8 @@ MAX_WAIT = 55.0
 DEFAULT_WAIT = "30"
 CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostile long ones are not kept)
 MAX_POLLS = 100  # long polls waiting at once per principal (per client address without tokens)
+RESOLVING_PER_PRINCIPAL = 4  # keys without a node waiting for the resolver per principal (or client address)
+RESOLVING = 64  # ... and in all
 Headers = list[tuple[bytes, bytes]]
 Part = Callable[["Api"], Sequence[Any]]  # more Starlette routes, built for an application (see `Api`)
 
@@ -112,6 +114,8 @@ class Api:
         self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
         self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
         self._polls: Counter[str | None] = Counter()  # waiting long polls per principal (or client address)
+        self._resolving: Counter[str | None] = Counter()  # keys waiting for the resolver, per principal (or address)
+        self._resolving_total = 0
         self.access: AccessLog | None = None  # set by the server: the access log
 
     def key(self, text: str) -> str:
@@ -417,8 +421,7 @@ class Api:
         plain = loaded.keys.get(key)
         if plain is None:
             try:
-                slow = loaded.slow(key)
-                plain = await asyncio.to_thread(loaded.key_answer, key) if slow else loaded.key_answer(key)
+                plain = loaded.key_answer(key) or await self._resolve(scope, who, state, loaded, key)
             except CfgtoolError as exc:  # its node did not resolve (the version compiled with errors elsewhere)
                 raise Denied(error(409, "unresolved", exc.message)) from exc
         if query:
@@ -428,6 +431,28 @@ class Api:
             if "path" in query:
                 return self._value(loaded, key, query["path"][-1], plain, sealed), headers, version
         return plain, headers, version
+
+    async def _resolve(
+        self, scope: Scope, who: str | None, state: StoreState, loaded: LoadedVersion, key: str
+    ) -> Answer:
+        """The answer for `key`, which has no node, under a node whose config uses the intrinsics: resolved
+        for its own name by the store's resolver process, one name after another. Any name may be asked for,
+        so the wait is bounded: at most `RESOLVING_PER_PRINCIPAL` such reads wait per principal (per client
+        address without tokens) and `RESOLVING` in all, 429 beyond; the answers are cached (bounded)."""
+        holder = who if who is not None else _host(scope)
+        if self._resolving[holder] >= RESOLVING_PER_PRINCIPAL or self._resolving_total >= RESOLVING:
+            message = "too many reads of keys without a node wait to be resolved: retry shortly"
+            raise Denied(error(429, "too_many_requests", message), [(b"retry-after", b"1")])
+        self._resolving[holder] += 1
+        self._resolving_total += 1
+        try:
+            config = await state.resolve(loaded.version, key)
+        finally:
+            self._resolving_total -= 1
+            self._resolving[holder] -= 1
+            if not self._resolving[holder]:
+                del self._resolving[holder]
+        return loaded.resolved(key, config)
 
     def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
         """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`)."""

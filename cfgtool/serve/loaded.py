@@ -3,8 +3,9 @@
 The answers come from a worker (`worker.load`): every node's answer (canonical JSON and its ETag) built once,
 about a tenth of the memory of the version's Snapshot, which the server never holds for key reads. Keys
 without a node (DESIGN 5.4) are answered from their nearest node's config; their answers live in a bounded
-cache, since any name may be asked for. The few reads that need the whole snapshot (queries, explain, a key
-without a node under a node that uses the `cfgtool.key` intrinsics) read it through a small shared cache.
+cache, since any name may be asked for. A key without a node under a node that uses the `cfgtool.key`
+intrinsics has its own config, resolved by the store's resolver process (`worker.Resolver`) and handed to
+`resolved`; the queries and explain read the whole snapshot through a small shared cache.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import split_path
 from cfgtool.serve.answers import Answer, Bounded, answer
 from cfgtool.serve.worker import build_body, etag
-from cfgtool.snapshot import canonical_json
 from cfgtool.store.keys import depth, nearest
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ class LoadedVersion:
         store: str,
         version: int,
         entry: Mapping[str, Any],
-        phantom: Callable[[int, str], Any],
         authorizer: Authorizer | None = None,
     ) -> None:
         self.store = store
@@ -41,7 +40,6 @@ class LoadedVersion:
         self.authorizer = authorizer
         self.commit: str = entry["commit"]
         self.name: str | None = entry["name"]
-        self._phantom = phantom
         self._head: bytes = entry["head"]
         self._tail: bytes = entry["tail"]
         self.configs: dict[str, bytes] = entry["configs"]  # canonical JSON of each resolved node's config
@@ -63,29 +61,22 @@ class LoadedVersion:
         """`key` if it has a node, else its nearest ancestor that has one (linear in the key's length)."""
         return nearest(key, self.nodes, self._depth)
 
-    def key_answer(self, key: str) -> Answer:
-        """The answer for `key` (normalized), a node or not; CfgtoolError when its node did not resolve."""
-        found = self.keys.get(key)
+    def key_answer(self, key: str) -> Answer | None:
+        """The answer for `key` (normalized), a node or not; None when it must be resolved for its own name
+        first (then `resolved`); CfgtoolError when its node did not resolve."""
+        found = self.keys.get(key) or self._phantoms.get(key)
         if found is not None:
             return found
-        cached = self._phantoms.get(key)
-        if cached is not None:
-            return cached
         node = self.nearest(key)
         if node in self.failed:
             raise CfgtoolError(f"{node} did not compile, so {key} cannot be read")
-        if node in self.intrinsic and node != key:  # the intrinsics make the config depend on the key itself
-            config = canonical_json(self._phantom(self.version, key)).encode("utf-8")
-        else:
-            config = self.configs[node]
-        return self._phantoms.put(key, self._build(key, node == key, config))
+        if node in self.intrinsic:  # the intrinsics make the config depend on the key itself
+            return None
+        return self._phantoms.put(key, self._build(key, False, self.configs[node]))
 
-    def slow(self, key: str) -> bool:
-        """Whether answering `key` needs the whole snapshot (call `key_answer` off the event loop then)."""
-        if key in self.keys:
-            return False
-        node = self.nearest(key)
-        return node in self.intrinsic and self._phantoms.get(key) is None
+    def resolved(self, key: str, config: bytes) -> Answer:
+        """The answer for `key`, which has no node, from its config resolved for its own name (canonical JSON)."""
+        return self._phantoms.put(key, self._build(key, False, config))
 
     def sealed_answer(self, key: str, plain: Answer) -> Answer:
         """`plain` (the key answer) with its sealed envelopes instead of `[hidden]` (`?secrets=sealed`)."""

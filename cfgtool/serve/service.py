@@ -160,6 +160,8 @@ class Service:
         self.closed = True
         for feed in self.feeds.values():
             feed.close()
+        for state in self.stores.values():
+            state.close()
         if self.tokens is not None:
             self.tokens.close()
 

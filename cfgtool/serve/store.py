@@ -27,7 +27,7 @@ from cfgtool.serve.feed import Event
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.source import StoreRef
 from cfgtool.serve.timeline import Published, effective_by, window
-from cfgtool.serve.worker import Worker
+from cfgtool.serve.worker import Resolver, Worker
 from cfgtool.snapshot import Snapshot
 from cfgtool.versions import History, Version, history
 from cfgtool.versions.names import CURRENT
@@ -82,6 +82,7 @@ class StoreState:
         self._seen: set[int] = set()
         self._markers: set[int] = set()
         self._worker = Worker()
+        self._resolver = Resolver()
         self._others: Bounded[int, LoadedVersion] = Bounded(4)  # versions asked for outside the window
         self._clients: Bounded[int, ConfigClient] = Bounded(1)  # whole snapshots, for queries and explain
         self._load_lock = threading.Lock()
@@ -101,7 +102,7 @@ class StoreState:
 
     def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
         authorizer = self.acl(entry["commit"])[0] if self._with_acl else None
-        return LoadedVersion(self.name, version, entry, self.phantom_config, authorizer)
+        return LoadedVersion(self.name, version, entry, authorizer)
 
     def acl(self, commit: str) -> tuple[Authorizer, str | None]:
         """The authorizer under the ACL at `commit`, and why it fails closed (None: it loaded). An ACL that
@@ -133,11 +134,14 @@ class StoreState:
         """Version N's snapshot, for the queries."""
         return self._whole(version).snapshot
 
-    def phantom_config(self, version: int, key: str) -> Any:
-        """The config of `key`, which has no node, under a node that uses the intrinsics (resolved again for
-        the key; the Snapshot keeps only the newest `PHANTOMS_KEPT` of them, so any sequence of names stays
-        bounded)."""
-        return self._whole(version).snapshot.lookup(key).config
+    async def resolve(self, version: int, key: str) -> bytes:
+        """The config (canonical JSON) of `key`, which has no node, under a node that uses the intrinsics:
+        resolved again for the key, in the resolver process (CfgtoolError when it does not resolve)."""
+        return await self._resolver.config(str(self._root), self.path, version, str(self._cache), key)
+
+    def close(self) -> None:
+        """Stop the resolver process (at shutdown)."""
+        self._resolver.close()
 
     def explain(self, version: int, key: str, path: str) -> dict[str, Any]:
         """`cfgtool explain --format json` of `key` at `path` in version N (compiles N once, for provenance)."""

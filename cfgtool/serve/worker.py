@@ -9,14 +9,24 @@ changed, and hands back plain data packed with msgpack. The server keeps only th
 snapshot.
 
 If no worker can be started, the same function runs in the server's loader thread.
+
+A key without a node under a node whose config uses the `cfgtool.key` intrinsics needs its config resolved
+again for its own name: milliseconds of pure Python over the whole snapshot, for any name a client makes up.
+`Resolver` does that in one long-lived worker process that keeps the version's snapshot, so the server's
+event loop only sends the key and receives the config's bytes: a client asking for one random name after
+another costs the server a pipe round trip per name and never holds its interpreter lock (the server bounds
+how many such reads wait, see `app.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import multiprocessing
+import os
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -29,6 +39,7 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot import canonical_json, node_hash
 
 log = logging.getLogger("cfgtool.serve")
+RESOLVER_NICENESS = 10  # added to the resolver process's nice value
 
 
 def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
@@ -155,3 +166,60 @@ class Worker:
                 log.warning("cannot run a worker process (%s): versions are read in the server", exc)
                 self._processes = False
         return func(*args)
+
+
+_resolving: dict[tuple[str, str, int, str], ConfigClient] = {}  # in the resolver: the one version it keeps
+
+
+def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes:
+    """The canonical JSON config of `key`, which has no node, in version N (run by the resolver process; it
+    keeps one version's snapshot at a time, which remembers the newest few such keys itself)."""
+    ident = (root, store, version, cache)
+    client = _resolving.get(ident)
+    if client is None:
+        _resolving.clear()  # one snapshot at a time: it is large
+        client = _resolving[ident] = _client(root, store, version, cache)
+    return canonical_json(client.snapshot.lookup(key).config).encode("utf-8")
+
+
+def _background() -> None:
+    """The resolver yields the processor to the server: its work is for names clients made up."""
+    with contextlib.suppress(OSError):
+        os.nice(RESOLVER_NICENESS)
+
+
+class Resolver:
+    """Runs `resolve` in one long-lived worker process, started on first use (in a worker thread of the server
+    when no process can be started)."""
+
+    def __init__(self) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self._processes = True
+
+    async def config(self, root: str, store: str, version: int, cache: str, key: str) -> bytes:
+        """The config of `key` in version N as canonical JSON; CfgtoolError when it does not resolve."""
+        if self._processes:
+            try:
+                if self._pool is None:
+                    context = multiprocessing.get_context("forkserver")
+                    context.set_forkserver_preload([__name__])
+                    self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_background)
+                pool = self._pool
+                found: bytes = await asyncio.get_running_loop().run_in_executor(
+                    pool, resolve, root, store, version, cache, key
+                )
+                return found
+            except BrokenProcessPool:  # it died (killed, out of memory): the next read starts another
+                if self._pool is pool:
+                    self._pool = None
+                raise CfgtoolError(f"the process resolving {key} stopped: read it again") from None
+            except OSError as exc:
+                log.warning("cannot run a resolver process (%s): keys are resolved in the server", exc)
+                self._processes = False
+        return await asyncio.to_thread(resolve, root, store, version, cache, key)
+
+    def close(self) -> None:
+        """Stop the resolver process (at shutdown)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from cfgtool import snapshot as snapshot_module
-from cfgtool.serve.source import StoreRef
-from cfgtool.serve.store import StoreState
+from cfgtool.serve import worker
 from cfgtool.snapshot import canonical_json
 from cfgtool.versions import publish
 from tests.conftest import GitRepo
@@ -176,16 +174,17 @@ def test_a_key_without_a_node_under_the_intrinsics_reads_its_own_name(
 
 
 def test_the_phantom_reads_of_a_whole_snapshot_are_bounded(small: GitRepo, tmp_path: Path, monkeypatch: Any) -> None:
-    """Each key without a node under the intrinsics is resolved again: the Snapshot keeps only the newest
-    PHANTOMS_KEPT of them, so no sequence of names grows the server's memory without bound."""
+    """Each key without a node under the intrinsics is resolved again (in the resolver process): the Snapshot
+    keeps only the newest PHANTOMS_KEPT of them, so no sequence of names grows its memory without bound."""
     publish_change(small, {"store/data/b/main.conf": "topic = ${cfgtool.name}\n"}, "intrinsics")
     monkeypatch.setattr(snapshot_module, "PHANTOMS_KEPT", 3)
-    state = StoreState(StoreRef("small", "store"), small.root, tmp_path / "cache", 0, False)
-    state.refresh(time.time())
+    monkeypatch.setattr(worker, "_resolving", {})
+    args = (str(small.root), "store", 2, str(tmp_path / "cache"))
     for i in range(7):
-        assert state.phantom_config(2, f"/data/b/k{i}")["topic"] == f"k{i}"
-    assert list(state._whole(2).snapshot._phantoms) == ["/data/b/k4", "/data/b/k5", "/data/b/k6"]
-    assert state.phantom_config(2, "/data/b/k0")["topic"] == "k0"  # dropped, resolved again
+        assert json.loads(worker.resolve(*args, f"/data/b/k{i}"))["topic"] == f"k{i}"
+    [client] = worker._resolving.values()
+    assert list(client.snapshot._phantoms) == ["/data/b/k4", "/data/b/k5", "/data/b/k6"]
+    assert json.loads(worker.resolve(*args, "/data/b/k0"))["topic"] == "k0"  # dropped, resolved again
 
 
 def test_every_store_of_the_repository_is_served_by_its_name(small: GitRepo, start_server: StartServer) -> None:
