@@ -118,8 +118,8 @@ async def diff_form(ctx: Context) -> Response:
 
 async def compare_page(ctx: Context) -> Response:
     """`/ui/{store}/v/{N}/compare?a=K&b=L`: two keys of version N side by side, the values that differ."""
-    loaded = ctx.loaded
-    assert loaded is not None
+    loaded, state = ctx.loaded, ctx.state
+    assert loaded is not None and state is not None
     query = ctx.request.query_params
     texts = (query.get("a", "").strip(), query.get("b", "").strip())
     if not all(texts):
@@ -132,10 +132,8 @@ async def compare_page(ctx: Context) -> Response:
             raise not_found(f"store {loaded.store} has no key {key} in version {loaded.version}")
         if status == 403:
             raise Denied(error(403, "forbidden", f"{ctx.who} may not read {key}"))
-        try:
-            configs.append(json.loads(loaded.key_answer(key).body)["config"])  # secrets [hidden], as the API
-        except CfgtoolError as exc:
-            raise Denied(error(409, "unresolved", exc.message)) from exc
+        found = await ctx.console.api.key_answer(state, loaded, key, ctx.who, ctx.host)
+        configs.append(json.loads(found.body)["config"])  # secrets [hidden], as the API
     rows = [
         {"path": path, "a": _text(old), "b": _text(new), "kind": _kind(old, new)}
         for path, old, new in changed_values(configs[0], configs[1])

@@ -517,15 +517,10 @@ def _require(ctx: Context, key: str, operation: str) -> None:
 
 
 async def _config(ctx: Context, key: str) -> Any:
-    """The resolved config of `key` (secrets `[hidden]`), as the key's JSON answer holds it (read off the event
-    loop when it needs the whole snapshot, as the API reads it)."""
-    loaded = _loaded(ctx)
-    try:
-        found = await asyncio.to_thread(loaded.key_answer, key) if loaded.slow(key) else loaded.key_answer(key)
-        body = found.body
-    except CfgtoolError as exc:
-        raise Denied(error(409, "unresolved", exc.message)) from exc
-    return json.loads(body)["config"]
+    """The resolved config of `key` (secrets `[hidden]`), as the key's JSON answer holds it."""
+    assert ctx.state is not None
+    found = await ctx.console.api.key_answer(ctx.state, _loaded(ctx), key, ctx.who, ctx.host)
+    return json.loads(found.body)["config"]
 
 
 def _iso(date: Any) -> str:

@@ -418,12 +418,7 @@ class Api:
         loaded = view.pinned.get(number) or await self.version(state, number)
         if who is not None:  # (anyone may read everything without tokens)
             self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
-        plain = loaded.keys.get(key)
-        if plain is None:
-            try:
-                plain = loaded.key_answer(key) or await self._resolve(scope, who, state, loaded, key)
-            except CfgtoolError as exc:  # its node did not resolve (the version compiled with errors elsewhere)
-                raise Denied(error(409, "unresolved", exc.message)) from exc
+        plain = loaded.keys.get(key) or await self.key_answer(state, loaded, key, who, _host(scope))
         if query:
             sealed = query.get("secrets") == ["sealed"]
             if sealed:
@@ -432,26 +427,35 @@ class Api:
                 return self._value(loaded, key, query["path"][-1], plain, sealed), headers, version
         return plain, headers, version
 
-    async def _resolve(
-        self, scope: Scope, who: str | None, state: StoreState, loaded: LoadedVersion, key: str
+    async def key_answer(
+        self, state: StoreState, loaded: LoadedVersion, key: str, who: str | None, host: str | None
     ) -> Answer:
-        """The answer for `key`, which has no node, under a node whose config uses the intrinsics: resolved
-        for its own name by the store's resolver process, one name after another. Any name may be asked for,
-        so the wait is bounded: at most `RESOLVING_PER_PRINCIPAL` such reads wait per principal (per client
-        address without tokens) and `RESOLVING` in all, 429 beyond; the answers are cached (bounded)."""
-        holder = who if who is not None else _host(scope)
-        if self._resolving[holder] >= RESOLVING_PER_PRINCIPAL or self._resolving_total >= RESOLVING:
-            message = "too many reads of keys without a node wait to be resolved: retry shortly"
-            raise Denied(error(429, "too_many_requests", message), [(b"retry-after", b"1")])
-        self._resolving[holder] += 1
-        self._resolving_total += 1
+        """The answer for `key` from version `loaded`, a node or not (access already judged); Denied 409 when
+        its node did not resolve (the version compiled with errors elsewhere).
+
+        A key without a node under a node whose config uses the intrinsics is resolved for its own name by
+        the store's resolver process, one name after another. Any name may be asked for, so the wait is
+        bounded: at most `RESOLVING_PER_PRINCIPAL` such reads wait per principal (per client address without
+        tokens) and `RESOLVING` in all, Denied 429 beyond; the answers are cached (bounded)."""
         try:
-            config = await state.resolve(loaded.version, key)
-        finally:
-            self._resolving_total -= 1
-            self._resolving[holder] -= 1
-            if not self._resolving[holder]:
-                del self._resolving[holder]
+            found = loaded.key_answer(key)
+            if found is not None:
+                return found
+            holder = who if who is not None else host
+            if self._resolving[holder] >= RESOLVING_PER_PRINCIPAL or self._resolving_total >= RESOLVING:
+                message = "too many reads of keys without a node wait to be resolved: retry shortly"
+                raise Denied(error(429, "too_many_requests", message), [(b"retry-after", b"1")])
+            self._resolving[holder] += 1
+            self._resolving_total += 1
+            try:
+                config = await state.resolve(loaded.version, key)
+            finally:
+                self._resolving_total -= 1
+                self._resolving[holder] -= 1
+                if not self._resolving[holder]:
+                    del self._resolving[holder]
+        except CfgtoolError as exc:
+            raise Denied(error(409, "unresolved", exc.message)) from exc
         return loaded.resolved(key, config)
 
     def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
