@@ -102,6 +102,8 @@ class StoreState:
 
     def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
         authorizer = self.acl(entry["commit"])[0] if self._with_acl else None
+        if entry["intrinsic"]:  # keys without a node under these have configs of their own: be ready
+            self._resolver.warm(str(self._root), self.path, version, str(self._cache))
         return LoadedVersion(self.name, version, entry, authorizer)
 
     def acl(self, commit: str) -> tuple[Authorizer, str | None]:

@@ -27,6 +27,7 @@ import json
 import logging
 import multiprocessing
 import os
+import threading
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -39,7 +40,7 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot import canonical_json, node_hash
 
 log = logging.getLogger("cfgtool.serve")
-RESOLVER_NICENESS = 10  # added to the resolver process's nice value
+RESOLVER_NICENESS = 5  # added to the resolver process's nice value
 
 
 def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
@@ -171,55 +172,76 @@ class Worker:
 _resolving: dict[tuple[str, str, int, str], ConfigClient] = {}  # in the resolver: the one version it keeps
 
 
-def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes:
-    """The canonical JSON config of `key`, which has no node, in version N (run by the resolver process; it
-    keeps one version's snapshot at a time, which remembers the newest few such keys itself)."""
+def _kept(root: str, store: str, version: int, cache: str) -> ConfigClient:
+    """Version N's client with its snapshot, kept in the resolver (one version at a time: it is large)."""
     ident = (root, store, version, cache)
     client = _resolving.get(ident)
     if client is None:
-        _resolving.clear()  # one snapshot at a time: it is large
+        _resolving.clear()
         client = _resolving[ident] = _client(root, store, version, cache)
-    return canonical_json(client.snapshot.lookup(key).config).encode("utf-8")
+        client.snapshot  # noqa: B018 (loaded now)
+    return client
+
+
+def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes:
+    """The canonical JSON config of `key`, which has no node, in version N (run by the resolver process; the
+    snapshot it keeps remembers the newest few such keys itself)."""
+    return canonical_json(_kept(root, store, version, cache).snapshot.lookup(key).config).encode("utf-8")
 
 
 def _background() -> None:
-    """The resolver yields the processor to the server: its work is for names clients made up."""
+    """The resolver yields the processor to the server: its work is for names clients make up."""
     with contextlib.suppress(OSError):
         os.nice(RESOLVER_NICENESS)
 
 
 class Resolver:
-    """Runs `resolve` in one long-lived worker process, started on first use (in a worker thread of the server
-    when no process can be started)."""
+    """Runs `resolve` in one long-lived worker process (in a worker thread of the server when no process can
+    be started)."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
         self._processes = True
+        self._lock = threading.Lock()
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload([__name__])
+                self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_background)
+            return self._pool
+
+    def warm(self, root: str, store: str, version: int, cache: str) -> None:
+        """Start the process and have it load version N's snapshot now (call it on the loader thread), so the
+        first key asked for costs only its own resolving."""
+        if not self._processes:
+            return
+        try:
+            self._executor().submit(_kept, root, store, version, cache)
+        except (OSError, RuntimeError, BrokenProcessPool) as exc:
+            log.warning("cannot run a resolver process (%s): keys are resolved in the server", exc)
+            self._processes = False
 
     async def config(self, root: str, store: str, version: int, cache: str, key: str) -> bytes:
         """The config of `key` in version N as canonical JSON; CfgtoolError when it does not resolve."""
         if self._processes:
+            pool = self._executor()
             try:
-                if self._pool is None:
-                    context = multiprocessing.get_context("forkserver")
-                    context.set_forkserver_preload([__name__])
-                    self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_background)
-                pool = self._pool
                 found: bytes = await asyncio.get_running_loop().run_in_executor(
                     pool, resolve, root, store, version, cache, key
                 )
                 return found
             except BrokenProcessPool:  # it died (killed, out of memory): the next read starts another
-                if self._pool is pool:
-                    self._pool = None
+                with self._lock:
+                    if self._pool is pool:
+                        self._pool = None
                 raise CfgtoolError(f"the process resolving {key} stopped: read it again") from None
-            except OSError as exc:
-                log.warning("cannot run a resolver process (%s): keys are resolved in the server", exc)
-                self._processes = False
         return await asyncio.to_thread(resolve, root, store, version, cache, key)
 
     def close(self) -> None:
         """Stop the resolver process (at shutdown)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
