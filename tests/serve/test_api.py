@@ -57,7 +57,7 @@ def test_key_answers_have_the_design_shape_and_the_etag_of_their_canonical_body(
         assert current.content == got.content and current.headers["etag"] == got.headers["etag"]
         assert current.headers["cfgtool-version"] == "1"
         assert current.headers["content-location"] == "/v1/small/versions/1/keys/data/a"
-        assert current.headers["cache-control"] == "private, must-revalidate, max-age=0"
+        assert current.headers["cache-control"] == "private, must-revalidate, max-age=0, stale-if-error=86400"
 
         head = http.head("/v1/small/current/keys/data/a")
         assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == got.headers["etag"]
