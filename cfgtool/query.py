@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic
+from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic, count
 from cfgtool.store import keys
 
 if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by the functions that compile
@@ -50,6 +50,13 @@ class KeyAnswer:
     def errors(self) -> list[Diagnostic]:
         """The errors that make an answer about `key` unreliable (as `CompileResult.errors_affecting`)."""
         return self.result.errors_affecting(self.key)
+
+    def store_errors(self) -> int | None:
+        """How many errors the whole store has, as far as this read found; None when it read only the nodes
+        `key` needs (errors elsewhere were not looked for)."""
+        if self.scope is not None:
+            return None
+        return count(self.result.diagnostics)[0]
 
     def siblings(self) -> list[str]:
         """The nodes beside `key` (children of its parent key), for a did-you-mean about a key without a node."""

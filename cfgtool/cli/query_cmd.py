@@ -266,7 +266,7 @@ def _answer(
 
         reading = read_at_ref(ctx, ref, variables, version)
         answer = KeyAnswer(normalize_key(text, reading.snapshot.name), reading, None)
-    _refuse(answer.key, answer.errors())
+    _refuse(answer.key, answer.errors(), answer.store_errors())
     return answer
 
 
@@ -286,18 +286,27 @@ def _graph(
     return graph, key
 
 
-def _refuse(key: str | None, errors: list[Diagnostic]) -> None:
-    """CfgtoolError (exit 1) naming the first of `errors` by place (then code and message), if any."""
+def _refuse(key: str | None, errors: list[Diagnostic], total: int | None = None) -> None:
+    """CfgtoolError (exit 1) naming the first of `errors` by place (then code and message), if any. `total`:
+    the errors of the whole store this read found (None: it read only what the key needs), so the count says
+    why it differs from `cfgtool compile`'s."""
     if not errors:
         return
     first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0, d.code, d.message))
     where = f"{first.location}: " if first.location else ""
-    scope = "the store" if key is None else key
-    count = f"{len(errors):,} error{'' if len(errors) == 1 else 's'}"
+    plural = len(errors) != 1
+    if key is None:
+        count = f"the store cannot be queried: its import graph has {len(errors):,} error{'s' if plural else ''}"
+    elif total is not None and total > len(errors):
+        count = (
+            f"{key} cannot be queried: {len(errors):,} of the store's {total:,} errors affect{'' if plural else 's'} it"
+        )
+    else:
+        count = f"{key} cannot be queried: {len(errors):,} error{'s affect' if plural else ' affects'} it"
     raise CfgtoolError(
-        f"{scope} cannot be queried: the compile has {count} affecting it,"
-        f" the first: {where}{first.code} {first.message}",
-        hint="run `cfgtool compile` to see every problem, or query a good state with --ref REF",
+        f"{count}, the first: {where}{first.code} {first.message}",
+        hint="`cfgtool compile` lists every error of the store (also those of schemas, policies and other variable"
+        " values, which do not stop a query); or query a good state with --ref REF",
     )
 
 

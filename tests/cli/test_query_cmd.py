@@ -363,10 +363,21 @@ def test_query_refuses_a_key_whose_layers_have_errors(run_cfgtool: Run, shop: Gi
     for args in (("get", "/data/orders"), ("explain", "/data/orders", "tier"), ("tags", "/data/orders")):
         err = failed(run_cfgtool(*args, cwd=shop.root), 1)
         assert err.startswith(
-            "cfgtool: error: /data/orders cannot be queried: the compile has 1 error affecting it, the first: "
+            "cfgtool: error: /data/orders cannot be queried: 1 error affects it, the first: "
             "store/tags/gold/main.conf:2:1: E_SYNTAX unclosed object"
         ), err
-        assert "hint: run `cfgtool compile`" in err
+        assert "hint: `cfgtool compile` lists every error of the store" in err
+
+
+def test_query_refusal_says_how_many_of_the_stores_errors_affect_the_key(run_cfgtool: Run, shop: GitRepo) -> None:
+    """A read of the whole store (here a commit) counts its errors, so the numbers of get and compile agree."""
+    shop.write({"store/tags/gold/main.conf": "tier = {\n", "store/data/invoices/main.conf": "owner = ${nobody}\n"})
+    shop.commit()
+    err = failed(run_cfgtool("get", "/data/orders", "--ref", "HEAD", cwd=shop.root), 1)
+    assert err.startswith("cfgtool: error: /data/orders cannot be queried: 1 of the store's 2 errors affects it"), err
+    assert "`cfgtool compile` lists every error of the store" in err
+    compiled = run_cfgtool("compile", cwd=shop.root)
+    assert "2 errors" in compiled.stdout + compiled.stderr
 
 
 def test_query_answers_keys_that_errors_elsewhere_do_not_affect(run_cfgtool: Run, shop: GitRepo) -> None:
