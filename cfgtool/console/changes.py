@@ -26,7 +26,8 @@ from cfgtool.hidden import HIDDEN
 from cfgtool.serve.answers import Bounded, error
 from cfgtool.serve.app import Denied, not_found, version_number
 from cfgtool.serve.visibility import HIDDEN_LAYER, Visibility
-from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, changed_values
+from cfgtool.serve.worker import Worker
+from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, changed_values, diff
 from cfgtool.versions.diff_render import value_text
 
 if TYPE_CHECKING:
@@ -35,12 +36,13 @@ if TYPE_CHECKING:
     from cfgtool.serve.loaded import LoadedVersion
     from cfgtool.versions.tags import Version
 
-GROUPS_SHOWN = 100  # causes listed on a diff page (the rest counted)
+GROUPS_SHOWN = 50  # causes listed on a diff page (the rest counted)
 GROUP_KEYS_SHOWN = 12  # keys named under each cause
-KEYS_SHOWN = 200  # keys whose values are listed
-VALUES_SHOWN = 50  # values listed per key
+KEYS_SHOWN = 50  # keys whose values are listed
+VALUES_SHOWN = 20  # values listed per key
 _DIFFS: Bounded[tuple[str, str, str, str], Diff] = Bounded(8)  # (repo, store, commit A, commit B) -> its diff
 _DIFFS_LOCK = threading.Lock()
+_WORKER = Worker()
 
 
 @dataclass(frozen=True)
@@ -143,13 +145,12 @@ async def compare_page(ctx: Context) -> Response:
 
 # -- the diff, once per pair of commits ------------------------------------------------------------------------
 def _diff(root: Path, store: str, a: Version, b: Version) -> Diff:
-    """`cfgtool diff` of two versions of the store, named by their tags (cached by commit: a version's commit
-    never changes)."""
-    from cfgtool.versions.diff import diff
-
+    """`cfgtool diff` of two versions of the store, named by their tags, computed in a worker process (two
+    whole compiles: their memory and CPU stay out of the server) and cached by commit (a version's commit never
+    changes)."""
     ident = (str(root), store, a.commit, b.commit)
     with _DIFFS_LOCK:  # one computation per pair at a time: a second request for it waits and reads the first's
-        return _DIFFS.get_or_build(ident, lambda: diff(root, a.tag, b.tag, store=store))
+        return _DIFFS.get_or_build(ident, lambda: _WORKER.run(diff, root, a.tag, b.tag, store))
 
 
 def _rights(ctx: Context, *versions: LoadedVersion) -> Visibility:

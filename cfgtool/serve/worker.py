@@ -141,22 +141,23 @@ def changed(before: Mapping[str, str], after: Mapping[str, str]) -> int:
 
 
 class Worker:
-    """Runs `load` and `changes_between` in a fresh process per call (in the calling thread when no process
-    can be started)."""
+    """Runs `load`, `changes_between` (and the console's diffs) in a fresh process per call (in the calling
+    thread when no process can be started)."""
 
     def __init__(self) -> None:
         self._processes = True
 
     def load(self, *args: Any) -> list[dict[str, Any]]:
-        data: bytes = self._run(load, *args)
+        data: bytes = self.run(load, *args)
         entries: list[dict[str, Any]] = unpack(data)
         return entries
 
     def changes_between(self, *args: Any) -> list[int]:
-        found: list[int] = self._run(changes_between, *args)
+        found: list[int] = self.run(changes_between, *args)
         return found
 
-    def _run(self, func: Any, *args: Any) -> Any:
+    def run(self, func: Any, *args: Any) -> Any:
+        """`func(*args)` in a fresh worker process (a module-level function; arguments and result picklable)."""
         if self._processes:
             try:
                 context = multiprocessing.get_context("forkserver")

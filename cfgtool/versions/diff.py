@@ -50,6 +50,9 @@ class _Absent:
     def __repr__(self) -> str:
         return "ABSENT"
 
+    def __reduce__(self) -> str:
+        return "ABSENT"  # unpickled as this module's ABSENT: `is ABSENT` holds for a diff made in another process
+
 
 ABSENT: Any = _Absent()
 

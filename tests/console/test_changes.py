@@ -108,3 +108,13 @@ def test_the_access_page_gives_each_operations_verdict_and_deciding_rule(
     assert re.search(r"read denied deny User:alice all /data/secret-project \(prefixed\)", other.text)
     assert "store/_ACL.yaml:4" in other.text  # the entries that apply to the key, with their lines
     assert client.get("/ui/small/v/1/access/data/open?principal=Robot:x").status_code == 400
+
+
+def test_a_diff_made_in_a_worker_process_keeps_its_unset_marker() -> None:
+    """The console computes diffs in a worker process: an unset side must still be `ABSENT` once unpickled."""
+    import pickle
+
+    from cfgtool.versions.diff import ABSENT, ValueChange
+
+    change = pickle.loads(pickle.dumps(ValueChange("a.b", ABSENT, 1, None, None)))
+    assert change.old is ABSENT
