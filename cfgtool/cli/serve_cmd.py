@@ -157,6 +157,9 @@ def serve_command(
     applies at once. Stop it with SIGTERM or Ctrl-C: waiting long polls are
     answered first. Without --tokens it listens on loopback only.
 
+    A read-only browser console is at /ui/ (docs/console.md); with --tokens,
+    people sign in by pasting a token once.
+
     Every request is logged as one JSON line (stderr, or --access-log FILE).
     Limits: 16 KB of request line and headers (431), 10 s for a request to
     arrive (408), --max-connections open connections and 100 waiting long
