@@ -119,9 +119,11 @@ class Console:
     def render(self, ctx: Context, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         store = ctx.state.name if ctx.state is not None else None
         page, _, here = ctx.request.url.path.removeprefix(f"/ui/{store}/").partition("/")
-        if page == "v":  # /ui/{store}/v/{N}/{page}/...: the switcher keeps the page
+        if page == "v":  # /ui/{store}/v/{N}/{page}/...: the switcher keeps the page (and its query: a search)
             here = here.partition("/")[2]
             page = here.partition("/")[0]
+            if ctx.request.url.query:
+                here += f"?{ctx.request.url.query}"
         body = self.env.get_template(template).render(
             page=page or "timeline",
             here=here,
@@ -479,7 +481,8 @@ async def switch(ctx: Context) -> Response:
     page = query.get("page", "tree/")
     if page.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access", "compare"):
         page = "tree/"
-    target = f"/ui/{quote(_store(ctx))}/v/{number}/{quote(page)}"
+    path, _, asked = page.partition("?")
+    target = f"/ui/{quote(_store(ctx))}/v/{number}/{quote(path)}" + (f"?{asked}" if asked else "")
     return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
 
 

@@ -254,3 +254,16 @@ def test_the_history_of_a_value_follows_new_versions(small_acl: GitRepo, make_cl
     assert "Version 2" in page.text and "three is better" in page.text
     assert [d.get("class") for d in page.all("del")] == ["old"]  # 1 -> 3 in version 2; version 1 set it
     assert [i.get("class") for i in page.all("ins")] == ["new", "new"]
+
+
+def test_the_version_switcher_keeps_the_page_and_its_query(small_acl: GitRepo, make_client: MakeClient) -> None:
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 3\n"}, "v2")
+    client = make_client(small_acl)
+    page = Page(client.get("/ui/small/v/2/explain/data/open?path=size").text)
+    form = page.all("form")[0]
+    assert form["action"] == "/ui/small/switch" and form["method"] == "get"
+    kept = [i["value"] for i in page.all("input") if i.get("name") == "page"]
+    assert kept == ["explain/data/open?path=size"]
+    moved = client.get("/ui/small/switch", params={"v": "1", "page": kept[0]})
+    assert moved.status_code == 303 and moved.headers["location"] == "/ui/small/v/1/explain/data/open?path=size"
+    assert "size" in client.get(moved.headers["location"]).text
