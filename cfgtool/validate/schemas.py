@@ -379,6 +379,13 @@ def _unmatched(spec: SchemaSpec, snapshot: Snapshot, selected: Sequence[str]) ->
         narrowed = [name for name in ("kinds", "exclude") if getattr(selector, name)]
         once = f" once {' and '.join(narrowed)} {'are' if len(narrowed) > 1 else 'is'} applied" if narrowed else ""
         message = f"applies_to selects no node{once}, so this schema checks nothing"
+        cycle = sorted(k for k, node in snapshot.nodes.items() if not node.layers) if selector.tags else []
+        if cycle:  # their imports are unknown: the cause is the E_CYCLE, not applies_to
+            shown = ", ".join(cycle[:3]) + (f" and {len(cycle) - 3:,} more" if len(cycle) > 3 else "")
+            message = (
+                f"applies_to selects no node, and cannot tell for {shown}: on or behind an import cycle (E_CYCLE), "
+                f"{'its imports are' if len(cycle) == 1 else 'their imports are'} unknown; fix the cycle first"
+            )
         diags.append(Diagnostic.of("E_SCHEMA", message, file=spec.file, line=line, col=col))
     return diags
 

@@ -249,6 +249,21 @@ def test_selector_entries_matching_no_node_are_reported_at_the_schema_file(
     assert sorted(d.key for d in diags if d.key) == ["/data/a", "/other", "/tags/t", "/tags/u"]
 
 
+def test_selector_of_tags_after_an_import_cycle_names_the_cycle(compile_files: Compile, schema_report: Report) -> None:
+    """The tag and its importers are on or behind an import cycle: their imports are unknown, and the message
+    says so (not that applies_to, or an exclude it does not have, selects nothing)."""
+    schema = "x-cfgtool:\n  applies_to: {tags: [/tags/t]}\n"
+    store = {**SELECTOR_STORE, "store/tags/t/includes": "/data/a\n", "schemas/s.yaml": schema}
+    result = compile_files(store)
+    assert any(d.code == "E_CYCLE" for d in result.diagnostics)
+    _, diags = schema_report(result)
+    (d,) = [d for d in diags if d.file == "schemas/s.yaml"]
+    assert d.message == (
+        "applies_to selects no node, and cannot tell for /data/a, /other, /tags/t and 1 more: on or behind an "
+        "import cycle (E_CYCLE), their imports are unknown; fix the cycle first"
+    )
+
+
 def test_selector_emptied_by_exclude_is_reported_at_applies_to(compile_files: Compile, schema_report: Report) -> None:
     schema = "x-cfgtool:\n  applies_to: {keys: ['/data/*'], exclude: ['/data/**']}\n"
     _, diags = schema_report(compile_files({**SELECTOR_STORE, "schemas/s.yaml": schema}))
