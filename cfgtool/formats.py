@@ -1,4 +1,4 @@
-"""Output formats for resolved configs (plain JSON-like Python values): json, hocon, yaml and properties.
+"""Output formats for resolved configs (plain JSON-like Python values): json, hocon, yaml, properties and env.
 
 One place renders values for every command that prints configs.
 Each renderer returns text ending in a newline.
@@ -23,6 +23,7 @@ class Format(StrEnum):
     HOCON = "hocon"
     YAML = "yaml"
     PROPERTIES = "properties"
+    ENV = "env"
 
 
 def deep_recursion() -> AbstractContextManager[None]:
@@ -42,6 +43,9 @@ def render(value: Any, fmt: Format) -> str:
             return to_hocon(value)
     if fmt is Format.YAML:
         return to_yaml(value)
+    if fmt is Format.ENV:
+        with deep_recursion():
+            return to_env(value)
     with deep_recursion():
         return to_properties(value)
 
@@ -95,6 +99,33 @@ def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
         yield prefix, repr(value)
     else:
         yield prefix, str(value)
+
+
+def to_env(value: Any) -> str:
+    """Environment lines `A_B_C='value'`, as a POSIX shell sources them and systemd's `EnvironmentFile=`
+    reads them.
+
+    Names are the flattened paths (as `to_properties` makes them) upper-cased, every character other than
+    an ASCII letter, digit or `_` turned into `_`, with a leading `_` before a digit. Values are single-quoted
+    (a `'` inside is written `'\\''`); null is an empty value. Two paths that come out as the same name are
+    an error rather than one silently hiding the other.
+    """
+    lines: list[str] = []
+    seen: dict[str, str] = {}
+    for key, text in _flatten(value, ""):
+        name = _ENV_NAME.sub("_", key).upper() or "_"
+        if name[0].isdigit():
+            name = "_" + name
+        if name in seen:
+            raise ValueError(f"{seen[name]!r} and {key!r} are both the environment variable {name}")
+        seen[name] = key
+        quoted = text.replace("'", _QUOTE)
+        lines.append(f"{name}='{quoted}'\n")
+    return "".join(lines)
+
+
+_ENV_NAME = re.compile(r"[^A-Za-z0-9_]")
+_QUOTE = "'\\''"  # ends the quoted text, adds an escaped quote, opens it again
 
 
 _PROPERTIES_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}

@@ -135,6 +135,7 @@ class Connection:
         self._conn: http.client.HTTPConnection | None = None
         self._sock: socket.socket | None = None  # the socket of the request under way, for the watchdog and abort
         self._lock = threading.Lock()
+        self._shut = False
 
     def get(self, path: str, headers: Mapping[str, str]) -> tuple[int, http.client.HTTPMessage, bytes]:
         """(status, headers, body) of GET `path` within the deadline; ServerUnavailable when the server cannot
@@ -172,6 +173,8 @@ class Connection:
     ) -> tuple[int, http.client.HTTPMessage, bytes]:
         """One request, retried once on a fresh connection when the server closed a kept-alive one."""
         for attempt in (1, 2):
+            if self._shut:
+                raise ServerUnavailable(f"{self.location}: the connection was shut", hint="make a new one")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._late()
@@ -255,6 +258,13 @@ class Connection:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # a read blocked on it returns at once
+
+    def shut(self) -> None:
+        """Cut the request under way for good, from another thread or a signal handler (it takes no lock): it
+        fails with ServerUnavailable instead of being retried, and so does every later one (stopping a follower
+        whose long poll must not start again)."""
+        self._shut = True
+        self.abort()
 
     def close(self) -> None:
         with self._lock:
@@ -442,10 +452,12 @@ class HttpConfigClient(ConfigClient):
         self.version, self.commit = self._choose(version, offline)
 
     # -- reads -------------------------------------------------------------------------------------------
-    def lookup(self, key: str, strict: bool = False) -> Lookup:
-        """The config of `key` at the pinned version and whether it has a node (DESIGN 5.4)."""
+    def lookup(self, key: str, strict: bool = False, *, sealed: bool = False) -> Lookup:
+        """The config of `key` at the pinned version and whether it has a node (DESIGN 5.4). `sealed`: its
+        secrets as their sealed envelopes instead of `[hidden]` (`?secrets=sealed`), for a reader that holds
+        an identity and opens them itself (`cfgtool agent --identity`)."""
         key = self._key(key)
-        body = self._read(f"keys{_tail(key)}")
+        body = self._read(f"keys{_tail(key)}" + ("?secrets=sealed" if sealed else ""))
         exists = bool(body.get("exists"))
         if strict and not exists:
             raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")

@@ -1,0 +1,136 @@
+"""The commands around a swap (docs/agent.md): `--check` on the new files before it, and after it one of
+`--reload` (a command), `--signal` (to the process in `--pid-file`) or `--webhook` (a POST).
+
+Commands are the operator's own command lines, run by `/bin/sh -c` as confd runs its check and reload
+commands, with `CFGTOOL_AGENT_DIR` (the version's directory) and `CFGTOOL_AGENT_VERSION` in their environment.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from cfgtool.errors import CfgtoolError, UsageError
+
+log = logging.getLogger("cfgtool.agent")
+
+COMMAND_TIMEOUT = 60.0  # seconds a check or reload command may run
+WEBHOOK_TIMEOUT = 10.0
+_TAIL = 500  # characters of a failing command's output quoted in the log
+
+
+class CheckFailed(CfgtoolError):
+    """`--check` refused a version: its files are not swapped in."""
+
+
+def run_command(command: str, directory: Path, version: int) -> tuple[int, str]:
+    """Run `command` by `/bin/sh -c` in `directory`; (exit status, the tail of its output). A command that
+    does not end within COMMAND_TIMEOUT seconds is killed and counts as exit status 124 (as `timeout` says)."""
+    env = {**os.environ, "CFGTOOL_AGENT_DIR": str(directory), "CFGTOOL_AGENT_VERSION": str(version)}
+    try:
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"") + (exc.stderr or b"")
+        return 124, output.decode("utf-8", "replace")[-_TAIL:].strip() + f" (killed after {COMMAND_TIMEOUT:g} s)"
+    output = done.stdout + done.stderr
+    return done.returncode, output.decode("utf-8", "replace")[-_TAIL:].strip()
+
+
+def check(command: str, directory: Path, version: int) -> None:
+    """`--check`: CheckFailed unless `command` exits 0 on the staged files of `version`."""
+    status, output = run_command(command, directory, version)
+    if status != 0:
+        raise CheckFailed(f"the check failed on version {version} (exit {status}): {output or 'no output'}")
+
+
+def parse_signal(name: str) -> signal.Signals:
+    """`--signal HUP`, `SIGHUP` or `1`."""
+    text = name.strip().upper()
+    try:
+        return (
+            signal.Signals(int(text))
+            if text.isdigit()
+            else signal.Signals[text if text.startswith("SIG") else "SIG" + text]
+        )
+    except (KeyError, ValueError):
+        raise UsageError(f"--signal {name}: not a signal", hint="--signal HUP (or USR1, TERM, ...)") from None
+
+
+@dataclass(frozen=True)
+class Reload:
+    """What to do after a swap: run `command`, send `sig` to the process in `pid_file`, or POST `webhook`."""
+
+    command: str | None = None
+    sig: signal.Signals | None = None
+    pid_file: Path | None = None
+    webhook: str | None = None
+
+    def __post_init__(self) -> None:
+        chosen = sum(x is not None for x in (self.command, self.sig, self.webhook))
+        if chosen > 1:
+            raise UsageError("--reload, --signal and --webhook exclude each other", hint="choose one")
+        if (self.sig is None) != (self.pid_file is None):
+            raise UsageError("--signal and --pid-file go together", hint="--signal HUP --pid-file /run/app.pid")
+        if self.webhook is not None:
+            parts = urlsplit(self.webhook)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise UsageError(
+                    f"--webhook {self.webhook}: not an http(s) URL", hint="--webhook http://127.0.0.1:8080/-/reload"
+                )
+
+    def __call__(self, directory: Path, version: int) -> None:
+        """Tell the program that version `version` is on disk; a failure is logged (the files stay swapped)."""
+        try:
+            if self.command is not None:
+                status, output = run_command(self.command, directory, version)
+                if status != 0:
+                    raise CfgtoolError(f"the reload command failed (exit {status}): {output or 'no output'}")
+            elif self.sig is not None and self.pid_file is not None:
+                self._send_signal(self.sig, self.pid_file)
+            elif self.webhook is not None:
+                self._post(self.webhook, version)
+        except CfgtoolError as exc:
+            log.error("version %d is on disk but the reload failed: %s", version, exc.message)
+
+    @staticmethod
+    def _send_signal(sig: signal.Signals, pid_file: Path) -> None:
+        try:
+            pid = int(pid_file.read_text(encoding="ascii").split()[0])
+            os.kill(pid, sig)
+        except (OSError, ValueError, IndexError) as exc:
+            raise CfgtoolError(f"cannot send {sig.name} to the process in {pid_file}: {exc}") from exc
+
+    @staticmethod
+    def _post(url: str, version: int) -> None:
+        """POST `{"version": N}` to `url`: one request, no redirects followed, any 2xx is success."""
+        parts = urlsplit(url)
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = kind(parts.hostname or "", parts.port, timeout=WEBHOOK_TIMEOUT)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            body = json.dumps({"version": version}).encode()
+            conn.request("POST", target, body=body, headers={"Content-Type": "application/json"})
+            status = conn.getresponse().status
+        except (OSError, http.client.HTTPException) as exc:
+            raise CfgtoolError(f"the webhook {parts.hostname}:{parts.port} failed: {exc}") from exc
+        finally:
+            conn.close()
+        if not 200 <= status < 300:
+            raise CfgtoolError(f"the webhook answered HTTP {status}")
+
+
+__all__ = ["CheckFailed", "Reload", "check", "parse_signal", "run_command"]

@@ -1,0 +1,346 @@
+"""`cfgtool agent`: put published configs on disk, as files, for programs that read files (docs/agent.md).
+
+The agent reads the `current` answer of each key it writes: the server's Keystone freshness says which version
+each key sees now, so a fleet of agents switches spread over the store's checkpoints, and a rollback reaches
+every agent at once. The version it applies is the oldest that its keys see (all its files are one version,
+never a mix); it reads that version's configs through a client pinned to it (`HttpConfigClient`, with its
+disk cache), renders the files, runs `--check` on them, swaps them in (`layout`) and reloads the program.
+
+Following: a long poll of the change feed wakes it on every publish or rollback, and while a key still shows an
+older version than the store's current one it asks again when that key's checkpoint passes (the answer's
+`max-age`). Errors (the server down or restarting) are retried with backoff and jitter (1 to 120 s); the files
+on disk stay as they are meanwhile. A version whose check fails (or that cannot be rendered) is not applied;
+the agent goes on with the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from cfgtool.agent import layout
+from cfgtool.agent.actions import CheckFailed, Reload, check
+from cfgtool.agent.files import FileSpec, RenderError, contents, replace_at, sealed_paths
+from cfgtool.errors import CfgtoolError
+from cfgtool.remote import (
+    MAX_BYTES,
+    AccessDenied,
+    Connection,
+    HttpConfigClient,
+    OfflineWarning,
+    ServerUnavailable,
+    request_headers,
+)
+from cfgtool.watcher import backoff
+
+log = logging.getLogger("cfgtool.agent")
+
+_MAX_AGE = re.compile(r"max-age=(\d+)")
+_LATE = 0.05  # seconds after a checkpoint to ask again, so that it has surely passed
+
+
+class NothingToWrite(CfgtoolError):
+    """`--once` could write no version: the server is unreachable and nothing is cached or on disk."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What an agent writes where, and how it tells the program (the options of `cfgtool agent`)."""
+
+    server: str
+    store: str
+    directory: Path
+    files: list[FileSpec]
+    token: str | None = None
+    identity: Path | None = None
+    check: str | None = None
+    reload: Reload = field(default_factory=Reload)
+    settle: float = 2.0
+    cache_dir: Path | None = None
+    instance: str | None = None
+    timeout: float = 10.0
+    wait: float = 30.0
+
+
+@dataclass
+class _Seen:
+    """A key's last `current` answer: its ETag and version, and when its checkpoint passes (monotonic time)."""
+
+    etag: str | None
+    version: int
+    until: float
+
+
+class Agent:
+    """One agent (see the module's docstring). `applied` is the version on disk, `refused` the last version
+    its check refused (not tried again until another one comes), `swaps` the number of swaps made."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.location = options.server.rstrip("/")
+        self.keys = sorted({spec.key for spec in options.files})
+        self.applied: int | None = layout.applied(options.directory)
+        self.refused: int | None = None
+        self.swaps = 0
+        self._last_swap = float("-inf")
+        self._seen: dict[str, _Seen] = {}
+        self._headers = request_headers(options.token)
+        if options.instance is not None:
+            self._headers["Cfgtool-Instance"] = options.instance
+        self._reads = Connection(self.location, options.timeout, MAX_BYTES)
+        self._feed = Connection(self.location, options.timeout + options.wait, MAX_BYTES)
+        self._identities: list[Any] | None = None
+        if options.identity is not None:
+            from cfgtool.access.secrets import load_identities
+
+            self._identities = load_identities(options.identity)
+
+    # -- the two modes ---------------------------------------------------------------------------------
+    def once(self) -> int:
+        """Write the version the keys see now and return it (`--once`). With the server unreachable: the
+        newest version cached, else the files already on disk; NothingToWrite when there is neither."""
+        try:
+            target = min(seen.version for seen in self._visible().values())
+        except ServerUnavailable as exc:
+            return self._offline(exc)
+        if target != self.applied:
+            self._apply(target, strict=True)
+        return target
+
+    def follow(self, stop: threading.Event) -> None:
+        """Keep the files at the version the keys see, until `stop` is set (see the module's docstring)."""
+        seq: int | None = None
+        current: int | None = None
+        failures = 0
+        while not stop.is_set():
+            try:
+                if seq is None:
+                    seq, current = self._sync()
+                seen = self._visible()
+                target = min(s.version for s in seen.values())
+                hold = self._hold(target)
+                if hold > 0:
+                    stop.wait(hold)
+                    continue
+                if target not in (self.applied, self.refused):
+                    self._apply(target, strict=False)
+                if stop.is_set():
+                    break
+                seq, current = self._poll(seq, self._wait(current))
+                failures = 0
+            except CfgtoolError as exc:
+                if stop.is_set():
+                    break
+                seq = None
+                failures += 1
+                delay = backoff(failures)
+                kept = (
+                    f"{self.options.directory} keeps version {self.applied}" if self.applied else "nothing written yet"
+                )
+                log.warning("%s (%s); retrying in %.1f s", exc.message, kept, delay)
+                stop.wait(delay)
+
+    def interrupt(self) -> None:
+        """Cut a long poll in flight and start no other (safe from a signal handler: it takes no lock)."""
+        self._feed.shut()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._feed.close()
+        self._reads.close()
+
+    # -- deciding what to apply -------------------------------------------------------------------------
+    def _hold(self, target: int) -> float:
+        """Seconds to wait before applying `target`: what is left of `--settle` after the last swap when it
+        moves forward (changes within the window are applied once, at its end); a rollback never waits."""
+        if self.applied is None or target <= self.applied or target == self.refused:
+            return 0.0
+        return max(0.0, self._last_swap + self.options.settle - time.monotonic())
+
+    def _wait(self, current: int | None) -> float:
+        """How long the next long poll may hold: until the checkpoint of a key that still sees an older
+        version than the store's current one, else the usual `wait`."""
+        now = time.monotonic()
+        behind = [s.until - now for s in self._seen.values() if current is not None and s.version < current]
+        return min(self.options.wait, max(0.0, min(behind) + _LATE)) if behind else self.options.wait
+
+    def _visible(self) -> dict[str, _Seen]:
+        """Each key's `current` answer (conditional: an unchanged one is a 304)."""
+        found: dict[str, _Seen] = {}
+        for key in self.keys:
+            path = f"/v1/{quote(self.options.store, safe='')}/current/keys/{quote(key.lstrip('/'))}"
+            headers = dict(self._headers)
+            before = self._seen.get(key)
+            if before is not None and before.etag is not None:
+                headers["If-None-Match"] = before.etag
+            status, reply, body = self._reads.get(path, headers)
+            if status in (401, 403):
+                raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check --token-file and the ACL")
+            if status not in (200, 304):
+                raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+            version = reply.get("Cfgtool-Version")
+            max_age = _MAX_AGE.search(reply.get("Cache-Control") or "")
+            if version is None or not version.isdigit():
+                raise ServerUnavailable(f"{path}: the answer names no version", hint="is this a cfgtool server?")
+            until = time.monotonic() + (int(max_age.group(1)) if max_age else 0)
+            found[key] = self._seen[key] = _Seen(reply.get("ETag"), int(version), until)
+        return found
+
+    def _sync(self) -> tuple[int, int | None]:
+        """(seq, current version) of the store now, from `/v1/stores`."""
+        stores = self._json(self._reads, "/v1/stores")
+        entry = next((s for s in stores if isinstance(s, dict) and s.get("name") == self.options.store), None)
+        if entry is None:
+            raise ServerUnavailable(
+                f"{self.location} serves no store {self.options.store!r}", hint="GET /v1/stores lists them"
+            )
+        return int(entry["seq"]), None if entry.get("current") is None else int(entry["current"])
+
+    def _poll(self, seq: int, wait: float) -> tuple[int, int | None]:
+        """(seq, current version) once the feed moves past `seq` or `wait` seconds pass."""
+        store = quote(self.options.store, safe="")
+        feed = self._json(self._feed, f"/v1/{store}/changes?since={seq}&wait={wait:.3f}")
+        current = feed.get("current")
+        return max(seq, int(feed["seq"])), None if current is None else int(current)
+
+    def _json(self, connection: Connection, path: str) -> Any:
+        status, _, data = connection.get(path, self._headers)
+        if status in (401, 403):
+            raise AccessDenied(_message(data, f"{path}: HTTP {status}"), hint="check --token-file and the ACL")
+        if status != 200:
+            raise ServerUnavailable(_message(data, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise ServerUnavailable(f"{path}: the answer is not JSON", hint="is this a cfgtool server?") from exc
+
+    # -- applying -----------------------------------------------------------------------------------------
+    def _apply(self, version: int, *, strict: bool) -> None:
+        """Read, render, check and swap in `version`, then reload. A refusal (check, template, secret) keeps
+        the files on disk: raised when `strict` (`--once`), else logged and remembered in `refused`."""
+        client = HttpConfigClient(
+            self.location,
+            self.options.store,
+            version=version,
+            offline="cache" if strict else "error",
+            token=self.options.token,
+            cache_dir=self.options.cache_dir,
+            timeout=self.options.timeout,
+        )
+        try:
+            self._write(client, version)
+        except (CheckFailed, RenderError, layout.LayoutError) as exc:
+            if strict or isinstance(exc, layout.LayoutError):
+                raise
+            self.refused = version
+            kept = f"{self.options.directory} keeps version {self.applied}" if self.applied else "nothing written"
+            log.error("version %d not applied: %s (%s)", version, exc.message, kept)
+        finally:
+            client.close()
+
+    def _write(self, client: HttpConfigClient, version: int) -> None:
+        configs, opened = self._configs(client)
+        files = contents(self.options.files, configs, opened)
+        new = layout.stage(self.options.directory, version, files)
+        try:
+            if self.options.check is not None:
+                check(self.options.check, new, version)
+        except CheckFailed:
+            layout.discard(new)
+            raise
+        layout.swap(self.options.directory, new, sorted(files))
+        self.applied, self.refused = version, None
+        self.swaps += 1
+        self._last_swap = time.monotonic()
+        log.info("applied version %d to %s (%d files)", version, self.options.directory, len(files))
+        self.options.reload(new, version)
+
+    def _configs(self, client: HttpConfigClient) -> tuple[dict[str, Mapping[str, Any]], set[str]]:
+        """Each key's config at the client's version, and the keys whose secrets were opened (with
+        `--identity`; without, secrets are `[hidden]`)."""
+        from cfgtool.access.secrets import SecretError
+
+        configs: dict[str, Mapping[str, Any]] = {}
+        opened: set[str] = set()
+        for key in self.keys:
+            found = client.lookup(key, sealed=self._identities is not None)
+            configs[key] = found.config
+            if self._identities is not None:
+                try:
+                    configs[key], secret = self._open(client, found.node, found.config)
+                except SecretError as exc:
+                    raise RenderError(f"{key}: {exc.message}", hint=exc.hint) from exc
+                if secret:
+                    opened.add(key)
+        return configs, opened
+
+    def _open(self, client: HttpConfigClient, node: str, config: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """`config` (read with `?secrets=sealed`) with its secrets opened, and whether it had any. Each opens
+        only if sealed for its very path in one of `node`'s layers (as the git client checks)."""
+        from cfgtool.access.secrets import open_envelope
+        from cfgtool.hocon.resolver import render_path
+
+        sealed = sealed_paths(config)
+        if not sealed:
+            return dict(config), False
+        assert self._identities is not None
+        layers = [node, *client.imports(node, recursive=True)]
+        values: dict[tuple[str, ...], str | None] = {}
+        for path, envelope in sealed.items():
+            places = {(layer, render_path(path)) for layer in layers}
+            values[path] = open_envelope(envelope, self._identities, self.options.store, places).value
+        return replace_at(config, values), True
+
+    def _offline(self, exc: ServerUnavailable) -> int:
+        """`--once` without a server: the cached current version, else the files on disk."""
+        try:
+            with warnings.catch_warnings():  # said once, below, in the agent's log
+                warnings.simplefilter("ignore", OfflineWarning)
+                client = HttpConfigClient(
+                    self.location,
+                    self.options.store,
+                    offline="cache",
+                    token=self.options.token,
+                    cache_dir=self.options.cache_dir,
+                    timeout=self.options.timeout,
+                )
+        except CfgtoolError:
+            client = None
+        if client is not None:
+            try:
+                if client.version != self.applied:
+                    self._write(client, client.version)
+                log.warning("%s: wrote version %d from the cache", exc.message, client.version)
+                return client.version
+            except ServerUnavailable:
+                pass  # the version is cached, not every key of it
+            finally:
+                client.close()
+        if self.applied is not None:
+            log.warning("%s: %s keeps version %d", exc.message, self.options.directory, self.applied)
+            return self.applied
+        raise NothingToWrite(
+            f"{exc.message}; nothing of store {self.options.store!r} is cached or in {self.options.directory}",
+            hint="start the server or check --server (the agent caches what it reads once it has connected)",
+        ) from exc
+
+
+def _message(body: Any, default: str) -> str:
+    try:
+        found = json.loads(body) if isinstance(body, bytes) else body
+    except ValueError:
+        return default
+    message = found.get("message") if isinstance(found, dict) else None
+    return str(message) if message else default
+
+
+__all__ = ["Agent", "NothingToWrite", "Options"]
