@@ -1,13 +1,16 @@
-"""`cfgtool.formats`: json, yaml and properties rendering (hocon is tested in tests/hocon/test_render.py)."""
+"""`cfgtool.formats`: json, yaml, properties and env rendering (hocon is tested in tests/hocon/test_render.py)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
 
-from cfgtool.formats import Format, render, to_json, to_properties, to_yaml
+from cfgtool.formats import Format, render, to_env, to_json, to_properties, to_yaml
 
 SAMPLE = {"z": 1, "a": {"list": [1, "two", None], "flag": False, "f": 1.5}, "é": "ü"}
 
@@ -67,5 +70,22 @@ def test_to_properties_empty_containers_produce_no_lines() -> None:
 @pytest.mark.parametrize("fmt", list(Format))
 def test_render_dispatches_every_format(fmt: Format) -> None:
     text = render({"a": 1}, fmt)
-    assert "a" in text
+    assert "a" in text.lower()  # env names are upper-case
     assert text.endswith("\n")
+
+
+def test_to_env_is_what_a_shell_sources() -> None:
+    value = {"db": {"host": "h", "pass": "it's $HOME `x`\nline"}, "1st": None, "a-b": [True, 2.5]}
+    text = to_env(value)
+    assert text.splitlines()[0] == "DB_HOST='h'"
+    assert "_1ST=''\n" in text and "A_B_0='true'\n" in text and "A_B_1='2.5'\n" in text
+    script = 'set -a; . ./cfg.env; printf \'%s|%s|%s\' "$DB_HOST" "$DB_PASS" "$A_B_1"'
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "cfg.env").write_text(text, encoding="utf-8")
+        done = subprocess.run(["/bin/sh", "-c", script], cwd=tmp, capture_output=True, text=True, check=True)
+    assert done.stdout == "h|it's $HOME `x`\nline|2.5"
+
+
+def test_to_env_refuses_two_paths_with_one_name() -> None:
+    with pytest.raises(ValueError, match="'a.b' and 'a_b' are both the environment variable A_B"):
+        to_env({"a": {"b": 1}, "a_b": 2})

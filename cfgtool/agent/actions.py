@@ -7,7 +7,6 @@ commands, with `CFGTOOL_AGENT_DIR` (the version's directory) and `CFGTOOL_AGENT_
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import os
@@ -18,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.remote import Connection
 
 log = logging.getLogger("cfgtool.agent")
 
@@ -116,19 +116,17 @@ class Reload:
 
     @staticmethod
     def _post(url: str, version: int) -> None:
-        """POST `{"version": N}` to `url`: one request, no redirects followed, any 2xx is success."""
+        """POST `{"version": N}` to `url` through cfgtool's HTTP client (bounded; no redirect followed); any 2xx
+        is success."""
         parts = urlsplit(url)
-        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        conn = kind(parts.hostname or "", parts.port, timeout=WEBHOOK_TIMEOUT)
+        host = parts.netloc.rpartition("@")[2]  # user information is never sent on or logged
+        connection = Connection(f"{parts.scheme}://{host}", WEBHOOK_TIMEOUT)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        body = json.dumps({"version": version}).encode()
         try:
-            body = json.dumps({"version": version}).encode()
-            conn.request("POST", target, body=body, headers={"Content-Type": "application/json"})
-            status = conn.getresponse().status
-        except (OSError, http.client.HTTPException) as exc:
-            raise CfgtoolError(f"the webhook {parts.hostname}:{parts.port} failed: {exc}") from exc
+            status, _, _ = connection.post(target, {"Content-Type": "application/json"}, body)
         finally:
-            conn.close()
+            connection.close()
         if not 200 <= status < 300:
             raise CfgtoolError(f"the webhook answered HTTP {status}")
 

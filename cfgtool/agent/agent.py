@@ -34,10 +34,12 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.remote import (
     MAX_BYTES,
     AccessDenied,
+    Check,
     Connection,
     HttpConfigClient,
     OfflineWarning,
     ServerUnavailable,
+    report_applied,
     request_headers,
 )
 from cfgtool.watcher import backoff
@@ -93,9 +95,8 @@ class Agent:
         self.swaps = 0
         self._last_swap = float("-inf")
         self._seen: dict[str, _Seen] = {}
-        self._headers = request_headers(options.token)
-        if options.instance is not None:
-            self._headers["Cfgtool-Instance"] = options.instance
+        self._headers = request_headers(options.token, options.instance, "agent")
+        self.instance = self._headers["Cfgtool-Instance"]
         self._reads = Connection(self.location, options.timeout, MAX_BYTES)
         self._feed = Connection(self.location, options.timeout + options.wait, MAX_BYTES)
         self._identities: list[Any] | None = None
@@ -114,6 +115,8 @@ class Agent:
             return self._offline(exc)
         if target != self.applied:
             self._apply(target, strict=True)
+        else:
+            self._report(None)
         return target
 
     def follow(self, stop: threading.Event) -> None:
@@ -235,17 +238,40 @@ class Agent:
             token=self.options.token,
             cache_dir=self.options.cache_dir,
             timeout=self.options.timeout,
+            instance=self.instance,
+            kind="agent",
         )
         try:
             self._write(client, version)
         except (CheckFailed, RenderError, layout.LayoutError) as exc:
+            if not isinstance(exc, layout.LayoutError):
+                self._report(Check(version, False, exc.message))
             if strict or isinstance(exc, layout.LayoutError):
                 raise
             self.refused = version
             kept = f"{self.options.directory} keeps version {self.applied}" if self.applied else "nothing written"
             log.error("version %d not applied: %s (%s)", version, exc.message, kept)
+        else:
+            self._report(Check(version, True))
         finally:
             client.close()
+
+    def _report(self, check: Check | None) -> None:
+        """Tell the server the version on disk and how the last attempt went (`cfgtool consumers` lists it); a
+        report that fails costs a log line, never the files."""
+        try:
+            report_applied(
+                self.location,
+                self.options.store,
+                self.applied,
+                check,
+                instance=self.instance,
+                kind="agent",
+                token=self.options.token,
+                timeout=self.options.timeout,
+            )
+        except CfgtoolError as exc:
+            log.warning("could not report version %s to the server: %s", self.applied, exc.message)
 
     def _write(self, client: HttpConfigClient, version: int) -> None:
         configs, opened = self._configs(client)
@@ -312,6 +338,8 @@ class Agent:
                     token=self.options.token,
                     cache_dir=self.options.cache_dir,
                     timeout=self.options.timeout,
+                    instance=self.instance,
+                    kind="agent",
                 )
         except CfgtoolError:
             client = None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve.conftest import cfgtool_command, small, start_server  # noqa: F401 (fixtures)
+from tests.serve.conftest import cfgtool_command, published, small, start_server  # noqa: F401 (fixtures)
 
 STORE = "small"
 
@@ -88,8 +88,11 @@ def start_agent(tmp_path: Path, out: Path) -> Iterator[StartAgent]:
 
 @pytest.fixture
 def run_agent(tmp_path: Path, out: Path) -> RunAgent:
-    def run(url: str, *args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
-        command = [*cfgtool_command(), "agent", "--server", url, "--store", STORE, "--dir", str(out), *args]
+    def run(
+        url: str, *args: str, cache: Path | None = None, store: str = STORE, directory: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        where = str(directory or out)
+        command = [*cfgtool_command(), "agent", "--server", url, "--store", store, "--dir", where, *args]
         env = agent_env(cache or tmp_path / "agent-cache")
         return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 

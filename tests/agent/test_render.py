@@ -1,0 +1,78 @@
+"""What the agent writes besides plain formats (docs/agent.md): sandboxed Jinja2 templates, and secrets that
+stay `[hidden]` without `--identity` and open into files of mode 0600 with it. Real server, real agent runs."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from tests.agent.conftest import RunAgent
+from tests.conftest import CHECKOUT, GitRepo
+from tests.serve.conftest import StartServer
+
+DEMO_IDENTITY = CHECKOUT / "examples" / "demo-age-identity.txt"
+DB = "/data/databases/identity"
+TABLE = "/data/databases/identity/emails"
+# the clear text of the embedded store's sealed password (opened by the demo identity)
+TEMPLATE = "user={{ database.credentials.user }} password={{ database.credentials.password }}\n"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_secrets_are_hidden_without_an_identity_and_open_into_private_files_with_it(
+    published: GitRepo, start_server: StartServer, run_agent: RunAgent, tmp_path: Path
+) -> None:
+    server = start_server(published.root, "--cache-time", "0")
+    template = tmp_path / "db.conf.j2"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    args = ("--once", "--file", "db.json=" + DB, "--template", f"db.conf={template}:{TABLE}")
+    args += ("--file", "pv.json=/data/tracking/PageViewEvent")
+
+    hidden = tmp_path / "hidden"
+    done = run_agent(server.url, *args, store="demo", directory=hidden)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((hidden / "db.json").read_text())["database"]["credentials"]["password"] == "[hidden]"
+    assert (hidden / "db.conf").read_text() == "user=snapshotter password=[hidden]\n"
+    assert {_mode(hidden / name) for name in ("db.json", "db.conf", "pv.json")} == {0o644}
+
+    opened = tmp_path / "opened"
+    done = run_agent(server.url, *args, "--identity", str(DEMO_IDENTITY), store="demo", directory=opened)
+    assert done.returncode == 0, done.stderr
+    password = json.loads((opened / "db.json").read_text())["database"]["credentials"]["password"]
+    assert password != "[hidden]" and not password.startswith("ENC[")
+    assert (opened / "db.conf").read_text() == f"user=snapshotter password={password}\n"  # inherited: opens too
+    assert _mode(opened / "db.json") == _mode(opened / "db.conf") == 0o600
+    assert _mode(opened / "pv.json") == 0o644  # no secret in it
+    assert password not in done.stderr + done.stdout
+
+
+def test_templates_run_sandboxed_and_their_errors_name_the_line(
+    small: GitRepo, start_server: StartServer, run_agent: RunAgent, tmp_path: Path, out: Path
+) -> None:
+    server = start_server(small.root, "--cache-time", "0")
+    good = tmp_path / "good.j2"
+    good.write_text("{% for k, v in retention.items() %}{{ k }}={{ v }}\n{% endfor %}size={{ size }}\n")
+    done = run_agent(server.url, "--once", "--template", f"a.txt={good}:/data/a")
+    assert done.returncode == 0, done.stderr
+    assert (out / "a.txt").read_text() == "days=7\nsize=1\n"
+
+    escape = tmp_path / "escape.j2"
+    escape.write_text("ok\n{{ owner.__class__.__mro__[1].__subclasses__() }}\n")
+    done = run_agent(server.url, "--once", "--template", f"a.txt={escape}:/data/a")
+    assert done.returncode == 1, done.stderr
+    assert f"{escape}:2: a.txt cannot be rendered for /data/a: SecurityError" in done.stderr
+    assert (out / "a.txt").read_text() == "days=7\nsize=1\n"  # the files before stay
+
+    missing = tmp_path / "missing.j2"
+    missing.write_text("{{ nope }}\n")
+    done = run_agent(server.url, "--once", "--template", f"a.txt={missing}:/data/a")
+    assert done.returncode == 1 and "'nope' is undefined" in done.stderr, done.stderr
+
+    broken = tmp_path / "broken.j2"
+    broken.write_text("line one\n{% for x in %}\n")
+    done = run_agent(server.url, "--once", "--template", f"a.txt={broken}:/data/a")
+    assert done.returncode == 2, done.stderr
+    assert f"{broken}:2:1: template syntax error" in done.stderr and "Traceback" not in done.stderr
