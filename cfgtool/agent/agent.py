@@ -92,6 +92,7 @@ class Agent:
         self.keys = sorted({spec.key for spec in options.files})
         self.applied: int | None = layout.applied(options.directory)
         self.refused: int | None = None
+        self.written = False  # whether this process has rendered its files once (the options may have changed)
         self.swaps = 0
         self._last_swap = float("-inf")
         self._seen: dict[str, _Seen] = {}
@@ -113,10 +114,7 @@ class Agent:
             target = min(seen.version for seen in self._visible().values())
         except ServerUnavailable as exc:
             return self._offline(exc)
-        if target != self.applied:
-            self._apply(target, strict=True)
-        else:
-            self._report(None)
+        self._apply(target, strict=True)
         return target
 
     def follow(self, stop: threading.Event) -> None:
@@ -134,7 +132,7 @@ class Agent:
                 if hold > 0:
                     stop.wait(hold)
                     continue
-                if target not in (self.applied, self.refused):
+                if target != self.refused and (target != self.applied or not self.written):
                     self._apply(target, strict=False)
                 if stop.is_set():
                     break
@@ -276,6 +274,9 @@ class Agent:
     def _write(self, client: HttpConfigClient, version: int) -> None:
         configs, opened = self._configs(client)
         files = contents(self.options.files, configs, opened)
+        if version == self.applied and layout.holds(self.options.directory, files):
+            self.written, self.refused = True, None
+            return  # the files on disk are these already: no swap, no reload
         new = layout.stage(self.options.directory, version, files)
         try:
             if self.options.check is not None:
@@ -284,7 +285,7 @@ class Agent:
             layout.discard(new)
             raise
         layout.swap(self.options.directory, new, sorted(files))
-        self.applied, self.refused = version, None
+        self.applied, self.refused, self.written = version, None, True
         self.swaps += 1
         self._last_swap = time.monotonic()
         log.info("applied version %d to %s (%d files)", version, self.options.directory, len(files))
@@ -345,8 +346,7 @@ class Agent:
             client = None
         if client is not None:
             try:
-                if client.version != self.applied:
-                    self._write(client, client.version)
+                self._write(client, client.version)
                 log.warning("%s: wrote version %d from the cache", exc.message, client.version)
                 return client.version
             except ServerUnavailable:

@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -61,6 +62,21 @@ def current_dir(root: Path) -> Path | None:
         return root / os.readlink(root / DATA)
     except OSError:
         return None
+
+
+def holds(root: Path, files: Mapping[str, Content]) -> bool:
+    """Whether the version on disk is exactly `files`: the same names, bytes and modes (nothing to swap)."""
+    here = current_dir(root)
+    try:
+        if here is None or sorted(os.listdir(here)) != sorted(files):
+            return False
+        for name, content in files.items():
+            mode = SECRET_MODE if content.secret else FILE_MODE
+            if stat.S_IMODE(os.stat(here / name).st_mode) != mode or (here / name).read_bytes() != content.data:
+                return False
+    except OSError:
+        return False
+    return all(os.path.islink(root / name) for name in files)
 
 
 def stage(root: Path, version: int, files: Mapping[str, Content]) -> Path:
@@ -143,4 +159,4 @@ def _sync_dir(path: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["DATA", "Content", "LayoutError", "applied", "current_dir", "discard", "stage", "swap"]
+__all__ = ["DATA", "Content", "LayoutError", "applied", "current_dir", "discard", "holds", "stage", "swap"]

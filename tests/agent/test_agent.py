@@ -212,7 +212,7 @@ def test_a_failing_check_keeps_the_old_files_and_the_next_good_version_lands(
     good = publish_change(small, {"store/data/a/main.conf": "size = 3\n"}, "good")
     wait_for(lambda: version_on_disk(out) == good, 30, f"version {good}", agent)
     assert read_json(out / "a.json")["size"] == 3  # type: ignore[index]
-    assert agent.applied() == [1, good]
+    wait_for(lambda: agent.applied() == [1, good], 10, "the log of the swaps", agent)  # logged after the swap
 
 
 def test_reload_runs_once_per_swap_and_versions_within_settle_are_applied_once(
@@ -316,6 +316,10 @@ def test_the_files_stay_while_the_server_is_away_and_catch_up_after(
     assert again.url == server.url
     wait_for(lambda: version_on_disk(out) == version, 60, "catching up", agent)
     assert read_json(out / "a.json")["size"] == 9  # type: ignore[index]
+    time.sleep(1)  # into its long poll of the feed
+    asked = time.monotonic()
+    assert agent.stop() == 0  # SIGTERM cuts the long poll: the agent ends at once, exit 0
+    assert time.monotonic() - asked < 5
 
 
 def test_usage_errors_are_clear(run_agent: RunAgent, tmp_path: Path) -> None:
