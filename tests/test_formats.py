@@ -87,5 +87,5 @@ def test_to_env_is_what_a_shell_sources() -> None:
 
 
 def test_to_env_refuses_two_paths_with_one_name() -> None:
-    with pytest.raises(ValueError, match="'a.b' and 'a_b' are both the environment variable A_B"):
+    with pytest.raises(ValueError, match=r"'a\.b' and 'a_b' are both the environment variable A_B"):
         to_env({"a": {"b": 1}, "a_b": 2})
