@@ -1,7 +1,7 @@
-"""Authorizer speed (issue 14): decisions per second over an ACL of 10,000 entries, and the cost of reading it.
+"""Authorizer speed: decisions per second over an ACL of 10,000 entries, and the cost of reading it.
 
 Usage:
-    python benchmarks/acl_bench.py [--entries 10000] [--decisions 200000] [--repeat 5]
+    python -m benchmarks.acl_bench [--entries 10000] [--decisions 200000] [--repeat 5]
 
 The ACL has the shape of a large store's: a team per database with literal and prefixed entries for its
 datasets, per-dataset readers, denies, `User:*` reads and store operations. Queries are a mix of keys the ACL
@@ -16,6 +16,7 @@ import random
 import statistics
 import time
 
+from benchmarks.machine import print_machine
 from cfgtool.access.acl import parse_acl
 from cfgtool.access.authorizer import Authorizer
 
@@ -62,6 +63,7 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    print_machine()
     rng = random.Random(14)
     text = make_acl(args.entries, rng)
     asked = queries(args.entries, args.decisions, rng)

@@ -37,7 +37,7 @@ REFERENCE_LOOP_S = 0.5
 _MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
-from cfgtool.compile import compile_store
+from cfgtool.compile.compiler import compile_store
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import discover
 from cfgtool.store.sources import open_source

@@ -1,7 +1,7 @@
-"""ConfigClient speed (issue 5): constructing a client on a cached 10,000-node snapshot, and `get`.
+"""ConfigClient speed: constructing a client on a cached 10,000-node snapshot, and `get`.
 
 Usage:
-    python benchmarks/client_bench.py [--datasets 10000] [--repeat 5]
+    python -m benchmarks.client_bench [--datasets 10000] [--repeat 5]
 
 Generates a store, publishes v1, builds a first client (which compiles and caches the snapshot), then times
 new clients on the same version in fresh processes (target <= 0.3 s each) and `get` calls in microseconds.
@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from benchmarks.machine import print_machine
 
 HERE = Path(__file__).resolve().parent
 TARGET_S = 0.3
@@ -54,6 +56,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    print_machine()
     with tempfile.TemporaryDirectory(prefix="cfgtool-client-bench-") as tmp:
         repo, cache = Path(tmp) / "repo", Path(tmp) / "cache"
         subprocess.run(

@@ -1,8 +1,8 @@
-"""Compile speed on a generated store (issue 3, "Speed"): cold from a git ref, warm after a one-file change.
+"""Compile speed on a generated store: cold from a git ref, warm after a one-file change.
 
 Usage:
-    python benchmarks/compile_bench.py                    # 10,000 datasets, best of 3
-    python benchmarks/compile_bench.py --datasets 2000 --repeat 1
+    python -m benchmarks.compile_bench                    # 10,000 datasets, best of 3
+    python -m benchmarks.compile_bench --datasets 2000 --repeat 1
 
 Each measurement runs in a fresh Python process (`compile_store` on a git ref with every variable value
 checked, timed inside the process, plus the peak RSS of the process and of its largest child: the forked
@@ -12,8 +12,7 @@ caches (parsed files, resolved nodes):
 - cold: empty caches, the generated commit;
 - warm: the caches filled by a cold run, then a commit that changes one dataset's main.conf (each warm run
   has its own cold run's caches, so every one of them parses that file and resolves what depends on it).
-Both are measured without validation (issue 3's compile: parse, link, resolve) and with it (schemas and
-policies, issue 4).
+Both are measured without validation (parse, link, resolve) and with it (schemas and policies).
 Targets: cold <= 5 s at 10,000 datasets on the 2-core machine, warm <= 1 s.
 """
 
@@ -28,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.machine import print_machine
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 COLD_TARGET_S = 5.0
@@ -36,7 +37,7 @@ WARM_TARGET_S = 1.0
 _MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
-from cfgtool.compile import compile_store
+from cfgtool.compile.compiler import compile_store
 t0 = time.perf_counter()
 result = compile_store(Path(sys.argv[1]), "store", sys.argv[2], validate=sys.argv[3] == "1")
 digest = result.snapshot.digest
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per measurement")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    print_machine()
 
     with tempfile.TemporaryDirectory(prefix="cfgtool-compile-bench-") as tmp:
         repo = Path(tmp) / "repo"

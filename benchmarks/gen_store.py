@@ -1,6 +1,6 @@
 """Generate a synthetic cfgtool config repository for benchmarks.
 
-    python benchmarks/gen_store.py --datasets 10000 --out /tmp/bench-repo --git
+    python -m benchmarks.gen_store --datasets 10000 --out /tmp/bench-repo --git
 
 writes ``OUT/store`` (a store with ``_CONFIG_STORE``) and ``OUT/schemas`` (one JSON Schema), and with
 ``--git`` makes OUT a git repository with one commit, so a benchmark can compile from a ref.

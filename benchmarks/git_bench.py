@@ -1,8 +1,8 @@
-"""The git layer's cost (issue 12): cfgtool reaches git only through GitPython (`cfgtool/store/git.py`); this
+"""The git layer's cost: cfgtool reaches git only through GitPython (`cfgtool/store/git.py`); this
 prints, in one run, what that costs against raw git driven by `subprocess`.
 
 Usage:
-    python benchmarks/git_bench.py [--files 20000] [--tags 10000] [--repeat 5]
+    python -m benchmarks.git_bench [--files 20000] [--tags 10000] [--repeat 5]
 
 Builds a repository with a `--files` tree and `--tags` annotated tags (git fast-import), then times, median of
 `--repeat` runs each, interleaved: every blob of the tree read through `cat_blobs` (one `cat-file --batch
@@ -26,6 +26,7 @@ from typing import Any
 
 import git as gitpython
 
+from benchmarks.machine import print_machine
 from cfgtool.store import git
 from cfgtool.versions.tags import TagScheme, read_history
 
@@ -98,6 +99,7 @@ def main() -> None:
     parser.add_argument("--tags", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    print_machine()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
         commit = build(root, args.files, args.tags)

@@ -1,13 +1,13 @@
-"""Speed benchmark of cfgtool's HOCON engine on generated, realistic `main.conf` files (issue 2, "Speed").
+"""Speed benchmark of cfgtool's HOCON engine on generated, realistic `main.conf` files.
 
 Usage:
-    python benchmarks/hocon_bench.py                       # 10,000 files, seed 1, best of 3
-    python benchmarks/hocon_bench.py --files 2000 --repeat 1 --only parse   # quick run, e.g. under cProfile
-    python benchmarks/hocon_bench.py --dump /tmp/store     # also write the generated store, for inspection
+    python -m benchmarks.hocon_bench                       # 10,000 files, seed 1, best of 3
+    python -m benchmarks.hocon_bench --files 2000 --repeat 1 --only parse   # quick run, e.g. under cProfile
+    python -m benchmarks.hocon_bench --dump /tmp/store     # also write the generated store, for inspection
     python -m cProfile -s cumtime benchmarks/hocon_bench.py --files 2000 --repeat 1 --only resolve
     # pyhocon is not a project dependency; for its figures use a throwaway environment, e.g.
     #   python -m venv /tmp/ph && /tmp/ph/bin/pip install pyhocon
-    #   PYTHONPATH=/tmp/ph/lib/python3.11/site-packages python benchmarks/hocon_bench.py
+    #   PYTHONPATH=/tmp/ph/lib/python3.11/site-packages python -m benchmarks.hocon_bench
 
 Every file is generated deterministically from (--seed, its index): 5-40 lines of nested objects, dotted
 and quoted keys, lists, `#` and `//` comments, quoted, unquoted and (now and then) triple-quoted strings,
@@ -26,7 +26,7 @@ Figures (origins are always on in our engine; one core; gc enabled; time.perf_co
   4. if `pyhocon` is importable: its parse throughput on --pyhocon-files files (reference only), and whether
      our resolved values equal pyhocon's on --compare files generated without `+=`, self-references, nulls,
      optional substitutions or durations (pyhocon differs from Lightbend on those by design or by bug).
-Targets (issue 2): parse >= 5,000 files/s (aim 10,000); merge-and-resolve <= 0.2 ms median.
+Targets: parse >= 5,000 files/s (aim 10,000); merge-and-resolve <= 0.2 ms median.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.machine import print_machine
 
 PARSE_TARGET = 5_000.0
 PARSE_AIM = 10_000.0
@@ -706,6 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", choices=("all", "parse", "resolve", "json", "pyhocon"), default="all")
     parser.add_argument("--dump", type=Path, help="write the generated store (layers and files) under this folder")
     args = parser.parse_args(argv)
+    print_machine()
     if args.files < 1 or args.repeat < 1:
         parser.error("--files and --repeat must be positive")
 

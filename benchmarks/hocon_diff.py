@@ -1,9 +1,9 @@
 """Differential run of cfgtool's HOCON engine against Lightbend Typesafe Config 1.4.1, on many generated cases.
 
 Usage:
-    python benchmarks/hocon_diff.py                          # 20,000 cases, seed 0
-    python benchmarks/hocon_diff.py --cases 5000 --seed 7    # cases are seeds S, S+1, ... of tests/hocon/hocon_gen
-    python benchmarks/hocon_diff.py --examples 3 --budget 1500   # more (and more shrunk) examples per class
+    python -m benchmarks.hocon_diff                          # 20,000 cases, seed 0
+    python -m benchmarks.hocon_diff --cases 5000 --seed 7    # cases are seeds S, S+1, ... of tests/hocon/hocon_gen
+    python -m benchmarks.hocon_diff --examples 3 --budget 1500   # more (and more shrunk) examples per class
 
 Prints the agreement rate (cases where Lightbend is known wrong, see `lightbend.LIGHTBEND_WRONG`, are set
 apart), the outcome mix, the count per disagreement class (`tests/hocon/lightbend.py`, KNOWN) and for each
@@ -18,10 +18,8 @@ import collections
 import json
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from benchmarks.machine import print_machine
 from tests.hocon import hocon_gen
 from tests.hocon import lightbend as lb
 
@@ -33,6 +31,7 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=1, help="shrunk examples per class")
     parser.add_argument("--budget", type=int, default=800, help="oracle calls per shrink")
     args = parser.parse_args()
+    print_machine()
     reason = lb.unavailable()
     if reason:
         print(f"cannot run: {reason}", file=sys.stderr)

@@ -1,6 +1,6 @@
-"""Fuzz the HOCON engine with hostile shapes and mutated valid documents (DESIGN 15: bounded, never exit 3).
+"""Fuzz the HOCON engine with hostile shapes and mutated valid documents (docs/security.md: bounded, never exit 3).
 
-    python benchmarks/hocon_fuzz.py --seconds 300 --seed 1 --out fuzz-findings
+    python -m benchmarks.hocon_fuzz --seconds 300 --seed 1 --out fuzz-findings
 
 Each document is drawn from tests/hostile/gen.py: a random hostile shape (deep nesting, long lines, many keys,
 long strings, substitutions, expansion bombs, comments, huge numbers, odd unicode, unterminated constructs) or a
@@ -25,10 +25,9 @@ import traceback
 from pathlib import Path
 from types import FrameType
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from benchmarks.machine import print_machine
 from cfgtool import hocon
-from cfgtool.formats import Format, render
+from cfgtool.snapshot.formats import Format, render
 from tests.hostile import gen
 from tests.hostile.runner import cfgtool_command, run_limited
 
@@ -119,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=2.0, help="seconds one document may take")
     parser.add_argument("--max-size", type=int, default=300_000, help="largest generated document (characters)")
     args = parser.parse_args(argv)
+    print_machine()
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY or soft > IN_PROCESS_MEM:

@@ -1,6 +1,6 @@
 """Is the engine's memory flat over a long life? Parse and resolve many varied documents, print RSS as it goes.
 
-    python benchmarks/hocon_rss.py --docs 100000 --every 10000 [--tracemalloc]
+    python -m benchmarks.hocon_rss --docs 100000 --every 10000 [--tracemalloc]
 
 Each document is small to medium (a few to a few hundred fields: nested objects, arrays, substitutions, `+=`,
 concatenations, optional references, numbers, quoted and triple-quoted strings), each with its own origin name
@@ -20,8 +20,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from benchmarks.machine import print_machine
 from cfgtool import hocon
 
 
@@ -100,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         "--tracemalloc", action="store_true", help="list what grew between the first report and the end"
     )
     args = parser.parse_args(argv)
+    print_machine()
 
     rng = random.Random(args.seed)
     if args.tracemalloc:

@@ -1,8 +1,8 @@
-"""Kill sweep (issue 12, DESIGN 15): SIGKILL `publish` and `rollback` at points spread over their run, against a
+"""Kill sweep (docs/security.md): SIGKILL `publish` and `rollback` at points spread over their run, against a
 bare remote, from one persistent clone, and check what a crashing CI runner leaves behind.
 
 Usage:
-    python benchmarks/kill_sweep.py [--publish 200] [--rollback 100] [--seed 15]
+    python -m benchmarks.kill_sweep [--publish 200] [--rollback 100] [--seed 15]
 
 Half the kill points are spread over the whole run, half over its last 40% (the push and the local write).
 
@@ -27,6 +27,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.machine import print_machine
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -181,6 +183,7 @@ def main() -> None:
     parser.add_argument("--rollback", type=int, default=100, help="rollback runs to kill")
     parser.add_argument("--seed", type=int, default=15)
     args = parser.parse_args()
+    print_machine()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         sweep = Sweep.create(Path(tmp))

@@ -1,10 +1,10 @@
-"""One key's queries end to end (issue 15): `cfgtool get KEY` and friends on a generated store's working tree,
+"""One key's queries end to end: `cfgtool get KEY` and friends on a generated store's working tree,
 warm cache, whole process, this checkout against a baseline checkout side by side.
 
 Usage:
     git worktree add --detach /tmp/oldq main            # the baseline: the code before the change
-    python benchmarks/query_bench.py --baseline /tmp/oldq
-    python benchmarks/query_bench.py --datasets 2000 --runs 5
+    python -m benchmarks.query_bench --baseline /tmp/oldq
+    python -m benchmarks.query_bench --datasets 2000 --runs 5
 
 The store comes from benchmarks/gen_store.py (made once under --out). One `cfgtool compile` per checkout
 fills the caches (its own cache directory each, so neither warms the other's), then each command runs
@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.machine import print_machine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -64,6 +66,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path("/tmp/cfgtool-query-bench"))
     args = parser.parse_args()
+    print_machine()
 
     repo = args.out / f"repo-{args.datasets}"
     if not repo.exists():

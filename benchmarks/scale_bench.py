@@ -1,8 +1,8 @@
-"""Issue 15's table in one run: every row through the CLI end to end (a new `cfgtool` process per run).
+"""The scaling table of docs/scaling.md in one run: every row through the CLI end to end (a new process per run).
 
 Usage:
-    python benchmarks/scale_bench.py                                 # --sizes 10000,100000 --runs 5
-    python benchmarks/scale_bench.py --sizes 10000,30000 --runs 5 --stores /tmp/stores
+    python -m benchmarks.scale_bench                                 # --sizes 10000,100000 --runs 5
+    python -m benchmarks.scale_bench --sizes 10000,30000 --runs 5 --stores /tmp/stores
 
 For each size, on a `gen_store.py` store committed to git (generated once; `--stores DIR` keeps them for the
 next run):
@@ -15,7 +15,7 @@ next run):
   depends on it);
 - `cfgtool get KEY` in the working tree, `get KEY --ref HEAD` and `get KEY --version N` (version N published
   by this script at HEAD), each with its cache warmed by one untimed run first.
-Each row prints the median of `--runs` runs, their range, the target where issue 15 sets one, whether the
+Each row prints the median of `--runs` runs, their range, the target where docs/scaling.md sets one, whether the
 median meets it, the median CPU time (user + system, all processes of a run: steadier than wall time on a
 busy machine) and the 1-minute load average when the row started (the machine is shared: compare figures
 taken under similar load). Set PYTHONPATH to compare two checkouts of cfgtool with the same command.
@@ -33,6 +33,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmarks.machine import print_machine
 
 HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
@@ -181,6 +183,7 @@ def main() -> int:
     parser.add_argument("--stores", type=Path, help="keep the generated stores here (default: a temporary dir)")
     parser.add_argument("--compile-only", action="store_true", help="only the version and compile rows")
     args = parser.parse_args()
+    print_machine()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     package = subprocess.run(
         [sys.executable, "-c", "import cfgtool, os; print(os.path.dirname(cfgtool.__file__))"],

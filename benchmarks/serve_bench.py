@@ -1,10 +1,10 @@
 """`cfgtool serve` under load: reads, 304s, 5,000 long polls, a soak for memory growth, and two attacks.
 
-    python benchmarks/serve_bench.py                       # everything; the soak runs 10 minutes
-    python benchmarks/serve_bench.py --parts ab --runs 5   # only the read figures
-    python benchmarks/serve_bench.py --parts d --soak-seconds 120
+    python -m benchmarks.serve_bench                       # everything; the soak runs 10 minutes
+    python -m benchmarks.serve_bench --parts ab --runs 5   # only the read figures
+    python -m benchmarks.serve_bench --parts d --soak-seconds 120
     git worktree add /tmp/old 8b5cb28                      # then, side by side with that code:
-    python benchmarks/serve_bench.py --parts aef --old /tmp/old
+    python -m benchmarks.serve_bench --parts aef --old /tmp/old
 
 Builds a 10,000-dataset store (benchmarks/gen_store.py), publishes version 1, starts `cfgtool serve` as a
 subprocess on a loopback port and measures, printing the load average with every figure:
@@ -52,29 +52,12 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.machine import load, print_machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
 STORE = "bench"
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
-
-
-def python_loop() -> float:
-    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -504,7 +487,7 @@ def main() -> int:
     parser.add_argument("--long-key", type=int, default=1024, help="(f): characters of the long keys")
     parser.add_argument("--old", type=Path, help="a checkout of older code to measure side by side")
     args = parser.parse_args()
-    print(f"pure-Python loop of 10M additions: {python_loop():.2f} s (median of 3)  {load()}", flush=True)
+    print_machine()
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server inherits it: 5,000 polls need the fds
     with tempfile.TemporaryDirectory(prefix="cfgtool-serve-bench-") as name:

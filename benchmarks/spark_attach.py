@@ -1,7 +1,7 @@
-"""Spark loader speed (issue 17): `attach` against the hand-written jobs that give the same answer.
+"""Spark loader speed: `attach` against the hand-written jobs that give the same answer.
 
 Usage:
-    python benchmarks/spark_attach.py [--datasets 100000] [--rows 10000000] [--repeat 3] [--keep DIR]
+    python -m benchmarks.spark_attach [--datasets 100000] [--rows 10000000] [--repeat 3] [--keep DIR]
 
 Generates a store of `--datasets` datasets (benchmarks/gen_store.py), publishes v1, builds a first
 ConfigLoader (which compiles and caches the snapshot; not timed), then on local[2], with `rows` rows over
@@ -43,6 +43,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import print_machine
+
 HERE = Path(__file__).resolve().parent
 PATHS = ["kafka.partitions", "owner", "kafka.replication.factor", "retention.ms"]
 USER_SCHEMA = "k string, kafka_partitions long, owner string, kafka_replication_factor long, retention_ms long"
@@ -65,12 +67,13 @@ def main() -> None:
         "--keep", type=Path, default=None, metavar="DIR", help="generate and publish into DIR once, reuse it later"
     )
     args = parser.parse_args()
+    print_machine()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from cfgtool.client import ConfigClient
+    from cfgtool.client.local import ConfigClient
     from cfgtool.spark import ConfigLoader, stored, tables
 
     load_before = os.getloadavg()

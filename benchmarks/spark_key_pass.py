@@ -1,13 +1,13 @@
-"""What finding the data's keys costs, against the join itself (issues 6 and 17: how `attach` finds them).
+"""What finding the data's keys costs, against the join itself (how `attach` finds them).
 
 Usage:
-    python benchmarks/spark_key_pass.py [--keys 100000] [--rows 10000000] [--repeat 2]
+    python -m benchmarks.spark_key_pass [--keys 100000] [--rows 10000000] [--repeat 2]
 
 No cfgtool involved: `rows` rows over `keys` distinct key strings, cached, on local[2]. It prints the best time of
 - a plain broadcast join with four value columns, written to the `noop` sink (the baseline of spark_attach.py);
 - the same join keyed on a 64-bit hash of the key (xxhash64, a long: Spark probes a compact long map), without
   and with a comparison of the strings (what an exact join on a hash must add);
-- one pass that groups two hashes of every key (how `attach` found the data's keys before issue 17);
+- one pass that groups two hashes of every key (how `attach` used to find the data's keys);
 - one pass that keeps the keys missing from a broadcast set of node keys, compared as strings, as 64-bit
   hashes, and as hashes then strings (what `attach` does now: exact, and it only tests membership).
 `attach` needs one such pass before its join, because keys without a node are resolved on the driver.
@@ -21,6 +21,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from benchmarks.machine import print_machine
 
 
 def best(fn: Callable[[], Any], repeat: int) -> float:
@@ -38,6 +40,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
+    print_machine()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession

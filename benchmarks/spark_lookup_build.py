@@ -1,8 +1,8 @@
-"""What building the lookup of every node costs on the driver, step by step (issue 17: `attach`, first of its
+"""What building the lookup of every node costs on the driver, step by step (`attach`, first of its
 application).
 
 Usage:
-    python benchmarks/spark_lookup_build.py --keep DIR [--datasets 100000] [--repeat 5]
+    python -m benchmarks.spark_lookup_build --keep DIR [--datasets 100000] [--repeat 5]
 
 Reuses (or creates) the store of `benchmarks/spark_attach.py --keep DIR` and times, for its four paths, the
 median of `--repeat` runs of:
@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import print_machine
+
 HERE = Path(__file__).resolve().parent
 PATHS = ["kafka.partitions", "owner", "kafka.replication.factor", "retention.ms"]
 
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    print_machine()
     repo, cache = args.keep / f"repo-{args.datasets}", args.keep / "cache"
     if not (repo / ".git").is_dir():
         make = [sys.executable, str(HERE / "spark_attach.py"), "--keep", str(args.keep), "--rows", "1000"]
@@ -54,10 +57,10 @@ def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from cfgtool.artifact_rows import values_at
-    from cfgtool.client import ConfigClient
+    from cfgtool.client.local import ConfigClient
     from cfgtool.hocon import split_path
     from cfgtool.spark import ConfigLoader, stored
+    from cfgtool.versions.artifact_rows import values_at
 
     spark = (
         SparkSession.builder.master("local[2]")

@@ -1,8 +1,8 @@
 """What "rollbacks stick" costs `publish`: a 10,000-dataset store with three rolled-back versions in its history.
 
 Usage:
-    python benchmarks/sticky_bench.py --keep /tmp/sticky-bench            # build once, then measure
-    python benchmarks/sticky_bench.py --keep /tmp/sticky-bench --old /tmp/old-code
+    python -m benchmarks.sticky_bench --keep /tmp/sticky-bench            # build once, then measure
+    python -m benchmarks.sticky_bench --keep /tmp/sticky-bench --old /tmp/old-code
 
 History (built with this checkout's cfgtool, local tags): v1; v2 sets a value in 20 datasets (rolled back); v3
 reverts it with an unrelated change; v4 changes a tag many datasets import, v5 one dataset (both rolled back with
@@ -26,27 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-
-from gen_store import generate, git_commit  # noqa: E402
-
-from cfgtool.store.git import git_env  # noqa: E402
+from benchmarks.gen_store import generate, git_commit
+from benchmarks.machine import print_machine
+from cfgtool.store.git import git_env
 
 TARGET_S = 0.3
-
-
-def loop_time() -> float:
-    """The pure-Python reference loop (median of 3), to compare machines and loads."""
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -104,7 +88,7 @@ def build(repo: Path, datasets: int) -> None:
 
 
 def check_once(repo: Path) -> float:
-    from cfgtool.compile import compile_store
+    from cfgtool.compile.compiler import compile_store
     from cfgtool.versions import history
     from cfgtool.versions.sticky import relapses, watches
 
@@ -134,7 +118,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     os.environ.setdefault("CFGTOOL_CACHE_DIR", str(args.keep / "cache"))
-    print(f"pure-Python 10M loop: {loop_time():.2f} s (median of 3); load average {os.getloadavg()}")
+    print_machine()
     repo = args.keep / "repo"
     if not (repo / ".git").exists():
         t0 = time.perf_counter()

@@ -1,8 +1,8 @@
 """What clients trying wrong tokens cost everyone else, and whether an unknown token id answers faster than a
 known one (docs/serving.md, "Tokens").
 
-    python benchmarks/token_bench.py                          # this tree only
-    python benchmarks/token_bench.py --old /tmp/old-8b5cb28   # side by side with another checkout of cfgtool
+    python -m benchmarks.token_bench                          # this tree only
+    python -m benchmarks.token_bench --old /tmp/old-8b5cb28   # side by side with another checkout of cfgtool
 
 For each tree and tokens file (`token add`: the tokens the tree's `cfgtool token add` makes, SHA-256 in this
 tree and scrypt in older ones; `scrypt file`: a file of older scrypt hashes, in this tree) it starts
@@ -36,6 +36,8 @@ import time
 from base64 import b64encode
 from pathlib import Path
 
+from benchmarks.machine import load, print_machine
+
 HERE = Path(__file__).resolve().parent
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
 EXPLAIN = "/v1/small/versions/1/explain/data/a?path=size"
@@ -68,23 +70,6 @@ for t in threads: t.start()
 for t in threads: t.join()
 print(sum(sent))
 """
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
-
-
-def python_loop() -> float:
-    """The median of 3 runs of a pure-Python loop: how fast this machine is at the moment."""
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def git(repo: Path, *args: str) -> None:
@@ -207,7 +192,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20, help="explain requests per run")
     parser.add_argument("--attack", type=float, default=10.0, help="seconds of wrong secrets")
     args = parser.parse_args()
-    print(f"pure-Python loop of 10,000,000 additions: {python_loop():.3f} s (median of 3); {load()}")
+    print_machine()
     with tempfile.TemporaryDirectory(prefix="token-bench-") as name:
         tmp = Path(name)
         (tmp / "repo").mkdir()

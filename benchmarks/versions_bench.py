@@ -1,8 +1,8 @@
-"""Version listing speed with many version tags (issue 5): `versions` and the current-version lookup.
+"""Version listing speed with many version tags: `versions` and the current-version lookup.
 
 Usage:
-    python benchmarks/versions_bench.py                  # 10,000 version tags, best of 5
-    python benchmarks/versions_bench.py --tags 2000 --repeat 3
+    python -m benchmarks.versions_bench                  # 10,000 version tags, best of 5
+    python -m benchmarks.versions_bench --tags 2000 --repeat 3
 
 Builds a repository with one commit per 100 versions and N annotated version tags (every 50th one rolled back),
 each message carrying cfgtool's metadata line, through ONE `git fast-import` (a few seconds for 10,000 tags).
@@ -22,12 +22,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from cfgtool.store.git import git_env  # noqa: E402
-from cfgtool.versions import current_version, versions  # noqa: E402
-from cfgtool.versions.messages import format_message  # noqa: E402
+from benchmarks.machine import print_machine
+from cfgtool.store.git import git_env
+from cfgtool.versions import current_version, versions
+from cfgtool.versions.messages import format_message
 
 TARGET_S = 0.3
 
@@ -98,6 +96,7 @@ def main() -> int:
     parser.add_argument("--tags", type=int, default=10_000, help="number of version tags (default 10,000)")
     parser.add_argument("--repeat", type=int, default=5, help="best of this many runs (default 5)")
     args = parser.parse_args()
+    print_machine()
     with tempfile.TemporaryDirectory(prefix="cfgtool-versions-bench-") as tmp:
         repo = Path(tmp) / "repo"
         t0 = time.perf_counter()

@@ -1,9 +1,9 @@
-"""Reading a cached version (issue 15): a ConfigClient's start and `cfgtool get KEY --ref HEAD / --version N`,
+"""Reading a cached version: a ConfigClient's start and `cfgtool get KEY --ref HEAD / --version N`,
 before and after the version artifacts, side by side.
 
 Usage:
     git worktree add --detach /tmp/old main      # (or any checkout of the code to compare with)
-    python benchmarks/versions_read_bench.py --old /tmp/old [--datasets 10000] [--repeat 7]
+    python -m benchmarks.versions_read_bench --old /tmp/old [--datasets 10000] [--repeat 7]
 
 Generates a store (benchmarks/gen_store.py), publishes version 1, and warms each side's own cache (the first
 read compiles and caches the version; the refs are then left to settle, as cfgtool only remembers settled
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.machine import print_machine
 
 HERE = Path(__file__).resolve().parent
 NEW = HERE.parent
@@ -68,6 +70,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
+    print_machine()
     sides = {"new": NEW, **({"old": args.old.resolve()} if args.old else {})}
     with tempfile.TemporaryDirectory(prefix="cfgtool-versions-read-") as tmp:
         repo = Path(tmp) / "repo"

@@ -1,8 +1,8 @@
 """Is a long-lived process's memory flat over many versions? Publish, read and explain version after version.
 
-    python benchmarks/versions_rss.py --versions 60 --nodes 50 [--fresh-cache] [--tracemalloc]
+    python -m benchmarks.versions_rss --versions 60 --nodes 50 [--fresh-cache] [--tracemalloc]
 
-Issue 16: a long-lived process that had parsed 14,000 documents was seen at 4.4 GB. This loop is what such a
+A long-lived process that had parsed 14,000 documents was seen at 4.4 GB. This loop is what such a
 process does: each round rewrites every node of a store with new field names and values (so every document and
 every path is new), commits, publishes (compile and validate), then opens a ConfigClient on the new version,
 reads every key and explains one value. Nothing is kept between rounds, so after warm-up VmRSS should stay flat
@@ -18,14 +18,12 @@ import ctypes
 import gc
 import os
 import subprocess
-import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cfgtool.client import ConfigClient
+from benchmarks.machine import print_machine
+from cfgtool.client.local import ConfigClient
 from cfgtool.store.git import git_env
 from cfgtool.versions import publish
 
@@ -53,6 +51,7 @@ def main() -> int:
     parser.add_argument("--fresh-cache", action="store_true", help="a new cache directory for every round")
     parser.add_argument("--tracemalloc", action="store_true")
     args = parser.parse_args()
+    print_machine()
     trim = ctypes.CDLL("libc.so.6").malloc_trim
     with tempfile.TemporaryDirectory(prefix="cfgtool-versions-rss-") as name:
         tmp = Path(name)

@@ -1,7 +1,7 @@
 """cfgtool: Git-backed config-as-code for thousands of datasets.
 
 The public API is exactly the names in `__all__`; everything else is internal and may change.
-`compile` is `cfgtool.compile.compile_store`: the one path from a store (working tree or git ref) to a
+`compile` is `cfgtool.compile.compiler.compile_store`: the one path from a store (working tree or git ref) to a
 `Snapshot` and its `Diagnostic`s.
 
 The names are imported when first used (PEP 562), so that `import cfgtool.<module>` (every CLI command does)
@@ -14,17 +14,17 @@ from cfgtool._lazy import make_lazy as _make_lazy
 
 if _typing.TYPE_CHECKING:
     from cfgtool._version import __version__ as __version__
-    from cfgtool.client import ConfigClient as ConfigClient
-    from cfgtool.client import StoreNotFound as StoreNotFound
-    from cfgtool.compile import CompileResult as CompileResult
-    from cfgtool.compile import compile_store as compile
+    from cfgtool.client.http import HttpConfigClient as HttpConfigClient
+    from cfgtool.client.local import ConfigClient as ConfigClient
+    from cfgtool.client.local import StoreNotFound as StoreNotFound
+    from cfgtool.client.watch import Watcher as Watcher
+    from cfgtool.client.watch import watch as watch
+    from cfgtool.compile.compiler import CompileResult as CompileResult
+    from cfgtool.compile.compiler import compile_store as compile
     from cfgtool.diagnostics import Diagnostic as Diagnostic
     from cfgtool.errors import CfgtoolError as CfgtoolError
-    from cfgtool.remote import HttpConfigClient as HttpConfigClient
-    from cfgtool.snapshot import KeyNotFound as KeyNotFound
-    from cfgtool.snapshot import Snapshot as Snapshot
-    from cfgtool.watcher import Watcher as Watcher
-    from cfgtool.watcher import watch as watch
+    from cfgtool.snapshot.model import KeyNotFound as KeyNotFound
+    from cfgtool.snapshot.model import Snapshot as Snapshot
 
 __all__ = [
     "CfgtoolError",
@@ -45,16 +45,16 @@ _make_lazy(
     __name__,
     {
         "CfgtoolError": ("cfgtool.errors", "CfgtoolError"),
-        "CompileResult": ("cfgtool.compile", "CompileResult"),
-        "ConfigClient": ("cfgtool.client", "ConfigClient"),
+        "CompileResult": ("cfgtool.compile.compiler", "CompileResult"),
+        "ConfigClient": ("cfgtool.client.local", "ConfigClient"),
         "Diagnostic": ("cfgtool.diagnostics", "Diagnostic"),
-        "HttpConfigClient": ("cfgtool.remote", "HttpConfigClient"),
-        "KeyNotFound": ("cfgtool.snapshot", "KeyNotFound"),
-        "Snapshot": ("cfgtool.snapshot", "Snapshot"),
-        "StoreNotFound": ("cfgtool.client", "StoreNotFound"),
-        "Watcher": ("cfgtool.watcher", "Watcher"),
+        "HttpConfigClient": ("cfgtool.client.http", "HttpConfigClient"),
+        "KeyNotFound": ("cfgtool.snapshot.model", "KeyNotFound"),
+        "Snapshot": ("cfgtool.snapshot.model", "Snapshot"),
+        "StoreNotFound": ("cfgtool.client.local", "StoreNotFound"),
+        "Watcher": ("cfgtool.client.watch", "Watcher"),
         "__version__": ("cfgtool._version", "__version__"),
-        "compile": ("cfgtool.compile", "compile_store"),
-        "watch": ("cfgtool.watcher", "watch"),
+        "compile": ("cfgtool.compile.compiler", "compile_store"),
+        "watch": ("cfgtool.client.watch", "watch"),
     },
 )

@@ -1,11 +1,11 @@
 """Diagnostics: the one record for a problem in user config, the registry of codes, and pure renderers.
 
-A `Diagnostic` is a value collected per node, never raised, so one run reports every problem (DESIGN 3, 7).
-Renderers are pure functions from diagnostics (and a line reader for source excerpts) to a string:
+A `Diagnostic` is a value collected per node, never raised, so one run reports every problem (ARCHITECTURE.md,
+docs/compile.md). Renderers are pure functions from diagnostics (and a line reader for source excerpts) to a string:
 
 - `render_text`: `file:line:col: CODE message`, the source line with a caret, then notes; many nodes failing
   the same way are grouped into one entry.
-- `render_json`: DESIGN 7 diagnostic objects inside the compile report envelope.
+- `render_json`: docs/compile.md diagnostic objects inside the compile report envelope.
 - `render_github`: GitHub workflow commands (`::error file=..,line=..,col=..,title=CODE::message`), grouped.
 - `render_markdown`: a pull-request summary with counts and a table, grouped.
 """
@@ -109,7 +109,7 @@ class Diagnostic:
         return f"{self.file}:{self.line}" if self.col is None else f"{self.file}:{self.line}:{self.col}"
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN 7 diagnostic object (plus `notes`)."""
+        """The docs/compile.md diagnostic object (plus `notes`)."""
         return {
             "code": self.code,
             "severity": self.severity,
@@ -228,7 +228,7 @@ def render_text(
 
 def _excerpt(d: Diagnostic, read_line: LineReader, paint: Callable[..., str]) -> list[str]:
     """The source line and a caret under the column (tabs kept so the caret lines up); never for a secret's
-    diagnostic, whose line may hold the secret in clear (DESIGN 14)."""
+    diagnostic, whose line may hold the secret in clear (docs/access.md#secrets)."""
     if d.file is None or d.line is None or d.code.startswith("E_SECRET_"):
         return []
     text = read_line(d.file, d.line)

@@ -1,4 +1,4 @@
-"""The policy contract (DESIGN 8.2, KIP-108 for configs) and the built-in policies.
+"""The policy contract (docs/policies.md#the-contract, KIP-108 for configs) and the built-in policies.
 
 This module is a public contract: policy authors import `Policy`, `NodeRequest` and `PolicyViolation` from
 here, so their names and fields only ever grow. A policy is a class named `module:Class` in `_CONFIG_STORE`;
@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from cfgtool._util.plain import MISSING, value_at
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.plain import MISSING, value_at
 from cfgtool.store.keys import BadKeyError, glob_match, normalize_key
 
 __all__ = [

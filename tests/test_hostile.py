@@ -1,7 +1,7 @@
 """Hostile input (docs/security.md): every input ends with a value or a diagnostic in bounded time and memory.
 
 Each case runs in a subprocess with an address-space and CPU limit (tests/hostile/runner.py), so a runaway input
-fails its test instead of taking the machine down. The limits are generous (DESIGN's target is 5 s and 500 MB for
+fails its test instead of taking the machine down. The limits are generous (the target is 5 s and 500 MB for
 a megabyte of input; the tests allow 1.5 GB of address space and 20 s of CPU, or 30 s of wall time on a loaded
 machine) so they cannot flake; the megabyte tests also check the measured CPU time and peak RSS against twice the
 target. Exit 3 (an internal error), a traceback, MemoryError or RecursionError is always a failure.
@@ -91,7 +91,7 @@ def write(tmp_path: Path, text: str, name: str = "hostile.conf") -> Path:
 
 @pytest.mark.parametrize("name", sorted(gen.CASES))
 def test_standalone_case(name: str, tmp_path: Path) -> None:
-    """Each case of the issue (and the generic shapes) at the size the issue reported."""
+    """Each reported case (and the generic shapes) at the size it was reported at."""
     fn, size = gen.CASES[name]
     assert_bounded(run_hocon(write(tmp_path, fn(size))), EXPECTED.get(name))
 
@@ -126,7 +126,7 @@ def assert_within_target(out: Outcome) -> None:
 
 @pytest.mark.parametrize("name", MEGABYTE_CASES)
 def test_standalone_megabyte(name: str, tmp_path: Path) -> None:
-    """DESIGN's budget: a megabyte of any shape is answered in 5 s and 500 MB (checked here with a 2x margin)."""
+    """The budget: a megabyte of any shape is answered in 5 s and 500 MB (checked here with a 2x margin)."""
     out = run_hocon(write(tmp_path, gen.megabyte_text(name)))
     assert_bounded(out, EXPECTED.get(name))
     assert_within_target(out)
@@ -270,7 +270,7 @@ def embedded_store(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
 @pytest.mark.parametrize(("width", "levels"), [(26, 4), (20, 5)])
 def test_store_root_bomb(width: int, levels: int, embedded_store: Callable[[dict[str, str]], Path]) -> None:
     """A few hundred bytes at `/` that every one of the embedded store's 48 nodes inherits, expanding to
-    width**levels values in each: a store-wide budget must end it with E_LIMIT (the issue: 547 bytes took 106 s
+    width**levels values in each: a store-wide budget must end it with E_LIMIT (as reported: 547 bytes took 106 s
     and 8.1 GB)."""
     files = gen.store_root_bomb(width, levels)
     assert len(files["main.conf"]) < 700

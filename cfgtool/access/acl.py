@@ -1,4 +1,4 @@
-"""The ACL file (DESIGN 13): `_ACL.yaml` at the store root, or the file `acl:` in `_CONFIG_STORE` names.
+"""The ACL file (docs/access.md#the-acl): `_ACL.yaml` at the store root, or the file `acl:` in `_CONFIG_STORE` names.
 
 `parse_acl` validates it against the JSON Schema shipped beside this module and checks what a schema cannot
 (an operation that does not fit its resource, a key that is not a key); every problem is E_ACL at its
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from cfgtool._util.yamlmarks import duplicate_keys, mark
 from cfgtool.access.operations import KEY_OPERATIONS, STORE, STORE_OPERATIONS
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import UsageError
 from cfgtool.store.keys import BadKeyError, normalize_key
-from cfgtool.yamlmarks import duplicate_keys, mark
 
 if TYPE_CHECKING:
     import jsonschema
@@ -98,7 +98,7 @@ class Acl:
 
 
 def principal(text: str) -> str:
-    """A principal from the command line: a bare name is `User:name` (DESIGN 13)."""
+    """A principal from the command line: a bare name is `User:name` (docs/access.md#the-acl)."""
     text = text.strip()
     if not text:
         raise UsageError("the principal is empty", hint="give User:NAME, Group:NAME or a bare user name")

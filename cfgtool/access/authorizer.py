@@ -1,4 +1,4 @@
-"""Kafka's StandardAuthorizer, for config keys and the store (DESIGN 13).
+"""Kafka's StandardAuthorizer, for config keys and the store (docs/access.md#the-acl).
 
 A decision: a super user is allowed; else any matching `deny` denies; else any matching `allow` allows;
 else, when no entry at all names the resource, `allow_everyone_if_no_acl_found` decides; else denied. An
@@ -33,7 +33,7 @@ class Decision:
     resource: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """DESIGN 13's `acl check --format json` object."""
+        """docs/access.md#the-acl's `acl check --format json` object."""
         return {
             "principal": self.principal,
             "operation": self.operation,

@@ -19,14 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cfgtool._util.atomic import write_atomic
 from cfgtool.access.acl import Acl, Entry
 from cfgtool.access.enforce import acl_of
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import CfgtoolError
-from cfgtool.rules import Rules, rules_of
-from cfgtool.snapshot import write_atomic
 from cfgtool.store.nodes import read_settings
 from cfgtool.store.sources import open_source
+from cfgtool.validate.rules import Rules, rules_of
 
 CODEOWNERS = ".github/CODEOWNERS"
 EVERYONE = "User:*"

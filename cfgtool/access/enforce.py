@@ -1,4 +1,4 @@
-"""Where access control is enforced (DESIGN 13): a pull request's changes, and publish / rollback.
+"""Where access control is enforced (docs/access.md#the-acl): a pull request's changes, and publish / rollback.
 
 - `change_problems`: `compile --base REF --principal P` reports E_ACCESS_DENIED, at the changed file with the
   node's key, for each node P may not create, alter or delete (its main.conf, its includes or a file its
@@ -24,10 +24,10 @@ from cfgtool.access.acl import principal as as_principal
 from cfgtool.access.authorizer import Authorizer, Decision
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import CfgtoolError
-from cfgtool.rules import Rules, rules_of
 from cfgtool.store.includes import expand
 from cfgtool.store.nodes import IncludesFile, Node, Store, read_settings
 from cfgtool.store.sources import Source, open_source
+from cfgtool.validate.rules import Rules, rules_of
 
 
 class AccessDenied(CfgtoolError):

@@ -1,5 +1,5 @@
-"""The operations of the ACL (DESIGN 13), apart from the ACL's parser so that the CLI can name them in its help
-without importing YAML and jsonschema."""
+"""The operations of the ACL (docs/access.md#the-acl), apart from the ACL's parser so that the CLI can name them in its
+help without importing YAML and jsonschema."""
 
 KEY_OPERATIONS = ("read", "describe", "create", "alter", "delete")
 # `describe` is on both: a key's existence, and the store's versions, change feed and consumers

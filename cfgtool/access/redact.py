@@ -1,8 +1,8 @@
-"""Compile's secret checks and the redaction of a compiled snapshot (DESIGN 14).
+"""Compile's secret checks and the redaction of a compiled snapshot (docs/access.md#secrets).
 
 `secret_paths` reads which paths of each node are secret from the schemas (`writeOnly: true`, however a schema
 reaches the value: `cfgtool.validate.writeonly`), `unknown_secrets` says where it cannot tell (a `$ref` that
-does not resolve, W_SECRET_UNKNOWN); `seal_snapshot` hides them (`cfgtool.hidden`) in every
+does not resolve, W_SECRET_UNKNOWN); `seal_snapshot` hides them (`cfgtool.snapshot.hidden`) in every
 node of a snapshot, right after resolution and before validation, so nothing later sees a secret, and
 reports E_SECRET_IN_CLEAR (a secret path holding anything but an envelope), E_SECRET_CONCAT (an envelope
 concatenated into a string) and E_SECRET_BINDING (an envelope assigned at another store, node or path than
@@ -17,10 +17,10 @@ from dataclasses import replace
 
 from cfgtool.access.secrets import binding, bound_to, sealed_in, store_label
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.hidden import PREFIX, hide
 from cfgtool.hocon import split_path
 from cfgtool.hocon.resolver import render_path
-from cfgtool.snapshot import NodeSnapshot, Snapshot
+from cfgtool.snapshot.hidden import PREFIX, hide
+from cfgtool.snapshot.model import NodeSnapshot, Snapshot
 from cfgtool.validate.locate import locate
 from cfgtool.validate.schemas import SchemaSpec
 

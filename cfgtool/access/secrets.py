@@ -1,4 +1,4 @@
-"""Sealed secrets (DESIGN 14): `ENC[cfgtool:v1,age,for=<binding>,<base64>]`, sealed with age (pyrage).
+"""Sealed secrets (docs/access.md#secrets): `ENC[cfgtool:v1,age,for=<binding>,<base64>]`, sealed with age (pyrage).
 
 Anyone can seal to the store's recipients (`_RECIPIENTS`: one age or ssh-ed25519 public key per line); only
 a holder of a recipient's identity can open. The binding is the first 16 hex digits of
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.hidden import ENVELOPE, HIDDEN, PREFIX
 from cfgtool.hocon import HoconError, parse, split_path
 from cfgtool.hocon.origin import Origin
 from cfgtool.hocon.resolver import render_path
 from cfgtool.hocon.values import Lst, Merge, Node, Obj, Scalar
+from cfgtool.snapshot.hidden import ENVELOPE, HIDDEN, PREFIX
 
 
 class SecretError(CfgtoolError):

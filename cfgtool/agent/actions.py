@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from cfgtool.client.http import Connection
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.remote import Connection
 
 log = logging.getLogger("cfgtool.agent")
 

@@ -30,8 +30,7 @@ from urllib.parse import quote
 from cfgtool.agent import layout
 from cfgtool.agent.actions import CheckFailed, Reload, check
 from cfgtool.agent.files import FileSpec, RenderError, contents, replace_at, sealed_paths
-from cfgtool.errors import CfgtoolError
-from cfgtool.remote import (
+from cfgtool.client.http import (
     MAX_BYTES,
     AccessDenied,
     Check,
@@ -42,7 +41,8 @@ from cfgtool.remote import (
     report_applied,
     request_headers,
 )
-from cfgtool.watcher import backoff
+from cfgtool.client.watch import backoff
+from cfgtool.errors import CfgtoolError
 
 log = logging.getLogger("cfgtool.agent")
 

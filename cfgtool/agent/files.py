@@ -1,7 +1,7 @@
 """What the agent writes: `--file NAME=KEY[:FORMAT]` renders a key's config in a format, `--template
 NAME=TEMPLATE[:KEY]` renders a Jinja2 template (sandboxed) with a key's config as its context (docs/agent.md).
 
-Formats come from `cfgtool.formats` (json, yaml, properties, hocon, env). Secrets are `[hidden]` unless the
+Formats come from `cfgtool.snapshot.formats` (json, yaml, properties, hocon, env). Secrets are `[hidden]` unless the
 agent holds an identity; then a file holding an opened secret is written mode 0600.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 from cfgtool.access.secrets import is_envelope
 from cfgtool.agent.layout import DATA, Content
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.formats import Format, render
-from cfgtool.hidden import HIDDEN
+from cfgtool.snapshot.formats import Format, render
+from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.store.keys import ROOT
 
 _BY_SUFFIX = {

@@ -1,4 +1,4 @@
-"""`cfgtool acl check` and `cfgtool acl list` (DESIGN 13): ask the store's ACL, as the checks will."""
+"""`cfgtool acl check` and `cfgtool acl list` (docs/access.md#the-acl): ask the store's ACL, as the checks will."""
 
 from __future__ import annotations
 

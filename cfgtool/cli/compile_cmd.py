@@ -1,4 +1,4 @@
-"""`cfgtool compile`: compile every node of the store (every declared variable value) and report (DESIGN 7)."""
+"""`cfgtool compile`: compile every node of the store (every declared variable value) and report (docs/compile.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cfgtool.diagnostics import plural, render_github, render_json, render_markd
 from cfgtool.store.keys import parent
 
 if TYPE_CHECKING:
-    from cfgtool.compile import CompileResult
+    from cfgtool.compile.compiler import CompileResult
 
 
 class ReportFormat(StrEnum):
@@ -102,7 +102,7 @@ def compile_command(
     result = compile_for(ctx, ref, variables, check=True, base=base, principal=principal)
     ok = result.ok(strict)
     if output is not None and ok:
-        from cfgtool.snapshot import save
+        from cfgtool.snapshot.model import save
 
         save(result.snapshot, output)
     if fmt is ReportFormat.TEXT:
@@ -126,7 +126,7 @@ def _use_color(color: Color) -> bool:
 
 
 def render_json_report(result: CompileResult) -> str:
-    """DESIGN 7's report object, plus the store's name, the digest and every variable assignment checked."""
+    """docs/compile.md's report object, plus the store's name, the digest and every variable assignment checked."""
     snap = result.snapshot
     return render_json(
         result.diagnostics,

@@ -60,7 +60,7 @@ def complete_sides(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def _candidates(ctx: typer.Context, ask: Callable[[CliContext, Path], list[str]]) -> list[str]:
-    from cfgtool.cachedir import cache_root
+    from cfgtool._util.cachedir import cache_root
 
     try:
         return ask(cli_context(ctx), cache_root())

@@ -41,7 +41,7 @@ def consumers_command(
       cfgtool consumers http://configs:8750 --store demo
       cfgtool consumers http://configs:8750 --store demo --token-file ~/.cfgtool-token --format json
     """
-    from cfgtool.remote import consumers
+    from cfgtool.client.http import consumers
 
     token = None
     if token_file is not None:

@@ -1,4 +1,4 @@
-"""`cfgtool diff` and `cfgtool audit` (DESIGN 9): one library call each, then rendering."""
+"""`cfgtool diff` and `cfgtool audit` (docs/versions.md): one library call each, then rendering."""
 
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def audit_command(
       cfgtool audit --since "2 weeks ago"
       cfgtool audit --key /data/tracking/PageViewEvent --path retention.ms
     """
-    from cfgtool.formats import to_json
+    from cfgtool.snapshot.formats import to_json
     from cfgtool.versions.audit import audit, audit_key, parse_since, render_events_text, render_history_text
 
     cli: CliContext = ctx.obj

@@ -35,7 +35,7 @@ def run_handled(func: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         _report(None, "cfgtool: interrupted")
         return EXIT_INTERRUPTED
-    except MemoryError as exc:  # hostile or enormous input (DESIGN 15): a diagnostic, not a traceback
+    except MemoryError as exc:  # hostile or enormous input (docs/security.md): a diagnostic, not a traceback
         message = (
             "cfgtool: error: E_LIMIT out of memory: the configs need more memory than this process may use\n"
             "  hint: look for a document that many nodes inherit whose substitutions copy arrays or objects"
@@ -44,7 +44,7 @@ def run_handled(func: Callable[[], int]) -> int:
         _report(exc, message)
         return EXIT_CONFIG_ERROR
     except Exception as exc:
-        from cfgtool._version import __version__  # here, not at start-up (DESIGN: every command pays imports)
+        from cfgtool._version import __version__  # here, not at start-up (every command pays what start-up imports)
         from cfgtool.hocon.errors import HoconError
 
         if isinstance(exc, HoconError):

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cfgtool.formats import Format, render
+from cfgtool.snapshot.formats import Format, render
 
 
 def hocon(
@@ -33,6 +33,6 @@ def hocon(
       cfgtool hocon application.conf
       cfgtool hocon overrides.conf defaults.conf --format hocon
     """
-    from cfgtool.standalone import resolve_files  # here, not when the CLI is built
+    from cfgtool.compile.standalone import resolve_files  # here, not when the CLI is built
 
     typer.echo(render(resolve_files(files).value, fmt), nl=False)

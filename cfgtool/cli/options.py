@@ -13,8 +13,8 @@ from cfgtool.cli.context import CliContext
 from cfgtool.errors import CfgtoolError, UsageError
 
 if TYPE_CHECKING:
-    from cfgtool.artifact import Reading
-    from cfgtool.compile import CompileResult
+    from cfgtool.compile.compiler import CompileResult
+    from cfgtool.snapshot.model import Reading
 
 Ref = Annotated[
     str | None,
@@ -87,7 +87,8 @@ def compile_for(
     more than a second shows a progress bar on a terminal, when the command's `--format` is text.
     """
     from cfgtool.cli.progress import terminal_progress
-    from cfgtool.compile import compile_store  # imported by the commands that compile, not at start-up
+    from cfgtool.compile.compiler import compile_store  # imported by the commands that compile, not at start-up
+    from cfgtool.versions.sticky import store_reverts
 
     cli: CliContext = ctx.obj
     commit = ref_for(ctx, ref, version)
@@ -102,6 +103,7 @@ def compile_for(
             base=base,
             principal=principal,
             progress=progress,
+            reverts=store_reverts if base is not None else None,
         )
 
 
@@ -163,7 +165,7 @@ def _refuse_invalid(cli: CliContext, reading: Reading, version: int | str, varia
     """CfgtoolError (exit 1) naming the first schema or policy error of a published version: a version made by
     hand without `publish`'s checks is never applied (the server and `ConfigClient` skip it), so its values are
     not printed as if it were. The check is the one they run, cached per commit."""
-    from cfgtool.cachedir import cache_root
+    from cfgtool._util.cachedir import cache_root
     from cfgtool.store.refmemo import RefMemo
     from cfgtool.versions.reading import validation_error
 

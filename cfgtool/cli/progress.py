@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
 
-    from cfgtool.compile import Progress
+    from cfgtool.compile.compiler import Progress
 
 DELAY_S = 1.0  # a compile that ends sooner shows nothing (CFGTOOL_PROGRESS_DELAY, in seconds, changes it)
 REFRESH_S = 0.1  # at most ten redraws a second

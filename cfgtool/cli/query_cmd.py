@@ -1,6 +1,7 @@
-"""The query commands of DESIGN 6 and 7: `get`, `explain`, `imports`, `imported-by`, `tags` and `datasets`.
+"""The query commands of docs/queries.md#the-queries, docs/compile.md: `get`, `explain`, `imports`, `imported-by`,
+`tags` and `datasets`.
 
-`get`, `explain`, `imports` and `tags` compile the nodes KEY needs in a working tree (`cfgtool.query.query_key`)
+`get`, `explain`, `imports` and `tags` compile the nodes KEY needs in a working tree (`cfgtool.compile.query.query_key`)
 and read a commit (`--ref`, `--version`) from its version artifact (`cfgtool.versions.reading`, compiled and
 cached on a miss); `imported-by` and `datasets` read the import graph of every node (`query_graph`). Each
 refuses when there are errors that affect the answer (exit 1), then answers.
@@ -22,8 +23,8 @@ from cfgtool.cli.options import Ref, Vars, Version, parse_variables, read_at_ref
 from cfgtool.errors import CfgtoolError, UsageError
 
 if TYPE_CHECKING:
+    from cfgtool.compile.query import GraphAnswer, KeyAnswer
     from cfgtool.diagnostics import Diagnostic
-    from cfgtool.query import GraphAnswer, KeyAnswer
 
 # The library (compile, explain, formats, the HOCON engine) is imported inside the commands: building the CLI,
 # `--help` and `--version` must not pay for it.
@@ -104,7 +105,7 @@ def get(
         _note_phantom(read.key, read.node, read.exists, answer)
         value: Any = read.config
     else:
-        from cfgtool.explain import explain
+        from cfgtool.snapshot.explain import explain
 
         found = explain(answer.snapshot, key, _path(path))
         _note_phantom(found.key, found.node, found.exists, answer)
@@ -134,8 +135,8 @@ def explain_command(
     Example:
       cfgtool explain /data/tracking/PageViewEvent retention.ms
     """
-    from cfgtool.explain import explain
-    from cfgtool.formats import to_json
+    from cfgtool.snapshot.explain import explain
+    from cfgtool.snapshot.formats import to_json
 
     answer = _answer(ctx, key, ref, version, variables)
     found = explain(answer.snapshot, answer.key, _path(path))
@@ -256,7 +257,7 @@ def _answer(
     """What a forward query reads about KEY (`text`; BadKeyError: exit 2), refused (exit 1) when errors
     affect it: errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas,
     policies) never change a resolved config, so they refuse nothing."""
-    from cfgtool.query import KeyAnswer, query_key
+    from cfgtool.compile.query import KeyAnswer, query_key
 
     cli: CliContext = ctx.obj
     if ref is None and version is None:
@@ -276,7 +277,7 @@ def _graph(
     """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2), refused
     (exit 1) when the graph has errors: any error of the store's includes, discovery or settings can change
     who imports what (a `main.conf` cannot)."""
-    from cfgtool.query import query_graph
+    from cfgtool.compile.query import query_graph
     from cfgtool.store.keys import normalize_key
 
     cli: CliContext = ctx.obj
@@ -325,7 +326,7 @@ def _no_node(key: str, nodes: list[str], problem: str) -> None:
 
 def _render_value(value: Any, fmt: GetFormat) -> str:
     """`get` output: text is HOCON, except that a scalar prints bare (`lz4`, `8`, `true`) for shell scripts."""
-    from cfgtool.formats import Format, render
+    from cfgtool.snapshot.formats import Format, render
 
     if fmt is not GetFormat.TEXT:
         return render(value, Format(fmt.value))
@@ -347,8 +348,9 @@ def _path(text: str) -> str:
 
 
 def _note_phantom(key: str, node: str, exists: bool, answer: KeyAnswer) -> bool:
-    """Say on stderr when KEY has no node and the answer comes from its nearest ancestor (DESIGN 5.4), and
-    name a sibling node with a close name: a typo reads as a valid, inherited answer otherwise."""
+    """Say on stderr when KEY has no node and the answer comes from its nearest ancestor
+    (docs/resolution.md#keys-without-a-node), and name a sibling node with a close name: a typo reads as a valid,
+    inherited answer otherwise."""
     if not exists:
         typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
         folder, _, name = key.rpartition("/")
@@ -360,7 +362,7 @@ def _note_phantom(key: str, node: str, exists: bool, answer: KeyAnswer) -> bool:
 
 
 def _print_keys(fmt: QueryFormat, found: list[str], doc: Mapping[str, Any]) -> None:
-    from cfgtool.formats import to_json
+    from cfgtool.snapshot.formats import to_json
 
     if fmt is QueryFormat.JSON:
         typer.echo(to_json(doc), nl=False)

@@ -1,4 +1,4 @@
-"""`cfgtool secret set` and `cfgtool secret reseal` (DESIGN 14): seal secrets into the working tree."""
+"""`cfgtool secret set` and `cfgtool secret reseal` (docs/access.md#secrets): seal secrets into the working tree."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from cfgtool.errors import UsageError
 
 secret_app = typer.Typer(
     name="secret",
-    help="Seal secrets for the store's recipients (DESIGN 14): values that no output of cfgtool shows.",
+    help="Seal secrets for the store's recipients (docs/access.md#secrets): values that no output of cfgtool shows.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -55,7 +55,7 @@ def set_command(
       printf %s "$DB_PASSWORD" | cfgtool secret set /data/databases/orders db.password
       cfgtool secret set /data/databases/orders db.password < password.txt
     """
-    from cfgtool.access.store_secrets import set_secret  # here, not when the CLI is built
+    from cfgtool.edit.secrets import set_secret  # here, not when the CLI is built
 
     cli: CliContext = ctx.obj
     result = set_secret(cli.repo, cli.store, key, path, _read_value())
@@ -80,7 +80,7 @@ def reseal_command(
       cfgtool secret reseal --identity ~/.config/age/key.txt
     """
     from cfgtool.access.secrets import load_identities
-    from cfgtool.access.store_secrets import reseal
+    from cfgtool.edit.secrets import reseal
 
     cli: CliContext = ctx.obj
     files = reseal(cli.repo, cli.store, load_identities(identity))

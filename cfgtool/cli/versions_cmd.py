@@ -1,4 +1,4 @@
-"""`cfgtool publish`, `rollback` and `versions` (DESIGN 9): one library call each, then rendering."""
+"""`cfgtool publish`, `rollback` and `versions` (docs/versions.md): one library call each, then rendering."""
 
 from __future__ import annotations
 

@@ -22,11 +22,11 @@ from urllib.parse import quote
 from starlette.responses import RedirectResponse, Response
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.hidden import HIDDEN
 from cfgtool.serve.answers import Bounded, error
 from cfgtool.serve.app import Denied, not_found, version_number
 from cfgtool.serve.visibility import HIDDEN_LAYER, Visibility
 from cfgtool.serve.worker import Worker
+from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, changed_values, diff
 from cfgtool.versions.diff_render import value_text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cfgtool.hocon.origin import Origin
 
-# Codes raised by the engine. The store layer reuses them as diagnostic codes (DESIGN 7).
+# Codes raised by the engine. The store layer reuses them as diagnostic codes (docs/compile.md).
 E_SYNTAX = "E_SYNTAX"
 E_UNRESOLVED_REF = "E_UNRESOLVED_REF"
 E_REF_CYCLE = "E_REF_CYCLE"

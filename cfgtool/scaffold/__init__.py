@@ -22,8 +22,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.atomic import write_atomic_bytes
 from cfgtool.errors import SourceError, UsageError
-from cfgtool.snapshot import write_atomic_bytes
 from cfgtool.store import git
 
 TEMPLATES = Path(__file__).parent / "files"

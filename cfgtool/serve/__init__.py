@@ -1,4 +1,4 @@
-"""`cfgtool serve` (DESIGN 12): published versions of a repository's stores over HTTP/JSON, with Keystone
+"""`cfgtool serve` (docs/serving.md): published versions of a repository's stores over HTTP/JSON, with Keystone
 freshness for `current` reads and a Kafka-style change feed. An optional extra: `pip install 'cfgtool[serve]'`.
 
 - `timeline`: the pure function from (versions with dates, now, T, store, key) to the visible version and

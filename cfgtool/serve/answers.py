@@ -1,7 +1,7 @@
 """Prebuilt answers: a JSON body as bytes and its ETag, built once and served as they are.
 
 Bodies are canonical JSON (sorted keys, no whitespace, UTF-8), so the ETag `"sha256:<hex>"` of a body is the
-hash of its canonical JSON (DESIGN 12), and two replicas build byte-identical answers from the same version.
+hash of its canonical JSON (docs/serving.md), and two replicas build byte-identical answers from the same version.
 `Bounded` is the one cache shape of the server: a dictionary that forgets its oldest entries past a size.
 """
 
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from cfgtool.snapshot import canonical_json
+from cfgtool.serve.accesslog import VERSION
+from cfgtool.snapshot.model import canonical_json
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -38,7 +41,7 @@ def prebuilt(body: bytes, status: int = 200) -> Answer:
 
 
 def error(status: int, code: str, message: str) -> Answer:
-    """DESIGN 12's error body: `{"error": CODE, "message": ...}`."""
+    """docs/serving.md's error body: `{"error": CODE, "message": ...}`."""
     return answer({"error": code, "message": message}, status)
 
 
@@ -84,3 +87,52 @@ class Bounded(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+Headers = list[tuple[bytes, bytes]]
+log = logging.getLogger("cfgtool.serve")
+
+
+class Denied(Exception):
+    """A request that ends with an error answer (raised by the helpers, answered by the routes)."""
+
+    def __init__(self, found: Answer, headers: Headers | None = None) -> None:
+        super().__init__(found.status)
+        self.answer = found
+        self.headers = headers or []
+
+
+def not_found(what: str) -> Denied:
+    return Denied(error(404, "not_found", what))
+
+
+def unservable(number: int) -> Denied:
+    """The 404 of a version whose compile reports errors: the errors themselves may name values the principal
+    may not read, so they go only to super users (`/healthz`)."""
+    return not_found(f"version {number} cannot be served: its compile reports errors")
+
+
+def version_number(text: str) -> int:
+    """A URL's version number: 1 to 9 ASCII digits, else Denied 404 (as a version that does not exist)."""
+    if not VERSION.fullmatch(text):
+        raise not_found(f"no version {text[:20]!r}: a version number is 1 to 9 digits")
+    return int(text)
+
+
+def internal(exc: BaseException, scope: MutableMapping[str, Any]) -> Answer:
+    """The answer to an unexpected exception (a bug): one log line naming it by a random id, and a 500 with
+    that id and nothing else about the server's insides."""
+    found = scope.get("cfgtool.error")
+    if found is not None:  # already logged and answered (by Starlette's handler below the fast path)
+        return found  # type: ignore[no-any-return]
+    ident = secrets.token_hex(8)
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f" at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}" if frame is not None else ""
+    what = repr(f"{type(exc).__name__}: {exc}")[:300]
+    log.error("internal error %s: %s %s%s", ident, scope.get("method"), what, where)
+    message = f"an internal error; the server's log names it {ident}"
+    found = answer({"error": "E_INTERNAL", "id": ident, "message": message}, 500)
+    scope["cfgtool.error"] = found
+    return found

@@ -1,9 +1,9 @@
-"""The HTTP API of DESIGN 12 as an ASGI application.
+"""The HTTP API of docs/serving.md as an ASGI application.
 
 The hot reads, `GET /v1/{store}/current/keys/{key}` and `GET /v1/{store}/versions/{N}/keys/{key}`, go through
-a raw ASGI path (`Api.__call__`) that answers prebuilt bytes after a few dictionary lookups (DESIGN 16: 1.85x
-Starlette's throughput); everything else is routed by Starlette (`routes.py`). Both share `Api`'s helpers for
-access control, so the two kinds of route answer errors alike.
+a raw ASGI path (`Api.__call__`) that answers prebuilt bytes after a few dictionary lookups
+(docs/serving.md#speed-and-memory: 1.85x Starlette's throughput); everything else is routed by Starlette (`routes.py`).
+Both share `Api`'s helpers for access control, so the two kinds of route answer errors alike.
 """
 
 from __future__ import annotations
@@ -12,22 +12,33 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
+from cfgtool._util.plain import MISSING, value_at
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.plain import MISSING, value_at
 from cfgtool.serve.accesslog import NOTHING_SENT, PRINCIPAL, SENT, VERSION, AccessLog, Exchange
-from cfgtool.serve.answers import Answer, Bounded, answer, error, etag_matches
+from cfgtool.serve.answers import (
+    Answer,
+    Bounded,
+    Denied,
+    Headers,
+    answer,
+    error,
+    etag_matches,
+    internal,
+    not_found,
+    unservable,
+    version_number,
+)
 from cfgtool.serve.consumers import INSTANCE, kind_of
 from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.served import StoreState, View
 from cfgtool.serve.service import Service
-from cfgtool.serve.store import StoreState, View
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
 from cfgtool.serve.visibility import Visibility
@@ -38,6 +49,7 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 JSON = b"application/json"
 IMMUTABLE = b"private, max-age=31536000, immutable"
@@ -50,67 +62,21 @@ CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostil
 MAX_POLLS = 100  # long polls waiting at once per principal (per client address without tokens)
 RESOLVING_PER_PRINCIPAL = 4  # keys without a node waiting for the resolver per principal (or client address)
 RESOLVING = 64  # ... and in all
-Headers = list[tuple[bytes, bytes]]
 Part = Callable[["Api"], Sequence[Any]]  # more Starlette routes, built for an application (see `Api`)
+Routes = Callable[["Api", Sequence[Any]], "ASGIApp"]  # the application behind the hot reads, with the parts' routes
 
 log = logging.getLogger("cfgtool.serve")
-
-
-class Denied(Exception):
-    """A request that ends with an error answer (raised by the helpers, answered by the routes)."""
-
-    def __init__(self, found: Answer, headers: Headers | None = None) -> None:
-        super().__init__(found.status)
-        self.answer = found
-        self.headers = headers or []
-
-
-def not_found(what: str) -> Denied:
-    return Denied(error(404, "not_found", what))
-
-
-def unservable(number: int) -> Denied:
-    """The 404 of a version whose compile reports errors: the errors themselves may name values the principal
-    may not read, so they go only to super users (`/healthz`)."""
-    return not_found(f"version {number} cannot be served: its compile reports errors")
-
-
-def version_number(text: str) -> int:
-    """A URL's version number: 1 to 9 ASCII digits, else Denied 404 (as a version that does not exist)."""
-    if not VERSION.fullmatch(text):
-        raise not_found(f"no version {text[:20]!r}: a version number is 1 to 9 digits")
-    return int(text)
-
-
-def internal(exc: BaseException, scope: Scope) -> Answer:
-    """The answer to an unexpected exception (a bug): one log line naming it by a random id, and a 500 with
-    that id and nothing else about the server's insides."""
-    found = scope.get("cfgtool.error")
-    if found is not None:  # already logged and answered (by Starlette's handler below the fast path)
-        return found  # type: ignore[no-any-return]
-    ident = secrets.token_hex(8)
-    frame = exc.__traceback__
-    while frame is not None and frame.tb_next is not None:
-        frame = frame.tb_next
-    where = f" at {frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}" if frame is not None else ""
-    what = repr(f"{type(exc).__name__}: {exc}")[:300]
-    log.error("internal error %s: %s %s%s", ident, scope.get("method"), what, where)
-    message = f"an internal error; the server's log names it {ident}"
-    found = answer({"error": "E_INTERNAL", "id": ident, "message": message}, 500)
-    scope["cfgtool.error"] = found
-    return found
 
 
 class Api:
     """The application: the fast path, then Starlette for everything else."""
 
-    def __init__(self, service: Service, parts: Sequence[Part] = ()) -> None:
-        """`parts` add routes beside the API's (the console under /ui/), each given this application."""
-        from cfgtool.serve.routes import starlette_app  # Starlette is the optional extra: imported with the app
-
+    def __init__(self, service: Service, routes: Routes, parts: Sequence[Part] = ()) -> None:
+        """`routes` builds the application for everything but the hot reads (`routes.starlette_app`); `parts` add
+        routes beside the API's (the console under /ui/), each given this application."""
         self.service = service
         self.metrics = service.metrics
-        self.starlette = starlette_app(self, [route for part in parts for route in part(self)])
+        self.starlette = routes(self, [route for part in parts for route in part(self)])
         self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
         self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
         self._polls: Counter[str | None] = Counter()  # waiting long polls per principal (or client address)

@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from cfgtool.snapshot import canonical_json
+from cfgtool.snapshot.model import canonical_json
 
 MAX_INSTANCES = 100_000
 FORGET_AFTER = 24 * 3600.0
-INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.remote.INSTANCE), on bytes
+INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.client.http.INSTANCE), on bytes
 USER_AGENT = re.compile(rb"cfgtool/[!-~]{1,40} \((client|watch|agent|cli)\)")
 MESSAGE_LIMIT = 500  # characters of a reported check's message kept
 

@@ -1,4 +1,4 @@
-"""The change feed of one store (DESIGN 12; Kafka's sequence-numbered config change notifications).
+"""The change feed of one store (docs/serving.md; Kafka's sequence-numbered config change notifications).
 
 `seq` counts the events the server knows (publish tags and rollback markers); it only grows, because tags are
 never moved or deleted. A long poll registers its waiter *before* it checks `seq` (Apollo's lesson), so an

@@ -2,10 +2,10 @@
 
 The answers come from a worker (`worker.load`): every node's answer (canonical JSON and its ETag) built once,
 about a tenth of the memory of the version's Snapshot, which the server never holds for key reads. Keys
-without a node (DESIGN 5.4) are answered from their nearest node's config; their answers live in a bounded
-cache, since any name may be asked for. A key without a node under a node that uses the `cfgtool.key`
-intrinsics has its own config, resolved by the store's resolver process (`worker.Resolver`) and handed to
-`resolved`; the queries and explain read the whole snapshot through a small shared cache.
+without a node (docs/resolution.md#keys-without-a-node) are answered from their nearest node's config; their
+answers live in a bounded cache, since any name may be asked for. A key without a node under a node that uses
+the `cfgtool.key` intrinsics has its own config, resolved by the store's resolver process (`worker.Resolver`) and handed
+to `resolved`; the queries and explain read the whole snapshot through a small shared cache.
 """
 
 from __future__ import annotations

@@ -17,15 +17,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.serve.answers import Answer, answer, error, etag_matches, prebuilt
+from cfgtool.serve.answers import (
+    Answer,
+    Denied,
+    answer,
+    error,
+    etag_matches,
+    internal,
+    not_found,
+    prebuilt,
+    version_number,
+)
+from cfgtool.serve.app import Api
 from cfgtool.serve.consumers import INSTANCE, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
 
 if TYPE_CHECKING:
-    from cfgtool.serve.app import Api
     from cfgtool.serve.loaded import LoadedVersion
-    from cfgtool.serve.store import StoreState, View
+    from cfgtool.serve.served import StoreState, View
 
 QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
 
@@ -60,8 +70,6 @@ def _response(found: Answer, headers: dict[str, str] | None = None, request: Req
 
 def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
     """The Starlette application behind the fast path; `more` routes come before the catch-all 404."""
-    from cfgtool.serve.app import Denied, internal, not_found, version_number
-
     service = api.service
 
     def handled(route: str, handler: Handler) -> Handler:

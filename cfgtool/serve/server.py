@@ -26,6 +26,7 @@ from cfgtool.errors import SourceError
 from cfgtool.serve.accesslog import AccessLog
 from cfgtool.serve.app import Api, Part
 from cfgtool.serve.protocol import limited
+from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Options, Service
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -137,7 +138,7 @@ def run(options: Options, parts: Sequence[Part] = ()) -> None:
         service = Service(options)
         max_connections = _raise_file_limit(options.max_connections)
         sock = _listen(options.host, options.port)
-        api = Api(service, parts)
+        api = Api(service, starlette_app, parts)
         api.access = AccessLog(stream)
         proxies = list(options.forwarded_allow_ips)
         app = ForwardedFor(cast(Any, api), proxies) if proxies else api  # uvicorn types its apps narrowly

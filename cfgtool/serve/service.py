@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cfgtool.cache import cache_root
+from cfgtool._util.cachedir import cache_root
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.serve.consumers import Consumers
 from cfgtool.serve.feed import ChangeFeed
 from cfgtool.serve.metrics import Metrics, StoreFigures
-from cfgtool.serve.source import Repository
-from cfgtool.serve.store import StoreState
+from cfgtool.serve.mirror import Repository
+from cfgtool.serve.served import StoreState
 from cfgtool.serve.tokens import Tokens
 
 log = logging.getLogger("cfgtool.serve")
@@ -31,7 +31,7 @@ log = logging.getLogger("cfgtool.serve")
 
 @dataclass(frozen=True)
 class Options:
-    """`cfgtool serve`'s options (DESIGN 12)."""
+    """`cfgtool serve`'s options (docs/serving.md)."""
 
     location: str
     stores: tuple[str, ...] = ()

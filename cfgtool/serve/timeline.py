@@ -1,4 +1,4 @@
-"""Keystone freshness (DESIGN 12): which version a key sees at time `t`, and for how long that answer holds.
+"""Keystone freshness (docs/serving.md): which version a key sees at time `t`, and for how long that answer holds.
 
 With cache time `T`, every key `k` of store `s` has its own checkpoints, spread by a hash so that clients do
 not all refresh at once::
@@ -61,7 +61,7 @@ def last_checkpoint(store: str, key: str, t: float, cache_time: int) -> int:
 
 
 def visible(versions: Sequence[Published], now: float, cache_time: int, store: str, key: str) -> Visible:
-    """The version of `store` that `key` sees at `now` with cache time `cache_time` (DESIGN 12).
+    """The version of `store` that `key` sees at `now` with cache time `cache_time` (docs/serving.md).
 
     `versions` come newest (highest number) first, so the answer is usually the first or second one."""
     if cache_time <= 0:

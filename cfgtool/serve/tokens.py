@@ -43,10 +43,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.atomic import write_atomic_bytes
 from cfgtool.access.acl import principal as as_principal
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.serve.answers import Bounded
-from cfgtool.snapshot import write_atomic_bytes
 
 SHA256, SCRYPT = "sha256", "scrypt"
 MAX_PENDING = 16  # scrypt checks queued at once; more are refused (429) rather than queued without end

@@ -34,10 +34,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from cfgtool.cache import pack, unpack
-from cfgtool.client import ConfigClient
+from cfgtool._util.codec import pack, unpack
+from cfgtool.client.local import ConfigClient
 from cfgtool.errors import CfgtoolError
-from cfgtool.snapshot import canonical_json, node_hash
+from cfgtool.snapshot.model import canonical_json, node_hash
 
 log = logging.getLogger("cfgtool.serve")
 RESOLVER_NICENESS = 5  # added to the resolver process's nice value

@@ -1,4 +1,4 @@
-"""The PySpark loader (DESIGN 11): one pinned version of a store per Spark application.
+"""The PySpark loader (docs/spark.md): one pinned version of a store per Spark application.
 
 `ConfigLoader` (loader.py) pins the version and builds DataFrames; `attach` types its columns (columns.py),
 keeps each lookup for the application (tables.py) and on disk (stored.py), and joins in Spark (join.py);

@@ -1,4 +1,4 @@
-"""The typed columns of `attach` (DESIGN 11): a path's values as one Arrow array, its type decided by the version.
+"""The typed columns of `attach` (docs/spark.md): a path's values as one Arrow array, its type decided by the version.
 
 A column's type is the simple type the version's JSON Schemas declare for the path when every node's value
 there has it; where no schema gives one, the type its values share over every node (all strings: string;
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cfgtool.access.secrets import Secret
-from cfgtool.client import compact_json
+from cfgtool.client.local import compact_json
 
 Kind = str | None  # "string", "integer", "number", "boolean", or None: JSON text
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

@@ -7,7 +7,7 @@ collision can never join a row to another key's values.
 
 Expressions are written as Spark SQL text (`selectExpr`, one `expr`), not built from `Column` calls: PySpark
 records the Python call site of every `Column` method and `functions` call with several round trips to the
-JVM, which made building the plan of an `attach` cost as much as a tenth of its join (issue 17).
+JVM, which made building the plan of an `attach` cost as much as a tenth of its join.
 """
 
 from __future__ import annotations

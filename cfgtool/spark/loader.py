@@ -1,4 +1,4 @@
-"""ConfigLoader (DESIGN 11): one pinned version of a store per Spark application.
+"""ConfigLoader (docs/spark.md): one pinned version of a store per Spark application.
 
 The first loader of an application resolves the current version on the driver (through `ConfigClient`) and
 records it in the Spark conf (`spark.cfgtool.<store>.commit`, `.version`); every later loader reads that pin,
@@ -16,13 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool.artifact_rows import values_at
-from cfgtool.cachedir import cache_root
-from cfgtool.client import ConfigClient, compact_json
+from cfgtool._util.cachedir import cache_root
+from cfgtool.client.local import ConfigClient, compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
 from cfgtool.hocon.resolver import render_path
-from cfgtool.snapshot import Lookup, Snapshot
+from cfgtool.snapshot.model import Lookup, Snapshot
 from cfgtool.spark import stored, tables
 from cfgtool.spark.columns import Kind, column_array, column_kind, revealed, spark_type
 from cfgtool.spark.join import (
@@ -40,6 +39,7 @@ from cfgtool.store.keys import normalize_key
 from cfgtool.store.settings import parse_settings
 from cfgtool.store.sources import settings_at
 from cfgtool.validate import load_schemas, read_schema_files, schema_types
+from cfgtool.versions.artifact_rows import values_at
 from cfgtool.versions.names import version_spec
 
 Missing = Literal["inherit", "null", "error"]
@@ -132,7 +132,7 @@ class ConfigLoader:
             spark.conf.set(commit_key, self.client.commit)
             spark.conf.set(version_key, str(self.client.version))
         self._version_key = (self.store, self.commit, tuple(sorted(self.variables.items())))
-        # read now, so that nothing later needs the repository (it may be gone: DESIGN 11)
+        # read now, so that nothing later needs the repository (it may be gone: docs/spark.md)
         self._declared: dict[str, str] = tables.kept(("schema types", *self._version_key), self._schema_types)
 
     @property
@@ -206,10 +206,10 @@ class ConfigLoader:
         """`df` with one column per path (named prefix + path with `.` as `_`, or as given by a mapping
         {column: path}), read from the config of each row's `on` key, by a broadcast join.
 
-        Each column is typed by the version (DESIGN 11, `columns.column_kind`): a schema's simple type, else
+        Each column is typed by the version (docs/spark.md, `columns.column_kind`): a schema's simple type, else
         the type all nodes' values share, else JSON text; never by the rows. A key without a node reads its
-        nearest ancestor's config (`missing="inherit"`, DESIGN 5.4), nulls (`"null"`), or fails (`"error"`).
-        Secret paths read `[hidden]` unless `reveal` (which needs the loader's identity).
+        nearest ancestor's config (`missing="inherit"`, docs/resolution.md#keys-without-a-node), nulls (`"null"`), or
+        fails (`"error"`). Secret paths read `[hidden]` unless `reveal` (which needs the loader's identity).
 
         The lookup of every node is kept per application and paths (`tables`), and on disk for later
         applications of the same version (`stored`); it is built only when neither has it. With "inherit" and

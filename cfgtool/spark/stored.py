@@ -1,11 +1,11 @@
 """The typed lookup of every node, kept on disk beside the version artifacts (`<cache>/spark-lookups-v1/`), so that
-the first `attach` of an application reads a few megabytes instead of building it (issue 17).
+the first `attach` of an application reads a few megabytes instead of building it.
 
 One file per (store, commit, variables, columns, cfgtool version): a header line of JSON (what it is for, each
 column's type, the SHA-256 of the body) and the lookup's Arrow table as an Arrow IPC stream. Written to a
 temporary file renamed into place; at most `LIMIT` files, the least recently used removed first. A file that is
 damaged, truncated, foreign (another version's, variables' or columns' under this name) or of another format is
-a miss, never an error or a wrong answer (DESIGN 15). Only lookups without opened secrets are kept: a secret
+a miss, never an error or a wrong answer (docs/security.md). Only lookups without opened secrets are kept: a secret
 reads `[hidden]` in them, as in the version artifact itself.
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.cachedir import mark_used, private_dir, prune
 from cfgtool._version import __version__
-from cfgtool.cachedir import mark_used, private_dir, prune
 from cfgtool.spark.columns import Kind, arrow_type
 from cfgtool.spark.join import LOOKUP_KEY
 

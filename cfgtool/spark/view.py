@@ -1,7 +1,7 @@
 """SnapshotView: the plain configs of one version, broadcast to executors for use inside UDFs.
 
 It imports nothing but plain helpers, so a Python worker that unpickles it loads no git layer, client or
-Spark code: executors never touch git or the repository (DESIGN 11).
+Spark code: executors never touch git or the repository (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cfgtool._util.plain import MISSING, value_at
 from cfgtool.hocon import split_path
-from cfgtool.plain import MISSING, value_at
 from cfgtool.store.keys import ROOT
 
 

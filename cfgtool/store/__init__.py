@@ -1,1 +1,2 @@
-"""The store layer: keys, sources, settings, includes, nodes and the import graph (DESIGN 4, 5.1, 6)."""
+"""The store layer: keys, sources, settings, includes, nodes and the import graph (docs/store-format.md,
+docs/resolution.md#linearization, docs/queries.md#the-queries)."""

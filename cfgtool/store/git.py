@@ -1,4 +1,4 @@
-"""The one way cfgtool reaches git (DESIGN 3): GitPython's `Git` command runner, wrapped in the few calls cfgtool
+"""The one way cfgtool reaches git (ARCHITECTURE.md): GitPython's `Git` command runner, wrapped in the few calls cfgtool
 needs: locate a repository, resolve refs, list trees, read blobs in bulk, run a plumbing command.
 
 The git commands run through `gitpython.Git.execute` (one process each; `cat-file --batch --buffer` as one
@@ -198,7 +198,7 @@ def ls_tree(root: Path, commit: str, directory: str) -> dict[str, str]:
 def tree_files(root: Path, commit: str, directory: str) -> tuple[dict[str, str], list[str]]:
     """(`{path: blob id}` of the regular files, paths of the symbolic links) under `directory` at `commit`.
 
-    A symlink blob (mode 120000) is never read or followed (DESIGN 15); callers report it. Submodules
+    A symlink blob (mode 120000) is never read or followed (docs/security.md); callers report it. Submodules
     (commits in the tree) are skipped.
     """
     args = ["ls-tree", "-r", "-z", "--full-tree", commit]

@@ -1,4 +1,5 @@
-"""The import graph: linearization (DESIGN 5.1), cycles, import warnings and the graph queries (DESIGN 6).
+"""The import graph: linearization (docs/resolution.md#linearization), cycles, import warnings and the graph queries
+(docs/queries.md#the-queries).
 
 For key K with parent P and explicit imports I1..In, L(K) = [K] + dedup_last(L(In) + ... + L(I1) + L(P)),
 computed bottom-up with memoization. Each layer remembers how it was reached, for `explain`. Nodes on or
@@ -25,7 +26,8 @@ _IMPORTED = itemgetter(0)  # `Import.key`, without the named tuple's Python-leve
 @dataclass(frozen=True)
 class Reach:
     """How a layer entered a linearization: it is K itself, `via` includes it (at file:line:col), it is the
-    parent of `via`, or the nearest existing ancestor of `via` (a key without a node, DESIGN 5.4)."""
+    parent of `via`, or the nearest existing ancestor of `via` (a key without a node,
+    docs/resolution.md#keys-without-a-node)."""
 
     kind: Literal["self", "include", "parent", "ancestor"]
     via: str | None = None
@@ -385,7 +387,7 @@ class Graph(StoreQueries):
         return self._reach[root]
 
     def _check_order(self, key: str) -> None:
-        """W_IMPORT_ORDER where L(K) ranks an import below one listed before it (DESIGN 5.1)."""
+        """W_IMPORT_ORDER where L(K) ranks an import below one listed before it (docs/resolution.md#linearization)."""
         listed = [imp for imp in self._edges[key] if not is_strictly_under(key, imp.key)]
         if len(listed) < 2:
             return

@@ -1,7 +1,8 @@
 """Keys: the paths of config nodes (`/`, `/data`, `/data/tracking/PageViewEvent`), their validation and globs.
 
 A key is `/` or `/` followed by segments joined by `/`; a segment matches `[A-Za-z0-9][A-Za-z0-9._~-]*`
-(DESIGN 4.2). Keys may be written with the store's scheme (`demo:/data/x`) and without the leading `/`.
+(docs/store-format.md#nodes-and-keys). Keys may be written with the store's scheme (`demo:/data/x`) and without the
+leading `/`.
 """
 
 from __future__ import annotations

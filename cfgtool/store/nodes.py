@@ -1,4 +1,5 @@
-"""Node discovery (DESIGN 4.2): every directory under the store root is a node, except `_x` and `.x` names.
+"""Node discovery (docs/store-format.md#nodes-and-keys): every directory under the store root is a node, except `_x` and
+`.x` names.
 
 `discover` lists a source once, reads `_CONFIG_STORE` and every node's `main.conf` and includes file in one
 batch, and returns the nodes with their files and the problems found (E_BAD_KEY, E_DUPLICATE_INCLUDES,
@@ -79,7 +80,7 @@ def discover(
     """The nodes of the store in `source`, with every discovery problem as a diagnostic.
 
     `rules`: the settings to compile with and their file, when they come from elsewhere (a `--base` ref,
-    DESIGN 15); the source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
+    docs/security.md); the source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
     serves the import graph alone (`imported-by`, `datasets`): no `main.conf` is read, every `main` is None.
     """
     diags: list[Diagnostic] = []
@@ -132,7 +133,7 @@ def relaid(
     diagnostics: tuple[Diagnostic, ...],
 ) -> Store | None:
     """The store `discover` finds in `source`, from what it found in a store of the same shape (its
-    `node_keys`, those with a `main.conf`, the includes files as read, every problem; `cfgtool.structure`): only
+    `node_keys`, those with a `main.conf`, the includes files as read, every problem; `cfgtool.build.structure`): only
     `_CONFIG_STORE` and the blob ids of the `main.conf` files are read again, no includes file, and the settings'
     problems are found afresh. None when they cannot be that store's (a foreign or planted cache entry): every
     key a node directory of the store under a parent that is a node, every includes file in its node's

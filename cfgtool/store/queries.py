@@ -1,4 +1,4 @@
-"""The queries of DESIGN 6, in one place, over linearizations and explicit imports.
+"""The queries of docs/queries.md#the-queries, in one place, over linearizations and explicit imports.
 
 Both the live `Graph` (while compiling) and a frozen `Snapshot` (everything that reads compiled configs) answer
 them by providing three facts per node: which keys have nodes, L(K), and K's explicit imports.
@@ -34,7 +34,7 @@ class StoreQueries(ABC):
         """The node's usable explicit imports in file order (lowest priority first)."""
 
     def nearest_node(self, key: str) -> str:
-        """`key` if it has a node, else its nearest ancestor that has one (DESIGN 5.4)."""
+        """`key` if it has a node, else its nearest ancestor that has one (docs/resolution.md#keys-without-a-node)."""
         while key not in self.nodes:
             key = parent(key) or ROOT
         return key

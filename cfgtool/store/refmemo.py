@@ -17,7 +17,7 @@ Only answers that depend on refs alone are kept: plain ref names and full object
 
 A memo is written only when every watched time is at least `SETTLED_NS` old when the state is taken (git's
 "racy" rule): a later change then gets a later time even on a coarse file system clock. The file holds
-plain JSON, written atomically; one that is damaged or of another shape is a miss (DESIGN 15).
+plain JSON, written atomically; one that is damaged or of another shape is a miss (docs/security.md).
 """
 
 from __future__ import annotations
@@ -125,8 +125,8 @@ class RefMemo:
             "watched": self._watched,
             "answers": self._answers,
         }
-        from cfgtool.cachedir import private_dir
-        from cfgtool.snapshot import write_atomic
+        from cfgtool._util.atomic import write_atomic
+        from cfgtool._util.cachedir import private_dir
 
         try:
             private_dir(self._file.parent)

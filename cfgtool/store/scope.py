@@ -1,4 +1,4 @@
-"""The part of a store that one key needs (issue 15): its nodes discovered one directory at a time.
+"""The part of a store that one key needs: its nodes discovered one directory at a time.
 
 A query about key K reads the nodes of L(K): K's nearest node, its ancestors and everything their includes
 import, transitively. `Scope` discovers exactly those, with the discovery problems `discover` reports for
@@ -236,7 +236,7 @@ class Scope:
         return found
 
     def nearest(self, key: str) -> str:
-        """`key` when it has a node, else its nearest ancestor that has one (DESIGN 5.4)."""
+        """`key` when it has a node, else its nearest ancestor that has one (docs/resolution.md#keys-without-a-node)."""
         while not self.exists(key):
             key = keys.parent(key) or keys.ROOT
         return key

@@ -1,4 +1,5 @@
-"""`_CONFIG_STORE`: the store's settings (DESIGN 4.1), validated against the shipped `settings.schema.json`.
+"""`_CONFIG_STORE`: the store's settings (docs/store-format.md#store-root-and-_config_store), validated against the
+shipped `settings.schema.json`.
 
 Problems are E_SETTINGS diagnostics that name the setting and point at its YAML node (line and column from
 PyYAML's composed node marks); the returned `Settings` then holds the defaults for whatever was invalid, so
@@ -20,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from cfgtool._util.yamlmarks import duplicate_keys, mark
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import UsageError
 from cfgtool.store.keys import BadKeyError, normalize_key
-from cfgtool.yamlmarks import duplicate_keys, mark
 
 if TYPE_CHECKING:
     import jsonschema
 
 SETTINGS_FILE = "_CONFIG_STORE"
-ACL_FILE = "_ACL.yaml"  # the default ACL file at the store root (DESIGN 13)
-RECIPIENTS_FILE = "_RECIPIENTS"  # the age recipients that secrets are sealed to (DESIGN 14)
+ACL_FILE = "_ACL.yaml"  # the default ACL file at the store root (docs/access.md#the-acl)
+RECIPIENTS_FILE = "_RECIPIENTS"  # the age recipients that secrets are sealed to (docs/access.md#secrets)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class PolicySpec:
 
 @dataclass(frozen=True)
 class Settings:
-    """Typed settings with DESIGN 4.1 defaults. `schemas` is as written (relative to the store root)."""
+    """Typed settings with docs/store-format.md#store-root-and-_config_store defaults. `schemas` is as written (relative
+    to the store root)."""
 
     name: str | None = None
     tag_roots: tuple[str, ...] = ("/tags",)
@@ -61,7 +63,7 @@ class Settings:
     variables: Mapping[str, Variable] = field(default_factory=lambda: MappingProxyType({}))
     schemas: str | None = None
     policies: tuple[PolicySpec, ...] = ()
-    acl: str | None = None  # the ACL file, relative to the store root (DESIGN 13); None: ACL_FILE
+    acl: str | None = None  # the ACL file, relative to the store root (docs/access.md#the-acl); None: ACL_FILE
 
     def schemas_dir(self, store_dir: str) -> str | None:
         """The schemas directory relative to the repository root, given the store's repo-relative dir."""
@@ -70,7 +72,7 @@ class Settings:
         return posixpath.normpath(posixpath.join(store_dir or ".", self.schemas))
 
     def acl_file(self, store_dir: str) -> str:
-        """The ACL file's repo-relative path (DESIGN 13), given the store's repo-relative dir."""
+        """The ACL file's repo-relative path (docs/access.md#the-acl), given the store's repo-relative dir."""
         return posixpath.normpath(posixpath.join(store_dir or ".", self.acl or ACL_FILE))
 
 
@@ -276,7 +278,7 @@ def chosen_values(
     """The variable values a compile or a query uses: `given` (each declared and allowed, else UsageError),
     else the declared default. A compile that checks `every` value also stands in the first value for a
     variable without a default; a read (client, query) does not, so a required variable with no value is
-    E_UNRESOLVED_VARIABLE there (DESIGN 5.3)."""
+    E_UNRESOLVED_VARIABLE there (docs/resolution.md#variables-dynamic-tags)."""
     for name, value in (given or {}).items():
         declared = settings.variables.get(name)
         if declared is None:

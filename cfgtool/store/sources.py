@@ -173,7 +173,7 @@ def _store_dir(root: Path, store: str | Path) -> str:
 class WorkTreeSource(Source):
     """The store as it is on disk, restricted to files git would commit (ignored files are left out).
 
-    Nothing is read through a symbolic link (DESIGN 15): a link in the store, or a directory on the way to a
+    Nothing is read through a symbolic link (docs/security.md): a link in the store, or a directory on the way to a
     file that is a link, is listed in `unsafe` instead, and `load` only reads files inside the repository.
     """
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from cfgtool.cachedir import cache_root, private_dir, prune
+from cfgtool._util.cachedir import cache_root, private_dir, prune
 
 FORMAT = 1
 MAGIC = "cfgtool-stat-cache"

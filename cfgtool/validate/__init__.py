@@ -1,4 +1,5 @@
-"""Validation of compiled snapshots (DESIGN 8): JSON Schemas by selector, and pluggable policies.
+"""Validation of compiled snapshots (docs/schemas.md, docs/policies.md): JSON Schemas by selector, and pluggable
+policies.
 
 The policy contract for policy authors (`Policy`, `NodeRequest`, `PolicyViolation`) lives in
 `cfgtool.policies`; this package holds the machinery that loads and runs schemas and policies. Its names are
@@ -11,11 +12,11 @@ from cfgtool._lazy import make_lazy as _make_lazy
 
 if _typing.TYPE_CHECKING:
     from cfgtool.validate.documents import read_schema_files as read_schema_files
-    from cfgtool.validate.policies import LoadedPolicy as LoadedPolicy
-    from cfgtool.validate.policies import check_policies as check_policies
-    from cfgtool.validate.policies import close_policies as close_policies
-    from cfgtool.validate.policies import load_policies as load_policies
-    from cfgtool.validate.policies import run_policies as run_policies
+    from cfgtool.validate.policy_runs import LoadedPolicy as LoadedPolicy
+    from cfgtool.validate.policy_runs import check_policies as check_policies
+    from cfgtool.validate.policy_runs import close_policies as close_policies
+    from cfgtool.validate.policy_runs import load_policies as load_policies
+    from cfgtool.validate.policy_runs import run_policies as run_policies
     from cfgtool.validate.schemas import SchemaSpec as SchemaSpec
     from cfgtool.validate.schemas import Selector as Selector
     from cfgtool.validate.schemas import check_schemas as check_schemas
@@ -39,16 +40,16 @@ __all__ = [
 _make_lazy(
     __name__,
     {
-        "LoadedPolicy": ("cfgtool.validate.policies", "LoadedPolicy"),
+        "LoadedPolicy": ("cfgtool.validate.policy_runs", "LoadedPolicy"),
         "SchemaSpec": ("cfgtool.validate.schemas", "SchemaSpec"),
         "Selector": ("cfgtool.validate.schemas", "Selector"),
-        "check_policies": ("cfgtool.validate.policies", "check_policies"),
+        "check_policies": ("cfgtool.validate.policy_runs", "check_policies"),
         "check_schemas": ("cfgtool.validate.schemas", "check_schemas"),
-        "close_policies": ("cfgtool.validate.policies", "close_policies"),
-        "load_policies": ("cfgtool.validate.policies", "load_policies"),
+        "close_policies": ("cfgtool.validate.policy_runs", "close_policies"),
+        "load_policies": ("cfgtool.validate.policy_runs", "load_policies"),
         "load_schemas": ("cfgtool.validate.schemas", "load_schemas"),
         "read_schema_files": ("cfgtool.validate.documents", "read_schema_files"),
-        "run_policies": ("cfgtool.validate.policies", "run_policies"),
+        "run_policies": ("cfgtool.validate.policy_runs", "run_policies"),
         "schema_types": ("cfgtool.validate.schemas", "schema_types"),
     },
 )

@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
+from cfgtool._util.yamlmarks import duplicate_keys, mark
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store import git
 from cfgtool.store.sources import Containment
-from cfgtool.yamlmarks import duplicate_keys, mark
 
 SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -91,7 +91,7 @@ def read_schema_files(
 ) -> dict[str, str | None]:
     """`{repo-relative path: text}` of every schema file (`.yaml`, `.yml`, `.json`) under `directory`, read
     from the working tree (`commit` None: files git would commit) or from `commit`; None: not UTF-8.
-    Nothing is read through a symbolic link (DESIGN 15): the links found are appended to `links`."""
+    Nothing is read through a symbolic link (docs/security.md): the links found are appended to `links`."""
     directory = directory.strip("/")
     if directory in ("", "."):
         directory = ""

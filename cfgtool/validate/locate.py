@@ -12,10 +12,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from cfgtool._util.plain import MISSING, value_at
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.hocon.resolver import render_path
-from cfgtool.plain import MISSING, value_at
-from cfgtool.snapshot import NodeSnapshot
+from cfgtool.snapshot.model import NodeSnapshot
 from cfgtool.store.keys import segments
 
 Location = tuple[str | None, int | None, int | None]  # file (repo-relative), line, col

@@ -1,4 +1,4 @@
-"""JSON Schemas by selector (DESIGN 8.1): load and compile each schema file once, check selected nodes.
+"""JSON Schemas by selector (docs/schemas.md): load and compile each schema file once, check selected nodes.
 
 Each `*.yaml`, `*.yml` or `*.json` file of the schemas directory is a JSON Schema (draft 2020-12) with a
 selector::
@@ -41,11 +41,11 @@ import referencing
 import referencing.jsonschema
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore[import-untyped]
 
-from cfgtool.cache import SchemaPasses
+from cfgtool._util.forking import can_fork, fork
+from cfgtool.build.cache import SchemaPasses
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.forking import can_fork, fork
 from cfgtool.hocon.resolver import render_path
-from cfgtool.snapshot import Snapshot, node_hash
+from cfgtool.snapshot.model import Snapshot, node_hash
 from cfgtool.store.keys import BadKeyError, glob_match, normalize_key
 from cfgtool.validate.documents import SCHEMA_SUFFIXES, Document, read_document
 from cfgtool.validate.locate import json_path, locate

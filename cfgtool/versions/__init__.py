@@ -1,4 +1,4 @@
-"""Versions in git (DESIGN 9): numbered, immutable version tags; publish, rollback and the version listing.
+"""Versions in git (docs/versions.md): numbered, immutable version tags; publish, rollback and the version listing.
 
 - `tags`: read every version tag and rollback marker with one `git for-each-ref`; statuses; lookups.
 - `refs`: create-only tag writes, pushes without force, fetches that never clobber.

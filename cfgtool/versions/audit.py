@@ -1,4 +1,4 @@
-"""Who changed what, when and why (DESIGN 9 `cfgtool audit`).
+"""Who changed what, when and why (docs/versions.md `cfgtool audit`).
 
 - `audit`: every publish and rollback, from the version tags and rollback markers (ONE `git for-each-ref`,
   through `tags.history`): who, when, why.
@@ -26,11 +26,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool.compile import compile_store
+from cfgtool.compile.compiler import compile_store
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.provenance import path_name
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot.model import Snapshot
+from cfgtool.snapshot.provenance import path_name
 from cfgtool.store import git
 from cfgtool.store.includes import INCLUDES_FILES
 from cfgtool.store.keys import normalize_key, parent
@@ -178,7 +178,7 @@ def audit_key(
 ) -> KeyHistory:
     """Every version (on or after `since`) in which the resolved config of `key`, or the value at `path`
     in it, changed; newest first. Rolled-back versions count: they were live. A key without a node reads
-    what it inherits (DESIGN 5.4), as a client would."""
+    what it inherits (docs/resolution.md#keys-without-a-node), as a client would."""
     root = git.locate(repo if repo is not None else Path.cwd()).root
     parts = _split(path)
     versions = sorted(history(root, store), key=lambda v: v.version)

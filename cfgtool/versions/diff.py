@@ -1,4 +1,4 @@
-"""The resolved diff between two states of a store (DESIGN 9 `cfgtool diff A B`).
+"""The resolved diff between two states of a store (docs/versions.md `cfgtool diff A B`).
 
 A and B are side specs (`sides.py`): a version, a git ref, or `worktree` for the working tree.
 
@@ -27,11 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool.compile import CompileResult, absent_store, compile_store
-from cfgtool.hidden import HIDDEN
+from cfgtool.compile.compiler import CompileResult, absent_store, compile_store
 from cfgtool.hocon import Origin, bulk, split_path
-from cfgtool.provenance import path_name
-from cfgtool.snapshot import NodeSnapshot, Snapshot
+from cfgtool.snapshot.hidden import HIDDEN
+from cfgtool.snapshot.model import NodeSnapshot, Snapshot
+from cfgtool.snapshot.provenance import path_name
 from cfgtool.store import git
 from cfgtool.store.sources import StoreNotFoundError
 from cfgtool.versions.names import WORKTREE
@@ -158,7 +158,7 @@ class Diff:
         return sum(len(c.values) for c in self.changes)
 
     def to_json(self) -> dict[str, Any]:
-        """DESIGN 9's `diff` contract, plus `spec`/`worktree`/`dirty`/`errors` per side, `via` per value, a
+        """docs/versions.md's `diff` contract, plus `spec`/`worktree`/`dirty`/`errors` per side, `via` per value, a
         value count and the unresolved keys."""
         return {
             "from": self.a.to_json(),

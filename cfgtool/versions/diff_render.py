@@ -2,7 +2,7 @@
 
 - text: the grouped summary first, then every key with its changed values and the new values' origins; rule
   files that changed (and the ACL's statements added and removed) before them.
-- json: DESIGN 9's `diff` contract (`Diff.to_json`).
+- json: docs/versions.md's `diff` contract (`Diff.to_json`).
 - markdown: a summary table first, then the keys of each change and the per-key details folded in
   `<details>`; long lists are capped with totals, and the whole comment stays under `max_chars`
   (GitHub refuses comments over 65,536 characters).
@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from cfgtool.diagnostics import plural
-from cfgtool.formats import to_json
 from cfgtool.hocon import Origin
+from cfgtool.snapshot.formats import to_json
 from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, RuleChange, ValueChange
 
 MARKDOWN_MAX_CHARS = 60_000  # leaves room for whatever a workflow adds around the comment

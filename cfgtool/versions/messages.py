@@ -25,7 +25,7 @@ _SIGNATURE = re.compile(r"^-----BEGIN (?:PGP|SSH) SIGNATURE-----$", re.MULTILINE
 def format_message(text: str, metadata: Mapping[str, Any]) -> str:
     """A tag message: `text` for people, a blank line, then `cfgtool-metadata: {json}` on ONE line.
 
-    No text can strip or alter the metadata (DESIGN 15): a line of `text` that git would take for the start
+    No text can strip or alter the metadata (docs/security.md): a line of `text` that git would take for the start
     of a signature (`-----BEGIN ...`, after which git drops the rest) is indented by one space, and the
     metadata line is always the last, so a `cfgtool-metadata:` line inside the text is never read.
     """

@@ -1,4 +1,5 @@
-"""`publish`: compile and validate a ref and release it as the next numbered version tag (DESIGN 9, 15).
+"""`publish`: compile and validate a ref and release it as the next numbered version tag (docs/versions.md,
+docs/security.md).
 
 compile + validate REF (refuse on errors) -> fetch the remote's version tags (refusing when this repository has
 version tags the remote lacks: pushing past them would leave a gap) -> nothing to do when the snapshot digest
@@ -21,10 +22,10 @@ from typing import Any
 
 from cfgtool._version import __version__
 from cfgtool.access.enforce import require
-from cfgtool.compile import CompileResult, compile_store
+from cfgtool.compile.compiler import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic, plural
 from cfgtool.errors import CfgtoolError
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot.model import Snapshot
 from cfgtool.store import git
 from cfgtool.versions.diff import ABSENT
 from cfgtool.versions.messages import check_text, format_message
@@ -102,7 +103,7 @@ class PublishResult:
     diagnostics: tuple[Diagnostic, ...] = field(default=(), repr=False)  # warnings
 
     def to_json(self) -> dict[str, Any]:
-        """DESIGN 9's `publish` object plus the details (digest, store, dry_run, ...)."""
+        """docs/versions.md's `publish` object plus the details (digest, store, dry_run, ...)."""
         return {
             "published": self.published,
             "version": self.version,
@@ -208,7 +209,7 @@ def publish(
         known = read_history(root, scheme)
         if remote is not None and attempt == 1:
             require_pushed(root, remote, known.scheme)
-        if attempt == 1 and acl_principal is not None:  # the current version's ACL decides (DESIGN 13)
+        if attempt == 1 and acl_principal is not None:  # the current version's ACL decides (docs/access.md#the-acl)
             current = known.current
             require(root, store, current.commit if current is not None else commit, acl_principal, "publish")
         unchanged = _unchanged(root, known, base)

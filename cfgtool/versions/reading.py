@@ -1,5 +1,5 @@
 """Reading a store at a git ref or a published version: from its version artifact when one is cached, else
-compiled once and the artifact written, so that the next read of the same commit opens it instead (issue 15).
+compiled once and the artifact written, so that the next read of the same commit opens it instead.
 
 Which commit a ref or version names comes from a `RefMemo` while the refs stay as they were, so a cached read
 starts no git process and imports no GitPython. Answers, messages and exit codes are the ones a compile
@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cfgtool.artifact import Artifact, Reading, artifact_path, open_artifact, write_artifact
-from cfgtool.cachedir import budget_bytes, cache_root, mark_used, private_dir, prune
+from cfgtool._util.cachedir import budget_bytes, cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.snapshot import Snapshot
+from cfgtool.snapshot.model import Reading, Snapshot
 from cfgtool.store.refmemo import RefMemo, memoizable
+from cfgtool.versions.artifact import Artifact, artifact_path, open_artifact, write_artifact
 
 if TYPE_CHECKING:
-    from cfgtool.build import Progress
+    from cfgtool.build.builder import Progress
 
 SETTINGS_FILE = "_CONFIG_STORE"
 VERSIONS_BUDGET_VARIABLE = "CFGTOOL_VERSIONS_CACHE_MB"  # the compiled versions' share of the cache
@@ -131,11 +131,11 @@ def validation_error(
         return found or None
     except OSError:
         pass
-    from cfgtool.compile import validate_snapshot
-    from cfgtool.rules import rules_of
-    from cfgtool.snapshot import write_atomic
+    from cfgtool._util.atomic import write_atomic
+    from cfgtool.compile.compiler import validate_snapshot
     from cfgtool.store.nodes import discover
     from cfgtool.store.sources import open_source
+    from cfgtool.validate.rules import rules_of
 
     source = open_source(repo, snapshot.store or ".", commit)
     store = discover(source, None)
@@ -156,7 +156,7 @@ def compile_at(
     progress: Progress | None = None,
 ) -> Reading:
     """Compile the store at `ref` as a query does (reporting to `progress`), and write its artifact."""
-    from cfgtool.compile import compile_store
+    from cfgtool.compile.compiler import compile_store
 
     result = compile_store(repo, store, ref, variables, check_variables=False, validate=False, progress=progress)
     save_artifact(cache, result.snapshot, result.diagnostics, variables)

@@ -1,7 +1,7 @@
 """Writing version tags safely: create without overwriting, push without force, fetch without clobbering.
 
-Every write here is create-only and ordered so that a kill at any instant leaves the versions intact (DESIGN
-15). A tag object is made with `git mktag` (no ref yet); with a remote it is pushed by object id
+Every write here is create-only and ordered so that a kill at any instant leaves the versions intact
+(docs/security.md). A tag object is made with `git mktag` (no ref yet); with a remote it is pushed by object id
 (`<oid>:refs/tags/<name>`, `git push --porcelain`, no force) and the local tag is written only once the
 remote has it, so a local tag never exists that the remote lacks; the local write is `git update-ref --stdin`
 `create` (fails when the name exists, so two local publishers cannot overwrite each other). Tags are fetched
@@ -185,7 +185,7 @@ def checked_remote(root: Path, remote: str) -> str:
     """`remote` when it is the name of a remote configured in the repository, a URL or an absolute path;
     UsageError otherwise.
 
-    User text reaches git only as data (DESIGN 15): `--remote '--upload-pack=...'` or `ext::sh ...` must never
+    User text reaches git only as data (docs/security.md): `--remote '--upload-pack=...'` or `ext::sh ...` must never
     become an option or a command.
     """
     if not remote.startswith("-"):

@@ -1,4 +1,4 @@
-"""`rollback`: withdraw bad versions without deleting them (DESIGN 9).
+"""`rollback`: withdraw bad versions without deleting them (docs/versions.md).
 
 Rolling back version N creates the annotated marker tag `<rollback_tag_prefix>N` (default
 `config/rolledback/vN`) on N's commit, with who, when (the tagger date) and why in its message. The version
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.atomic import write_atomic
 from cfgtool._version import __version__
 from cfgtool.access.enforce import require
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.snapshot import write_atomic
 from cfgtool.store import git
 from cfgtool.versions.messages import check_text, format_message
 from cfgtool.versions.refs import (
@@ -55,7 +55,7 @@ class RollbackResult:
     remote: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """DESIGN 9's `rollback` object plus the marker tags, the reason and who."""
+        """docs/versions.md's `rollback` object plus the marker tags, the reason and who."""
         return {
             "rolled_back": list(self.rolled_back),
             "current": self.current,
@@ -106,7 +106,7 @@ def rollback(
         return _result(pending)  # the previous run did it all but was killed before it could say so
     targets = _targets(known, version, to)
     current = known.current
-    if principal is not None and current is not None:  # the current version's ACL decides (DESIGN 13)
+    if principal is not None and current is not None:  # the current version's ACL decides (docs/access.md#the-acl)
         require(root, store, current.commit, principal, "rollback")
     left = [n for n in known.numbers if not known.is_rolled_back(n) and n not in targets]
     if not left:

@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.atomic import write_atomic
+from cfgtool._util.cachedir import cache_root, private_dir
+from cfgtool._util.plain import MISSING, value_at
 from cfgtool._version import __version__
-from cfgtool.artifact import NodeDiff, differing
-from cfgtool.cachedir import cache_root, private_dir
-from cfgtool.hidden import HIDDEN
 from cfgtool.hocon import split_path
-from cfgtool.plain import MISSING, value_at
-from cfgtool.snapshot import Snapshot, write_atomic
+from cfgtool.snapshot.hidden import HIDDEN
+from cfgtool.snapshot.model import Snapshot
+from cfgtool.versions.artifact import NodeDiff, differing
 from cfgtool.versions.diff import ABSENT, changed_values, same
 from cfgtool.versions.tags import History
 
@@ -89,8 +90,8 @@ class _Version:
     """A published version's resolved values: its cached artifact (compiled and cached on a miss)."""
 
     def __init__(self, root: Path, store: str | Path, commit: str, cache: Path) -> None:
-        from cfgtool.artifact import artifact_path
         from cfgtool.store.sources import _store_dir
+        from cfgtool.versions.artifact import artifact_path
         from cfgtool.versions.reading import compile_at, open_version
 
         found = _store_dir(root, store)
@@ -285,7 +286,7 @@ def relapses(active: Iterable[Watch], candidate: Snapshot) -> list[Watch]:
 def reverts(every: Sequence[Watch], base: Snapshot) -> dict[str, dict[str, tuple[Any, Any, int]]]:
     """key -> {path: (rolled-back value, good value, version)} for the watched values `base` still holds
     (MISSING where unset): a change returning such a path to the good value is a revert, which the policies
-    do not judge (`cfgtool.validate.policies`). Secrets read [hidden] on both sides, so a policy sees no
+    do not judge (`cfgtool.validate.policy_runs`). Secrets read [hidden] on both sides, so a policy sees no
     change to revert there."""
     out: dict[str, dict[str, tuple[Any, Any, int]]] = {}
     for w in every:

@@ -208,7 +208,7 @@ class Version:
         return [n for n in found if type(n) is int] if isinstance(found, list) else []
 
     def to_json(self) -> dict[str, Any]:
-        """DESIGN 9's `versions` object, plus the store, node count and cfgtool version that published it."""
+        """docs/versions.md's `versions` object, plus the store, node count and cfgtool version that published it."""
         return {
             "version": self.version,
             "tag": self.tag,

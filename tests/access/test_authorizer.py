@@ -1,7 +1,7 @@
 """The authorizer against Kafka's own authorizer tests (apache/kafka `StandardAuthorizerTest` and
 `AuthorizerTest`), ported to config keys and the store resource. Each scenario is an ACL file and the
 decisions Kafka's test asserts, translated: topics are keys, READ/WRITE/ALTER are read/alter, cluster
-operations are store operations. One deliberate difference, from DESIGN 13: an allow of `create` implies
+operations are store operations. One deliberate difference, from docs/access.md#the-acl: an allow of `create` implies
 `describe` (Kafka's CREATE does not)."""
 
 from __future__ import annotations

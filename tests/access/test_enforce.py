@@ -1,4 +1,4 @@
-"""Where the ACL is enforced (DESIGN 13), run as CI runs it: pull requests simulated as a base commit and a
+"""Where the ACL is enforced (docs/access.md#the-acl), run as CI runs it: pull requests simulated as a base commit and a
 change (`compile --base HEAD~1 --principal P`, what config-pr.yml runs), publish and rollback with a
 principal, and `cfgtool acl check` / `acl list`. The store is a copy of the embedded one, whose `_ACL.yaml`
 gives the tracking team `/data/tracking/`, the databases team `/data/databases/`, the release group publish

@@ -1,6 +1,6 @@
-"""Sealed secrets (DESIGN 14), end to end on a copy of the embedded store: `secret set` and `reseal`, compile's
-checks, and redaction at one choke point, checked from the outside: a known secret is planted, every command runs
-in every format, and its clear text (and its sealed payload) must appear in no output, no artifact, no cache."""
+"""Sealed secrets (docs/access.md#secrets), end to end on a copy of the embedded store: `secret set` and `reseal`,
+compile's checks, and redaction at one choke point, checked from the outside: a known secret is planted, every command
+runs in every format, and its clear text (and its sealed payload) must appear in no output, no artifact, no cache."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from cfgtool import ConfigClient
 from cfgtool.access.secrets import Secret, SecretError
-from cfgtool.hidden import ENVELOPE, HIDDEN
+from cfgtool.snapshot.hidden import ENVELOPE, HIDDEN
 from tests.conftest import CHECKOUT, GitRepo
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cfgtool._util.atomic import write_atomic_bytes
 from cfgtool.scaffold import UNSET_REQUIREMENT, scaffold_files
-from cfgtool.snapshot import write_atomic_bytes
 from cfgtool.store.git import git_env
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

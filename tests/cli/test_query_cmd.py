@@ -279,7 +279,8 @@ def test_imports_key_without_node(run_cfgtool: Run, shop: GitRepo) -> None:
 
 
 def test_imports_recursive_design_example_1(run_cfgtool: Run, make_repo: Callable[..., GitRepo]) -> None:
-    """DESIGN 5.1, example 1: the importer's own ancestors outrank the imported tag's ancestors."""
+    """docs/resolution.md#linearization, example 1: the importer's own ancestors outrank the imported tag's
+    ancestors."""
     repo = make_repo(
         {
             "main.conf": "retention = 30d\n",
@@ -293,7 +294,8 @@ def test_imports_recursive_design_example_1(run_cfgtool: Run, make_repo: Callabl
 
 
 def test_imports_recursive_design_example_2(run_cfgtool: Run, make_repo: Callable[..., GitRepo]) -> None:
-    """DESIGN 5.1, example 2: later include lines outrank earlier ones; a tag's imports follow it."""
+    """docs/resolution.md#linearization, example 2: later include lines outrank earlier ones; a tag's imports follow
+    it."""
     repo = make_repo(
         {
             "_CONFIG_STORE": "tag_roots: [/tag, /tag2]\n",
@@ -457,7 +459,7 @@ def test_datasets_of_a_key_without_a_node_is_an_error_with_a_suggestion(run_cfgt
     assert by.returncode == 1 and "/nowhere has no node" in by.stderr
 
 
-# -- HOCON semantics seen through the store (issue 13) -------------------------------------------------------
+# -- HOCON semantics seen through the store -------------------------------------------------------
 
 
 def test_get_null_in_a_layer_clears_the_inherited_object_and_a_higher_object_starts_afresh(

@@ -11,9 +11,9 @@ import pytest
 
 HEAVY = (
     "jsonschema",
-    "cfgtool.compile",
-    "cfgtool.build",
-    "cfgtool.client",
+    "cfgtool.compile.compiler",
+    "cfgtool.build.builder",
+    "cfgtool.client.local",
     "cfgtool.hocon.api",
     "cfgtool.store.git",
     "cfgtool.versions.tags",
@@ -41,10 +41,10 @@ def test_the_cli_starts_without_the_library(args: list[str]) -> None:
 
 
 def test_the_package_exports_load_when_used() -> None:
-    probe = "import sys, cfgtool; a = 'cfgtool.client' in sys.modules; cfgtool.ConfigClient; print(a, 'cfgtool.client' in sys.modules)"  # noqa: E501
+    probe = "import sys, cfgtool; a = 'cfgtool.client.local' in sys.modules; cfgtool.ConfigClient; print(a, 'cfgtool.client.local' in sys.modules)"  # noqa: E501
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
-    import cfgtool.compile
+    import cfgtool.compile.compiler
     import cfgtool.versions.publish
 
     assert callable(cfgtool.compile) and cfgtool.compile.__name__ == "compile_store"  # the function, not the module

@@ -1,4 +1,5 @@
-"""Differential testing of cfgtool's HOCON engine against Lightbend Typesafe Config 1.4.1 (DESIGN 16).
+"""Differential testing of cfgtool's HOCON engine against Lightbend Typesafe Config 1.4.1
+(docs/serving.md#speed-and-memory).
 
 Shared by `tests/hocon/test_differential.py` and `benchmarks/hocon_diff.py`:
   - `Oracle`: one JVM running `LightbendOracle.java` (compiled on first use into a temporary directory)

@@ -1,4 +1,4 @@
-"""Differential test: cfgtool's HOCON engine against Lightbend Typesafe Config 1.4.1 (DESIGN 16).
+"""Differential test: cfgtool's HOCON engine against Lightbend Typesafe Config 1.4.1 (docs/serving.md#speed-and-memory).
 
 One JVM (module fixture) answers a few thousand seeded, generated, layered cases (`hocon_gen.case`); cfgtool
 must give the same value, or also an error, on >= 99% of them. Cases where Lightbend itself is known wrong
@@ -73,7 +73,7 @@ def test_generated_cases_agree(oracle: lb.Oracle) -> None:
     )
 
 
-# Fixed cases from the issue. Texts are layers, highest priority first; the expected value follows HOCON.md.
+# Fixed cases that once disagreed. Texts are layers, highest priority first; the expected value follows the HOCON spec.
 ISSUE_CFGTOOL_WRONG: list[Any] = [
     pytest.param(["a = {x = 1}", "a = null", "a = {y = 2}"], {"a": {"x": 1}}, id="null-blocks-lower-object"),
     pytest.param(["a = {x = 1}", 'a = "s"', "a = {y = 2}"], {"a": {"x": 1}}, id="string-blocks-lower-object"),

@@ -583,7 +583,7 @@ def test_resolve_plus_equals_in_200_layers() -> None:
     assert resolve(docs).value == {"a": list(range(200))}
 
 
-# -- agreement with Lightbend (issue 13); each expected value is what Typesafe Config 1.4.1 answers -----------
+# -- agreement with Lightbend; each expected value is what Typesafe Config 1.4.1 answers -----------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Generators of hostile HOCON input (DESIGN 15: hostile input ends with a diagnostic in bounded time and memory).
+"""Generators of hostile HOCON input (docs/security.md: hostile input ends with a diagnostic in bounded time and
+memory).
 
 Each `case_*` function returns HOCON text and takes its size as a parameter, so the same shape can be measured at
 several sizes (to see whether time grows linearly). `store_*` functions return a mapping of store-relative paths to
@@ -16,7 +17,7 @@ import string
 from collections.abc import Callable
 
 # ---------------------------------------------------------------------------------------------------------------
-# The cases of the issue, each parametrized by its size.
+# The reported cases, each parametrized by its size.
 
 
 def case_big_int(digits: int = 5_000) -> str:
@@ -191,8 +192,8 @@ def case_includes(count: int = 10_000) -> str:
     return "".join(f'include "f{i}.conf"\n' for i in range(count))
 
 
-# The cases of the issue and the generic shapes: (name, generator, the size the tests use, a megabyte size).
-# The megabyte size makes the text about 1 MB, the size DESIGN's budget speaks of (5 s, 500 MB).
+# The reported cases and the generic shapes: (name, generator, the size the tests use, a megabyte size).
+# The megabyte size makes the text about 1 MB, the size the budget speaks of (5 s, 500 MB).
 Generator = Callable[[int], str]
 CASES: dict[str, tuple[Generator, int]] = {
     "big_int": (case_big_int, 5_000),

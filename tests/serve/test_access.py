@@ -1,5 +1,5 @@
-"""Tokens and the store's ACL on a real server (DESIGN 12 and 13): 401, 403 and 404 exactly; queries drop what
-the principal may not describe; secrets are `[hidden]` or sealed, never clear."""
+"""Tokens and the store's ACL on a real server (docs/serving.md, docs/access.md#the-acl): 401, 403 and 404 exactly;
+queries drop what the principal may not describe; secrets are `[hidden]` or sealed, never clear."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The endpoints of DESIGN 12 on a real server: JSON shapes, ETags and 304s, caching headers, errors."""
+"""The endpoints of docs/serving.md on a real server: JSON shapes, ETags and 304s, caching headers, errors."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
-from cfgtool import snapshot as snapshot_module
 from cfgtool.serve import worker
-from cfgtool.snapshot import canonical_json
+from cfgtool.snapshot import model as snapshot_module
+from cfgtool.snapshot.model import canonical_json
 from cfgtool.versions import publish
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, publish_change

@@ -15,8 +15,8 @@ import pytest
 
 import cfgtool
 from cfgtool import HttpConfigClient
+from cfgtool.client.http import Check, default_instance, report_applied, request_headers
 from cfgtool.errors import UsageError
-from cfgtool.remote import Check, default_instance, report_applied, request_headers
 from cfgtool.serve.consumers import Consumers
 from cfgtool.versions import rollback
 from tests.conftest import GitRepo

@@ -120,7 +120,7 @@ def test_a_restarted_server_is_ready_from_the_snapshot_cache(
     answer = httpx.get(f"{first.url}/v1/small/versions/1/keys/data/a").content
     assert first.stop() == 0
     written = _compiled(cache)
-    assert any(p.suffix == ".sqlite" for p in written)  # the version artifact (cfgtool.artifact)
+    assert any(p.suffix == ".sqlite" for p in written)  # the version artifact (cfgtool.versions.artifact)
     second = start_server(small.root, cache=cache)
     assert httpx.get(f"{second.url}/v1/small/versions/1/keys/data/a").content == answer
     assert _compiled(cache) == written  # nothing recompiled

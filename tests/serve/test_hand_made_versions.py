@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cfgtool.client import ConfigClient, SkippedVersionWarning, VersionHasErrors
+from cfgtool.client.local import ConfigClient, SkippedVersionWarning, VersionHasErrors
 from tests.conftest import GitRepo
 from tests.serve.conftest import publish_change
 

@@ -1,4 +1,4 @@
-"""ConfigClient over HTTP (cfgtool/remote.py) against real `cfgtool serve` processes on loopback ports."""
+"""ConfigClient over HTTP (cfgtool/client/http.py) against real `cfgtool serve` processes on loopback ports."""
 
 from __future__ import annotations
 
@@ -16,10 +16,17 @@ import httpx
 import pytest
 
 from cfgtool import ConfigClient, HttpConfigClient
-from cfgtool.cache import pack, unpack
-from cfgtool.client import StoreNotFound
+from cfgtool._util.codec import pack, unpack
+from cfgtool.client.http import (
+    AccessDenied,
+    AnswerTooLarge,
+    Connection,
+    OfflineWarning,
+    ServerUnavailable,
+    is_server_url,
+)
+from cfgtool.client.local import StoreNotFound
 from cfgtool.errors import CfgtoolError
-from cfgtool.remote import AccessDenied, AnswerTooLarge, Connection, OfflineWarning, ServerUnavailable, is_server_url
 from cfgtool.serve.tokens import add_token
 from tests.conftest import GitRepo
 from tests.serve.conftest import Server, StartServer, publish_change

@@ -19,6 +19,7 @@ import pytest
 
 from cfgtool import HttpConfigClient
 from cfgtool.serve.app import Api
+from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Options, Service
 from cfgtool.store.keys import KeyTooLongError
 from tests.conftest import GitRepo
@@ -227,7 +228,7 @@ def test_an_unexpected_exception_is_one_log_line_and_a_500_with_its_id(
 ) -> None:
     service = Service(Options(str(small.root), cache=tmp_path / "cache"))
     service.refresh()
-    api = Api(service)
+    api = Api(service, starlette_app)
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:

@@ -26,6 +26,7 @@ from schemathesis.specs.openapi.checks import (
 
 from cfgtool.serve.app import Api
 from cfgtool.serve.openapi import document
+from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Options, Service
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, cfgtool_command, publish_change
@@ -80,7 +81,7 @@ def test_every_route_the_server_answers_is_documented(
     small: GitRepo, start_server: StartServer, tmp_path: Path
 ) -> None:
     documented = set(document()["paths"])
-    api = Api(Service(Options(str(small.root), cache=tmp_path / "cache")))
+    api = Api(Service(Options(str(small.root), cache=tmp_path / "cache")), starlette_app)
     routes = {p for r in api.starlette.routes for p in _template(getattr(r, "path", ""))} - {"/{rest}"}
     assert routes | FAST_PATHS == documented
 

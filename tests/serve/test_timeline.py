@@ -1,4 +1,4 @@
-"""The Keystone timeline (DESIGN 12) against hand-computed cases, with the clock passed in.
+"""The Keystone timeline (docs/serving.md) against hand-computed cases, with the clock passed in.
 
 Offsets (sha256 of "store:key", first 8 bytes, mod T), computed once by hand: demo:/data/x is 33 with T=60 and
 3 with T=10; demo:/data/y is 51 with T=60; other:/data/x is 22 with T=60. So /data/x has checkpoints at
@@ -63,7 +63,7 @@ def test_visible_version_and_max_age_at_each_instant(key: str, now: float, expec
 
 
 def test_visible_agrees_with_the_definition_on_random_histories() -> None:
-    """The newest-first scan against DESIGN 12's words, over random histories, keys and instants."""
+    """The newest-first scan against docs/serving.md's words, over random histories, keys and instants."""
     rng = random.Random(12)
     for _ in range(2000):
         count = rng.randint(1, 6)

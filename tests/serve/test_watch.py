@@ -10,8 +10,8 @@ import pytest
 
 import cfgtool
 from cfgtool import HttpConfigClient
+from cfgtool.client.watch import MAX_BACKOFF, MIN_BACKOFF, backoff
 from cfgtool.errors import CfgtoolError
-from cfgtool.watcher import MAX_BACKOFF, MIN_BACKOFF, backoff
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, publish_change
 from tests.serve.test_http_client import FAST, wait_for_version

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cfgtool.artifact import FORMAT
-from cfgtool.artifact_rows import crc
-from cfgtool.client import compact_json
+from cfgtool.client.local import compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys, tables
 from cfgtool.versions import publish, rollback
+from cfgtool.versions.artifact import FORMAT
+from cfgtool.versions.artifact_rows import crc
 from tests.conftest import copy_embedded
 from tests.spark.conftest import set_partitions
 

@@ -1,4 +1,4 @@
-"""GitPython is the one way cfgtool reaches git (DESIGN 3): no other module starts a process, and the layer in
+"""GitPython is the one way cfgtool reaches git (ARCHITECTURE.md): no other module starts a process, and the layer in
 `cfgtool/store/git.py` behaves as git does, on real repositories."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property tests: the memoized linearization equals DESIGN 5.1's definition by full expansion."""
+"""Property tests: the memoized linearization equals docs/resolution.md#linearization's definition by full expansion."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def test_linearization_equals_dedup_last_of_the_full_expansion(imports: dict[str
             assert lin is None
             continue
         assert lin == tuple(dedup_last(expand(key, imports)))
-        # consequences listed in DESIGN 5.1: own config first, every node outranks what it inherits
+        # consequences listed in docs/resolution.md#linearization: own config first, every node outranks what it
+        # inherits
         assert lin[0] == key and lin[-1] == ROOT
         assert set(ancestors(key)) <= set(lin)
         position = {k: i for i, k in enumerate(lin)}

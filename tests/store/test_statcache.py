@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
-from cfgtool.compile import CompileResult, compile_source, compile_store
+from cfgtool.compile.compiler import CompileResult, compile_source, compile_store
 from cfgtool.errors import SourceError
 from cfgtool.store.sources import WorkTreeSource, blob_id
 from cfgtool.store.statcache import KEEP, StatCache, settled, signature

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cfgtool.compile import CompileResult, compile_store
+from cfgtool.compile.compiler import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.validate import check_schemas, load_schemas, read_schema_files
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from cfgtool.cache import unpack
-from cfgtool.compile import CompileResult, compile_store
+from cfgtool._util.codec import unpack
+from cfgtool.compile.compiler import CompileResult, compile_store
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.snapshot import Snapshot, node_hash
+from cfgtool.snapshot.model import Snapshot, node_hash
 from cfgtool.validate import check_schemas, load_schemas, read_schema_files, schema_types
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout: the embedded store and schemas
@@ -545,7 +545,7 @@ def test_a_check_split_with_a_forked_worker_reports_what_one_process_does(
 ) -> None:
     """Many nodes to check go half to a forked worker (`schemas.PARALLEL_MIN`): the same problems in the same
     order, including a schema that turns out not to apply in either half."""
-    import cfgtool.forking
+    import cfgtool._util.forking
     import cfgtool.validate.schemas as schemas
 
     unusable = {
@@ -559,7 +559,7 @@ def test_a_check_split_with_a_forked_worker_reports_what_one_process_does(
         ),
     }
     forks: list[object] = []
-    real_fork = cfgtool.forking.fork
+    real_fork = cfgtool._util.forking.fork
 
     def counted(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
         forks.append(work)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cfgtool.artifact import FORMAT
-from cfgtool.cachedir import MB, STALE_TEMPORARY_S
-from cfgtool.client import ConfigClient
+from cfgtool._util.cachedir import MB, STALE_TEMPORARY_S
+from cfgtool.client.local import ConfigClient
 from cfgtool.versions import publish
+from cfgtool.versions.artifact import FORMAT
 from tests.conftest import GitRepo, copy_embedded
 
 TOPIC = "/data/tracking/PageViewEvent"

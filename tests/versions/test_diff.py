@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from cfgtool.compile import compile_store
+from cfgtool.compile.compiler import compile_store
 from cfgtool.hocon import Origin
 from cfgtool.versions.diff import (
     ABSENT,

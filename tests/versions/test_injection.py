@@ -1,4 +1,4 @@
-"""User text reaches git only as data (DESIGN 15): option-like remotes, refs and locations are refused before
+"""User text reaches git only as data (docs/security.md): option-like remotes, refs and locations are refused before
 git sees them, and no message text can strip or forge a tag's metadata."""
 
 from __future__ import annotations

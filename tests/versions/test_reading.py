@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import cfgtool.versions.reading as reading
-from cfgtool.artifact import Reading
 from cfgtool.cli.app import main
+from cfgtool.snapshot.model import Reading
 from cfgtool.store.refmemo import SETTLED_NS
 from cfgtool.versions import publish
 from tests.conftest import CHECKOUT, GitRepo, copy_embedded
@@ -87,8 +87,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     """A generated store (benchmarks/gen_store.py: tags, references, dynamic includes with variables) published
     as version 1, then a commit that adds a node whose reference does not resolve (and a child of it)."""
     root = tmp_path_factory.mktemp("generated") / "repo"
-    gen = [sys.executable, str(CHECKOUT / "benchmarks" / "gen_store.py"), "--datasets", "60", "--out", str(root)]
-    subprocess.run([*gen, "--git"], check=True, capture_output=True)
+    gen = [sys.executable, "-m", "benchmarks.gen_store", "--datasets", "60", "--out", str(root)]
+    subprocess.run([*gen, "--git"], check=True, capture_output=True, cwd=CHECKOUT)
     repo = GitRepo(root)  # an identity to commit with
     publish(root, message="v1")
     repo.write({"store/data/broken/main.conf": "x = ${nowhere}\n", "store/data/broken/child/main.conf": "y = 1\n"})
@@ -179,12 +179,12 @@ def test_a_cached_read_compiles_nothing_and_starts_no_git(store_repo: GitRepo, t
     settle()
     cache = tmp_path / "cache"
     first, loaded = probe(store_repo.root, "get", "/data", "--ref", "HEAD", cache=cache)
-    assert "cfgtool.compile" in loaded and "git" in loaded  # compiled, wrote the artifact and the memo
+    assert "cfgtool.compile.compiler" in loaded and "git" in loaded  # compiled, wrote the artifact and the memo
     for args in (["get", "/data", "--ref", "HEAD"], ["get", "/data", "b", "--version", "1"]):
         first, loaded = probe(store_repo.root, *args, cache=cache)  # git tells which commit version 1 is
         again, loaded = probe(store_repo.root, *args, cache=cache)
         assert again == first
-        heavy = {"git", "cfgtool.compile", "cfgtool.store.git", "cfgtool.build", "yaml", "msgpack"}
+        heavy = {"git", "cfgtool.compile.compiler", "cfgtool.store.git", "cfgtool.build.builder", "yaml", "msgpack"}
         if len(args) == 4:  # (a PATH is parsed by the HOCON engine)
             heavy.add("cfgtool.hocon.parser")
         assert not heavy & set(loaded), sorted(heavy & set(loaded))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cfgtool.hidden import ENVELOPE, HIDDEN
+from cfgtool.snapshot.hidden import ENVELOPE, HIDDEN
 from cfgtool.versions import history
 from tests.conftest import GitRepo
 from tests.remotes import RemoteWatch, add_origin

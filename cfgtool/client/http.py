@@ -1,0 +1,726 @@
+"""ConfigClient over HTTP (docs/http-client.md): read one pinned version of a store through `cfgtool serve`.
+
+`ConfigClient("http://host:8750", store="demo")` builds an `HttpConfigClient`. The rule (`is_server_url`): an
+http(s) URL with nothing after the host and port (`http://host:8750`, `http://host:8750/`) names a cfgtool
+server; every other location, including `https://git.example.com/configs.git`, is a git repository that the git
+client clones. A server behind a path prefix is reached with `HttpConfigClient(url, ...)` directly.
+
+The client pins the store's current version at construction (one conditional GET of `/v1/{store}/versions`,
+which also gives the commit) and from then on reads only `versions/{N}/...`, so a pinned process never mixes
+versions. Every answer is kept in memory and in the cache (`cache_root()/http`, msgpack plain data, written
+atomically): a `versions/{N}/...` answer never changes, so a cached one is used without asking; the versions list
+is asked for with `If-None-Match`, so an unchanged one costs a 304. When the server is unreachable at
+construction, `offline="cache"` (the default) pins the version the server last named as current, from the cache,
+and warns (`OfflineWarning`); `offline="error"` raises `ServerUnavailable`. Only the standard library speaks HTTP
+here: a client needs none of the server's dependencies. Secrets arrive as "[hidden]", as the server serves them.
+
+The reads are the git client's (`lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`,
+`tags`, `datasets`, `keys`, `children`); `keys` comes from one `imported-by -r /` answer (every node but the root
+has the root among its layers). The server applies no caller variables and opens no secrets, so `variables=` and
+`identity=` are refused. `offline=`, `token=`, `timeout=`, `max_bytes=`, `instance=` and `kind=` pass through
+`ConfigClient(...)` at run time; typed code names them on `HttpConfigClient(...)`, whose signature has them. What
+a server can make the client do is bounded (`Connection`): answer size, a total deadline per request, redirects
+to the same origin only; the cache is kept per server, store and principal (`cache_name`).
+
+Every request says who asks, for the server's list of consumers (docs/serving.md): `Cfgtool-Instance: <id>`
+(`instance=`, default the host name and process id) and `User-Agent: cfgtool/<version> (<kind>)`. A process
+that applies versions (the agent) also reports the version it applied with `report_applied`.
+
+    client = ConfigClient("http://configs:8750", store="demo")
+    client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import json
+import os
+import re
+import socket
+import threading
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+from urllib.parse import quote, urljoin, urlsplit
+
+from cfgtool._util.atomic import write_atomic_bytes
+from cfgtool._util.cachedir import cache_root, private_dir
+from cfgtool._util.codec import DAMAGED, pack, unpack
+from cfgtool._version import __version__
+from cfgtool.client.local import ConfigClient, StoreNotFound, compact_json
+from cfgtool.errors import CfgtoolError, SourceError, UsageError
+from cfgtool.hocon import Origin
+from cfgtool.snapshot.explain import Explanation, LayerValue
+from cfgtool.snapshot.layers import intrinsic_origin
+from cfgtool.snapshot.model import KeyNotFound, Lookup
+from cfgtool.store.keys import ROOT, normalize_key
+from cfgtool.versions import VersionNotFound
+from cfgtool.versions.names import CURRENT, PREVIOUS, version_spec
+
+Offline = Literal["cache", "error"]
+_FORMAT = 1  # the layout of a cache entry: {"format", "path", "etag", "body", "sha256"}
+
+
+class ServerUnavailable(SourceError):
+    """The server cannot be reached (or answered with a server error) and the cache cannot stand in for it."""
+
+
+class AccessDenied(CfgtoolError):
+    """The server refused the request: no or an unknown token (401), or the principal may not read (403)."""
+
+
+class OfflineWarning(UserWarning):
+    """The server was unreachable at construction: the client reads the newest version it has cached."""
+
+
+def is_server_url(location: str | Path) -> bool:
+    """Whether `location` names a cfgtool server: an http(s) URL with no path beyond `/`, no query, no fragment."""
+    if not isinstance(location, str):
+        return False
+    parts = urlsplit(location)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+    )
+
+
+MAX_BYTES = 64 * 2**20  # the largest answer a client accepts by default
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
+_MAX_REDIRECTS = 5
+_CHUNK = 65536
+
+
+class AnswerTooLarge(ServerUnavailable):
+    """The server's answer is larger than the client's `max_bytes`."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an http(s) URL, the default port spelled out: what "same origin" compares."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # a port that is not a number
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+class Connection:
+    """One kept-alive HTTP connection to a server at `location` (a prefix path allowed), used by one thread at
+    a time (a lock); `get` retries once on a fresh connection when the server closed the old one.
+
+    It bounds what a server can make it do (docs/http-client.md): an answer over `max_bytes` is AnswerTooLarge;
+    `timeout` is a total deadline for each request, redirects and every byte of the answer included (each read
+    waits at most the time left, and a timer cuts the socket at the deadline, so a server that trickles bytes
+    cannot stretch it); redirects are followed
+    only to the same origin (scheme, host and port), at most 5, so a token is never sent elsewhere.
+    """
+
+    def __init__(self, location: str, timeout: float, max_bytes: int = MAX_BYTES) -> None:
+        parts = urlsplit(location)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"{location}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
+        self.location = location
+        self._prefix = parts.path.rstrip("/")
+        self._origin = _origin(location)
+        self._kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self._address = (parts.hostname, parts.port)
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None  # the socket of the request under way, for the watchdog and abort
+        self._lock = threading.Lock()
+        self._shut = False
+
+    def get(self, path: str, headers: Mapping[str, str]) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """(status, headers, body) of GET `path` within the deadline; ServerUnavailable when the server cannot
+        be reached, fails to answer in time, redirects elsewhere, or (AnswerTooLarge) answers too much."""
+        deadline = time.monotonic() + self._timeout
+        target = self._prefix + path
+        with self._lock:
+            for _ in range(_MAX_REDIRECTS + 1):
+                status, reply, body = self._attempt("GET", target, headers, None, deadline)
+                location = reply.get("Location") if status in _REDIRECTS else None
+                if location is None:
+                    return status, reply, body
+                url = urljoin(self._url(target), location)
+                if _origin(url) != self._origin:
+                    raise ServerUnavailable(
+                        f"{self._url(target)} redirects to another server ({_origin(url)[1] or url}): not followed",
+                        hint="point the client at the server that answers",
+                    )
+                moved = urlsplit(url)
+                target = moved.path + (f"?{moved.query}" if moved.query else "")
+        raise ServerUnavailable(f"{self._url(path)}: more than {_MAX_REDIRECTS} redirects", hint="check the server")
+
+    def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """(status, headers, body) of POST `body` to `path` within the deadline, bounded as `get`; a redirect is
+        an answer like any other (a body is never sent on to another place)."""
+        with self._lock:
+            return self._attempt("POST", self._prefix + path, headers, body, time.monotonic() + self._timeout)
+
+    def _url(self, target: str) -> str:
+        scheme, host, port = self._origin
+        return f"{scheme}://{host}:{port}{target}"
+
+    def _attempt(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes | None, deadline: float
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
+        """One request, retried once on a fresh connection when the server closed a kept-alive one."""
+        for attempt in (1, 2):
+            if self._shut:
+                raise ServerUnavailable(f"{self.location}: the connection was shut", hint="make a new one")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._late()
+            if self._conn is None:
+                self._conn = self._kind(*self._address, timeout=remaining)
+            conn = self._conn
+            if conn.sock is not None:
+                conn.sock.settimeout(remaining)
+            watchdog = threading.Timer(remaining, self.abort)
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                conn.request(method, target, body=body, headers=dict(headers))
+                # kept here: the connection forgets its socket once an answer says it ends with the connection
+                self._sock = conn.sock
+                response = conn.getresponse()
+                found = response.status, response.headers, self._body(response, deadline)
+                if time.monotonic() >= deadline:  # the watchdog cut a body that has no length of its own
+                    raise self._late()
+                return found
+            except ServerUnavailable:  # too large or too late: the rest of the answer is not read
+                self._drop()
+                raise
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if time.monotonic() >= deadline or isinstance(exc, TimeoutError):
+                    raise self._late() from exc
+                stale = isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError)
+                if attempt == 2 or not stale:
+                    raise ServerUnavailable(
+                        f"cannot reach {self.location}: {exc or type(exc).__name__}",
+                        hint="start the server or check the URL",
+                    ) from exc
+            finally:
+                watchdog.cancel()
+                self._sock = None
+        raise AssertionError("unreachable")
+
+    def _late(self) -> ServerUnavailable:
+        return ServerUnavailable(
+            f"{self.location} gave no complete answer within timeout={self._timeout:g} s",
+            hint="retry later, or raise timeout=",
+        )
+
+    def _body(self, response: http.client.HTTPResponse, deadline: float) -> bytes:
+        """The whole body, refused (AnswerTooLarge) past `max_bytes` whatever Content-Length says, and cut at
+        `deadline`: each read takes what has arrived and waits at most the time left, so bytes that keep coming
+        slowly cannot stretch it."""
+        limit = self._max_bytes
+        length = response.getheader("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise AnswerTooLarge(
+                f"{self.location} answers {int(length):,} bytes, more than max_bytes={limit:,}",
+                hint="raise max_bytes= if the answer is expected",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._late()
+            if self._sock is not None:
+                self._sock.settimeout(remaining)
+            chunk = response.read1(_CHUNK)
+            if not chunk:
+                response.close()  # all read: the connection is ready for the next request
+                break
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(
+                    f"{self.location} answers more than max_bytes={limit:,} bytes",
+                    hint="raise max_bytes= if the answer is expected",
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def abort(self) -> None:
+        """Wake a request blocked in another thread (it fails with ServerUnavailable): for stopping a watch, and
+        at the deadline."""
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # a read blocked on it returns at once
+
+    def shut(self) -> None:
+        """Cut the request under way for good, from another thread or a signal handler (it takes no lock): it
+        fails with ServerUnavailable instead of being retried, and so does every later one (stopping a follower
+        whose long poll must not start again)."""
+        self._shut = True
+        self.abort()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close the connection (the caller holds the lock, or no other thread uses it)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+KINDS = ("client", "watch", "agent", "cli")  # what a `User-Agent: cfgtool/<version> (<kind>)` names
+INSTANCE_LIMIT = 200  # characters of an instance id
+# a letter or digit, then visible ASCII but `/` (a path segment of its own): never a space, a newline or a control
+INSTANCE = re.compile(rf"[A-Za-z0-9][!-.0-~]{{0,{INSTANCE_LIMIT - 1}}}")
+
+
+def default_instance() -> str:
+    """This process's instance id: its host name and process id (`web-7:4242`), in visible ASCII."""
+    host = re.sub(r"[^!-.0-~]", "_", socket.gethostname())[: INSTANCE_LIMIT - 12]
+    host = host if host[:1].isalnum() and host.isascii() else f"h{host}"
+    return f"{host}:{os.getpid()}"
+
+
+def checked_instance(instance: str | None) -> str:
+    """`instance` (the default one for None), UsageError when it is not 1 to 200 visible ASCII characters, but
+    `/`, starting with a letter or digit."""
+    if instance is None:
+        return default_instance()
+    if not INSTANCE.fullmatch(instance):
+        raise UsageError(
+            f"instance id {instance[:40]!r} is not 1 to {INSTANCE_LIMIT} visible ASCII characters starting with a"
+            " letter or digit",
+            hint="name the instance with letters, digits and punctuation, without spaces or / (e.g. web-7:4242)",
+        )
+    return instance
+
+
+def request_headers(token: str | None, instance: str | None = None, kind: str = "client") -> dict[str, str]:
+    """The headers of every request: JSON, cfgtool's user agent naming the client's kind (`client`, `watch`,
+    `agent` or `cli`), the instance id (`Cfgtool-Instance`: who reads which version, docs/serving.md) and
+    the bearer token if any."""
+    if kind not in KINDS:
+        raise UsageError(f"kind={kind!r} is not one of {', '.join(KINDS)}", hint="kind='client'")
+    headers = {
+        "Accept": "application/json",
+        "User-Agent": f"cfgtool/{__version__} ({kind})",
+        "Cfgtool-Instance": checked_instance(instance),
+    }
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+class Check(NamedTuple):
+    """The outcome of an instance's last attempt to apply a version: which one, whether it worked, and why not
+    (a short text, at most 500 characters)."""
+
+    version: int
+    ok: bool
+    message: str | None = None
+
+
+def report_applied(
+    location: str,
+    store: str,
+    applied: int | None,
+    check: Check | None = None,
+    *,
+    instance: str | None = None,
+    kind: str = "agent",
+    token: str | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Tell the server at `location` which version of `store` this instance has applied (None: none yet) and
+    how its last attempt went (`POST /v1/{store}/consumers/{instance}`, which needs `describe` on the store),
+    so that `GET /v1/{store}/consumers` shows it. Raises ServerUnavailable when the server cannot be reached
+    or refuses the report, AccessDenied for 401 and 403; a caller that must go on catches CfgtoolError."""
+    headers = request_headers(token, instance, kind)
+    doc: dict[str, Any] = {"applied": applied}
+    if check is not None:
+        message = check.message[:500] if check.message else None
+        doc["last_check"] = {"version": check.version, "ok": check.ok, "message": message}
+    body = json.dumps(doc).encode()
+    path = f"/v1/{quote(store, safe='')}/consumers/{quote(headers['Cfgtool-Instance'], safe='')}"
+    connection = Connection(location.rstrip("/"), timeout)
+    try:
+        status, _, data = connection.post(path, {**headers, "Content-Type": "application/json"}, body)
+    finally:
+        connection.close()
+    if status in (200, 204):
+        return
+    answer = _json(data, path) if data else None
+    if status in (401, 403):
+        raise AccessDenied(_message(answer, f"{path}: HTTP {status}"), hint="ask for describe on the store")
+    raise ServerUnavailable(_message(answer, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+
+
+def cache_name(location: str, store: str, token: str | None) -> str:
+    """The cache directory's name for one server, store and principal: answers fetched with one token (or none)
+    never serve a client holding another, which the server may allow less. The token is hashed twice over,
+    never written."""
+    principal = hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest() if token is not None else ""
+    return hashlib.sha256(f"{location}\0{store}\0{principal}".encode()).hexdigest()[:32]
+
+
+def consumers(
+    location: str, store: str, *, token: str | None = None, timeout: float = 10.0, instance: str | None = None
+) -> dict[str, Any]:
+    """`GET /v1/{store}/consumers` of the server at `location`: `{"instances": [...], "by_version": {"N": n}}`,
+    the client instances this server heard from (docs/serving.md). StoreNotFound for a store it does not serve
+    (or that the principal may not describe), AccessDenied for 401 and 403, ServerUnavailable otherwise."""
+    path = f"/v1/{quote(store, safe='')}/consumers"
+    connection = Connection(location.rstrip("/"), timeout)
+    try:
+        status, _, data = connection.get(path, request_headers(token, instance, "cli"))
+    finally:
+        connection.close()
+    body = _json(data, path)
+    if status == 404:
+        raise StoreNotFound(_message(body, f"{location} serves no store {store!r}"), hint="GET /v1/stores lists them")
+    if status in (401, 403):
+        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="pass a token that may describe the store")
+    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("instances"), list):
+        raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    return body
+
+
+class _Answer(NamedTuple):
+    """One GET's outcome: the status, the parsed JSON body, and whether it came from the cache."""
+
+    status: int
+    body: Any
+    cached: bool
+
+
+class HttpConfigClient(ConfigClient, reads=is_server_url):
+    """Reads one version of a store through a cfgtool server; the same reads as the git-backed client.
+
+    `requests` counts the HTTP requests made, `not_modified` the 304 answers among them (cache revalidations
+    that cost no body), `offline` is True when the client pinned from the cache because the server was down.
+    """
+
+    def __init__(
+        self,
+        location: str | Path,
+        store: str = "store",
+        *,
+        variables: Mapping[str, str] | None = None,
+        version: int | str | None = None,
+        cache_dir: str | Path | None = None,
+        identity: str | Path | None = None,
+        offline: Offline = "cache",
+        token: str | None = None,
+        timeout: float = 10.0,
+        max_bytes: int = MAX_BYTES,
+        instance: str | None = None,
+        kind: str = "client",
+    ) -> None:
+        if variables:
+            raise UsageError(
+                "a server serves each version as published, with its variables' defaults",
+                hint="read with variables from the git repository: ConfigClient(<repository path or git URL>, ...)",
+            )
+        if identity is not None:
+            raise UsageError(
+                "a server serves secrets as [hidden] and holds no key to open them",
+                hint="open secrets with a git-backed ConfigClient(<repository>, identity=...)",
+            )
+        if offline not in ("cache", "error"):
+            raise UsageError(f"offline={offline!r} is not one of 'cache', 'error'", hint="offline='cache' or 'error'")
+        self.location = str(location).rstrip("/")
+        self.store = store
+        self.variables = {}
+        self.requests = 0
+        self.not_modified = 0
+        self.offline = False
+        self._http = Connection(self.location, timeout, max_bytes)
+        self._headers = request_headers(token, instance, kind)
+        self.instance = self._headers["Cfgtool-Instance"]
+        self._memory: dict[str, Any] = {}
+        root = Path(cache_dir) if cache_dir is not None else cache_root()
+        self._dir = root / "http" / cache_name(self.location, store, token)
+        self.version, self.commit = self._choose(version, offline)
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def lookup(self, key: str, strict: bool = False, *, sealed: bool = False) -> Lookup:
+        """The config of `key` at the pinned version and whether it has a node
+        (docs/resolution.md#keys-without-a-node). `sealed`: its secrets as their sealed envelopes instead of `[hidden]` (`?secrets=sealed`), for a reader that holds
+        an identity and opens them itself (`cfgtool agent --identity`)."""
+        key = self._key(key)
+        body = self._read(f"keys{_tail(key)}" + ("?secrets=sealed" if sealed else ""))
+        exists = bool(body.get("exists"))
+        if strict and not exists:
+            raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")
+        # a key without a node reads as its nearest ancestor, the first layer of its linearization
+        # (docs/resolution.md#keys-without-a-node)
+        node = key if exists else str(body.get("node") or self.imports(key, recursive=True)[0])
+        return Lookup(key, node, exists, body.get("config") or {})
+
+    def explain(self, key: str, path: str) -> Explanation:
+        """The server's explanation of the value at `path` (docs/resolution.md#provenance)."""
+        return _explanation(self._read(f"explain{_tail(self._key(key))}?path={quote(path, safe='')}"))
+
+    def imports(self, key: str, recursive: bool = False) -> list[str]:
+        """Explicit imports, highest priority first; `recursive`: L(key) without the key
+        (docs/queries.md#the-queries)."""
+        return self._query("imports", key, "imports", recursive)
+
+    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
+        """Nodes whose includes name `key`; `recursive`: every node with `key` among its layers."""
+        return self._query("imported-by", key, "imported_by", recursive)
+
+    def tags(self, key: str) -> list[str]:
+        """The tags among the layers of `key`, highest priority first."""
+        return self._query("tags", key, "tags", False)
+
+    def datasets(self, tag: str) -> list[str]:
+        """The non-tag nodes that import `tag`, directly or through their layers."""
+        return self._query("datasets", tag, "datasets", False)
+
+    def keys(self, prefix: str = ROOT) -> list[str]:
+        """Every node key at or under `prefix`, sorted: the root and every node that has the root among its
+        layers (which is every node that resolved), from one `imported-by -r /` answer."""
+        prefix = self._key(prefix)
+        every = {ROOT, *self.imported_by(ROOT, recursive=True)}
+        under = prefix.rstrip("/") + "/"
+        return sorted(k for k in every if k == prefix or k.startswith(under))
+
+    def children(self, key: str) -> list[str]:
+        """The child nodes of `key`."""
+        key = self._key(key)
+        return [k for k in self.keys(key) if k != key and k.rpartition("/")[0] in (key, "")]
+
+    def config_json(self) -> Mapping[str, str]:
+        """Every node's config as compact JSON, by key (one request per key not yet cached)."""
+        return {key: compact_json(self.get(key)) for key in self.keys()}
+
+    def close(self) -> None:
+        """Close the connection to the server (a later read opens a new one)."""
+        self._http.close()
+
+    def __repr__(self) -> str:
+        mode = ", offline" if self.offline else ""
+        return f"ConfigClient({self.location!r}, store={self.store!r}, version={self.version}{mode})"
+
+    # -- pinning -----------------------------------------------------------------------------------------
+    def _key(self, key: str) -> str:
+        return normalize_key(key, self.store)
+
+    def _choose(self, version: int | str | None, offline: Offline) -> tuple[int, str]:
+        """(version, commit): `version` (N, `current` or `previous`), else the store's current one; from the
+        cache when the server is down."""
+        wanted = version_spec(version) if isinstance(version, str) else version
+        path = f"/v1/{quote(self.store, safe='')}/versions"
+        try:
+            answer = self._get(path, revalidate=True)
+        except ServerUnavailable as exc:
+            if offline == "error":
+                raise ServerUnavailable(
+                    f"{exc.message}; cannot pin a version of store {self.store!r}",
+                    hint="start the server or check the URL; offline='cache' reads the newest cached version",
+                ) from exc
+            cached = self._cached(path)
+            if cached is None:
+                raise ServerUnavailable(
+                    f"{exc.message}, and nothing of store {self.store!r} is cached",
+                    hint="start the server or check the URL (a client caches what it reads once it has connected)",
+                ) from exc
+            answer, self.offline = cached, True
+        if answer.status == 404:
+            raise StoreNotFound(f"{self.location} serves no store {self.store!r}", hint=self._stores_hint())
+        versions = [v for v in answer.body if isinstance(v, dict)] if isinstance(answer.body, list) else []
+        current = next((v for v in versions if v.get("status") == "current"), None)
+        if wanted is None or wanted == CURRENT:
+            chosen = current
+            if chosen is None:
+                raise StoreNotFound(f"store {self.store!r} has no current version", hint="publish one first")
+        elif wanted == PREVIOUS:
+            below = [v for v in versions if v.get("status") == "good" and v.get("servable", True)]
+            chosen = max(below, key=lambda v: int(v["version"])) if below and current is not None else None
+            if chosen is None:
+                raise VersionNotFound(
+                    f"store {self.store!r} has no previous version (no good version below the current one)",
+                    hint="GET /v1/{store}/versions lists every version",
+                )
+        else:
+            chosen = next((v for v in versions if v.get("version") == wanted), None)
+            if chosen is None:
+                raise VersionNotFound(f"store {self.store!r} has no version {wanted}", hint="GET /v1/{store}/versions")
+        if self.offline:
+            warnings.warn(
+                f"{self.location} is unreachable: reading store {self.store!r} version {chosen['version']} from the"
+                " cache (the newest version it holds)",
+                OfflineWarning,
+                stacklevel=4,
+            )
+        return int(chosen["version"]), str(chosen.get("commit", ""))
+
+    def _stores_hint(self) -> str:
+        try:
+            stores = self._get("/v1/stores", revalidate=True).body
+            names = ", ".join(sorted(str(s.get("name")) for s in stores if isinstance(s, dict)))
+        except (CfgtoolError, TypeError, AttributeError):
+            return "check the store's name (GET /v1/stores lists them)"
+        return f"the server's stores: {names or 'none'}"
+
+    # -- HTTP and the cache ------------------------------------------------------------------------------
+    def _query(self, query: str, key: str, field: str, recursive: bool) -> list[str]:
+        body = self._read(f"{query}{_tail(self._key(key))}" + ("?recursive=1" if recursive else ""))
+        found = body.get(field)
+        if not isinstance(found, list):
+            raise ServerUnavailable(f"the server's {query} answer has no {field!r} list", hint="upgrade the server")
+        return [str(k) for k in found]
+
+    def _read(self, tail: str) -> Any:
+        """The JSON answer for `versions/{N}/<tail>`: from memory, the cache, else the server."""
+        path = f"/v1/{quote(self.store, safe='')}/versions/{self.version}/{tail}"
+        found = self._memory.get(path)
+        if found is not None:
+            return found
+        answer = self._get(path, revalidate=False)
+        if answer.status == 404:
+            raise KeyNotFound(_message(answer.body, f"{path}: not found"), hint="check the key and your access")
+        if not isinstance(answer.body, dict):
+            raise ServerUnavailable(f"{path}: the server's answer is not a JSON object", hint="upgrade the server")
+        self._memory[path] = answer.body
+        return answer.body
+
+    def _get(self, path: str, *, revalidate: bool) -> _Answer:
+        """GET `path`. A cached answer is used as it is (`revalidate=False`: immutable) or sent as If-None-Match.
+        Raises ServerUnavailable when the server is unreachable or fails, AccessDenied for 401 and 403."""
+        entry = self._entry(path)
+        cached = _decode(entry)
+        if cached is not None and not revalidate:
+            return cached
+        headers = dict(self._headers)
+        etag = entry.get("etag") if cached is not None and entry is not None else None
+        if isinstance(etag, str):
+            headers["If-None-Match"] = etag
+        status, reply_headers, data = self._http.get(path, headers)
+        self.requests += 1
+        if status == 304 and cached is not None:
+            self.not_modified += 1
+            return cached
+        body = _json(data, path)
+        if status in (401, 403):
+            hint = "pass token=... (cfgtool token add)" if status == 401 else "ask for read access to this key"
+            raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint=hint)
+        if status == 404:
+            return _Answer(404, body, False)
+        if status != 200:
+            raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+        self._store(path, reply_headers.get("ETag"), data)
+        return _Answer(200, body, False)
+
+    def _file(self, path: str) -> Path:
+        return self._dir / f"{hashlib.sha256(path.encode()).hexdigest()[:40]}.msgpack"
+
+    def _entry(self, path: str) -> dict[str, Any] | None:
+        """The cache entry of `path`; a missing, damaged or foreign one is None (a miss)."""
+        try:
+            entry = unpack(self._file(path).read_bytes())
+        except (OSError, *DAMAGED):
+            return None
+        ok = isinstance(entry, dict) and entry.get("format") == _FORMAT and entry.get("path") == path
+        body = entry.get("body") if ok else None
+        if not isinstance(body, bytes) or entry.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None  # damaged (a flipped byte can still be JSON: the checksum says so)
+        checked: dict[str, Any] = entry
+        return checked
+
+    def _cached(self, path: str) -> _Answer | None:
+        return _decode(self._entry(path))
+
+    def _store(self, path: str, etag: str | None, data: bytes) -> None:
+        """Keep an answer in the cache (atomically; a cache that cannot be written costs time only)."""
+        sha = hashlib.sha256(data).hexdigest()
+        try:
+            private_dir(self._dir)
+            write_atomic_bytes(
+                self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data, "sha256": sha})
+            )
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _decode(entry: Mapping[str, Any] | None) -> _Answer | None:
+    """A cache entry's answer; None when there is no entry or its body is damaged (a miss)."""
+    if entry is None:
+        return None
+    try:
+        return _Answer(200, json.loads(entry["body"]), True)
+    except ValueError:
+        return None
+
+
+def _tail(key: str) -> str:
+    """A key as the URL tail of docs/serving.md: without its leading `/` (`/` itself is the empty tail)."""
+    return "/" + key.lstrip("/")
+
+
+def _json(data: bytes, path: str) -> Any:
+    try:
+        return json.loads(data) if data else None
+    except ValueError as exc:
+        raise ServerUnavailable(f"{path}: the server's answer is not JSON", hint="is this a cfgtool server?") from exc
+
+
+def _message(body: Any, default: str) -> str:
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message) if message else default
+
+
+def _explanation(body: Mapping[str, Any]) -> Explanation:
+    """An Explanation from its JSON form (`Explanation.to_json`)."""
+
+    def origin(o: Any) -> Origin | None:
+        if not isinstance(o, dict):
+            return None
+        if "intrinsic" in o:  # a value built from `${cfgtool.name}`: no file
+            return intrinsic_origin(str(o["intrinsic"]))
+        return Origin(str(o["file"]), int(o["line"]), int(o["col"]))
+
+    layers = tuple(
+        LayerValue(str(lv["layer"]), str(lv.get("reached", "")), lv.get("value"), origin(lv.get("origin")))
+        for lv in body.get("layers", [])
+    )
+    sources = tuple(o for o in (origin(s) for s in body.get("sources", [])) if o is not None)
+    return Explanation(
+        key=str(body["key"]),
+        node=str(body.get("node", body["key"])),
+        exists=bool(body.get("exists")),
+        path=str(body.get("path", "")),
+        found=bool(body.get("found")),
+        value=body.get("value"),
+        origin=origin(body.get("origin")),
+        sources=sources,
+        layers=layers,
+    )
+
+
+__all__ = [
+    "AccessDenied",
+    "AnswerTooLarge",
+    "Check",
+    "Connection",
+    "HttpConfigClient",
+    "OfflineWarning",
+    "ServerUnavailable",
+    "consumers",
+    "default_instance",
+    "is_server_url",
+    "report_applied",
+    "request_headers",
+]

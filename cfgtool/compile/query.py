@@ -1,0 +1,171 @@
+"""Queries that read what they need: one key's answers from the files of L(KEY) alone, and the
+import graph from every node's includes without any `main.conf`.
+
+`query_key` answers `get`, `explain`, `imports` and `tags`: it discovers K's nearest node and every node it
+reaches (`cfgtool.store.scope`), linearizes and resolves those, and hides secrets, exactly as a full compile
+does for them, so the answer and the errors that affect K (docs/resolution.md: its layers' syntax, import and
+resolution errors, the settings') are the full compile's. Two cases go through the full compile instead:
+an import cycle among K's nodes (how a cycle is reported depends on where the store-wide search enters
+it) and a working tree where git does not list a file the scope relied on (an ignored file).
+
+`query_graph` answers `imported-by` and `datasets`: they need every node's imports but no `main.conf`, so
+only errors of the import graph (discovery, includes, cycles, settings) refuse them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic, count
+from cfgtool.store import keys
+
+if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by the functions that compile
+    from cfgtool.compile.compiler import CompileResult
+    from cfgtool.snapshot.model import Reading, Snapshot
+    from cfgtool.store.graph import Graph
+    from cfgtool.store.nodes import Store
+    from cfgtool.store.scope import Scope
+    from cfgtool.store.sources import Source
+
+
+@dataclass(frozen=True)
+class KeyAnswer:
+    """What the queries about one key read: `result` compiles the nodes L(key) needs (the whole store when
+    the query fell back to a full compile, or a version artifact's reading of a commit: `scope` None)."""
+
+    key: str
+    result: CompileResult | Reading
+    scope: Scope | None
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self.result.snapshot
+
+    def errors(self) -> list[Diagnostic]:
+        """The errors that make an answer about `key` unreliable (as `CompileResult.errors_affecting`)."""
+        return self.result.errors_affecting(self.key)
+
+    def store_errors(self) -> int | None:
+        """How many errors the whole store has, as far as this read found; None when it read only the nodes
+        `key` needs (errors elsewhere were not looked for)."""
+        if self.scope is not None:
+            return None
+        return count(self.result.diagnostics)[0]
+
+    def siblings(self) -> list[str]:
+        """The nodes beside `key` (children of its parent key), for a did-you-mean about a key without a node."""
+        folder = keys.parent(self.key) or keys.ROOT
+        if self.scope is None:
+            return [k for k in self.snapshot.nodes if keys.parent(k) == folder]
+        return self.scope.children(folder) if self.scope.exists(folder) else []
+
+    def node_keys(self) -> list[str]:
+        """Every node of the store (this lists the whole store: for messages about a key that has no node)."""
+        from cfgtool.store.nodes import discover
+
+        if self.scope is None:
+            return list(self.snapshot.nodes)
+        return list(discover(self.scope.source, mains=False).nodes)
+
+
+def query_key(
+    repo: Path | None, store: str | Path, ref: str | None, text: str, variables: Mapping[str, str] | None = None
+) -> KeyAnswer:
+    """The compiled nodes that `text` (a key, BadKeyError when it is none) needs, at `ref` (None: the working
+    tree) with the caller's `variables` (declared defaults for the others)."""
+    from cfgtool._version import __version__
+    from cfgtool.build.builder import Builder
+    from cfgtool.build.cache import SettingsPasses
+    from cfgtool.compile.compiler import CompileResult, compile_source, hide_secrets
+    from cfgtool.snapshot.model import Snapshot, SourceInfo
+    from cfgtool.store.graph import Graph
+    from cfgtool.store.scope import Scope, WorkTreeListing, listing_of
+    from cfgtool.store.settings import chosen_values
+    from cfgtool.validate.rules import rules_of
+
+    source = _open(repo, store, ref)
+    passes = SettingsPasses.default(_settings_digest())
+    scope = Scope(source, listing_of(source), lambda data: passes.has(_digest(data)))
+    settings_blob = source.read(scope.settings_file)
+    if settings_blob is not None and not scope.diagnostics and not passes.has(_digest(settings_blob.data)):
+        passes.put(_digest(settings_blob.data), True)
+        passes.flush()
+    chosen = chosen_values(scope.settings, scope.settings_file, variables, every=False)
+    key = keys.normalize_key(text, scope.settings.name)
+    scope.close([scope.nearest(key)], chosen)
+    found = scope.store()
+    graph = Graph(found, chosen)
+    listing = scope.listing
+    if graph.failed or (isinstance(listing, WorkTreeListing) and not listing.verified()):
+        full = compile_source(source, variables, check_variables=False, validate=False)
+        return KeyAnswer(key, full, None)
+    diags = [*found.diagnostics, *graph.diagnostics]
+    builder = Builder(found, diags, caches=False)
+    nodes = builder.build(graph, found.nodes)
+    snapshot = Snapshot(
+        store=source.store,
+        name=found.settings.name,
+        source=SourceInfo(source.ref, source.commit, False),  # a view for this query, never written out
+        variables=chosen,
+        tag_roots=tuple(found.settings.tag_roots),
+        nodes=nodes,
+        cfgtool_version=__version__,
+        texts=source.texts(builder.texts_paths()),
+    )
+    rules = rules_of(source, found.settings, found.settings_file)
+    hidden, problems = hide_secrets(rules, snapshot)
+    result = CompileResult(hidden, tuple(dict.fromkeys([*diags, *problems])), found, rules, (chosen,), builder.stats)
+    return KeyAnswer(key, result, scope)
+
+
+@dataclass(frozen=True)
+class GraphAnswer:
+    """The import graph of a whole store (every node's includes, no `main.conf`) and its problems."""
+
+    store: Store
+    graph: Graph
+
+    def errors(self) -> list[Diagnostic]:
+        """Errors that make the graph unreliable: the store's discovery and import errors."""
+        found = [*self.store.diagnostics, *self.graph.diagnostics]
+        return [d for d in dict.fromkeys(found) if d.severity == "error" and d.code not in VALIDATION_CODES]
+
+
+def query_graph(
+    repo: Path | None, store: str | Path, ref: str | None, variables: Mapping[str, str] | None = None
+) -> GraphAnswer:
+    """The import graph of the store at `ref` (None: the working tree) with the caller's `variables`."""
+    from cfgtool.store.graph import Graph
+    from cfgtool.store.nodes import discover
+    from cfgtool.store.settings import chosen_values
+    from cfgtool.store.sources import open_source
+
+    found = discover(open_source(repo, store, ref), mains=False)
+    chosen = chosen_values(found.settings, found.settings_file, variables, every=False)
+    return GraphAnswer(found, Graph(found, chosen))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _settings_digest() -> str:
+    """What a settings pass depends on besides the text: the settings schema and the code that reads it."""
+    from cfgtool.store import settings
+    from cfgtool.store.settings import settings_schema
+
+    return _digest(Path(settings.__file__).read_bytes() + json.dumps(settings_schema()).encode())
+
+
+def _open(repo: Path | None, store: str | Path, ref: str | None) -> Source:
+    """The source to read: a working tree is not listed up front (`cfgtool.store.scope` looks at what it needs)."""
+    from cfgtool.store.sources import WorkTreeSource, open_source
+
+    if ref is None:
+        return WorkTreeSource(repo if repo is not None else Path.cwd(), store, listed=False)
+    return open_source(repo, store, ref)

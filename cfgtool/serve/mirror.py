@@ -1,0 +1,149 @@
+"""Where the server reads tags: a local repository, or a bare mirror of a URL kept in the cache.
+
+With a URL (or `--remote NAME`, whose URL is used), the server never touches the user's repository: it
+clones a bare mirror into the cache once and fetches branches and tags into it every `--fetch-interval`.
+Tags are fetched without force, so a tag moved upstream is a fetch failure, never a silent change of a
+published version. With a local path, nothing is fetched: the tags are re-read as often.
+
+Stores are found at HEAD (every directory holding a `_CONFIG_STORE`, none inside a Python package: a
+package's templates are no stores of the repository), or named by `--store DIR`; each is addressed by the
+`name` in its `_CONFIG_STORE`, else by its directory name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from cfgtool._util.cachedir import private_dir
+from cfgtool.errors import CfgtoolError, SourceError, UsageError
+from cfgtool.store import git
+from cfgtool.store.found import store_dirs, store_name
+from cfgtool.store.settings import SETTINGS_FILE, parse_settings
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/@\s]*@", re.IGNORECASE)  # scheme://user:token@
+_FETCH = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+
+
+def is_url(location: str) -> bool:
+    return _URL.match(location) is not None
+
+
+def redact(text: str) -> str:
+    """`text` with the user information of every URL in it dropped (`https://user:token@host/x` ->
+    `https://host/x`): a URL's credentials are never printed, logged, measured or answered."""
+    return _USERINFO.sub(r"\1", text)
+
+
+@dataclass(frozen=True)
+class StoreRef:
+    """A store of the repository: its name in URLs and its directory relative to the root ('' = the root)."""
+
+    name: str
+    path: str
+
+
+class Repository:
+    """The repository the server reads: `root` (a work tree or a bare mirror) and, for a mirror, its URL."""
+
+    def __init__(self, location: str, remote: str | None, cache: Path) -> None:
+        self.location = redact(location)  # for messages: without credentials
+        self.url: str | None = None
+        if is_url(location):
+            self.url = location
+        elif remote is not None:
+            local = git.locate(Path(location).expanduser()).root
+            proc = git.run_git(local, "remote", "get-url", "--", remote, check=False)
+            if proc.returncode != 0:
+                raise UsageError(f"--remote {remote}: no such remote in {local}", hint="`git remote -v` lists them")
+            self.url = proc.stdout.decode().strip()
+        if self.url is None:
+            self.root = git.locate(Path(location).expanduser()).root
+        else:
+            self.root = cache / "serve" / hashlib.sha256(self.url.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def shown_url(self) -> str | None:
+        """The remote's URL without its credentials."""
+        return None if self.url is None else redact(self.url)
+
+    def fetch(self) -> None:
+        """Clone the mirror if it is missing, else fetch it (SourceError, its message without credentials,
+        when the remote cannot be read)."""
+        if self.url is None:
+            return
+        try:
+            self._fetch(self.url)
+        except CfgtoolError as exc:
+            raise SourceError(redact(exc.message), hint=exc.hint and redact(exc.hint)) from None
+
+    def _fetch(self, url: str) -> None:
+        if (self.root / "HEAD").exists():
+            git.run_git(self.root, *_FETCH)
+            self._point_head()
+            return
+        private_dir(self.root.parent)
+        tmp = self.root.with_name(self.root.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
+        git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", url, str(tmp))
+        tmp.rename(self.root)
+        self._point_head()
+
+    def head(self) -> str | None:
+        return git.resolve_commit(self.root, "HEAD")
+
+    def _point_head(self) -> None:
+        """A mirror of a repository whose HEAD names no branch (a bare `git init` pushed to with `main`)
+        points its HEAD at `main`, `master` or its only branch: the stores and tag prefixes are read there."""
+        if self.head() is not None:
+            return
+        out = git.run_git(self.root, "for-each-ref", "--format=%(refname)", "refs/heads/").stdout.decode().split()
+        for name in ("refs/heads/main", "refs/heads/master", *(out if len(out) == 1 else ())):
+            if name in out:
+                git.run_git(self.root, "symbolic-ref", "HEAD", name)
+                return
+
+    def stores(self, dirs: list[str]) -> list[StoreRef]:
+        """The stores named by `dirs`, or every store at HEAD; names must be unique."""
+        head = self.head()
+        if head is None:
+            raise SourceError(f"{self.location} has no commit at HEAD", hint="serve a repository with a branch")
+        if dirs:
+            paths = [_relative(d) for d in dirs]
+        else:
+            paths = store_dirs(git.ls_tree(self.root, head, ""))
+            if not paths:
+                raise SourceError(
+                    f"{self.location} has no store at HEAD (no {SETTINGS_FILE} file)",
+                    hint="pass --store DIR, or commit a store first (`cfgtool init`)",
+                )
+        found: dict[str, StoreRef] = {}
+        for path in paths:
+            name = self._name(head, path)
+            if name in found:
+                raise UsageError(
+                    f"stores {found[name].path or '.'} and {path or '.'} are both named {name!r}",
+                    hint="give each store its own `name:` in its _CONFIG_STORE, or serve one with --store DIR",
+                )
+            found[name] = StoreRef(name, path)
+        return list(found.values())
+
+    def _name(self, head: str, path: str) -> str:
+        file = posixpath.join(path, SETTINGS_FILE) if path else SETTINGS_FILE
+        data = git.read_file(self.root, head, file)
+        if data is None:
+            raise SourceError(f"no store at {path or '.'}/ at HEAD of {self.location}", hint="check --store DIR")
+        settings, _ = parse_settings(data.decode("utf-8-sig", "replace"), file)
+        return store_name(settings.name, path)
+
+
+def _relative(directory: str) -> str:
+    rel = posixpath.normpath(Path(directory).as_posix())
+    if rel.startswith("../") or rel == ".." or rel.startswith("/"):
+        raise UsageError(f"--store {directory}: not inside the repository", hint="give a path relative to its root")
+    return "" if rel == "." else rel

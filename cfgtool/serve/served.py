@@ -1,0 +1,292 @@
+"""The state of one served store: its versions, which of them can be served, the versions in memory, its
+change feed's events and its ACL.
+
+`refresh()` runs on the loader thread: it re-reads the tags (one `git for-each-ref`), loads each new version
+once (a version whose store does not compile is recorded as unservable and never served), numbers the new
+events and publishes a new immutable `View`. Request handlers read `view` once per request, so they never see
+half an update. The versions kept in memory are those some key can see now or within the next `T` seconds
+(Keystone's window, `timeline.window`); any other version is loaded on demand into a small LRU.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cfgtool.access.acl import Acl
+from cfgtool.access.authorizer import Authorizer
+from cfgtool.access.enforce import authorizer_at
+from cfgtool.client.local import ConfigClient
+from cfgtool.errors import CfgtoolError
+from cfgtool.serve.answers import Answer, Bounded, answer
+from cfgtool.serve.feed import Event
+from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.mirror import StoreRef
+from cfgtool.serve.timeline import Published, effective_by, window
+from cfgtool.serve.worker import Resolver, Worker
+from cfgtool.snapshot.model import Snapshot
+from cfgtool.versions import History, Version, history
+from cfgtool.versions.names import CURRENT
+
+EMPTY = answer([])
+log = logging.getLogger("cfgtool.serve")
+
+
+@dataclass(frozen=True)
+class View:
+    """What requests read: replaced whole by each refresh, never changed in place."""
+
+    versions: Mapping[int, Version] = field(default_factory=dict)
+    published: tuple[Published, ...] = ()  # servable versions, newest first
+    unservable: Mapping[int, str] = field(default_factory=dict)
+    pinned: Mapping[int, LoadedVersion] = field(default_factory=dict)
+    versions_answer: Answer = EMPTY
+    authorizer: Authorizer | None = None  # the current version's ACL (with access control on)
+    public: bool = False  # answers may be kept by shared caches (`--public-cache`, and User:* reads every key)
+    acl_problem: str | None = None  # no current version, or its ACL does not load: 503 E_NO_ACL for this store
+
+    @property
+    def current(self) -> int | None:
+        """The highest servable version without a rollback marker."""
+        good = [p.version for p in self.published if p.rolled_back_at is None]
+        return max(good) if good else None
+
+    def named(self, name: str) -> int | None:
+        """The servable version `current` or `previous` (the good one below the current) names; None: none."""
+        current = self.current
+        if name == CURRENT or current is None:
+            return current
+        good = (p.version for p in self.published if p.rolled_back_at is None and p.version < current)
+        return max(good, default=None)
+
+
+class StoreState:
+    """One store of the repository, as served."""
+
+    def __init__(
+        self, ref: StoreRef, root: Path, cache: Path, cache_time: int, with_acl: bool, public: bool = False
+    ) -> None:
+        self.name = ref.name
+        self.path = ref.path
+        self._root = root
+        self._cache = cache
+        self.cache_time = cache_time
+        self._with_acl = with_acl
+        self._public = public  # --public-cache: answers are public while the current ACL lets everyone read
+        self.view = View()
+        self.ready = False
+        self._seen: set[int] = set()
+        self._markers: set[int] = set()
+        self._worker = Worker()
+        self._resolver = Resolver()
+        self._others: Bounded[int, LoadedVersion] = Bounded(4)  # versions asked for outside the window
+        self._clients: Bounded[int, ConfigClient] = Bounded(1)  # whole snapshots, for queries and explain
+        self._load_lock = threading.Lock()
+        self._whole_lock = threading.Lock()
+        self._acls: Bounded[str, tuple[Authorizer, str | None]] = Bounded(64)  # commit -> its ACL
+
+    @property
+    def root(self) -> Path:
+        """The repository (or its bare mirror) the store's versions are read from."""
+        return self._root
+
+    # -- loading ------------------------------------------------------------------------------------------
+    def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[dict[str, Any]]:
+        """Load `versions` in a worker: each one's error or changed-key count, and answers for `keep`."""
+        args = (str(self._root), self.path, self.name, str(self._cache), sorted(versions), sorted(keep), base)
+        return self._worker.load(*args)
+
+    def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
+        authorizer = self.acl(entry["commit"])[0] if self._with_acl else None
+        if entry["intrinsic"]:  # keys without a node under these have configs of their own: be ready
+            self._resolver.warm(str(self._root), self.path, version, str(self._cache))
+        return LoadedVersion(self.name, version, entry, authorizer)
+
+    def acl(self, commit: str) -> tuple[Authorizer, str | None]:
+        """The authorizer under the ACL at `commit`, and why it fails closed (None: it loaded). An ACL that
+        cannot be read or has errors lets only its super users pass (none when it cannot be read)."""
+        found = self._acls.get(commit)
+        if found is not None:
+            return found
+        problem: str | None
+        try:
+            authorizer, problems, _ = authorizer_at(self._root, self.path or ".", commit)
+        except CfgtoolError as exc:
+            problem = f"the ACL of commit {commit[:7]} cannot be read: {exc.message}"
+            found = Authorizer(Acl(present=True, broken=True)), problem
+        else:
+            errors = [p for p in problems if p.severity == "error"]
+            problem = f"the ACL has errors: {errors[0].location}: {errors[0].message}" if errors else None
+            found = authorizer, problem
+        return self._acls.put(commit, found)
+
+    def _whole(self, version: int) -> ConfigClient:
+        """A client of version N with its whole snapshot (kept one at a time: it is large)."""
+        with self._whole_lock:
+            return self._clients.get_or_build(
+                version,
+                lambda: ConfigClient(self._root, store=self.path or ".", version=version, cache_dir=self._cache),
+            )
+
+    def snapshot(self, version: int) -> Snapshot:
+        """Version N's snapshot, for the queries."""
+        return self._whole(version).snapshot
+
+    async def resolve(self, version: int, key: str) -> bytes:
+        """The config (canonical JSON) of `key`, which has no node, under a node that uses the intrinsics:
+        resolved again for the key, in the resolver process (CfgtoolError when it does not resolve)."""
+        return await self._resolver.config(str(self._root), self.path, version, str(self._cache), key)
+
+    def close(self) -> None:
+        """Stop the resolver process (at shutdown)."""
+        self._resolver.close()
+
+    def explain(self, version: int, key: str, path: str) -> dict[str, Any]:
+        """`cfgtool explain --format json` of `key` at `path` in version N (compiles N once, for provenance)."""
+        return self._whole(version).explain(key, path).to_json()
+
+    def loaded(self, version: int) -> LoadedVersion:
+        """Version N in memory (loaded now if needed, which takes a while: call it off the event loop).
+        CfgtoolError when it is not servable."""
+        view = self.view
+        found = view.pinned.get(version) or self._others.get(version)
+        if found is not None:
+            return found
+        if version in view.unservable:
+            raise CfgtoolError(f"version {version} of store {self.name} does not compile: {view.unservable[version]}")
+        with self._load_lock:
+            found = self._others.get(version)
+            if found is not None:
+                return found
+            [entry] = self._load([version], {version})
+            if entry["error"] is not None:
+                raise CfgtoolError(f"version {version} of store {self.name} does not compile: {entry['error']}")
+            return self._others.put(version, self._loaded(version, entry))
+
+    # -- refresh (the loader thread) ----------------------------------------------------------------------
+    def refresh(self, now: float) -> list[Event]:
+        """Re-read the tags, load what is new, publish a new view; the new events, oldest first."""
+        hist = history(self._root, self.path or ".")
+        unservable = dict(self.view.unservable)
+        events: list[Event] = []
+        new = sorted(set(hist.numbers) - self._seen)
+        if new:
+            base = max((n for n in self._seen if n not in unservable), default=None)
+            hot = set(window(_published(hist, unservable), now, self.cache_time))
+            for entry in self._load(new, hot & set(new), base):
+                n = entry["version"]
+                if entry["error"] is not None:
+                    unservable[n] = entry["error"]
+                elif n in hot:
+                    self._others.put(n, self._loaded(n, entry))
+                self._seen.add(n)
+                date = hist.tag(n).date.timestamp()
+                changed = entry.get("changed", 0)
+                events.append(Event("publish", n, date, changed, effective_by(date, self.cache_time)))
+        markers = hist.markers
+        rolled = [n for n in sorted(set(markers) - self._markers) if n in self._seen]  # else nothing was served
+        self._markers.update(markers)
+        for n, changed in zip(rolled, self._rollback_changes(hist, unservable, rolled), strict=True):
+            date = markers[n].date.timestamp()
+            events.append(Event("rollback", n, date, changed, date))
+        self._publish(hist, unservable, now)
+        self.ready = True
+        return sorted(events, key=lambda e: (e.date, e.kind != "publish", e.version))
+
+    def _rollback_changes(self, hist: History, unservable: Mapping[int, str], rolled: list[int]) -> list[int]:
+        """For each rolled-back version, the keys that differ between it and the good one below it that
+        replaces it (0 when either is not servable)."""
+        good = [m for m in hist.numbers if m not in unservable and not hist.is_rolled_back(m)]
+        pairs = [(max((m for m in good if m < n), default=0), n) for n in rolled]
+        wanted = [(a, b) for a, b in pairs if a and b not in unservable]
+        if not wanted:
+            return [0] * len(rolled)
+        found = dict(zip(wanted, self._worker.changes_between(str(self._root), self.path, str(self._cache), wanted),
+                         strict=True))  # fmt: skip
+        return [found.get(pair, 0) for pair in pairs]
+
+    def _publish(self, hist: History, unservable: dict[int, str], now: float) -> None:
+        published = _published(hist, unservable)
+        pinned: dict[int, LoadedVersion] = {}
+        for n in window(published, now, self.cache_time):
+            try:
+                pinned[n] = self.view.pinned.get(n) or self.loaded(n)
+            except CfgtoolError as exc:  # did not compile after all (it is then never served)
+                unservable[n] = exc.message
+        published = _published(hist, unservable)
+        listing = hist.listing(all=True)
+        body = [{**v.to_json(), "servable": v.version not in unservable} for v in listing]
+        current = max((p.version for p in published if p.rolled_back_at is None), default=None)
+        authorizer, problem = None, None
+        if current is None:  # nothing to judge by (with or without tokens): every request but /healthz is refused
+            problem = f"store {self.name} has no current version (none published, or none that can be served)"
+        elif self._with_acl and current is not None:
+            authorizer, problem = self.acl(hist.tag(current).commit)
+            if problem is not None:
+                problem = f"the current version ({current}) of store {self.name} cannot be judged: {problem}"
+        public = False
+        if self._public and current is not None:
+            why = self.public_problem(hist.tag(current).commit)
+            if why is not None and (self.view.public or not self.ready):
+                log.warning("store %s: answers are private (not for shared caches): %s", self.name, why)
+            public = why is None
+        self.view = View(
+            versions={v.version: v for v in listing},
+            published=published,
+            unservable=unservable,
+            pinned=pinned,
+            versions_answer=answer(body),
+            authorizer=authorizer,
+            acl_problem=problem,
+            public=public,
+        )
+
+    def public_problem(self, commit: str) -> str | None:
+        """Why answers of the store under the ACL at `commit` may not go to shared caches (None: they may)."""
+        authorizer, problem = self.acl(commit)
+        return problem if problem is not None else public_refusal(authorizer.acl)
+
+    def current_commit(self) -> str | None:
+        """The commit of the newest version without a rollback marker (read now from the tags)."""
+        hist = history(self._root, self.path or ".")
+        good = [n for n in hist.numbers if not hist.is_rolled_back(n)]
+        return hist.tag(max(good)).commit if good else None
+
+
+def public_refusal(acl: Acl) -> str | None:
+    """Why a shared cache may not keep answers under `acl`, None when `User:*` may read every key: no ACL file,
+    or an allow of `read` (or `all`) for `User:*` on key `*` or prefix `/` from any host and no deny of
+    `User:*` on keys (allow_everyone_if_no_acl_found with no entry on keys counts too)."""
+    if not acl.present:
+        return None
+    if acl.broken:
+        return f"the ACL file {acl.file} has errors"
+    keyed = [e for e in acl.entries if e.key is not None]
+    for entry in keyed:
+        if entry.principal == "User:*" and entry.permission == "deny":
+            return f"the ACL denies User:* ({entry.describe()})"
+    for entry in keyed:
+        if (
+            entry.principal == "User:*"
+            and entry.permission == "allow"
+            and entry.operation in ("read", "all")
+            and entry.host == "*"
+            and (entry.key == "*" or (entry.prefixed and entry.key == "/"))
+        ):
+            return None
+    if acl.allow_everyone_if_no_acl_found and not keyed:
+        return None
+    return "the ACL does not let User:* read every key (no allow of read for User:* on key * or prefix /)"
+
+
+def _published(hist: History, unservable: Mapping[int, str]) -> tuple[Published, ...]:
+    markers = hist.markers
+    return tuple(
+        Published(n, hist.tag(n).date.timestamp(), markers[n].date.timestamp() if n in markers else None)
+        for n in sorted(hist.numbers, reverse=True)
+        if n not in unservable
+    )
