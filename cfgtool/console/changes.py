@@ -22,8 +22,7 @@ from urllib.parse import quote
 from starlette.responses import RedirectResponse, Response
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.serve.answers import Bounded, error
-from cfgtool.serve.app import Denied, not_found, version_number
+from cfgtool.serve.answers import Bounded, Denied, error, not_found, version_number
 from cfgtool.serve.visibility import HIDDEN_LAYER, Visibility
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.hidden import HIDDEN

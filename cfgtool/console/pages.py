@@ -29,11 +29,10 @@ from cfgtool.console.graph import import_graph
 from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.serve.answers import Bounded, error
-from cfgtool.serve.app import Denied, not_found, version_number
+from cfgtool.serve.answers import Bounded, Denied, error, not_found, version_number
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.routes import explain_answer, query_answer
-from cfgtool.serve.store import StoreState, View
+from cfgtool.serve.served import StoreState, View
 from cfgtool.serve.visibility import Visibility
 from cfgtool.versions.diff import ABSENT
 

@@ -16,8 +16,7 @@ from starlette.responses import Response
 from cfgtool.access.acl import principal as as_principal
 from cfgtool.access.operations import KEY_OPERATIONS
 from cfgtool.errors import UsageError
-from cfgtool.serve.answers import error
-from cfgtool.serve.app import Denied, not_found
+from cfgtool.serve.answers import Denied, error, not_found
 
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer

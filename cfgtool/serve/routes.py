@@ -217,8 +217,6 @@ def query_answer(state: StoreState, loaded: LoadedVersion, kind: str, key: str, 
     """The unfiltered answer of query `kind` (`tags`, `imports`, `imported-by`, `datasets`) about `key` in version
     `loaded`, from its cache (built from the version's whole snapshot: call it off the event loop). Denied 400
     for `datasets` of a key that is not a tag."""
-    from cfgtool.serve.app import Denied
-
     exists = key in loaded.nodes
 
     def build() -> dict[str, Any]:
