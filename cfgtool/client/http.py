@@ -456,8 +456,9 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
     # -- reads -------------------------------------------------------------------------------------------
     def lookup(self, key: str, strict: bool = False, *, sealed: bool = False) -> Lookup:
         """The config of `key` at the pinned version and whether it has a node
-        (docs/resolution.md#keys-without-a-node). `sealed`: its secrets as their sealed envelopes instead of `[hidden]` (`?secrets=sealed`), for a reader that holds
-        an identity and opens them itself (`cfgtool agent --identity`)."""
+        (docs/resolution.md#keys-without-a-node). `sealed`: its secrets as their sealed envelopes instead of
+        `[hidden]` (`?secrets=sealed`), for a reader that holds an identity and opens them itself (`cfgtool agent
+        --identity`)."""
         key = self._key(key)
         body = self._read(f"keys{_tail(key)}" + ("?secrets=sealed" if sealed else ""))
         exists = bool(body.get("exists"))
