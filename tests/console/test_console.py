@@ -267,3 +267,13 @@ def test_the_version_switcher_keeps_the_page_and_its_query(small_acl: GitRepo, m
     moved = client.get("/ui/small/switch", params={"v": "1", "page": kept[0]})
     assert moved.status_code == 303 and moved.headers["location"] == "/ui/small/v/1/explain/data/open?path=size"
     assert "size" in client.get(moved.headers["location"]).text
+
+
+@pytest.mark.parametrize("target", ["//evil.example/", "https://evil.example/ui/", "/ui/\\\\evil", "/v1/stores"])
+def test_sign_in_redirects_only_within_the_console(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path, target: str
+) -> None:
+    token = token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    found = client.post("/ui/login", data={"token": token, "next": target})
+    assert found.status_code == 303 and found.headers["location"] == "/ui/"
