@@ -31,7 +31,7 @@ from cfgtool.versions.diff_render import value_text
 
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
-    from cfgtool.console.pages import Context
+    from cfgtool.console.context import Context
     from cfgtool.serve.loaded import LoadedVersion
     from cfgtool.versions.tags import Version
 

@@ -20,7 +20,7 @@ from cfgtool.serve.answers import Denied, error, not_found
 
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
-    from cfgtool.console.pages import Context
+    from cfgtool.console.context import Context
 
 MAX_PRINCIPAL = 200  # characters of an asked-for principal read at most
 

@@ -1,0 +1,328 @@
+"""What every console page shares: the request's context (who asks, the store and version it reads, what it may
+see of them), the console's templates, sessions and sign-in, and the answers' security headers.
+
+Page modules (`pages`, `changes`, `rights`) import from here; `pages.routes` gathers them, so no page module
+imports another.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
+from cfgtool.serve.answers import Bounded, Denied, version_number
+from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.served import StoreState, View
+from cfgtool.serve.visibility import Visibility
+from cfgtool.versions.diff import ABSENT
+
+if TYPE_CHECKING:
+    from cfgtool.serve.app import Api
+    from cfgtool.versions.audit import KeyHistory
+
+CSP = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "x-frame-options": "DENY",
+}
+TIMELINE_SHOWN = 200  # events on the timeline page (the newest; how many older ones there are is said)
+MAX_BODY = 4096  # bytes of a sign-in form read at most
+STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+
+
+class SignIn(Exception):
+    """The request needs a signed-in session (with access control on)."""
+
+
+@dataclass
+class Context:
+    """One console request: who asks, from where, the store and version it reads and what it may see of them."""
+
+    request: Request
+    console: Console
+    who: str | None
+    state: StoreState | None = None
+    view: View | None = None
+    loaded: LoadedVersion | None = None
+    seen: Visibility = field(default_factory=lambda: Visibility((), None, None))
+
+    @property
+    def host(self) -> str | None:
+        return self.request.client.host if self.request.client else None
+
+    @property
+    def fragment(self) -> bool:
+        """Whether htmx asked (it swaps in a fragment, not a whole page)."""
+        return self.request.headers.get("hx-request") == "true"
+
+    def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        return self.console.render(self, template, status, **values)
+
+
+Handler = Callable[[Context], Awaitable[Response]]
+
+
+class Console:
+    """The console of one server: its templates, sessions and routes."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.service = api.service
+        self.sessions = Sessions()
+        self.histories: Bounded[tuple[str, str, str | None, int], KeyHistory] = Bounded(256)  # unfiltered
+        self.env = Environment(
+            loader=PackageLoader("cfgtool.console", "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["urlkey"] = lambda key: quote(str(key).lstrip("/"))
+        self.env.filters["when"] = _when
+        self.env.filters["value"] = _value_text
+        self.env.filters["iso"] = _iso
+        self.env.filters["hocon_name"] = _hocon_name
+        self.env.tests["defined_value"] = lambda value: value is not ABSENT
+        self.env.globals["kind_of"] = _kind_of
+        self.static = _static_files()
+
+    @property
+    def signing_in(self) -> bool:
+        """Whether people sign in (the server has tokens); without, everyone sees everything (loopback)."""
+        return self.service.tokens is not None
+
+    def render(self, ctx: Context, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        store = ctx.state.name if ctx.state is not None else None
+        page, _, here = ctx.request.url.path.removeprefix(f"/ui/{store}/").partition("/")
+        if page == "v":  # /ui/{store}/v/{N}/{page}/...: the switcher keeps the page (and its query: a search)
+            here = here.partition("/")[2]
+            page = here.partition("/")[0]
+            if ctx.request.url.query:
+                here += f"?{ctx.request.url.query}"
+        body = self.env.get_template(template).render(
+            page=page or "timeline",
+            here=here,
+            current_version=ctx.view.current if ctx.view is not None else None,
+            who=ctx.who,
+            signing_in=self.signing_in,
+            store=store,
+            version=ctx.loaded.version if ctx.loaded is not None else None,
+            versions=self._switcher(ctx),
+            fragment=ctx.fragment,
+            path=ctx.request.url.path,
+            **values,
+        )
+        return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store", **SECURITY_HEADERS})
+
+    @staticmethod
+    def _switcher(ctx: Context) -> list[int]:
+        """The versions the header's switcher offers (servable ones, newest first)."""
+        if ctx.view is None:
+            return []
+        return [p.version for p in ctx.view.published][:TIMELINE_SHOWN]
+
+    # -- who asks -----------------------------------------------------------------------------------------
+    async def principal(self, request: Request) -> str | None:
+        """The signed-in principal (None without access control); SignIn without a live session, or when its
+        token no longer passes the API's token check (revoked)."""
+        if not self.signing_in:
+            return None
+        ident = request.cookies.get(COOKIE)
+        session = self.sessions.get(ident)
+        if session is None:
+            raise SignIn
+        try:
+            return await self.api.principal([(b"authorization", f"Bearer {session.token}".encode("latin-1"))])
+        except Denied as exc:
+            if exc.answer.status == 401:
+                self.sessions.end(ident)
+                raise SignIn from exc
+            raise
+
+    async def context(self, request: Request, store: bool = True, version: bool = False) -> Context:
+        """The request's context: its principal, and (as the route names them) its store, judged as the JSON API
+        judges `/v1/{store}/versions`, and its version, with what the principal may see of it."""
+        ctx = Context(request, self, await self.principal(request))
+        if not store:
+            return ctx
+        ctx.state, ctx.view = self.api.store(request.path_params["store"], ctx.who)
+        self.api.describe_store(ctx.state, ctx.view, ctx.who, ctx.host)
+        if version:
+            ctx.loaded = await self.api.version(ctx.state, version_number(request.path_params["n"]))
+            ctx.seen = Visibility.of(ctx.view, ctx.loaded, ctx.who, ctx.host)
+        elif ctx.view.current is not None:
+            current = await self.api.version(ctx.state, ctx.view.current)
+            ctx.seen = Visibility.of(ctx.view, current, ctx.who, ctx.host)
+        return ctx
+
+    def key(self, request: Request) -> str:
+        return self.api.key(request.path_params.get("key", ""))
+
+    # -- answers ------------------------------------------------------------------------------------------
+    def page(self, name: str, handler: Handler, store: bool = True, version: bool = False) -> Callable[..., Any]:
+        """A route's endpoint: the context, the handler, and errors as pages (a missing session: the sign-in)."""
+
+        async def run(request: Request) -> Response:
+            try:
+                ctx = await self.context(request, store, version)
+                response = await handler(ctx)
+            except SignIn:
+                response = self._to_sign_in(request)
+            except Denied as exc:
+                response = self._error(request, exc)
+            self.api.metrics.count(name, response.status_code)
+            return response
+
+        return run
+
+    def _to_sign_in(self, request: Request) -> Response:
+        target = "/ui/login?" + urlencode({"next": _local(request.url.path)})
+        if request.headers.get("hx-request") == "true":  # htmx follows this header with a whole-page load
+            return Response(status_code=401, headers={"hx-redirect": target, **SECURITY_HEADERS})
+        return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+
+    def _error(self, request: Request, exc: Denied) -> Response:
+        doc = json.loads(exc.answer.body)
+        ctx = Context(request, self, None)
+        headers = {k.decode(): v.decode() for k, v in exc.headers if k.lower() != b"www-authenticate"}
+        response = self.render(ctx, "error.html", exc.answer.status, code=exc.answer.status, message=doc["message"])
+        response.headers.update(headers)
+        return response
+
+    # -- sign-in ------------------------------------------------------------------------------------------
+    async def login_form(self, request: Request) -> Response:
+        ctx = Context(request, self, None)
+        if not self.signing_in:
+            return RedirectResponse("/ui/", status_code=303, headers=SECURITY_HEADERS)
+        return self.render(ctx, "login.html", next=_local(request.query_params.get("next", "/ui/")))
+
+    async def login(self, request: Request) -> Response:
+        """`POST /ui/login` with `token` (and `next`): a session cookie and a redirect, or the form again (401)."""
+        ctx = Context(request, self, None)
+        if not self.signing_in:
+            return RedirectResponse("/ui/", status_code=303, headers=SECURITY_HEADERS)
+        if not _same_origin(request):
+            return self.render(ctx, "error.html", 403, code=403, message="sign-in from another site is refused")
+        form = await _form(request)
+        token, target = form.get("token", "").strip()[:MAX_TOKEN], _local(form.get("next", "/ui/"))
+        try:
+            await self.api.principal([(b"authorization", f"Bearer {token}".encode("latin-1", "replace"))])
+        except Denied as exc:
+            message = "unknown or revoked token" if exc.answer.status == 401 else json.loads(exc.answer.body)["message"]
+            return self.render(ctx, "login.html", exc.answer.status, next=target, problem=message)
+        response = RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+        response.set_cookie(
+            COOKIE,
+            self.sessions.start(token),
+            max_age=LIFETIME,
+            path="/ui/",
+            secure=secure,
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        """`POST /ui/logout`: the session ends and its cookie is cleared."""
+        if not _same_origin(request):
+            ctx = Context(request, self, None)
+            return self.render(ctx, "error.html", 403, code=403, message="sign-out from another site is refused")
+        self.sessions.end(request.cookies.get(COOKIE))
+        response = RedirectResponse(
+            "/ui/login" if self.signing_in else "/ui/", status_code=303, headers=SECURITY_HEADERS
+        )
+        response.delete_cookie(COOKIE, path="/ui/", httponly=True, samesite="strict")
+        return response
+
+    async def static_file(self, request: Request) -> Response:
+        found = self.static.get(request.path_params["name"])
+        if found is None:
+            return Response("not found", status_code=404, media_type="text/plain", headers=SECURITY_HEADERS)
+        body, kind = found
+        return Response(body, media_type=kind, headers={"cache-control": "no-cache", **SECURITY_HEADERS})
+
+
+def _iso(date: Any) -> str:
+    """A date (datetime or Unix seconds) in ISO 8601, for `<time datetime>`."""
+    from datetime import UTC, datetime
+
+    if isinstance(date, int | float):
+        date = datetime.fromtimestamp(date, UTC)
+    return str(date.isoformat())
+
+
+def _hocon_name(name: str) -> str:
+    """A field name as one element of a HOCON path (quoted unless plain)."""
+    return name if name and all(c.isalnum() or c in "-_" for c in name) else json.dumps(name)
+
+
+def _kind_of(value: Any) -> str:
+    """How the value tree lays a value out: `object`, `list` or `leaf`."""
+    return "object" if isinstance(value, dict) else "list" if isinstance(value, list) else "leaf"
+
+
+def _value_text(value: Any) -> str:
+    """A leaf value as HOCON would spell it (strings quoted, `[hidden]` as it is)."""
+    if value == "[hidden]":
+        return "[hidden]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _when(date: Any) -> str:
+    """A date (datetime or Unix seconds) as `2026-11-28 01:02 UTC`."""
+    from datetime import UTC, datetime
+
+    if isinstance(date, int | float):
+        date = datetime.fromtimestamp(date, UTC)
+    return str(date.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def _local(target: str) -> str:
+    """A redirect target only within the console (never another site: `//evil`, `/\\evil`, a scheme)."""
+    if not target.startswith("/ui/") or target.startswith(("//", "/\\")) or "\\" in target or "\n" in target:
+        return "/ui/"
+    return target
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a form post comes from the console's own pages: browsers name the posting page's origin in `Origin`
+    and `Sec-Fetch-Site`, so a post from another site (sign-in forgery) is refused."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    return origin is None or origin in (f"http://{host}", f"https://{host}")
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """A small urlencoded form (`MAX_BODY` bytes at most; the rest is not read)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            break
+    fields = parse_qs(body[:MAX_BODY].decode("utf-8", "replace"))
+    return {name: values[-1] for name, values in fields.items()}
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    """The console's static files (CSS, scripts), read once from the package."""
+    found: dict[str, tuple[bytes, str]] = {}
+    folder = resources.files("cfgtool.console") / "static"
+    for item in folder.iterdir():
+        kind = STATIC_TYPES.get("." + item.name.rsplit(".", 1)[-1])
+        if kind is not None and item.is_file():
+            found[item.name] = (item.read_bytes(), kind)
+    return found
