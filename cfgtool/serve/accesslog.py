@@ -25,7 +25,8 @@ from typing import Any, BinaryIO
 FLUSH_SECONDS = 0.5
 FLUSH_LINES = 512
 INSTANCE_LIMIT = 200  # characters of a Cfgtool-Instance header kept
-MIDDLES_KEPT = 4096  # (method, path, version) fields remembered formatted; forgotten all at once past that
+MIDDLES_KEPT = 16384  # (method, path, version) fields remembered formatted; forgotten all at once past that
+MIDDLE_PATH = 200  # ... for paths up to this length (a few MB at most; a hostile stream of long ones is not kept)
 VERSION = re.compile(r"[0-9]{1,9}")
 SENT = "cfgtool.sent"
 """The scope entry where the sender of an answer notes `(status, body bytes, Cfgtool-Version or None)`."""
@@ -116,9 +117,11 @@ class AccessLog:
         what = (scope["method"], scope["path"], version)
         middle = self._middles.get(what)
         if middle is None:
-            if len(self._middles) >= MIDDLES_KEPT:
-                self._middles.clear()
-            middle = self._middles[what] = _middle(*what)
+            middle = _middle(*what)
+            if len(what[1]) <= MIDDLE_PATH:
+                if len(self._middles) >= MIDDLES_KEPT:
+                    self._middles.clear()
+                self._middles[what] = middle
         instance = dict(scope["headers"]).get(b"cfgtool-instance")
         second = int(now)
         if second != self._second:  # formatting a date costs more than a request: once a second

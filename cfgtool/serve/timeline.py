@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,9 @@ class Published:
         return self.rolled_back_at is None or self.rolled_back_at > t
 
 
-@dataclass(frozen=True)
-class Visible:
-    """The version `key` sees now (None: no version is good) and how many seconds that answer holds."""
+class Visible(NamedTuple):
+    """The version `key` sees now (None: no version is good) and how many seconds that answer holds (a tuple:
+    one is made per `current` read)."""
 
     version: int | None
     max_age: int
