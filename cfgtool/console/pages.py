@@ -252,10 +252,9 @@ async def switch(ctx: Context) -> Response:
     """The header's version switcher without scripts: `?v=N&page=P` redirects to the same page of version N."""
     query = ctx.request.query_params
     number = version_number(query.get("v", ""))
-    page = query.get("page", "tree/")
-    if page.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access", "compare"):
-        page = "tree/"
-    path, _, asked = page.partition("?")
+    path, _, asked = query.get("page", "tree/").partition("?")
+    if path.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access", "compare"):
+        path, asked = "tree/", ""
     target = f"/ui/{quote(_store(ctx))}/v/{number}/{quote(path)}" + (f"?{asked}" if asked else "")
     return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
 

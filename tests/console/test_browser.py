@@ -199,7 +199,7 @@ def test_search_and_switch_versions(console: Console, page: tuple[Page, Problems
     shot(tab, "search")
     tab.get_by_label("Version").select_option("2")
     tab.get_by_role("button", name="Go").click()
-    tab.wait_for_url(re.compile(r"/ui/small/v/2/search"))
+    tab.wait_for_url(re.compile(r"/ui/small/v/2/search\?q=payments"))  # the same search, in version 2
     assert tab.get_by_label("Version").input_value() == "2"
     assert problems == []
 
