@@ -21,6 +21,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -69,6 +70,14 @@ def wait_for(predicate: object, timeout: float, what: str) -> None:
     raise SystemExit(f"{what} did not happen within {timeout} s")
 
 
+def healthy(port: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
 def on_disk(directory: Path) -> int | None:
     try:
         return int(os.readlink(directory / "..data")[2:].split("_")[0])
@@ -88,7 +97,8 @@ def main() -> int:
         repo = tmp / "repo"
         stats = generate(args.datasets, repo, 0)
         git_commit(repo, stats.written, "generated")
-        env = {**os.environ, "CFGTOOL_CACHE_DIR": str(tmp / "cache")}
+        os.environ["CFGTOOL_CACHE_DIR"] = str(tmp / "cache")  # publish here and the server share the snapshots
+        env = dict(os.environ)
         start = time.perf_counter()
         publish(repo, message="v1")
         print(f"published version 1 of {args.datasets} datasets in {time.perf_counter() - start:.1f} s", flush=True)
@@ -102,6 +112,7 @@ def main() -> int:
             wait_for(lambda: b"serving" in (tmp / "serve.log").read_bytes(), 300, "the server's start")
             text = (tmp / "serve.log").read_text()
             port = text.split("http://127.0.0.1:")[1].split()[0].rstrip("/")
+            wait_for(lambda: healthy(port), 1800, "the server's readiness")  # it compiles the store once
             out = tmp / "out"
             files = [f"--file=f{i}.{FORMATS[i % 5]}=" + f"{key}:{FORMATS[i % 5]}" for i, key in enumerate(keys)]
             agent_log = open(tmp / "agent.log", "wb")  # noqa: SIM115

@@ -55,7 +55,7 @@ def agent_command(
         typer.Option(
             "--identity",
             metavar="FILE",
-            help="An age identity: secrets are opened into files of mode 0600 (without it they are [hidden]).",
+            help="An age identity: secrets are opened into files of mode 0600 (without it they are shown as hidden).",
             show_default=False,
         ),
     ] = None,
@@ -131,8 +131,9 @@ def agent_command(
         --file app.json=/data/tracking/PageViewEvent --reload 'systemctl reload app'
       cfgtool agent --server http://configs:8750 --store demo --dir /config --once \\
         --file app.properties=/services/web --file app.env=/services/web
-      cfgtool agent --server http://configs:8750 --store demo --dir /etc/nginx/conf.d \\
-        --template site.conf=site.conf.j2:/services/web --check 'nginx -t' --signal HUP --pid-file /run/nginx.pid
+      cfgtool agent --server http://configs:8750 --store demo --dir /etc/nginx/cfgtool \\
+        --template nginx.conf=nginx.conf.j2:/services/web \\
+        --check 'nginx -t -q -c "$CFGTOOL_AGENT_DIR/nginx.conf"' --signal HUP --pid-file /run/nginx.pid
     """
     from cfgtool.agent import Agent, Options, Reload, parse_file, parse_signal, parse_template
 
