@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 
 from cfgtool.console import console_parts
 from cfgtool.serve.app import Api
+from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Options, Service
 from cfgtool.serve.tokens import add_token
 from tests.conftest import GitRepo
@@ -59,7 +60,9 @@ def make_client(tmp_path: Path) -> Iterator[MakeClient]:
         service = Service(options)
         service.refresh()
         services.append(service)
-        return TestClient(Api(service, console_parts()), base_url="http://127.0.0.1:8750", follow_redirects=False)
+        return TestClient(
+            Api(service, starlette_app, console_parts()), base_url="http://127.0.0.1:8750", follow_redirects=False
+        )
 
     yield make
     for service in services:
