@@ -37,7 +37,10 @@ REFERENCE_LOOP_S = 0.5
 _MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
-from cfgtool.compile.compiler import compile_store
+try:
+    from cfgtool.compile.compiler import compile_store
+except ImportError:  # older code: one module
+    from cfgtool.compile import compile_store
 from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import discover
 from cfgtool.store.sources import open_source
