@@ -130,6 +130,7 @@ def test_a_reader_sees_one_version_or_the_one_before_never_a_mix(
             text = f"owner = platform\nretention.days = 7\ngen = {gen}\n"
             version = publish_change(small, {"store/main.conf": text}, f"gen {gen}")
             wait_for(lambda v=version: version_on_disk(out) == v, 30, f"version {version}", agent)  # type: ignore[misc]
+        wait_for(lambda: bool(seen) and seen[-1][0] == 6, 10, "the reader reading the last version")
     finally:
         stop.set()
         thread.join()
