@@ -147,7 +147,7 @@ def _flags_without_metavar(command: typer.core.TyperCommand | typer.core.TyperGr
 
 def _global_options_after(root: typer.core.TyperGroup) -> None:
     """Accept the root's options after the command too (`cfgtool get --store other KEY`): each command and group
-    gets a hidden copy of every root option (`_AFTER_COMMAND`) it has no option of that name for. Its value
+    gets a hidden copy of every root option (`_AFTER_COMMAND`) it has no option or argument of that name for. Its value
     replaces the root's in the command's `CliContext` (the root callback has run by then); given twice, the later
     one wins."""
     copies = []
@@ -162,7 +162,8 @@ def _global_options_after(root: typer.core.TyperGroup) -> None:
     def add(command: object) -> None:
         for sub in getattr(command, "commands", {}).values():
             taken = {opt for param in sub.params for opt in param.opts}
-            sub.params += [option for option in copies if not taken & set(option.opts)]
+            names = {param.name for param in sub.params}  # `rollback N` names its argument `version`
+            sub.params += [option for option in copies if not taken & set(option.opts) and option.name not in names]
             add(sub)
 
     add(root)

@@ -65,3 +65,16 @@ def test_global_version_after_a_command_without_its_own(run_cfgtool: Run, tmp_pa
 def test_command_option_of_the_same_name_stays_the_commands(run_cfgtool: Run, two_stores: GitRepo) -> None:
     proc = run_cfgtool("get", "/data/a", "--version", "1", cwd=two_stores.root)  # get's --version: a config version
     assert proc.returncode == 2 and "version" in proc.stderr and not proc.stdout.startswith("cfgtool "), proc.stderr
+
+
+def test_a_command_argument_named_like_a_global_option_stays_the_commands(run_cfgtool: Run, repo: GitRepo) -> None:
+    """`rollback N` names its argument `version`: the hidden global `--version` must not take N's place."""
+    repo.write({"store/_CONFIG_STORE": "", "store/main.conf": "a = 1\n"})
+    repo.commit("one")
+    assert run_cfgtool("publish", "-m", "one", cwd=repo.root).returncode == 0
+    repo.write({"store/main.conf": "a = 2\n"})
+    repo.commit("two")
+    assert run_cfgtool("publish", "-m", "two", cwd=repo.root).returncode == 0
+    proc = run_cfgtool("rollback", "2", "-m", "bad", cwd=repo.root)
+    assert proc.returncode == 0, proc.stderr
+    assert "rolled back" in run_cfgtool("versions", cwd=repo.root).stdout
