@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,25 +18,8 @@ import pytest
 
 from tests.hostile import gen
 from tests.hostile.runner import Outcome, cfgtool_command, engine_command, make_store, run_limited
+from tests.machine import SLOW
 
-
-def slowness() -> float:
-    """How many times slower than the reference machine this one runs pure Python (at least 1). The time bounds
-    below are for a machine that adds 10 million integers in a Python loop in 0.5 s; a shared runner several
-    times slower would otherwise fail inputs that are bounded, while a hang or a quadratic blow-up still
-    exceeds the scaled bounds by far."""
-    best = min(_loop_seconds() for _ in range(3))
-    return max(1.0, best * 10 / 0.5)  # a tenth of the reference loop, scaled to the whole
-
-
-def _loop_seconds() -> float:
-    start, s = time.process_time(), 0
-    for i in range(1_000_000):
-        s += i
-    return time.process_time() - start
-
-
-SLOW = slowness()
 MEM_MB = 1536  # address-space limit of each child (RSS stays well below its address space)
 CPU_S = round(20 * SLOW)
 WALL_S = 30.0 * SLOW

@@ -24,7 +24,7 @@ def complete_key(store_dir: Path, incomplete: str, under: Iterable[str] = ("/",)
     candidate with nodes below it comes twice, bare and with a trailing `/`, so that the
     shell stops there for the next segment instead of ending the word."""
     scheme, sep, path = incomplete.rpartition(":") if ":" in incomplete else ("", "", incomplete)
-    bare = not path.startswith("/")  # `data/x` is the key /data/x: candidates are written the same way
+    bare = bool(path) and not path.startswith("/")  # `data/x` is the key /data/x: written the same way
     if bare:
         path = "/" + path
     parent, _, prefix = path.rpartition("/")

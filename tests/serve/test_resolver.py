@@ -12,8 +12,8 @@ import time
 import httpx
 
 from tests.conftest import GitRepo
+from tests.machine import SLOW
 from tests.serve.conftest import StartServer, publish_change
-from tests.test_hostile import SLOW
 
 VALUES = 2000  # values that name the key: resolving one made-up name costs milliseconds of pure Python
 
