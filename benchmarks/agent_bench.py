@@ -1,6 +1,6 @@
 """How much memory does `cfgtool agent` take while it follows a 10,000-dataset store, and how fast do versions land?
 
-    python benchmarks/agent_bench.py [--datasets 10000] [--files 5] [--versions 5]
+    python -m benchmarks.agent_bench [--datasets 10000] [--files 5] [--versions 5]
 
 Generates a store (benchmarks/gen_store.py), publishes it, serves it (`cfgtool serve --cache-time 0`), starts one
 `cfgtool agent` writing `--files` datasets' configs (json, yaml, properties, hocon, env in turn), then publishes
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import sysconfig
@@ -24,26 +23,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gen_store import generate, git_commit  # type: ignore[import-not-found]
-
+from benchmarks.gen_store import generate, git_commit
+from benchmarks.machine import python_loop
 from cfgtool.versions import publish
 
 FORMATS = ("json", "yaml", "properties", "hocon", "env")
-
-
-def loop_time() -> float:
-    """The median of 3 runs of a pure-Python loop: how fast this machine is at the moment."""
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def cfgtool() -> list[str]:
@@ -91,7 +75,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=5)
     parser.add_argument("--versions", type=int, default=5)
     args = parser.parse_args()
-    print(f"10M-addition loop: {loop_time():.3f} s (median of 3); load average {os.getloadavg()}", flush=True)
+    print(f"10M-addition loop: {python_loop():.3f} s (median of 3); load average {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="cfgtool-agent-bench-") as name:
         tmp = Path(name)
         repo = tmp / "repo"

@@ -3,8 +3,8 @@ as the shell starts it (bash: COMP_WORDS, COMP_CWORD, _CFGTOOL_COMPLETE=complete
 
 Usage:
     git worktree add --detach /tmp/old-cli 8b5cb28       # optional: older code, for the same completions
-    python benchmarks/completion_bench.py --old /tmp/old-cli
-    python benchmarks/completion_bench.py --datasets 2000 --runs 5
+    python -m benchmarks.completion_bench --old /tmp/old-cli
+    python -m benchmarks.completion_bench --datasets 2000 --runs 5
 
 The store comes from benchmarks/gen_store.py (made once under --out, committed) and gets two version tags
 made with `git tag` (completion reads tag names and metadata, not the versions' configs). Each completion
@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import load, python_loop
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TARGET_S = 0.3
@@ -41,23 +43,6 @@ LINES = [  # what was typed before Tab; the completion is of the last word
     "cfgtool get /data --ref config/",
     "cfgtool get /data --var local_cluster.name=",
 ]
-
-
-def python_loop() -> float:
-    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def complete(checkout: Path, cache: Path, repo: Path, line: str) -> tuple[float, float, list[str]]:

@@ -1,8 +1,8 @@
 """The console's pages at 10,000 datasets: server time (p95) and HTML size of each, and time to usable in Chromium.
 
-    python benchmarks/console_bench.py                      # 10,000 datasets, 40 requests per page
-    python benchmarks/console_bench.py --requests 100 --browser-runs 9
-    python benchmarks/console_bench.py --datasets 100000 --pages tree   # the tree opens without rendering it whole
+    python -m benchmarks.console_bench                      # 10,000 datasets, 40 requests per page
+    python -m benchmarks.console_bench --requests 100 --browser-runs 9
+    python -m benchmarks.console_bench --datasets 100000 --pages tree   # the tree opens without rendering it whole
 
 Builds a store with benchmarks/gen_store.py, publishes version 1, changes one widely imported tag and one dataset
 and publishes version 2, starts `cfgtool serve` (no tokens: no sign-in) on a loopback port and, for every console
@@ -29,30 +29,13 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from benchmarks.machine import load, python_loop
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
 STORE = "bench"
 CHROMIUM = "/usr/bin/chromium-headless-shell"
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
-
-
-def python_loop() -> float:
-    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def git(repo: Path, *args: str) -> str:

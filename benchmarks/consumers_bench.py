@@ -1,10 +1,10 @@
 """Consumers (docs/serving.md "Consumers"): what 1,000 agents' long polls cost the server, and how fast
 `GET /v1/{store}/consumers` answers with 2,000 known instances.
 
-    python benchmarks/consumers_bench.py                      # 5 runs of each
-    python benchmarks/consumers_bench.py --parts b            # only the listing
+    python -m benchmarks.consumers_bench                      # 5 runs of each
+    python -m benchmarks.consumers_bench --parts b            # only the listing
     git worktree add /tmp/old-consumers 151efdc               # the code before consumers, then side by side:
-    python benchmarks/consumers_bench.py --old /tmp/old-consumers
+    python -m benchmarks.consumers_bench --old /tmp/old-consumers
 
 Builds a --datasets store (benchmarks/gen_store.py), publishes version 1, starts `cfgtool serve` on a loopback
 port and measures, printing the load average with every figure:
@@ -34,17 +34,15 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+from benchmarks.machine import load, python_loop
+from benchmarks.serve_bench import build, cpu_seconds, get, rss_mb, start_server
 
-from serve_bench import build, cpu_seconds, get, load, python_loop, rss_mb, start_server  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 STORE = "bench"
 PER_ADDRESS = 100  # long polls the server lets wait per client address without tokens

@@ -3,8 +3,8 @@ a baseline checkout side by side.
 
 Usage:
     git worktree add --detach /tmp/old-statcache main        # the baseline: the code before the change
-    python benchmarks/worktree_bench.py --baseline /tmp/old-statcache
-    python benchmarks/worktree_bench.py --datasets 2000 --runs 5
+    python -m benchmarks.worktree_bench --baseline /tmp/old-statcache
+    python -m benchmarks.worktree_bench --datasets 2000 --runs 5
 
 The store comes from benchmarks/gen_store.py (made once under --out, committed). Each checkout has its own cache
 directory; one `cfgtool compile` per checkout fills its caches, a second one its stat cache. Then each round
@@ -30,26 +30,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import load, python_loop
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TARGET_S = 0.5
-
-
-def python_loop() -> float:
-    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def run(checkout: Path, cache: Path, repo: Path) -> tuple[float, float, str]:
