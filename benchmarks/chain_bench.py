@@ -1,8 +1,8 @@
 """Compile time and memory of import chains: a store whose nodes each import the previous one.
 
 Usage:
-    python benchmarks/chain_bench.py                          # chains of 1,200, 4,800 and 19,200, median of 5
-    python benchmarks/chain_bench.py --depths 1200 --repeat 3 --old /tmp/old-checkout
+    python -m benchmarks.chain_bench                          # chains of 1,200, 4,800 and 19,200, median of 5
+    python -m benchmarks.chain_bench --depths 1200 --repeat 3 --old /tmp/old-checkout
 
 Node `/nNNNNN` sets `a = N` (and `b = ${a}` every tenth node) and imports the node before it, so its L has
 every earlier node: the input grows linearly with the depth, and so must the compile. Each run compiles the
@@ -27,8 +27,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchmarks.machine import load, python_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 1.0  # the chain of 1,200, where the loop takes REFERENCE_LOOP_S
@@ -60,23 +61,6 @@ worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({"seconds": elapsed, "graph_s": graph_s, "errors": result.errors, "digest": digest,
                   "peak_mb": peak_mb, "worker_mb": worker_mb}))
 """
-
-
-def python_loop() -> float:
-    """Seconds of `for i in range(10_000_000): s += i` (median of 3): how fast this machine runs Python now."""
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        s = 0
-        for i in range(10_000_000):
-            s += i
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def make_chain(out: Path, depth: int) -> None:
