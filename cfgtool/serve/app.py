@@ -2,7 +2,7 @@
 
 The hot reads, `GET /v1/{store}/current/keys/{key}` and `GET /v1/{store}/versions/{N}/keys/{key}`, go through
 a raw ASGI path (`Api.__call__`) that answers prebuilt bytes after a few dictionary lookups
-(docs/serving.md#speed-and-memory: 1.85x Starlette's throughput); everything else is routed by Starlette (`routes.py`).
+(faster than routing them: docs/serving.md#speed-and-memory); everything else is routed by Starlette (`routes.py`).
 Both share `Api`'s helpers for access control, so the two kinds of route answer errors alike.
 """
 

@@ -1,7 +1,7 @@
 """Versions are read in a short-lived worker process, not in the server.
 
 Reading a version means loading its whole Snapshot through `ConfigClient` (compiled the first time, then from
-the client's snapshot cache): about 85 MB and a second of CPU for 10,000 nodes. Done in the server, that
+the client's snapshot cache): tens of megabytes and a second of CPU for a large store. Done in the server, that
 memory would stay as the process's high-water mark and the compile would hold the interpreter lock while
 requests wait. So a worker (forked from a fork server that has cfgtool imported; one task, then it exits)
 loads the versions, builds each node's answer (canonical JSON bytes and ETag), counts the keys each version

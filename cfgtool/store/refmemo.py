@@ -2,8 +2,8 @@
 
 A read of a cached version (`cfgtool get --ref HEAD`, `ConfigClient(path)`) needs three answers from git
 before it can open the version's artifact: where the repository is, which commit a ref or version names, and
-which version is current. Each costs a git process, and the first one GitPython's import (about 60 ms, a third
-of such a read). A `RefMemo` keeps those answers in a small JSON file in the cache, together with the state of
+which version is current. Each costs a git process, and the first one GitPython's import (a large part of such a read:
+docs/scaling.md). A `RefMemo` keeps those answers in a small JSON file in the cache, together with the state of
 every directory they depend on: the directories from the starting path up to the repository root (a new
 `.git` on the way would move the repository), its `.git` entry, the git directory and the common directory
 (HEAD, packed-refs), every directory under their `refs/`, `reftable/`, and the store's working-tree settings

@@ -9,15 +9,12 @@ an indexed lookup of one row; provenance (`explain`) is computed on demand from 
 as the compiler does for a node it took from its cache.
 
 Why SQLite (standard library): a B-tree indexed by key, so a read touches a few pages whatever the store's size;
-any number of concurrent readers; plain data. Measured at 10,000 datasets on 2 loaded cores: a client opens
-its version and reads one key in about a millisecond of CPU (benchmarks/versions_read_bench.py), where the
-whole-snapshot msgpack file this replaces took 0.4 s to unpack before the first read. Reading everything costs
-more than that file did (every node: about 0.55 s against 0.45 s; every config's JSON, which the Spark loader
-ships: 0.05 s against 0.03 s), a price paid only by readers of the whole store. Configs stay JSON text, so
+any number of concurrent readers; plain data. Opening a version and reading one key costs about as much as one
+indexed lookup, not the unpacking of the whole store (docs/scaling.md, "Reading a version", has the figures);
+readers of the whole store pay a little more than a single file would cost them. Configs stay JSON text, so
 `config_json()` needs no encoding, and the values at a few paths of every node (the Spark loader's lookup,
-`config_values`) are extracted by SQLite's JSON functions without decoding the configs in Python (0.65 s
-against 4 s for 100,000 nodes). A CRC per column (key included) finds damage, not a planted file: the cache
-directory is private.
+`config_values`) are extracted by SQLite's JSON functions without decoding the configs in Python. A CRC per
+column (key included) finds damage, not a planted file: the cache directory is private.
 
 Written once, to a temporary file renamed into place, and never changed afterwards: readers open it read-only
 and `immutable` (no locks), and a reader keeps reading the file it opened while a writer replaces it. Every
