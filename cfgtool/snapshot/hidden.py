@@ -3,7 +3,7 @@ sealed envelope wherever `${}` copied it, becomes `[hidden]` before anything rea
 
 `hide` walks a config once and returns a copy with those values replaced (the original is left alone), plus
 what it found: `{path: envelope | None}` (None: a value that was not sealed). Everything downstream (get,
-explain, diff, audit, the JSON formats, the snapshot artifact, caches, the client, the server, Spark) reads
+explain, diff, audit, the JSON formats, the snapshot's JSON document, caches, the client, the server, Spark) reads
 the hidden copy, so no output has to remember to redact.
 """
 

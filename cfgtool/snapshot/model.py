@@ -1,4 +1,4 @@
-"""The compiled artifact: every node's resolved config, provenance and the query indexes, frozen.
+"""The compiled model: every node's resolved config, provenance and the query indexes, frozen.
 
 A `Snapshot` is what every consumer reads (CLI queries, ConfigClient, the Spark loader, diff and publish);
 none of them re-implements resolution. It has a canonical JSON form stamped with a schema version and the
@@ -260,7 +260,7 @@ class Snapshot(StoreQueries):
             return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
     def to_json(self, provenance: bool = True, texts: bool = True) -> dict[str, Any]:
-        """The versioned artifact (docs/compile.md `--output`). The client cache leaves out `provenance` and keeps
+        """The snapshot's JSON document (docs/compile.md `--output`). The client cache leaves out `provenance` and keeps
         `texts` (the files, for keys without a node) in a file of their own, read only when needed."""
         files: dict[str, int] = {}
 
@@ -365,7 +365,7 @@ def canonical_json(value: Any) -> str:
 
 
 def save(snapshot: Snapshot, path: Path) -> None:
-    """Write a snapshot's artifact atomically (SourceError when the file cannot be written). Only into an
+    """Write a snapshot's JSON document atomically (SourceError when the file cannot be written). Only into an
     existing directory: a typo in the path must not create directories (outside the repository, too)."""
     if not path.parent.is_dir():
         raise SourceError(
