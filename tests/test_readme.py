@@ -109,6 +109,7 @@ def reader_env(home: Path) -> dict[str, str]:
         "PATH": f"{scripts}{os.pathsep}{os.environ['PATH']}",
         "PYTHONUNBUFFERED": "1",  # stdout and stderr interleave as on a terminal
         "LC_ALL": "C.UTF-8",
+        "COLUMNS": "",  # a pipe, as the README shows it: nothing is fitted to a terminal's width
     }
 
 

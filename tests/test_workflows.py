@@ -133,6 +133,7 @@ def run_job(workflow: str, job: str, cwd: Path, context: Mapping[str, str], env:
         **git_env(),
         "PATH": f"{SCRIPTS}{os.pathsep}{os.environ['PATH']}",
         "CI": "true",
+        "COLUMNS": "",  # a runner's log is no terminal: `versions` cuts nothing
         "GITHUB_STEP_SUMMARY": str(summary),
         **env,
     }
