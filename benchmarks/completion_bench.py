@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.machine import load, python_loop
+from benchmarks.machine import load, python_loop, spread
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -64,10 +64,6 @@ def complete(checkout: Path, cache: Path, repo: Path, line: str) -> tuple[float,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, proc.stdout.split()
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):6.3f} s ({min(values):.3f}-{max(values):.3f})"
 
 
 def tag_versions(repo: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Sequence
 
 
 def python_loop() -> float:
@@ -35,3 +36,8 @@ def print_machine() -> float:
     seconds = python_loop()
     print(f"pure-Python loop of 10M additions: {seconds:.2f} s (median of 3); {load()}", flush=True)
     return seconds
+
+
+def spread(values: Sequence[float]) -> str:
+    """A figure as benchmarks print it: the median, then the range of the runs."""
+    return f"{statistics.median(values):6.3f} s ({min(values):.3f}-{max(values):.3f})"

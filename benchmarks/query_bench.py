@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.machine import print_machine
+from benchmarks.machine import print_machine, spread
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -53,10 +53,6 @@ def run(checkout: Path, cache: Path, repo: Path, args: list[str]) -> tuple[float
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, proc.returncode
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):6.3f} s ({min(values):.3f}-{max(values):.3f})"
 
 
 def main() -> None:

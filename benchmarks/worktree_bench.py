@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.machine import load, python_loop
+from benchmarks.machine import load, print_machine, spread
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -52,10 +52,6 @@ def run(checkout: Path, cache: Path, repo: Path) -> tuple[float, float, str]:
     return wall, cpu, digest
 
 
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):6.3f} s ({min(values):.3f}-{max(values):.3f})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare with (e.g. main)")
@@ -63,7 +59,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("/tmp/cfgtool-worktree-bench"))
     args = parser.parse_args()
-    print(f"pure-Python 10M loop: {python_loop():.2f} s (median of 3); {load()}", flush=True)
+    print_machine()
 
     repo = args.out / f"repo-{args.datasets}"
     if not repo.exists():
