@@ -45,7 +45,7 @@ def git(repo: Path, *args: str) -> str:
 def build(repo: Path, datasets: int) -> list[str]:
     """Generate, commit and publish version 1; change a tag imported widely and one dataset, publish version 2.
     The dataset keys."""
-    from gen_store import generate, git_commit
+    from benchmarks.gen_store import generate, git_commit
 
     from cfgtool.versions import publish
 

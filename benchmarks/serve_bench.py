@@ -76,7 +76,7 @@ def rss_mb(pid: int) -> float:
 # -- the store and the server -------------------------------------------------------------------------------
 def build(repo: Path, datasets: int) -> list[str]:
     """Generate, commit and publish the store; its dataset keys."""
-    from gen_store import generate, git_commit
+    from benchmarks.gen_store import generate, git_commit
 
     from cfgtool.versions import publish
 
