@@ -46,7 +46,6 @@ def build(repo: Path, datasets: int) -> list[str]:
     """Generate, commit and publish version 1; change a tag imported widely and one dataset, publish version 2.
     The dataset keys."""
     from benchmarks.gen_store import generate, git_commit
-
     from cfgtool.versions import publish
 
     stats = generate(datasets, repo)

@@ -55,6 +55,7 @@ from pathlib import Path
 from benchmarks.machine import load, print_machine
 
 HERE = Path(__file__).resolve().parent
+SELF = [sys.executable, "-m", "benchmarks.serve_bench"]  # the loaders run this module again (cwd: the root)
 
 STORE = "bench"
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
@@ -77,7 +78,6 @@ def rss_mb(pid: int) -> float:
 def build(repo: Path, datasets: int) -> list[str]:
     """Generate, commit and publish the store; its dataset keys."""
     from benchmarks.gen_store import generate, git_commit
-
     from cfgtool.versions import publish
 
     stats = generate(datasets, repo)
@@ -294,8 +294,8 @@ def long_keys(
         for name, port in servers.items():
             for hammer in (False, True):
                 loader = subprocess.Popen(
-                    [sys.executable, __file__, "_soak", str(port), str(keys_file), "500", str(duration)],
-                    stdout=subprocess.PIPE, text=True,
+                    [*SELF, "_soak", str(port), str(keys_file), "500", str(duration)],
+                    stdout=subprocess.PIPE, text=True, cwd=HERE.parent,
                 )  # fmt: skip
                 rate = 0.0
                 if hammer:
@@ -357,7 +357,7 @@ def long_polls(port: int, pid: int, repo: Path, count: int) -> None:
 
     since = json.loads(get(port, "/v1/stores")[2])[0]["seq"]
     poller = subprocess.Popen(
-        [sys.executable, __file__, "_polls", str(port), str(since), str(count)], stdout=subprocess.PIPE, text=True
+        [*SELF, "_polls", str(port), str(since), str(count)], stdout=subprocess.PIPE, text=True, cwd=HERE.parent
     )
     assert poller.stdout is not None
     connected = json.loads(poller.stdout.readline())["connected"]
@@ -438,9 +438,10 @@ def soak(port: int, pid: int, keys: list[str], rate: float, seconds: int, tmp: P
     keys_file = tmp / "keys.txt"
     keys_file.write_text("\n".join(keys))
     loader = subprocess.Popen(
-        [sys.executable, __file__, "_soak", str(port), str(keys_file), str(rate), str(seconds)],
+        [*SELF, "_soak", str(port), str(keys_file), str(rate), str(seconds)],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=HERE.parent,
     )
     samples: list[tuple[float, float]] = []
     began = time.monotonic()
