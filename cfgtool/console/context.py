@@ -19,9 +19,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
-from cfgtool.serve.answers import Bounded, Denied, version_number
+from cfgtool.serve.accesslog import PRINCIPAL
+from cfgtool.serve.answers import Bounded, Denied, error, version_number
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.served import StoreState, View
+from cfgtool.serve.tokens import token_id
 from cfgtool.serve.visibility import Visibility
 from cfgtool.versions.diff import ABSENT
 
@@ -79,7 +81,7 @@ class Console:
     def __init__(self, api: Api) -> None:
         self.api = api
         self.service = api.service
-        self.sessions = Sessions()
+        self.sessions = Sessions(api.service.options.cache / "console")
         self.histories: Bounded[tuple[str, str, str | None, int], KeyHistory] = Bounded(256)  # unfiltered
         self.env = Environment(
             loader=PackageLoader("cfgtool.console", "templates"),
@@ -133,21 +135,16 @@ class Console:
 
     # -- who asks -----------------------------------------------------------------------------------------
     async def principal(self, request: Request) -> str | None:
-        """The signed-in principal (None without access control); SignIn without a live session, or when its
-        token no longer passes the API's token check (revoked)."""
-        if not self.signing_in:
+        """The signed-in principal (None without access control); SignIn without a live session: none, forged,
+        expired, signed out, or its token revoked (the API's tokens file, as the server last read it)."""
+        tokens = self.service.tokens
+        if tokens is None:
             return None
-        ident = request.cookies.get(COOKIE)
-        session = self.sessions.get(ident)
-        if session is None:
+        who = self.sessions.principal(request.cookies.get(COOKIE), tokens)
+        if who is None:
             raise SignIn
-        try:
-            return await self.api.principal([(b"authorization", f"Bearer {session.token}".encode("latin-1"))])
-        except Denied as exc:
-            if exc.answer.status == 401:
-                self.sessions.end(ident)
-                raise SignIn from exc
-            raise
+        PRINCIPAL.set(who)
+        return who
 
     async def context(self, request: Request, store: bool = True, version: bool = False) -> Context:
         """The request's context: its principal, and (as the route names them) its store, judged as the JSON API
@@ -217,6 +214,9 @@ class Console:
         token, target = form.get("token", "").strip()[:MAX_TOKEN], _local(form.get("next", "/ui/"))
         try:
             await self.api.principal([(b"authorization", f"Bearer {token}".encode("latin-1", "replace"))])
+            entry = self.service.tokens.entry(token_id(token) or "") if self.service.tokens is not None else None
+            if entry is None:  # revoked between the check and now
+                raise Denied(error(401, "unauthorized", "unknown or revoked token"))
         except Denied as exc:
             message = "unknown or revoked token" if exc.answer.status == 401 else json.loads(exc.answer.body)["message"]
             return self.render(ctx, "login.html", exc.answer.status, next=target, problem=message)
@@ -224,7 +224,7 @@ class Console:
         secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
         response.set_cookie(
             COOKIE,
-            self.sessions.start(token),
+            self.sessions.start(entry),
             max_age=LIFETIME,
             path="/ui/",
             secure=secure,

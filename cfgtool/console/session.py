@@ -1,55 +1,127 @@
-"""Signing in to the console (docs/console.md): a person pastes a token once; the browser then holds only a random
-session id in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` behind https) that lasts 12 hours.
+"""Signing in to the console (docs/console.md): a person pastes a token once; the browser then holds a signed
+session cookie, `HttpOnly`, `SameSite=Strict` (`Secure` behind https), that lasts 12 hours.
 
-The server keeps each session's token in memory and checks it again on every request, through the same token
-check as the JSON API, so a revoked token ends its sessions at the server's next reading of the tokens file. The
-cookie names no principal and no token; sessions end with the server (signing in again is one paste).
+The cookie reads `<token id>.<expiry>.<nonce>.<signature>`: the id of the token's entry in the tokens file (public:
+it is part of the token itself, never its secret), when the session ends, 128 random bits, and an HMAC-SHA256 of
+those and of the entry's stored hash under the server's session key. The key is 256 random bits kept in the
+server's cache directory (`console/session.key`, mode 0600, written atomically), so sessions outlive a restart.
+Every request looks the entry up in the tokens file as the server last read it: a revoked token (its entry gone)
+ends its sessions at the server's next reading of the file, as it ends its API access. Signing out records the
+nonce as ended (`console/ended.json`, kept until the session would have expired), so a copied cookie dies too.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import os
 import secrets
+import threading
 import time
-from dataclasses import dataclass
+from pathlib import Path
 
-from cfgtool.serve.answers import Bounded
+from cfgtool._util.atomic import write_atomic_bytes
+from cfgtool._util.cachedir import private_dir
+from cfgtool.serve.tokens import Entry, Tokens
 
 COOKIE = "cfgtool_session"
 LIFETIME = 12 * 3600  # seconds a session lasts from sign-in
-MAX_SESSIONS = 10_000  # the oldest session ends beyond this many (each one costs a few hundred bytes)
 MAX_TOKEN = 512  # characters of a pasted token read at most (a token is 81)
+MAX_COOKIE = 200  # characters of a session cookie read at most (one is about 100)
+MAX_ENDED = 10_000  # signed-out sessions remembered; the soonest to expire is forgotten first beyond this
+KEY_BYTES = 32
+KEY_FILE = "session.key"
+ENDED_FILE = "ended.json"
 
-
-@dataclass(frozen=True)
-class Session:
-    """A signed-in browser: the token it pasted and when the session ends (time.time())."""
-
-    token: str
-    expires: float
+log = logging.getLogger("cfgtool.serve")
 
 
 class Sessions:
-    """The console's sessions by id."""
+    """The console's sessions: signed cookies under a key kept in `folder` (the server's cache)."""
 
-    def __init__(self) -> None:
-        self._items: Bounded[str, Session] = Bounded(MAX_SESSIONS)
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._key = _session_key(folder)
+        self._ended = _read_ended(folder / ENDED_FILE)
+        self._lock = threading.Lock()
 
-    def start(self, token: str) -> str:
-        """A new session for `token`: its id, the cookie's value (256 random bits)."""
-        ident = secrets.token_urlsafe(32)
-        self._items.put(ident, Session(token, time.time() + LIFETIME))
-        return ident
+    def start(self, entry: Entry) -> str:
+        """A new session of the token `entry` names: the cookie's value."""
+        body = f"{entry.id}.{int(time.time()) + LIFETIME}.{secrets.token_urlsafe(16)}"
+        return f"{body}.{self._sign(body, entry)}"
 
-    def get(self, ident: str | None) -> Session | None:
-        """The live session `ident` names, or None (unknown or expired)."""
-        if not ident or len(ident) > 64:
+    def principal(self, cookie: str | None, tokens: Tokens) -> str | None:
+        """The principal of the live session `cookie` holds, or None: malformed, forged, expired, signed out, or
+        its token revoked (no longer in the tokens file)."""
+        parts = cookie.split(".") if cookie and len(cookie) <= MAX_COOKIE else []
+        if len(parts) != 4 or not parts[1].isdigit():
             return None
-        found = self._items.get(ident)
-        if found is None or found.expires <= time.time():
+        ident, expires, nonce, signature = parts
+        entry = tokens.entry(ident)
+        if entry is None:
             return None
-        return found
+        if not hmac.compare_digest(signature, self._sign(f"{ident}.{expires}.{nonce}", entry)):
+            return None
+        if int(expires) <= time.time() or nonce in self._ended:
+            return None
+        return entry.principal
 
-    def end(self, ident: str | None) -> None:
-        """Forget the session `ident` (signing out; a revoked token)."""
-        if ident:
-            self._items.pop(ident)
+    def end(self, cookie: str | None) -> None:
+        """End the session `cookie` holds (signing out), for good: its nonce is recorded until it would expire."""
+        parts = cookie.split(".") if cookie and len(cookie) <= MAX_COOKIE else []
+        if len(parts) != 4 or not parts[1].isdigit():
+            return
+        now = time.time()
+        with self._lock:
+            ended = {n: t for n, t in self._ended.items() if t > now}
+            ended[parts[2]] = float(parts[1])
+            if len(ended) > MAX_ENDED:
+                ended = dict(sorted(ended.items(), key=lambda item: item[1])[-MAX_ENDED:])
+            self._ended = ended
+            _write_private(self._folder / ENDED_FILE, json.dumps(ended).encode())
+
+    def _sign(self, body: str, entry: Entry) -> str:
+        """The signature of `body` for the token entry (its stored hash included: a replaced entry signs anew)."""
+        mac = hmac.new(self._key, body.encode() + b"." + entry.hash, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def _session_key(folder: Path) -> bytes:
+    """The server's session key from `folder`, made the first time (two servers sharing the cache agree: the
+    second reads the first's); a key only in memory, with a warning, when the folder cannot be written."""
+    path = folder / KEY_FILE
+    try:
+        private_dir(folder)
+        if not path.exists():
+            _write_private(path, secrets.token_bytes(KEY_BYTES), replace=False)
+        key = path.read_bytes()
+        if len(key) != KEY_BYTES:  # damaged: a new key (the sessions signed with the old one end)
+            log.warning("the console's session key %s is damaged: a new one is made", path)
+            key = secrets.token_bytes(KEY_BYTES)
+            _write_private(path, key)
+        return key
+    except OSError as exc:
+        log.warning("cannot keep the console's session key in %s (%s): sessions end with the server", folder, exc)
+        return secrets.token_bytes(KEY_BYTES)
+
+
+def _write_private(path: Path, data: bytes, replace: bool = True) -> None:
+    """Write `data` to `path` atomically, mode 0600."""
+    old = os.umask(0o077)
+    try:
+        write_atomic_bytes(path, data, replace=replace)
+    finally:
+        os.umask(old)
+
+
+def _read_ended(path: Path) -> dict[str, float]:
+    """The signed-out sessions' nonces and when they would have expired ({} without a readable file)."""
+    try:
+        found = json.loads(path.read_bytes())
+        now = time.time()
+        return {str(n): float(t) for n, t in found.items() if float(t) > now}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}

@@ -90,6 +90,12 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
 
 
+def token_id(token: str) -> str | None:
+    """The id of the entry a token names (public: it is no secret), None when it is not a token's shape."""
+    match = _TOKEN.fullmatch(token)
+    return match.group(1) if match else None
+
+
 def _scrypt(secret: str, entry: Entry) -> bytes:
     return hashlib.scrypt(secret.encode(), salt=entry.salt, n=entry.n, r=entry.r, p=entry.p, dklen=32)
 
@@ -219,6 +225,10 @@ class Tokens:
         if stamp != self._stamp:
             self._state = _State(read_tokens(self.path))  # one assignment: a check sees one reading
             self._stamp = stamp
+
+    def entry(self, ident: str) -> Entry | None:
+        """The entry with id `ident` in the file as last read (None: unknown, or revoked since)."""
+        return self._state.entries.get(ident)
 
     def _fast(self, token: str) -> tuple[bytes, str | None, Entry | None]:
         """(the token's SHA-256, its principal if a SHA-256 entry matches, the entry an scrypt run must check

@@ -1,13 +1,16 @@
-"""The console on a real `cfgtool serve` process: mounted under /ui/ beside the JSON API, and the timeline's live
-updates, woken by the change feed when a version is published."""
+"""The console on a real `cfgtool serve` process: mounted under /ui/ beside the JSON API, the timeline's live
+updates, woken by the change feed when a version is published, and sessions that outlive a restart."""
 
 from __future__ import annotations
 
+import stat
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
+from cfgtool.serve.tokens import add_token, revoke_token
 from tests.conftest import GitRepo
 from tests.console.conftest import Page
 from tests.serve.conftest import StartServer, publish_change
@@ -41,3 +44,40 @@ def test_cfgtool_serve_mounts_the_console_and_its_timeline_follows_the_change_fe
     assert float(str(found["took"])) < 20  # woken by the publish, not by the wait's end (25 s)
     live = Page(answer.text)
     assert live.all("section")[0]["hx-get"] == "/ui/small/live?since=2" and "bigger a" in live.text
+
+
+def test_a_session_survives_a_server_restart_and_ends_when_its_token_is_revoked_or_signed_out(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    token = add_token(tokens, "User:alice")[1]
+    cache = tmp_path / "serve-cache"
+    args = ("--tokens", str(tokens), "--cache-time", "0", "--fetch-interval", "0.2")
+    first = start_server(small.root, *args, cache=cache)
+    signed = httpx.post(f"{first.url}/ui/login", data={"token": token, "next": "/ui/small/"})
+    assert signed.status_code == 303
+    cookie = {"cfgtool_session": signed.cookies["cfgtool_session"]}
+    assert token not in signed.headers["set-cookie"] and token.split("_")[2] not in signed.headers["set-cookie"]
+    assert httpx.get(f"{first.url}/ui/small/", cookies=cookie).status_code == 200
+    first.stop()
+
+    second = start_server(small.root, *args, cache=cache)  # the same cache: the same session key
+    page = httpx.get(f"{second.url}/ui/small/", cookies=cookie)
+    assert page.status_code == 200 and "User:alice" in page.text
+    assert stat.S_IMODE((cache / "console" / "session.key").stat().st_mode) == 0o600
+    forged = {"cfgtool_session": cookie["cfgtool_session"][:-2] + "AA"}
+    assert httpx.get(f"{second.url}/ui/small/", cookies=forged).status_code == 303
+
+    other = httpx.post(f"{second.url}/ui/login", data={"token": token, "next": "/ui/small/"})
+    copied = {"cfgtool_session": other.cookies["cfgtool_session"]}
+    assert httpx.post(f"{second.url}/ui/logout", cookies=copied).status_code == 303
+    second.stop()
+    third = start_server(small.root, *args, cache=cache)
+    assert httpx.get(f"{third.url}/ui/small/", cookies=copied).status_code == 303  # signed out stays signed out
+    assert httpx.get(f"{third.url}/ui/small/", cookies=cookie).status_code == 200
+
+    revoke_token(tokens, token.split("_")[1])
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{third.url}/ui/small/", cookies=cookie).status_code == 200 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the loader reads the tokens file every round
+    assert httpx.get(f"{third.url}/ui/small/", cookies=cookie).status_code == 303
