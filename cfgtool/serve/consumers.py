@@ -11,7 +11,9 @@ version is the applied one, not what it last read (it may read a version that it
 Instance ids are client text: 1 to 200 visible ASCII characters but `/`, the first a letter or digit (anything
 else is not noted), keyed together
 with the principal (one principal cannot overwrite another's instance), at most `MAX_INSTANCES` per store (the
-least recently heard one is dropped) and forgotten after `FORGET_AFTER` seconds of silence. Noting a request
+least recently heard one is dropped) and `MAX_PER_PRINCIPAL` per principal (its own least recently heard one is
+dropped: one token inventing ids cannot push the other principals' instances out, nor make every listing
+hold a hundred thousand of its inventions), and forgotten after `FORGET_AFTER` seconds of silence. Noting a request
 costs a dictionary update on the event loop; the listing is built when asked for.
 """
 
@@ -27,6 +29,7 @@ from typing import Any
 from cfgtool.snapshot.model import canonical_json
 
 MAX_INSTANCES = 100_000
+MAX_PER_PRINCIPAL = 10_000  # without tokens every instance has the same principal (None): the same bound
 FORGET_AFTER = 24 * 3600.0
 INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.client.http.INSTANCE), on bytes
 USER_AGENT = re.compile(rb"cfgtool/[!-~]{1,40} \((client|watch|agent|cli)\)")
@@ -84,10 +87,14 @@ def kind_of(user_agent: bytes | None) -> str:
 class Consumers:
     """The instances of one store, least recently heard first."""
 
-    def __init__(self, limit: int = MAX_INSTANCES, forget_after: float = FORGET_AFTER) -> None:
+    def __init__(
+        self, limit: int = MAX_INSTANCES, forget_after: float = FORGET_AFTER, per_principal: int = MAX_PER_PRINCIPAL
+    ) -> None:
         self.limit = limit
         self.forget_after = forget_after
+        self.per_principal = per_principal
         self._items: OrderedDict[tuple[str | None, str], Instance] = OrderedDict()
+        self._of: dict[str | None, OrderedDict[str, None]] = {}  # each principal's ids, least recently heard first
 
     def __len__(self) -> int:
         return len(self._items)
@@ -100,9 +107,14 @@ class Consumers:
         found = self._items.get(key)
         if found is None:
             found = self._items[key] = Instance(ident, principal, kind, address, version, now)
+            own = self._of.setdefault(principal, OrderedDict())
+            own[ident] = None
+            if len(own) > self.per_principal:
+                self._drop((principal, next(iter(own))))
             self._forget(now)
         else:
             self._items.move_to_end(key)
+            self._of[principal].move_to_end(ident)
             found.kind, found.address, found.last_contact, found.json = kind, address, now, None
             if version is not None and not found.reported:
                 found.version = version
@@ -129,12 +141,19 @@ class Consumers:
         """Drop the instances silent for too long and, past the limit, the least recently heard."""
         items = self._items
         while len(items) > self.limit:
-            items.popitem(last=False)
+            self._drop(next(iter(items)))
         while items:
             oldest = next(iter(items.values()))
             if now - oldest.last_contact <= self.forget_after:
                 break
-            items.popitem(last=False)
+            self._drop((oldest.principal, oldest.id))
+
+    def _drop(self, key: tuple[str | None, str]) -> None:
+        del self._items[key]
+        own = self._of[key[0]]
+        del own[key[1]]
+        if not own:
+            del self._of[key[0]]
 
     def instances(self, now: float) -> list[Instance]:
         """The instances heard within `forget_after`, most recently heard first."""
@@ -154,4 +173,4 @@ class Consumers:
         return f'{{"by_version":{by_version},"instances":[{instances}]}}'.encode()
 
 
-__all__ = ["FORGET_AFTER", "INSTANCE", "MAX_INSTANCES", "Consumers", "Instance", "kind_of"]
+__all__ = ["FORGET_AFTER", "INSTANCE", "MAX_INSTANCES", "MAX_PER_PRINCIPAL", "Consumers", "Instance", "kind_of"]

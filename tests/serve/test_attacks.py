@@ -1,0 +1,67 @@
+"""An attacker's requests against a real `cfgtool serve` on loopback: what one client can make the server hold or
+reveal (docs/serving.md "Consumers", docs/security.md)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import httpx
+
+from cfgtool.serve.consumers import MAX_PER_PRINCIPAL
+from tests.conftest import GitRepo
+from tests.serve.conftest import Server, StartServer, publish_change
+from tests.serve.test_access import _token
+from tests.serve.test_http_client import FAST
+
+ACL = """\
+super_users: [User:admin]
+acls:
+  - {principal: User:alice, operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:bob, operation: read, key: /data/, pattern: prefixed, permission: allow}
+"""
+
+
+def pipelined(server: Server, requests: list[bytes], batch: int = 50) -> int:
+    """Send `requests` on one connection, `batch` at a time without waiting between them (HTTP/1.1 pipelining,
+    as a flood would; a batch stays under the server's 16 KB limit on what a head may buffer); how many were
+    answered 200. Each answer here is small and has a body, so counting status lines counts answers."""
+    answered = 0
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        for start in range(0, len(requests), batch):
+            sent = requests[start : start + batch]
+            sock.sendall(b"".join(sent))
+            data = bytearray()
+            while data.count(b"HTTP/1.1 ") < len(sent) or not data.endswith(b"}"):
+                chunk = sock.recv(1 << 20)
+                assert chunk, "the server closed the connection"
+                data += chunk
+            answered += data.count(b"HTTP/1.1 200 ")
+    return answered
+
+
+def test_one_principal_inventing_instance_ids_holds_a_bounded_share_of_the_consumers(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    """Any reader may name itself as it likes: a flood of made-up `Cfgtool-Instance` ids from one token keeps at
+    most MAX_PER_PRINCIPAL of them (its oldest go), so it can neither fill the registry (every listing would
+    carry its inventions, built on the event loop) nor push out another principal's instances."""
+    publish_change(small, {"store/_ACL.yaml": ACL}, "acl")
+    tokens = tmp_path / "tokens.json"
+    alice, bob, admin = (_token(tokens, p) for p in ("User:alice", "User:bob", "User:admin"))
+    server = start_server(small.root, *FAST, "--tokens", str(tokens))
+    read = f"{server.url}/v1/small/current/keys/data/a"
+    assert httpx.get(read, headers={"authorization": f"Bearer {bob}", "cfgtool-instance": "web-1"}).status_code == 200
+    flood = MAX_PER_PRINCIPAL + 300
+    requests = [
+        b"GET /v1/small/current/keys/data/a HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+        b"Cfgtool-Instance: made-up-%d\r\n\r\n" % (alice.encode(), n)
+        for n in range(flood)
+    ]
+    assert pipelined(server, requests) == flood
+    found = httpx.get(f"{server.url}/v1/small/consumers", headers={"authorization": f"Bearer {admin}"}, timeout=30)
+    instances = found.json()["instances"]
+    made_up = [i["id"] for i in instances if i["principal"] == "User:alice"]
+    assert len(made_up) == MAX_PER_PRINCIPAL
+    assert made_up[0] == f"made-up-{flood - 1}" and f"made-up-{flood - MAX_PER_PRINCIPAL}" in made_up  # newest kept
+    assert [i["id"] for i in instances if i["principal"] == "User:bob"] == ["web-1"]
