@@ -5,6 +5,11 @@ clones a bare mirror into the cache once and fetches branches and tags into it e
 Tags are fetched without force, so a tag moved upstream is a fetch failure, never a silent change of a
 published version. With a local path, nothing is fetched: the tags are re-read as often.
 
+A URL's credentials (`https://user:token@host/...`) never reach the disk: the mirror's git config holds the URL
+without them, and each clone or fetch hands them to git through a credential helper named in the git process's
+environment, which answers for that URL's host only and stores nothing. A mirror written by an older cfgtool
+with the credentials in its config is rewritten on start.
+
 Stores are found at HEAD (every directory holding a `_CONFIG_STORE`, none inside a Python package: a
 package's templates are no stores of the repository), or named by `--store DIR`; each is addressed by the
 `name` in its `_CONFIG_STORE`, else by its directory name.
@@ -13,11 +18,13 @@ package's templates are no stores of the repository), or named by `--store DIR`;
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from cfgtool._util.cachedir import private_dir
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
@@ -26,8 +33,13 @@ from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
-_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/@\s]*@", re.IGNORECASE)  # scheme://user:token@
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/?#\s]*@", re.IGNORECASE)  # scheme://user:token@
+_AUTHORITY = re.compile(r"^([a-z][a-z0-9+.-]*)://([^/?#\s]*)@([^/?#\s]*)(.*)$", re.IGNORECASE | re.DOTALL)
 _FETCH = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+_HTTP = {"http", "https", "ftp", "ftps"}  # the schemes git sends a URL's user name and password over
+# A credential helper (git runs it with sh): answers `get` with the credential its environment holds and
+# ignores `store` and `erase`, so neither it nor a helper the user configured keeps the credential anywhere.
+_HELPER = '!f() { cat >/dev/null; test "$1" = get && printf \'%s\' "$CFGTOOL_GIT_CREDENTIAL"; }; f'
 
 
 def is_url(location: str) -> bool:
@@ -40,6 +52,42 @@ def redact(text: str) -> str:
     return _USERINFO.sub(r"\1", text)
 
 
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """(`url` as written to disk, the environment of the git processes that clone or fetch it).
+
+    An http(s) or ftp(s) URL loses its user information, which the environment hands to git through `_HELPER`
+    for that scheme and host alone (a redirect elsewhere gets nothing), after emptying the list of helpers
+    configured (which could store it) and turning prompts off. Any other URL only loses a password, which git
+    never uses there (an ssh user name is a login, not a secret).
+    """
+    found = _AUTHORITY.match(url)
+    if found is None:
+        return url, {}
+    scheme, userinfo, host, rest = found.groups()
+    user, colon, password = userinfo.partition(":")
+    if scheme.lower() not in _HTTP:
+        return (f"{scheme}://{user}@{host}{rest}" if user else f"{scheme}://{host}{rest}"), {}
+    clean = f"{scheme}://{host}{rest}"
+    user, password = unquote(user), unquote(password)
+    if any(c in user + password for c in "\n\r\0"):
+        raise UsageError(f"{redact(url)}: its user information holds a line break or NUL", hint="check the URL")
+    credential = (f"username={user}\n" if user else "") + (f"password={password}\n" if colon else "")
+    if not credential:
+        return clean, {}
+    try:
+        base = int(os.environ.get("GIT_CONFIG_COUNT", "0") or "0")  # keep the entries the user set
+    except ValueError:
+        base = 0
+    env = {"GIT_CONFIG_COUNT": str(base + 2), "GIT_TERMINAL_PROMPT": "0", "CFGTOOL_GIT_CREDENTIAL": credential}
+    for n, (key, value) in enumerate([("credential.helper", ""), (f"credential.{scheme}://{host}.helper", _HELPER)]):
+        env[f"GIT_CONFIG_KEY_{base + n}"], env[f"GIT_CONFIG_VALUE_{base + n}"] = key, value
+    return clean, env
+
+
+def _cache_dir(cache: Path, url: str) -> Path:
+    return cache / "serve" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class StoreRef:
     """A store of the repository: its name in URLs and its directory relative to the root ('' = the root)."""
@@ -49,23 +97,30 @@ class StoreRef:
 
 
 class Repository:
-    """The repository the server reads: `root` (a work tree or a bare mirror) and, for a mirror, its URL."""
+    """The repository the server reads: `root` (a work tree or a bare mirror) and, for a mirror, its URL
+    (without credentials; they live in `_env`, in memory only)."""
 
     def __init__(self, location: str, remote: str | None, cache: Path) -> None:
         self.location = redact(location)  # for messages: without credentials
         self.url: str | None = None
+        self._env: dict[str, str] = {}
+        self._legacy: Path | None = None  # where an older cfgtool kept this mirror (its key had the credentials)
+        given: str | None = None
         if is_url(location):
-            self.url = location
+            given = location
         elif remote is not None:
             local = git.locate(Path(location).expanduser()).root
             proc = git.run_git(local, "remote", "get-url", "--", remote, check=False)
             if proc.returncode != 0:
                 raise UsageError(f"--remote {remote}: no such remote in {local}", hint="`git remote -v` lists them")
-            self.url = proc.stdout.decode().strip()
-        if self.url is None:
+            given = proc.stdout.decode().strip()
+        if given is None:
             self.root = git.locate(Path(location).expanduser()).root
-        else:
-            self.root = cache / "serve" / hashlib.sha256(self.url.encode("utf-8")).hexdigest()[:16]
+            return
+        self.url, self._env = split_credentials(given)
+        self.root = _cache_dir(cache, self.url)
+        if given != self.url:
+            self._legacy = _cache_dir(cache, given)
 
     @property
     def shown_url(self) -> str | None:
@@ -83,16 +138,32 @@ class Repository:
             raise SourceError(redact(exc.message), hint=exc.hint and redact(exc.hint)) from None
 
     def _fetch(self, url: str) -> None:
+        if self._legacy is not None:
+            self._scrub(url, self._legacy)
+            self._legacy = None
         if (self.root / "HEAD").exists():
-            git.run_git(self.root, *_FETCH)
+            git.run_git(self.root, *_FETCH, env=self._env)
             self._point_head()
             return
         private_dir(self.root.parent)
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
-        git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", url, str(tmp))
+        git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", url, str(tmp), env=self._env)
         tmp.rename(self.root)
         self._point_head()
+
+    def _scrub(self, url: str, legacy: Path) -> None:
+        """An older cfgtool kept this mirror under a name derived from the URL with its credentials, and that
+        URL in the mirror's config: the mirror moves to its new place with the URL rewritten (or, when the new
+        place is taken, goes), and a clone it left cut short goes too."""
+        shutil.rmtree(legacy.with_name(legacy.name + ".tmp"), ignore_errors=True)
+        if not (legacy / "HEAD").exists():
+            return
+        if (self.root / "HEAD").exists():
+            shutil.rmtree(legacy)
+            return
+        git.run_git(legacy, "config", "--", "remote.origin.url", url)
+        legacy.rename(self.root)
 
     def head(self) -> str | None:
         return git.resolve_commit(self.root, "HEAD")

@@ -15,7 +15,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,8 +111,11 @@ def _runner(cwd: Path) -> gitpython.Git:
     return runner
 
 
-def run_git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> Completed:
-    """Run `git args...` in `cwd` and capture its output; raises GitError when it fails (if `check`)."""
+def run_git(
+    cwd: Path, *args: str, input: bytes | None = None, check: bool = True, env: Mapping[str, str] | None = None
+) -> Completed:
+    """Run `git args...` in `cwd` and capture its output; raises GitError when it fails (if `check`). `env` adds
+    variables to the git process alone (a credential for one fetch stays out of files and of `os.environ`)."""
     runner = _runner(cwd)
     with contextlib.ExitStack() as stack:
         stdin: Any = None
@@ -125,6 +128,7 @@ def run_git(cwd: Path, *args: str, input: bytes | None = None, check: bool = Tru
                 status, out, err = runner.execute(
                     ["git", *args],
                     istream=stdin,
+                    env=dict(env) if env else None,
                     with_extended_output=True,
                     with_exceptions=False,
                     stdout_as_string=False,

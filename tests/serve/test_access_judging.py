@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from cfgtool.serve.mirror import redact
 from tests.conftest import GitRepo
 from tests.serve.conftest import SMALL, StartServer, cfgtool_command, publish_change
 
@@ -222,7 +223,8 @@ def test_healthz_details_go_to_super_users_only_and_a_urls_credentials_never_sho
     origin = tmp_path / "origin.git"
     small.git("clone", "-q", "--bare", str(small.root), str(origin))
     url = "https://alice:s3cr3t-token@git.example.invalid/cfg.git"  # read from a local bare repository instead
-    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.file://{origin}.insteadOf", "GIT_CONFIG_VALUE_0": url}
+    plain = "https://git.example.invalid/cfg.git"  # git sees the URL without its credentials
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.file://{origin}.insteadOf", "GIT_CONFIG_VALUE_0": plain}
     tokens, token = _tokens(tmp_path, "alice", "admin")
     server = start_server(url, "--tokens", str(tokens), "--fetch-interval", "0.2", "--cache-time", "0", env=env)
     get = _getter(server.url, token)
@@ -243,7 +245,7 @@ def test_healthz_details_go_to_super_users_only_and_a_urls_credentials_never_sho
 
     missing = "https://bob:other-secret@git.example.invalid/none.git"
     env = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.file://{tmp_path}/none.git.insteadOf",
-           "GIT_CONFIG_VALUE_0": missing, "CFGTOOL_CACHE_DIR": str(tmp_path / "other-cache")}  # fmt: skip
+           "GIT_CONFIG_VALUE_0": redact(missing), "CFGTOOL_CACHE_DIR": str(tmp_path / "other-cache")}  # fmt: skip
     proc = subprocess.run([*cfgtool_command(), "serve", "--repo", missing, "--port", "0"], capture_output=True,
                           text=True, timeout=120, env=env)  # fmt: skip
     assert proc.returncode != 0 and "cannot read https://git.example.invalid/none.git" in proc.stderr
