@@ -25,14 +25,15 @@ from typing import Any, BinaryIO
 FLUSH_SECONDS = 0.5
 FLUSH_LINES = 512
 INSTANCE_LIMIT = 200  # characters of a Cfgtool-Instance header kept
-MIDDLES_KEPT = 16384  # (method, path, version) fields remembered formatted; forgotten all at once past that
-MIDDLE_PATH = 200  # ... for paths up to this length (a few MB at most; a hostile stream of long ones is not kept)
+HEADS_KEPT = 16384  # lines' fields from principal to bytes remembered formatted; forgotten all at once past that
+HEAD_PATH = 200  # ... for paths up to this length (a few MB at most; a hostile stream of long ones is not kept)
 VERSION = re.compile(r"[0-9]{1,9}")
 SENT = "cfgtool.sent"
 """The scope entry where the sender of an answer notes `(status, body bytes, Cfgtool-Version or None)`."""
 NOTHING_SENT = (0, 0, None)
 MIDDLE = '"method":%s,"path":%s,"store":%s,"key":%s,"version":%s,'
-LINE = '{"time":"%s.%03dZ","principal":%s,%s"status":%d,"bytes":%d,"duration":%.6f,"instance":%s}\n'
+HEAD = '"principal":%s,%s"status":%d,"bytes":%d,'
+MILLIS = [f"{ms:03d}" for ms in range(1000)]  # a line's milliseconds, looked up rather than formatted
 
 PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("cfgtool_principal", default=None)
 """The principal of the request being answered (set by the token check, read when the request is logged)."""
@@ -91,52 +92,43 @@ class AccessLog:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
-        self._entries: list[tuple[float, float, str | None, Scope] | str] = []  # requests, and refusals' lines
+        self._entries: list[tuple[float, float, str, bytes | None] | str] = []  # requests, and refusals' lines
         self._flushing: asyncio.TimerHandle | None = None
         self._second = -1
         self._stamp = ""
-        self._middles: dict[tuple[str, str, bytes | None], str] = {}  # the same paths come again and again
+        self._heads: dict[tuple[str | None, str, str, bytes | None, int, int], str] = {}  # the same reads recur
 
     def _time(self, now: float) -> str:
         second = int(now)
         if second != self._second:  # formatting a date costs more than a request: once a second
             self._second = second
             self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{self._stamp}.{int((now - second) * 1000):03d}Z"
+        return f"{self._stamp}.{MILLIS[int((now - second) * 1000)]}Z"
 
     def request(self, scope: Scope, started: float) -> None:
-        """Log one answered request (`started`: its `time.perf_counter()` when it arrived)."""
-        self._entries.append((time.time(), time.perf_counter() - started, PRINCIPAL.get(), scope))
+        """Log one answered request (`started`: its `time.perf_counter()` when it arrived). Only numbers,
+        strings and bytes are kept until the flush: keeping the scope would keep its containers alive across
+        the collector's young generation, which costs more than taking them apart now."""
+        now, duration, who = time.time(), time.perf_counter() - started, PRINCIPAL.get()
+        status, size, version = scope.get(SENT, NOTHING_SENT)
+        method, path = scope["method"], scope["path"]
+        what = (who, method, path, version, status, size)
+        head = self._heads.get(what)
+        if head is None:
+            head = HEAD % ("null" if who is None else _quote(who), _middle(method, path, version), status, size)
+            if len(path) <= HEAD_PATH:
+                if len(self._heads) >= HEADS_KEPT:
+                    self._heads.clear()
+                self._heads[what] = head
+        instance = None
+        for name, value in scope["headers"]:  # the last one, as a server reading them in order keeps
+            if name == b"cfgtool-instance":
+                instance = value
+        self._entries.append((now, duration, head, instance))
         if len(self._entries) >= FLUSH_LINES:
             self.flush()
         elif self._flushing is None:
             self._flushing = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self.flush)
-
-    def _line(self, now: float, duration: float, who: str | None, scope: Scope) -> str:
-        status, size, version = scope.get(SENT, NOTHING_SENT)
-        what = (scope["method"], scope["path"], version)
-        middle = self._middles.get(what)
-        if middle is None:
-            middle = _middle(*what)
-            if len(what[1]) <= MIDDLE_PATH:
-                if len(self._middles) >= MIDDLES_KEPT:
-                    self._middles.clear()
-                self._middles[what] = middle
-        instance = dict(scope["headers"]).get(b"cfgtool-instance")
-        second = int(now)
-        if second != self._second:  # formatting a date costs more than a request: once a second
-            self._second = second
-            self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return LINE % (
-            self._stamp,
-            (now - second) * 1000,
-            "null" if who is None else _quote(who),
-            middle,
-            status,
-            size,
-            duration,
-            "null" if instance is None else _quote(instance[:INSTANCE_LIMIT].decode("latin-1")),
-        )
 
     def refused(self, status: int, size: int) -> None:
         """Log a request answered by the connection itself (431, 408, 429 for too many connections, 400 for
@@ -155,8 +147,23 @@ class AccessLog:
         if self._flushing is not None:
             self._flushing.cancel()
             self._flushing = None
-        if self._entries:
-            entries, self._entries = self._entries, []
-            text = "".join([e if isinstance(e, str) else self._line(*e) for e in entries])
-            self._stream.write(text.encode("utf-8", "backslashreplace"))
-            self._stream.flush()
+        if not self._entries:
+            return
+        entries, self._entries = self._entries, []
+        lines = []
+        for entry in entries:
+            if isinstance(entry, str):
+                lines.append(entry)
+                continue
+            now, duration, head, instance = entry
+            sent = "null" if instance is None else _quote(instance[:INSTANCE_LIMIT].decode("latin-1"))
+            second = int(now)
+            if second != self._second:  # formatting a date costs more than a request: once a second
+                self._second = second
+                self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            lines.append(
+                f'{{"time":"{self._stamp}.{MILLIS[int((now - second) * 1000)]}Z",{head}'
+                f'"duration":{duration:.6f},"instance":{sent}}}\n'
+            )
+        self._stream.write("".join(lines).encode("utf-8", "backslashreplace"))
+        self._stream.flush()
