@@ -32,15 +32,6 @@ Tokens = Annotated[
 ]
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _proxies(text: str | None) -> tuple[str, ...]:
     """`--forwarded-allow-ips`: addresses or networks, comma-separated, or `*` (UsageError for others)."""
     found = tuple(part.strip() for part in (text or "").split(",") if part.strip())
@@ -179,7 +170,9 @@ def serve_command(
             f"cfgtool serve needs the optional extra 'serve' ({missing} is not installed)",
             hint="pip install 'cfgtool[serve]'",
         )
-    if tokens is None and not insecure_open and not _is_loopback(host):
+    from cfgtool.serve.service import is_loopback
+
+    if tokens is None and not insecure_open and not is_loopback(host):
         raise UsageError(
             f"without --tokens the server serves everyone, so it listens on loopback only, not {host}",
             hint="pass --tokens FILE (create tokens with `cfgtool token add`), or --insecure-open if that is intended",

@@ -38,7 +38,7 @@ from cfgtool.serve.answers import (
 from cfgtool.serve.consumers import INSTANCE, kind_of
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.served import StoreState, View
-from cfgtool.serve.service import Service
+from cfgtool.serve.service import Service, local_name
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
 from cfgtool.serve.visibility import Visibility
@@ -82,6 +82,7 @@ class Api:
         self._polls: Counter[str | None] = Counter()  # waiting long polls per principal (or client address)
         self._resolving: Counter[str | None] = Counter()  # keys waiting for the resolver, per principal (or address)
         self._resolving_total = 0
+        self._local_only = service.options.local_only  # refuse Host names of other sites (DNS rebinding)
         self.access: AccessLog | None = None  # set by the server: the access log
 
     def key(self, text: str) -> str:
@@ -104,6 +105,11 @@ class Api:
             return await self.starlette(scope, receive, send)
         started = time.perf_counter()
         try:
+            if self._local_only and not local_name(_header(scope, b"host") or b""):
+                what = "this server answers its own machine's clients only: address it as 127.0.0.1 or localhost"
+                return await respond(
+                    scope, send, error(421, "misdirected_request", what), [(b"cache-control", NO_STORE)]
+                )
             await self._route(scope, receive, send)
         except Exception as exc:  # a bug: never a traceback to the client, one line in the log
             found = internal(exc, scope)

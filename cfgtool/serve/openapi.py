@@ -274,6 +274,10 @@ RESPONSES: dict[str, Schema] = {
     "TooLarge": _error("`too_large`: a report of more than 4,096 bytes"),
     "RequestTimeout": _error("`request_timeout`: the request did not arrive whole within 10 s; the connection closes"),
     "HeadersTooLarge": _error("`headers_too_large`: the request line and headers are over 16 KB together"),
+    "Misdirected": _error(
+        "`misdirected_request`: without `--tokens` (on loopback, no proxy named, no `--public-cache`) a `Host` "
+        "naming another site is refused: a page of that site pointing its name at 127.0.0.1 (DNS rebinding)"
+    ),
     "Internal": _error("`E_INTERNAL` with an `id`: an unexpected exception, logged in one line under that id"),
     "Unavailable": _error(
         "`not_ready` (the store's versions are still loading), or `E_NO_ACL` (the store has no current version, "
@@ -288,7 +292,14 @@ RESPONSES: dict[str, Schema] = {
 }
 
 # every answer can be one of these (transport limits and bugs)
-ANY = {"400": "BadRequest", "408": "RequestTimeout", "429": "TooMany", "431": "HeadersTooLarge", "500": "Internal"}
+ANY = {
+    "400": "BadRequest",
+    "408": "RequestTimeout",
+    "421": "Misdirected",
+    "429": "TooMany",
+    "431": "HeadersTooLarge",
+    "500": "Internal",
+}
 # every answer about a store adds these
 STORE = {**ANY, "400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "503": "Unavailable"}
 # a key in the path adds 414

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import ipaddress
 import logging
 import time
 from collections import Counter
@@ -46,6 +47,41 @@ class Options:
     access_log: Path | None = None  # the access log's file (None: stderr)
     max_connections: int = 10_000
     public_cache: bool = False  # Cache-Control public: shared caches (nginx, Varnish) may keep answers
+
+    @property
+    def local_only(self) -> bool:
+        """Whether the server answers only this machine's own clients: no tokens, a loopback address, no proxy
+        named (`--forwarded-allow-ips`) and no shared cache in front. Then a request naming another site in
+        its `Host` is refused: it comes from a page of that site whose name now points at 127.0.0.1 (DNS
+        rebinding), and a loopback server without tokens would answer it everything."""
+        return self.tokens is None and is_loopback(self.host) and not self.forwarded_allow_ips and not self.public_cache
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or `localhost`) is a loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def local_name(host: bytes) -> bool:
+    """Whether a `Host` header may come from a client of this machine: an IP address, `localhost` or a name under
+    `.localhost`, or a name of one label (a local proxy's upstream, as nginx sends it). A dotted name is a
+    site's, and a page of that site can point it at 127.0.0.1 (DNS rebinding)."""
+    text = host.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        name = text[1:].partition("]")[0]
+    else:
+        name = text.rpartition(":")[0] if text.count(":") == 1 else text
+    name = name.rstrip(".")
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return "." not in name or name.endswith(".localhost")
+    return True
 
 
 def _iso(t: float | None) -> str | None:

@@ -65,3 +65,29 @@ def test_one_principal_inventing_instance_ids_holds_a_bounded_share_of_the_consu
     assert len(made_up) == MAX_PER_PRINCIPAL
     assert made_up[0] == f"made-up-{flood - 1}" and f"made-up-{flood - MAX_PER_PRINCIPAL}" in made_up  # newest kept
     assert [i["id"] for i in instances if i["principal"] == "User:bob"] == ["web-1"]
+
+
+def test_a_page_of_another_site_cannot_read_a_loopback_server_through_dns_rebinding(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    """Without tokens everyone on the machine may read everything, and a browser is on the machine: a page of
+    attacker.example that points its own name at 127.0.0.1 reads the server with `Host: attacker.example`. Such
+    requests are refused (the JSON API and the console alike); local names and addresses still answer."""
+    server = start_server(small.root, *FAST)
+    read = f"{server.url}/v1/small/current/keys/data/a"
+    for host in ("attacker.example", f"attacker.example:{server.port}", "127.0.0.1.nip.io", "Attacker.Example."):
+        refused = httpx.get(read, headers={"host": host}, timeout=10)
+        assert refused.status_code == 421 and refused.json()["error"] == "misdirected_request", host
+        assert "size" not in refused.text
+        assert httpx.get(f"{server.url}/ui/small/v/1/key/data/a", headers={"host": host}).status_code == 421
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", "[::1]:8750", "cfgtool", "app.localhost"):
+        assert httpx.get(read, headers={"host": host}, timeout=10).status_code == 200, host
+    tokens = tmp_path / "tokens.json"
+    reader = _token(tokens, "User:alice")
+    guarded = start_server(small.root, *FAST, "--tokens", str(tokens))  # a token is needed: any name may be used
+    answer = httpx.get(
+        f"{guarded.url}/v1/small/current/keys/data/a",
+        headers={"host": "configs.example.com", "authorization": f"Bearer {reader}"},
+        timeout=10,
+    )
+    assert answer.status_code == 200
