@@ -2,7 +2,10 @@
 one version side by side.
 
 `/ui/{store}/diff/{A}..{B}` is `cfgtool diff A B` itself (`cfgtool.versions.diff.diff`, the one implementation),
-computed once per pair of commits off the event loop and kept, then filtered for the principal: a key it may not
+computed once per pair of commits off the event loop and kept, then filtered for the principal. The diff the timeline
+and the diff form lead to first, the previous good version against the current one, is computed as soon as the
+current version loads (`prepare`, on a background thread), so its first view does not wait for two compiles.
+What the principal sees: a key it may not
 describe under the current ACL or either version's own appears nowhere, not in a group's count either; a key it may
 describe but not read counts as changed without its values; the layer a change came through shows as
 `[hidden layer]` when the principal may not describe it. A group's reach (how many keys one change touched) is drawn
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,8 +37,10 @@ if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
     from cfgtool.console.context import Context
     from cfgtool.serve.loaded import LoadedVersion
+    from cfgtool.serve.served import StoreState, View
     from cfgtool.versions.tags import Version
 
+log = logging.getLogger("cfgtool.serve")
 GROUPS_SHOWN = 50  # causes listed on a diff page (the rest counted)
 GROUP_KEYS_SHOWN = 12  # keys named under each cause
 KEYS_SHOWN = 50  # keys whose values are listed
@@ -42,6 +48,8 @@ VALUES_SHOWN = 20  # values listed per key
 _DIFFS: Bounded[tuple[str, str, str, str], Diff] = Bounded(8)  # (repo, store, commit A, commit B) -> its diff
 _DIFFS_LOCK = threading.Lock()
 _WORKER = Worker()
+_QUEUED: set[tuple[str, str, str, str]] = set()  # diffs being computed ahead of any request
+_QUEUED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -109,11 +117,10 @@ async def diff_form(ctx: Context) -> Response:
     if query.get("a") and query.get("b"):
         a, b = version_number(query["a"].strip().lstrip("v")), version_number(query["b"].strip().lstrip("v"))
     else:
-        if view.current is None:
+        pair = latest_pair(view)
+        if pair is None:
             raise not_found(f"store {state.name} has no current version")
-        good = [p.version for p in view.published if p.rolled_back_at is None]
-        b = view.current
-        a = max((n for n in good if n < b), default=b)
+        a, b = pair
     return RedirectResponse(f"/ui/{quote(state.name)}/diff/{a}..{b}", status_code=303)
 
 
@@ -143,6 +150,46 @@ async def compare_page(ctx: Context) -> Response:
 
 
 # -- the diff, once per pair of commits ------------------------------------------------------------------------
+def latest_pair(view: View) -> tuple[int, int] | None:
+    """The versions the diff form compares by default: the good version below the current one, and the current
+    one (the current one twice when it is the first); None without a current version."""
+    if view.current is None:
+        return None
+    good = [p.version for p in view.published if p.rolled_back_at is None]
+    b = view.current
+    return max((n for n in good if n < b), default=b), b
+
+
+def prepare(state: StoreState) -> None:
+    """Start computing the store's latest diff (`latest_pair`) on a background thread, unless it is known or under
+    way: called on the loader thread after each refresh, so the first view of that diff finds it ready."""
+    view = state.view
+    pair = latest_pair(view)
+    if pair is None or pair[0] == pair[1]:
+        return
+    a, b = view.versions[pair[0]], view.versions[pair[1]]
+    ident = (str(state.root), state.path or ".", a.commit, b.commit)
+    with _QUEUED_LOCK:  # not _DIFFS_LOCK, which a computation holds for its whole run
+        if ident in _QUEUED or _DIFFS.get(ident) is not None:
+            return
+        _QUEUED.add(ident)
+
+    def run() -> None:
+        try:
+            _diff(state.root, state.path or ".", a, b)
+        except CfgtoolError as exc:  # the page says why when asked
+            log.info("the diff of versions %s and %s of store %s: %s", a.version, b.version, state.name, exc.message)
+        except Exception:  # a bug: logged; the page computes it again when asked
+            log.exception(
+                "computing the diff of versions %s and %s of store %s failed", a.version, b.version, state.name
+            )
+        finally:
+            with _QUEUED_LOCK:
+                _QUEUED.discard(ident)
+
+    threading.Thread(target=run, name="cfgtool-console-diff", daemon=True).start()
+
+
 def _diff(root: Path, store: str, a: Version, b: Version) -> Diff:
     """`cfgtool diff` of two versions of the store, named by their tags, computed in a worker process (two
     whole compiles: their memory and CPU stay out of the server) and cached by commit (a version's commit never

@@ -24,6 +24,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cfgtool.console import changes, rights
+from cfgtool.console import search as searching
 from cfgtool.console import tree as trees
 from cfgtool.console.context import SECURITY_HEADERS, TIMELINE_SHOWN, Console, Context
 from cfgtool.console.graph import import_graph
@@ -36,6 +37,7 @@ from cfgtool.serve.visibility import Visibility
 
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
+    from cfgtool.serve.service import Service
 
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
 CONSUMERS_SHOWN = 500  # instances listed (most recently heard first); the rest counted
@@ -105,7 +107,7 @@ async def tree(ctx: Context) -> Response:
     loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
     if ctx.seen.verdict(key, "describe") != 200:
         raise not_found(f"{key} has no node in version {loaded.version} of store {_store(ctx)}")
-    index = await trees.index_of(loaded)
+    index = await trees.INDEXES.get(loaded)
     children = trees.children(index, loaded, key, ctx.seen, ctx.request.query_params.get("after"))
     if ctx.fragment:
         return ctx.render("tree_children.html", parent=key, children=children)
@@ -224,11 +226,12 @@ async def history(ctx: Context) -> Response:
 
 
 async def search(ctx: Context) -> Response:
-    """`/ui/{store}/v/{N}/search?q=`: keys, paths and values of the version matching `q`, from memory."""
+    """`/ui/{store}/v/{N}/search?q=`: keys, paths and values of the version matching `q`, from the version's
+    search index (shared by every principal), each hit judged by the principal's filter."""
     loaded = _loaded(ctx)
-    q = ctx.request.query_params.get("q", "").strip()[:200]
-    found = trees.search(loaded, q, ctx.seen) if q else None
-    return ctx.render("search.html", q=q, found=found)
+    q = searching.query_text(ctx.request.query_params.get("q", ""))
+    found = searching.search(await searching.INDEXES.get(loaded), loaded, q, ctx.seen) if q else None
+    return ctx.render("search.html", q=q, found=found, max_query=searching.MAX_QUERY)
 
 
 async def consumers(ctx: Context) -> Response:
@@ -299,10 +302,21 @@ async def _config(ctx: Context, key: str) -> Any:
     return json.loads(found.body)["config"]
 
 
+def prepare(service: Service) -> None:
+    """Build what the console reads of each version in memory (its search index and tree) and start the latest
+    diff: run on the server's loader thread after each refresh, so no request pays for them."""
+    for state in service.stores.values():
+        for loaded in state.view.pinned.values():
+            searching.INDEXES.now(loaded)
+            trees.INDEXES.now(loaded)
+        changes.prepare(state)
+
+
 def routes(api: Api) -> Sequence[BaseRoute]:
     """The console's routes (mounted by `cfgtool serve` beside the JSON API)."""
     console = Console(api)
     page = console.page
+    api.service.on_refresh.append(lambda: prepare(api.service))
 
     async def to_slash(request: Request) -> Response:
         return RedirectResponse("/ui/", status_code=308, headers=SECURITY_HEADERS)

@@ -1,32 +1,24 @@
-"""The node tree and the search of one version, from the answers the server holds in memory.
+"""The node tree of one version, from the answers the server holds in memory.
 
 The tree is never rendered whole: a page shows one key's children (at most `PAGE` of them, then a link to the
 next ones), and each child opens its own children on demand. The children index is built once per version (off
-the event loop) and kept as long as the version is in memory.
+the event loop, see `prepared`) and kept as long as the version is in memory.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
-import json
-import re
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from cfgtool.console.prepared import Prepared
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.visibility import Visibility
 from cfgtool.store.keys import ROOT, parent
 
 PAGE = 200  # children shown at once
-RESULTS = 100  # search results shown at once
-MAX_MATCHES = 20  # matching paths shown per key
 
 Index = dict[str, list[str]]  # key -> its children's keys, sorted (keys without a node included)
-
-_indexes: weakref.WeakKeyDictionary[LoadedVersion, Index] = weakref.WeakKeyDictionary()
 
 
 def build_index(loaded: LoadedVersion) -> Index:
@@ -44,13 +36,7 @@ def build_index(loaded: LoadedVersion) -> Index:
     return {k: sorted(v) for k, v in found.items()}
 
 
-async def index_of(loaded: LoadedVersion) -> Index:
-    """The children index of `loaded` (built off the event loop the first time)."""
-    found = _indexes.get(loaded)
-    if found is None:
-        found = await asyncio.to_thread(build_index, loaded)
-        _indexes[loaded] = found
-    return found
+INDEXES: Prepared[Index] = Prepared(build_index)
 
 
 def is_tag(loaded: LoadedVersion, key: str) -> bool:
@@ -123,71 +109,3 @@ def ancestors(key: str) -> list[str]:
         found.append(above)
         above = parent(above)
     return list(reversed(found))
-
-
-@dataclass(frozen=True)
-class Match:
-    key: str
-    by_key: bool  # the key itself matches
-    values: list[tuple[str, Any]]  # (path, value) whose path or value matches
-
-
-@dataclass(frozen=True)
-class Found:
-    matches: list[Match]
-    count: int  # keys that match, all of them (only the first `RESULTS` are listed)
-
-
-def search(loaded: LoadedVersion, q: str, seen: Visibility) -> Found:
-    """Keys, paths and values of `loaded` that contain `q` (case-insensitive): a key's name counts where the
-    principal may describe it, its paths and values where it may read it. Secrets read `[hidden]`. Only the
-    listed keys' configs are parsed; past `RESULTS`, a key whose config text holds `q` is counted as it is."""
-    needle = q.lower()
-    raw = needle.encode("utf-8")
-    configs = loaded.configs
-    matches: list[Match] = []
-    count = 0
-    for key, lowered in _sorted_nodes(loaded):
-        by_key = needle in lowered
-        config = configs.get(key)
-        in_config = config is not None and raw in config.lower()
-        if not (by_key or in_config) or not seen.describes(key):
-            continue
-        readable = in_config and seen.may("read", key)
-        if len(matches) == RESULTS:
-            count += by_key or readable
-            continue
-        values = list(_matching(json.loads(config), needle, "")) if readable and config is not None else []
-        if by_key or values:
-            count += 1
-            matches.append(Match(key, by_key, values[:MAX_MATCHES]))
-    return Found(matches, count)
-
-
-_sorted: weakref.WeakKeyDictionary[LoadedVersion, list[tuple[str, str]]] = weakref.WeakKeyDictionary()
-
-
-def _sorted_nodes(loaded: LoadedVersion) -> list[tuple[str, str]]:
-    """The version's nodes in order, each with its lowercase spelling (kept as long as the version is)."""
-    found = _sorted.get(loaded)
-    if found is None:
-        found = _sorted[loaded] = [(key, key.lower()) for key in sorted(loaded.nodes)]
-    return found
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _matching(value: Any, needle: str, path: str) -> Iterator[tuple[str, Any]]:
-    """(path, value) of each leaf whose path or value contains `needle` (lowercase); a list's items at its path."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            part = name if _PLAIN.fullmatch(name) else json.dumps(name)
-            yield from _matching(item, needle, f"{path}.{part}" if path else part)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _matching(item, needle, path)
-    else:
-        text = value if isinstance(value, str) else json.dumps(value)
-        if needle in text.lower() or needle in path.lower():
-            yield path, value

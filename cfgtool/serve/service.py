@@ -13,6 +13,7 @@ import ipaddress
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,6 +118,8 @@ class Service:
         self.store_errors: dict[str, str] = {}
         self.metrics = Metrics(self._figures, lambda: self.last_fetch, self._consumers)
         self.closed = False
+        self.on_refresh: list[Callable[[], None]] = []  # run on the loader thread after each round (the console's
+        # indexes of the versions just loaded: built there, so no request pays for them)
 
     def _check_public(self) -> None:
         """`--public-cache` is refused with tokens (a shared cache would replay one principal's answer to
@@ -177,6 +180,11 @@ class Service:
                 loop.call_soon_threadsafe(self.feeds[name].extend, events)
             elif events:
                 self.feeds[name].extend(events)
+        for listener in self.on_refresh:
+            try:
+                listener()
+            except Exception:  # a bug in one must not stop the loader: logged, and the next round runs it again
+                log.exception("preparing the loaded versions failed")
         # what is loaded now lives long: keep the collector's full passes (tens of milliseconds over
         # the modules and versions in memory, a latency spike) from rescanning it on every request burst
         gc.freeze()

@@ -5,6 +5,7 @@ deciding rule per operation."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -118,3 +119,25 @@ def test_a_diff_made_in_a_worker_process_keeps_its_unset_marker() -> None:
 
     change = pickle.loads(pickle.dumps(ValueChange("a.b", ABSENT, 1, None, None)))
     assert change.old is ABSENT
+
+
+def test_the_latest_diff_is_computed_when_its_version_loads_before_anyone_asks(
+    small_acl: GitRepo, make_client: MakeClient
+) -> None:
+    from cfgtool.console import changes
+
+    client = make_client(small_acl)
+    publish_change(small_acl, TAG_CHANGE, "v2")
+    service = client.app.service  # type: ignore[attr-defined]
+    service.refresh()  # the loader's round: version 2 loads and its diff to version 1 starts
+    state = service.stores["small"]
+    ident = (str(state.root), state.path or ".", state.view.versions[1].commit, state.view.versions[2].commit)
+    deadline = time.monotonic() + 120
+    while changes._DIFFS.get(ident) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ready = changes._DIFFS.get(ident)
+    assert ready is not None  # no request asked for it
+    assert client.get("/ui/small/diff").headers["location"] == "/ui/small/diff/1..2"
+    page = client.get("/ui/small/diff/1..2")
+    assert page.status_code == 200 and "retention.days" in page.text
+    assert changes._DIFFS.get(ident) is ready  # the page read the one computed ahead

@@ -1,0 +1,133 @@
+"""The search of one version (docs/console.md): keys, paths and values containing a text, from an index built once per
+version and shared by every principal; each hit is then judged by the principal's `Visibility`, the JSON API's one
+filter.
+
+The index is one lowercase text with a record per node, in key order: the key, then each leaf as its path and its
+value, every part ended by a separator a query cannot hold (so no match spans two parts). The values are those the
+server answers (`LoadedVersion.configs`): a secret reads `[hidden]` there, so neither its envelope nor anything in it
+can be found. A query walks the text with `str.find`, one jump to the next record per matching key, so a query costs
+what its matching keys cost, never a pass over every config.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cfgtool.console.prepared import Prepared
+from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.visibility import Visibility
+
+RESULTS = 100  # keys listed at once (all matching keys are counted)
+MAX_MATCHES = 20  # matching paths listed per key
+MAX_QUERY = 200  # characters of a query read at most
+
+_PART = "\x00"  # ends a key, a path or a value
+_UNSEARCHABLE = re.compile(r"[\x00-\x1f]")
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class SearchIndex:
+    """The searchable text of one version: `keys[i]`'s record starts at `starts[i]`, its config part at
+    `values[i]`."""
+
+    keys: tuple[str, ...]
+    text: str
+    starts: tuple[int, ...]
+    values: tuple[int, ...]
+
+
+def build_index(loaded: LoadedVersion) -> SearchIndex:
+    """The index of `loaded`'s resolved nodes (a node that did not resolve has no config: its key alone)."""
+    keys = tuple(sorted(loaded.nodes))
+    parts: list[str] = []
+    starts: list[int] = []
+    values: list[int] = []
+    at = 0
+    for key in keys:
+        starts.append(at)
+        head = f"{key.lower()}{_PART}"
+        parts.append(head)
+        at += len(head)
+        values.append(at)
+        config = loaded.configs.get(key)
+        if config is not None:
+            for path, value in _leaves(json.loads(config), ""):
+                part = f"{path.lower()}{_PART}{_text(value).lower()}{_PART}"
+                parts.append(part)
+                at += len(part)
+    return SearchIndex(keys, "".join(parts), tuple(starts), tuple(values))
+
+
+INDEXES: Prepared[SearchIndex] = Prepared(build_index)
+
+
+@dataclass(frozen=True)
+class Match:
+    key: str
+    by_key: bool  # the key itself matches
+    values: list[tuple[str, Any]]  # (path, value) whose path or value matches
+
+
+@dataclass(frozen=True)
+class Found:
+    matches: list[Match]
+    count: int  # keys that match and may be shown, all of them (only the first `RESULTS` are listed)
+
+
+def query_text(q: str) -> str:
+    """The text a query looks for: at most `MAX_QUERY` characters, without control characters, trimmed."""
+    return _UNSEARCHABLE.sub("", q)[:MAX_QUERY].strip()
+
+
+def search(index: SearchIndex, loaded: LoadedVersion, q: str, seen: Visibility) -> Found:
+    """The keys whose name contains `q` (case-insensitive) where the principal may describe them, and those whose
+    paths or values contain it where it may read them; secrets read `[hidden]`."""
+    needle = q.lower()
+    text, starts, keys = index.text, index.starts, index.keys
+    matches: list[Match] = []
+    count = 0
+    at = text.find(needle)
+    while at >= 0:
+        i = bisect.bisect_right(starts, at) - 1
+        key = keys[i]
+        by_key = at < index.values[i]
+        end = starts[i + 1] if i + 1 < len(starts) else len(text)
+        if seen.describes(key) and (by_key or seen.may("read", key)):
+            if len(matches) < RESULTS:
+                readable = seen.may("read", key)
+                config = loaded.configs.get(key) if readable else None
+                found = list(_matching(json.loads(config), needle, "")) if config is not None else []
+                matches.append(Match(key, by_key, found[:MAX_MATCHES]))
+            count += 1
+        at = text.find(needle, end)
+    return Found(matches, count)
+
+
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """(path, value) of each leaf, a list's items at the list's path (as the key page names them)."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            part = name if _PLAIN.fullmatch(name) else json.dumps(name)
+            yield from _leaves(item, f"{path}.{part}" if path else part)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item, path)
+    else:
+        yield path, value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _matching(config: Any, needle: str, path: str) -> Iterator[tuple[str, Any]]:
+    """(path, value) of each leaf whose path or value contains `needle` (lowercase)."""
+    for leaf, value in _leaves(config, path):
+        if needle in leaf.lower() or needle in _text(value).lower():
+            yield leaf, value

@@ -1,0 +1,67 @@
+"""The console's search: an index built once per version when it loads, shared by every principal and filtered per
+principal on each hit; it finds keys, paths and values as the pages show them, never a secret's sealed text, and
+counts only keys that really match."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from cfgtool.console import search
+from tests.conftest import GitRepo
+from tests.console.conftest import MakeClient, Page
+from tests.console.test_console import sign_in
+from tests.serve.conftest import publish_change
+
+ENVELOPE_PARTS = ("c64196f2c0e1a4e7", "YWdlLWVuY3J5cHRpb24ub3Jn", "cfgtool:v1,age", "ENC[")
+
+
+def _count(page: Page) -> str:
+    return next(p for p in page.text.split(". ") if "match" in p)
+
+
+def test_a_secret_is_never_found_by_its_sealed_text(published: GitRepo, make_client: MakeClient) -> None:
+    client = make_client(published)
+    for q in ENVELOPE_PARTS:
+        found = client.get("/ui/demo/v/1/search", params={"q": q})
+        assert found.status_code == 200 and "0 keys match" in Page(found.text).text, q
+    page = Page(client.get("/ui/demo/v/1/search", params={"q": "credentials.password"}).text)
+    assert "/data/databases/identity" in page.text and "[hidden]" in page.text and "ENC[" not in page.text
+
+
+def test_only_keys_that_really_match_are_counted_past_the_listed_ones(tmp_path: Path, make_client: MakeClient) -> None:
+    repo = GitRepo(tmp_path / "wide")
+    files = {"store/_CONFIG_STORE": "name: wide\n", "store/main.conf": "a = 1\n"}
+    listed, more = search.RESULTS, 50
+    files.update({f"store/data/d{i:04d}/main.conf": 'label = "x\\""\n' for i in range(listed)})  # the value: x"
+    files.update({f"store/data/d{i:04d}/main.conf": 'label = "x"\n' for i in range(listed, listed + more)})
+    publish_change(repo, files, "v1")
+    client = make_client(repo)
+    everything = Page(client.get("/ui/wide/v/1/search?q=label").text)
+    assert f"{listed + more} keys match; the first {listed} are shown" in everything.text
+    # past the listed keys too, only a path or a value counts: not the JSON spelling of a config ({"label":"x"})
+    quoted = Page(client.get("/ui/wide/v/1/search", params={"q": 'x"'}).text)
+    assert f"{listed} keys match." in quoted.text and "are shown" not in quoted.text
+    assert "0 keys match" in Page(client.get("/ui/wide/v/1/search", params={"q": '":"'}).text).text
+    assert "1 key match" in Page(client.get("/ui/wide/v/1/search?q=d0149").text).text
+
+
+def test_the_index_is_built_when_a_version_loads_and_hits_are_filtered_per_principal(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    alice, admin = token_of("User:alice"), token_of("User:admin")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    publish_change(small_acl, {"store/data/secret-project/main.conf": 'size = 5\nlabel = "classified-x"\n'}, "v2")
+    service = client.app.service  # type: ignore[attr-defined]
+    service.refresh()  # the loader's round: version 2 loads, and its index is built there
+    loaded = service.stores["small"].view.pinned[2]
+    assert loaded in search.INDEXES._built  # before any request asked for it
+    index = search.INDEXES._built[loaded]
+    sign_in(client, admin)
+    assert "1 key match" in Page(client.get("/ui/small/v/2/search?q=classified").text).text
+    sign_in(client, alice)
+    for q in ("classified", "secret-project", "size"):
+        page = Page(client.get("/ui/small/v/2/search", params={"q": q}).text)
+        assert "secret-project" not in page.text and "classified" not in page.text.replace(f"{q}", ""), q
+    assert "0 keys match" in Page(client.get("/ui/small/v/2/search?q=classified").text).text
+    assert search.INDEXES._built[loaded] is index  # one index for both principals
