@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -30,12 +29,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from benchmarks.machine import load, python_loop
+from benchmarks.server import start_server
 
 HERE = Path(__file__).resolve().parent
 
 STORE = "bench"
 CHROMIUM = "/usr/bin/chromium-headless-shell"
-_PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -66,25 +65,6 @@ def build(repo: Path, datasets: int) -> list[str]:
     git(repo, "commit", "-qam", "bench: a tag and a dataset change")
     publish(repo, message="v2")
     return keys
-
-
-def start_server(repo: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
-    log_path = repo.parent / "serve.log"
-    log = open(log_path, "wb")  # noqa: SIM115 (the server's whole life)
-    command = [sys.executable, "-m", "cfgtool", "serve", "--repo", str(repo), "--port", "0", "--fetch-interval", "1"]
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=repo.parent)
-    deadline = time.monotonic() + 900
-    port = 0
-    while time.monotonic() < deadline:
-        found = _PORT.search(log_path.read_text(errors="replace"))
-        if found and not port:
-            port = int(found.group(1))
-        if port and get(port, "/healthz")[0] == 200:
-            return proc, port
-        if proc.poll() is not None:
-            raise SystemExit("cfgtool serve exited:\n" + log_path.read_text(errors="replace"))
-        time.sleep(0.2)
-    raise SystemExit("cfgtool serve was not ready in 900 s")
 
 
 def get(port: int, path: str) -> tuple[int, bytes]:
@@ -178,7 +158,7 @@ def main() -> int:
         print(f"built and published 2 versions of a {len(keys):,}-dataset store in {time.perf_counter() - t0:.0f} s  "
               f"{load()}")  # fmt: skip
         t0 = time.perf_counter()
-        proc, port = start_server(tmp / "repo", env)
+        proc, port = start_server(tmp / "repo", env, "--fetch-interval", "1")
         print(f"server pid {proc.pid} ready in {time.perf_counter() - t0:.1f} s", flush=True)
         try:
             named = pages(keys, args.pages)

@@ -40,7 +40,8 @@ import time
 from pathlib import Path
 
 from benchmarks.machine import load, python_loop
-from benchmarks.serve_bench import build, cpu_seconds, get, rss_mb, start_server
+from benchmarks.serve_bench import FETCH, build, cpu_seconds, get, rss_mb
+from benchmarks.server import start_server
 
 HERE = Path(__file__).resolve().parent
 
@@ -187,11 +188,11 @@ def main() -> int:
         keys = build(repo, args.datasets)
         env = {**os.environ, "CFGTOOL_CACHE_DIR": str(Path(tmp) / "cache")}
         procs = {}
-        new, port = start_server(repo, env)
+        new, port = start_server(repo, env, *FETCH)
         procs["new"] = (port, new.pid)
         if args.old is not None:
             old_env = {**env, "PYTHONPATH": str(args.old.resolve()), "CFGTOOL_CACHE_DIR": str(Path(tmp) / "old")}
-            old, old_port = start_server(repo, old_env, "serve-old")
+            old, old_port = start_server(repo, old_env, *FETCH, name="serve-old")
             procs["old"] = (old_port, old.pid)
         try:
             if "b" in args.parts:  # first: the agents of (a) would be known instances too

@@ -53,12 +53,13 @@ import time
 from pathlib import Path
 
 from benchmarks.machine import load, print_machine
+from benchmarks.server import start_server
 
 HERE = Path(__file__).resolve().parent
 SELF = [sys.executable, "-m", "benchmarks.serve_bench"]  # the loaders run this module again (cwd: the root)
 
 STORE = "bench"
-_PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
+FETCH = ("--fetch-interval", "0.5")  # (c) publishes version 2 while the polls wait
 
 
 def cpu_seconds(pid: int) -> float:
@@ -90,27 +91,6 @@ def build(repo: Path, datasets: int) -> list[str]:
         for path, _ in stats.written
         if path.startswith("store/data/") and path.endswith("/main.conf") and path.count("/") == 5
     )
-
-
-def start_server(repo: Path, env: dict[str, str], name: str = "serve") -> tuple[subprocess.Popen[bytes], int]:
-    log_path = repo.parent / f"{name}.log"
-    log = open(log_path, "wb")  # noqa: SIM115 (the server's whole life)
-    command = [sys.executable, "-m", "cfgtool", "serve", "--repo", str(repo), "--port", "0"]
-    proc = subprocess.Popen(  # cwd: `-m` puts it first on sys.path, ahead of the PYTHONPATH that picks the code
-        [*command, "--fetch-interval", "0.5"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=repo.parent
-    )
-    deadline = time.monotonic() + 600
-    port = 0
-    while time.monotonic() < deadline:
-        found = _PORT.search(log_path.read_text(errors="replace"))
-        if found and not port:
-            port = int(found.group(1))
-        if port and get(port, "/healthz")[0] == 200:
-            return proc, port
-        if proc.poll() is not None:
-            raise SystemExit("cfgtool serve exited:\n" + log_path.read_text(errors="replace"))
-        time.sleep(0.2)
-    raise SystemExit("cfgtool serve was not ready in 600 s")
 
 
 def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -499,12 +479,12 @@ def main() -> int:
         keys = build(tmp / "repo", args.datasets)
         print(f"built and published a {len(keys):,}-dataset store in {time.perf_counter() - t0:.0f} s  {load()}")
         t0 = time.perf_counter()
-        proc, port = start_server(tmp / "repo", env)
+        proc, port = start_server(tmp / "repo", env, *FETCH)
         print(f"server pid {proc.pid} ready in {time.perf_counter() - t0:.1f} s, RSS {rss_mb(proc.pid):.0f} MB")
         procs, servers = {"new": proc}, {"new": port}
         if args.old is not None:
             old_env = {**env, "PYTHONPATH": str(args.old.resolve())}
-            procs["old"], servers["old"] = start_server(tmp / "repo", old_env, "serve-old")
+            procs["old"], servers["old"] = start_server(tmp / "repo", old_env, *FETCH, name="serve-old")
             print(f"old server (PYTHONPATH={args.old}) pid {procs['old'].pid}, RSS {rss_mb(procs['old'].pid):.0f} MB")
         pids = {name: p.pid for name, p in procs.items()}
         try:

@@ -26,7 +26,6 @@ import hashlib
 import http.client
 import json
 import os
-import re
 import secrets
 import statistics
 import subprocess
@@ -37,9 +36,9 @@ from base64 import b64encode
 from pathlib import Path
 
 from benchmarks.machine import load, print_machine
+from benchmarks.server import start_server
 
 HERE = Path(__file__).resolve().parent
-_PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
 EXPLAIN = "/v1/small/versions/1/explain/data/a?path=size"
 FILES = {
     "store/_CONFIG_STORE": "name: small\n",
@@ -113,29 +112,6 @@ def scrypt_file(tokens: Path, principal: str) -> str:
     return f"cfgtool_{ident}_{secret}"
 
 
-def serve(tree: Path, repo: Path, tokens: Path, cache: Path) -> tuple[subprocess.Popen[bytes], int]:
-    log_path = repo.parent / f"serve-{tokens.stem}.log"
-    command = [*cfgtool(), "serve", "--repo", str(repo), "--port", "0", "--tokens", str(tokens)]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                env={**env(tree), "CFGTOOL_CACHE_DIR": str(cache)})  # fmt: skip
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        found = _PORT.search(log_path.read_text(errors="replace"))
-        if found:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=30)
-                conn.request("GET", "/healthz")
-                if conn.getresponse().status == 200:
-                    return proc, int(found.group(1))
-            except OSError:
-                pass
-        if proc.poll() is not None:
-            raise SystemExit("cfgtool serve exited:\n" + log_path.read_text(errors="replace"))
-        time.sleep(0.2)
-    raise SystemExit("cfgtool serve was not ready in 600 s")
-
-
 def timed(port: int, token: str, count: int) -> tuple[float, set[int]]:
     """The mean time of `count` explain requests with `token` on one kept-alive connection (a stall counts, as
     it does for the application waiting), and the statuses."""
@@ -155,7 +131,8 @@ def timed(port: int, token: str, count: int) -> tuple[float, set[int]]:
 def measure(label: str, tree: Path, tmp: Path, kind: str, args: argparse.Namespace) -> None:
     tokens = tmp / f"tokens-{label}-{kind.replace(' ', '-')}.json"
     good = scrypt_file(tokens, "User:carol") if kind == "scrypt file" else add_token(tree, tokens, "carol")
-    proc, port = serve(tree, tmp / "repo", tokens, tmp / f"cache-{tokens.stem}")
+    environ = {**env(tree), "CFGTOOL_CACHE_DIR": str(tmp / f"cache-{tokens.stem}")}
+    proc, port = start_server(tmp / "repo", environ, "--tokens", str(tokens), name=f"serve-{tokens.stem}")
     try:
         wrong = good[:-1] + ("B" if good.endswith("A") else "A")
         unknown = f"cfgtool_{secrets.token_hex(8)}_{good.split('_', 2)[2]}"

@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import sysconfig
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from cfgtool.store.git import git_env
+from tests.processes import cfgtool_command, child_env
 from tests.remotes import RemoteWatch, add_origin
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -107,24 +106,17 @@ def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
     watch.check()
 
 
-def _cfgtool_command() -> list[str]:
-    script = Path(sysconfig.get_path("scripts")) / "cfgtool"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "cfgtool"]  # not pip-installed: run from the source tree
-
-
 @pytest.fixture
 def run_cfgtool(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """`run_cfgtool(*args, cwd=tmp_path, env=None, input=None)`: the finished process, stdout and stderr as
     text (`input` is its standard input)."""
-    base_env = {k: v for k, v in os.environ.items() if k != "CFGTOOL_DEBUG"}
+    base_env = child_env()
 
     def run(
         *args: str, cwd: Path = tmp_path, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [*_cfgtool_command(), *args],
+            [*cfgtool_command(), *args],
             cwd=cwd,
             env={**base_env, **(env or {})},
             input=input if input is not None else "",

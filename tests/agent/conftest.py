@@ -10,53 +10,30 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.serve.conftest import cfgtool_command, published, small, start_server  # noqa: F401 (fixtures)
+from tests.processes import Process, cfgtool_command, child_env, wait_for
+from tests.serve.conftest import published, small, start_server
+
+__all__ = ["published", "small", "start_server", "wait_for"]  # the server tests' fixtures, and a helper, used here
 
 STORE = "small"
 
 
-class AgentProcess:
+class AgentProcess(Process):
     """A running `cfgtool agent`: `log()` (its stderr so far), `applied()` (versions it logged), `stop()`."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, directory: Path) -> None:
-        self.proc = proc
-        self.log_path = log_path
-        self.directory = directory
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def applied(self) -> list[int]:
         return [int(line.split()[5]) for line in self.log().splitlines() if "INFO applied version" in line]
 
-    def stop(self, timeout: float = 30) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
 
 StartAgent = Callable[..., AgentProcess]
 RunAgent = Callable[..., subprocess.CompletedProcess[str]]
-
-
-def agent_env(cache: Path) -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if k != "CFGTOOL_DEBUG"}
-    environ["CFGTOOL_CACHE_DIR"] = str(cache)
-    return environ
 
 
 @pytest.fixture
@@ -70,14 +47,10 @@ def start_agent(tmp_path: Path, out: Path) -> Iterator[StartAgent]:
     started: list[AgentProcess] = []
 
     def start(url: str, *args: str, cache: Path | None = None, directory: Path | None = None) -> AgentProcess:
-        log_path = tmp_path / f"agent-{len(started)}.log"
         where = directory or out
         command = [*cfgtool_command(), "agent", "--server", url, "--store", STORE, "--dir", str(where), *args]
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=agent_env(cache or tmp_path / "agent-cache")
-            )
-        agent = AgentProcess(proc, log_path, where)
+        environ = child_env(cache or tmp_path / "agent-cache")
+        agent = AgentProcess.spawn(command, tmp_path / f"agent-{len(started)}.log", environ)
         started.append(agent)
         return agent
 
@@ -93,7 +66,7 @@ def run_agent(tmp_path: Path, out: Path) -> RunAgent:
     ) -> subprocess.CompletedProcess[str]:
         where = str(directory or out)
         command = [*cfgtool_command(), "agent", "--server", url, "--store", store, "--dir", where, *args]
-        env = agent_env(cache or tmp_path / "agent-cache")
+        env = child_env(cache or tmp_path / "agent-cache")
         return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
     return run
@@ -110,16 +83,6 @@ def version_on_disk(directory: Path) -> int | None:
         return int(os.readlink(directory / "..data")[2:].split("_")[0])
     except OSError:
         return None
-
-
-def wait_for(predicate: Callable[[], object], timeout: float, what: str, agent: AgentProcess | None = None) -> float:
-    """Poll `predicate` every 20 ms until it is true; the time it became true (time.time())."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return time.time()
-        time.sleep(0.02)
-    raise AssertionError(f"{what} did not happen within {timeout} s" + (f":\n{agent.log()}" if agent else ""))
 
 
 def free_port() -> int:

@@ -8,13 +8,7 @@ it (SIGTERM) when the test ends. `published` is a copy of the embedded store wit
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import sysconfig
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,64 +17,42 @@ import pytest
 
 from cfgtool.versions import publish
 from tests.conftest import GitRepo
+from tests.processes import Process, cfgtool_command, child_env
+
+__all__ = ["cfgtool_command"]  # imported from here by the server tests
 
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
 START_TIMEOUT = 60.0
 
 
-def cfgtool_command() -> list[str]:
-    script = Path(sysconfig.get_path("scripts")) / "cfgtool"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "cfgtool"]
-
-
-class Server:
+class Server(Process):
     """A running `cfgtool serve` process: `url`, `port`, `stop()`, `log()` (its stderr so far)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path) -> None:
-        self.proc = proc
-        self.log_path = log_path
-        self.port = 0
-        self.url = ""
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
+    port = 0
+    url = ""
 
     def wait_port(self, timeout: float = START_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        """Wait for the line that names the port it bound; sets `port` and `url`."""
+
+        def bound() -> bool:
             found = _PORT.search(self.log())
             if found:
                 self.port = int(found.group(1))
                 self.url = f"http://127.0.0.1:{self.port}"
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f"cfgtool serve exited with {self.proc.returncode}:\n{self.log()}")
-            time.sleep(0.05)
-        raise AssertionError(f"cfgtool serve did not start in {timeout} s:\n{self.log()}")
+            return found is not None
+
+        self.wait_until(bound, timeout, "cfgtool serve's port")
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None:
-                raise AssertionError(f"cfgtool serve exited with {self.proc.returncode}:\n{self.log()}")
-            time.sleep(0.05)
-        raise AssertionError(f"cfgtool serve was not ready in {timeout} s:\n{self.log()}")
+        """Wait until `/healthz` answers 200."""
 
-    def stop(self, timeout: float = 30) -> int:
-        """SIGTERM, then wait; the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        def healthy() -> bool:
             try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+                return httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        self.wait_until(healthy, timeout, "cfgtool serve's readiness")
 
 
 StartServer = Callable[..., Server]
@@ -98,14 +70,9 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
         env: dict[str, str] | None = None,
     ) -> Server:
         n = len(started)
-        log_path = tmp_path / f"serve-{n}.log"
-        cache_dir = cache if cache is not None else tmp_path / f"serve-cache-{n}"
-        environ = {k: v for k, v in os.environ.items() if k != "CFGTOOL_DEBUG"}
-        environ.update({"CFGTOOL_CACHE_DIR": str(cache_dir), **(env or {})})
+        environ = child_env(cache if cache is not None else tmp_path / f"serve-cache-{n}", env)
         command = [*cfgtool_command(), "serve", "--repo", str(repo), "--port", "0", *args]
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environ, cwd=tmp_path)
-        server = Server(proc, log_path)
+        server = Server.spawn(command, tmp_path / f"serve-{n}.log", environ, cwd=tmp_path)
         started.append(server)
         server.wait_port()
         if ready:
