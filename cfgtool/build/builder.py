@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import posixpath
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TypeVar
@@ -38,7 +38,7 @@ from cfgtool.store.keys import parent
 from cfgtool.store.nodes import Store, decode
 
 PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a forked worker
-_Todo = tuple[str, tuple[str, ...], tuple[str, ...], str]  # key, L(K), imports, fingerprint
+_Todo = tuple[str, Sequence[str], tuple[str, ...], str]  # key, L(K), imports, fingerprint
 # How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
 Progress = Callable[[str, int, int], None]
 # What a worker sends back: results by key (None: failed), diagnostics, keys whose main.conf includes files,
@@ -67,8 +67,8 @@ class Builder:
         self.included: dict[str, tuple[str, ...]] = {}
         # memos by the first key of a suffix of some L(K) that is that key's own linearization (the suffix, the
         # graph's own tuple, says which graph's: another variable value may give the key other layers)
-        self._trees: dict[str, tuple[tuple[str, ...], Node | None]] = {}
-        self._chains: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._trees: dict[str, tuple[Sequence[str], Node | None]] = {}
+        self._chains: dict[str, tuple[Sequence[str], str]] = {}
         self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
         self.budget = Budget(len(store.nodes))
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
@@ -228,7 +228,7 @@ class Builder:
 
     # -- resolution --------------------------------------------------------------------------------------
     def _cached(
-        self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...], entry: NodeEntry
+        self, graph: Graph, key: str, lkeys: Sequence[str], imports: tuple[str, ...], entry: NodeEntry
     ) -> NodeSnapshot:
         """The snapshot of a node resolved before (cached, or by the worker): provenance only when asked."""
         config, intrinsic, content_hash, _ = entry
@@ -242,7 +242,7 @@ class Builder:
         self,
         graph: Graph,
         key: str,
-        lkeys: tuple[str, ...],
+        lkeys: Sequence[str],
         imports: tuple[str, ...],
         fingerprint: str,
         notes: tuple[str, ...],
@@ -280,7 +280,7 @@ class Builder:
         self,
         graph: Graph,
         key: str,
-        lkeys: tuple[str, ...],
+        lkeys: Sequence[str],
         imports: tuple[str, ...],
         fingerprint: str,
         resolved: Resolved,
@@ -305,20 +305,20 @@ class Builder:
             done = self._done if self._split_at is None else 2 * self._done - self._split_at
             self.progress(self._stage, min(done, self._total), self._total)
 
-    def _resolved_again(self, graph: Graph, key: str, lkeys: tuple[str, ...]) -> Resolved:
+    def _resolved_again(self, graph: Graph, key: str, lkeys: Sequence[str]) -> Resolved:
         """A cached node resolved again (to say where the config that spent the budget is large)."""
         self._load(lkeys)
         tree = self._tree(graph, lkeys)
         assert tree is not None
         return resolve_layers([tree], key)
 
-    def _provenance(self, graph: Graph, key: str, lkeys: tuple[str, ...]) -> tuple[Resolved | None, Node | None]:
+    def _provenance(self, graph: Graph, key: str, lkeys: Sequence[str]) -> tuple[Resolved | None, Node | None]:
         """Resolve a node again, for its provenance (explain, `--output`): neither cache nor build keeps it."""
         self._load(lkeys)
         tree = self._tree(graph, lkeys)
         return (resolve_layers([tree], key) if tree is not None else None), self.docs.get(key)
 
-    def _tree(self, graph: Graph, keys: tuple[str, ...]) -> Node | None:
+    def _tree(self, graph: Graph, keys: Sequence[str]) -> Node | None:
         """The merged (unresolved) tree of a linearization. Most nodes have L(K) = [K] + L(B), B their parent
         or, along an import chain, their import: the trees of suffixes that are linearizations are memoized, so
         each node costs one merge (or a few) of its own config over an already merged tree, and no lookup
@@ -339,7 +339,7 @@ class Builder:
         main = self.store.nodes[key].main if key in self.store.nodes else None
         return main.path if main is not None else None
 
-    def _fingerprint(self, graph: Graph, key: str, lkeys: tuple[str, ...], imports: tuple[str, ...]) -> str:
+    def _fingerprint(self, graph: Graph, key: str, lkeys: Sequence[str], imports: tuple[str, ...]) -> str:
         """sha256 of the key, its imports and its layers' blob ids. The layers enter as a hash chain (each
         layer's id with the hash of the layers below it), memoized like `_tree`: linear along a chain."""
         done, chain = _longest(self._chains, lkeys)
@@ -439,7 +439,7 @@ class _LayerIds(dict[str, str]):
 _Memo = TypeVar("_Memo")
 
 
-def _longest(memo: Mapping[str, tuple[tuple[str, ...], _Memo]], keys: tuple[str, ...]) -> tuple[int, _Memo | None]:
+def _longest(memo: Mapping[str, tuple[Sequence[str], _Memo]], keys: Sequence[str]) -> tuple[int, _Memo | None]:
     """(i, value): the longest suffix `keys[i:]` (i >= 1) that `memo` holds, and its value; (len, None) if none.
     An entry holds under a key the linearization it stands for: it counts only when that is `keys[i:]`."""
     last = len(keys)
@@ -451,7 +451,7 @@ def _longest(memo: Mapping[str, tuple[tuple[str, ...], _Memo]], keys: tuple[str,
 
 
 def _remember(
-    memo: dict[str, tuple[tuple[str, ...], _Memo]], graph: Graph, keys: tuple[str, ...], i: int, value: _Memo
+    memo: dict[str, tuple[Sequence[str], _Memo]], graph: Graph, keys: Sequence[str], i: int, value: _Memo
 ) -> None:
     """Memoize `value` for the suffix `keys[i:]` when it is the linearization of its first key (kept as the
     graph's own tuple: nothing is copied)."""

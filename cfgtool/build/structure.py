@@ -35,6 +35,7 @@ from cfgtool._util.cachedir import cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.graph import Graph, GraphState
 from cfgtool.store.includes import INCLUDES_FILES, Import, IncludeLine, VariableUse
+from cfgtool.store.lin import Lin
 from cfgtool.store.nodes import IncludesFile, KnownIncludes, Store, relaid
 from cfgtool.store.settings import SETTINGS_FILE
 from cfgtool.store.sources import Source
@@ -189,7 +190,7 @@ def _encode(store: Store, graph: Graph, checks: Sequence[Check]) -> dict[str, An
 
 def _state(
     index: Mapping[str, int], position: Mapping[int, int], edges: Mapping[str, tuple[Import, ...]],
-    lin: Mapping[str, tuple[str, ...]], failed: frozenset[str], dynamic: frozenset[str],
+    lin: Mapping[str, Lin], failed: frozenset[str], dynamic: frozenset[str],
     diagnostics: Sequence[Diagnostic],
 ) -> list[Any]:  # fmt: skip
     """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members,
@@ -197,12 +198,12 @@ def _state(
     is [K] + L(B) (a parent's, or an import's along a chain) is K alone and the index of B in bases (none: the
     number of keys), so an import chain's entry grows linearly with its depth."""
     imports = [imp for chain in edges.values() for imp in chain]  # empty ones count: every line dropped
-    shown: list[tuple[str, ...]] = []
+    shown: list[Sequence[str]] = []
     bases: list[int] = []
     for layers in lin.values():
         below = lin.get(layers[1]) if len(layers) > 1 else None
         if below is not None and len(below) == len(layers) - 1 and below == layers[1:]:
-            shown.append(layers[:1])
+            shown.append((layers[0],))
             bases.append(index[layers[1]])
         else:
             shown.append(layers)
@@ -265,9 +266,10 @@ def _read_state(
     return GraphState(edges, lin, frozenset(_pick(keys, failed)), frozenset(_pick(keys, dynamic)), _diags(diagnostics))
 
 
-def _joined(own: dict[str, tuple[str, ...]], bases: Mapping[str, str | None]) -> dict[str, tuple[str, ...]]:
-    """Each L: its own members, then the L of its base (if any), bases first, in a loop (chains are deep)."""
-    lin: dict[str, tuple[str, ...]] = {}
+def _joined(own: dict[str, tuple[str, ...]], bases: Mapping[str, str | None]) -> dict[str, Lin]:
+    """Each L: its own members, then the L of its base (if any), bases first, in a loop (chains are deep); an L
+    that is one key over its base's shares the base's storage, as the graph made it."""
+    lin: dict[str, Lin] = {}
     for start in own:
         path = [start]
         while (base := bases[path[-1]]) is not None and base not in lin:
@@ -276,7 +278,13 @@ def _joined(own: dict[str, tuple[str, ...]], bases: Mapping[str, str | None]) ->
             path.append(base)
         for key in reversed(path):
             base = bases[key]
-            lin[key] = own[key] if base is None else own[key] + lin[base]
+            if base is None:
+                lin[key] = Lin(own[key])
+                continue
+            found = lin[base]
+            for member in reversed(own[key]):
+                found = found.over(member)
+            lin[key] = found
     return lin
 
 

@@ -70,7 +70,9 @@ class NodeSnapshot:
 
     key: str
     config: Mapping[str, Any] | None  # a `Deferred` may be given too: see `_Config`, set on the class below
-    layers: tuple[str, ...]  # L(K), highest priority first, K itself first; empty on or behind an import cycle
+    # L(K), highest priority first, K itself first (a tuple, or a `Lin` sharing its storage with the L it extends);
+    # empty on or behind an import cycle
+    layers: Sequence[str]
     imports: tuple[str, ...]  # explicit imports after variables, highest priority first
     file: str | None = None  # its main.conf (repo-relative), None when it has none
     intrinsic: bool = False  # the config uses `${cfgtool.key}` / `${cfgtool.name}`
@@ -110,7 +112,7 @@ NodeSnapshot.config = _Config()  # type: ignore[assignment]
 def node_snapshot(
     key: str,
     config: Mapping[str, Any] | Deferred | None,
-    layers: tuple[str, ...],
+    layers: Sequence[str],
     imports: tuple[str, ...],
     file: str | None,
     intrinsic: bool,
@@ -180,7 +182,7 @@ class Snapshot(StoreQueries):
         return nearest(key, self.nodes, self._deepest)
 
     # -- queries (docs/queries.md#the-queries: from StoreQueries) ---------------------------------------------
-    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+    def _lin_of(self, key: str) -> Sequence[str] | None:
         snap = self.nodes.get(key)
         return snap.layers or None if snap is not None else None
 

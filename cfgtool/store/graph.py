@@ -17,6 +17,7 @@ from typing import Literal
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.includes import Import, expand, variables_used
 from cfgtool.store.keys import is_strictly_under, is_under, parent
+from cfgtool.store.lin import Lin, lowest_first
 from cfgtool.store.nodes import Store
 from cfgtool.store.queries import StoreQueries
 
@@ -76,7 +77,7 @@ class GraphState:
     or behind a cycle, the nodes whose includes use variables, and the problems found."""
 
     edges: Mapping[str, tuple[Import, ...]]
-    lin: Mapping[str, tuple[str, ...]]
+    lin: Mapping[str, Lin]
     failed: frozenset[str]
     dynamic: frozenset[str]
     diagnostics: tuple[Diagnostic, ...]
@@ -110,7 +111,7 @@ class Graph(StoreQueries):
                 self._out[key] = self._links(key)
         acyclic = base is not None and not base.failed and not self._cycle_from(self.dynamic)
         self.failed: frozenset[str] = frozenset() if acyclic else frozenset(self._find_cycles())
-        self._lin: dict[str, tuple[str, ...]] = {}
+        self._lin: dict[str, Lin] = {}
         self._reach: dict[str, dict[str, Reach]] = {}
         self._vars: dict[str, frozenset[str]] = {}
         if base is None:
@@ -156,7 +157,7 @@ class Graph(StoreQueries):
         graph._vars = {}
         return graph
 
-    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+    def _lin_of(self, key: str) -> Lin | None:
         if key not in self._lin and key not in self.failed and key in self.nodes:
             self._linearize(key)
             self._check_order(key)
@@ -340,17 +341,22 @@ class Graph(StoreQueries):
                 continue
             stack.pop()
             segments = [lin[target] for target, _ in self._last_first(key)]  # L(P), L(I1), ..., L(In)
-            top = segments[-1] if segments else ()
+            if not segments:  # neither parent nor imports: the root
+                lin[key] = lowest_first([key])
+                continue
+            top = segments[-1]
             if all(len(s) <= len(top) and top[len(top) - len(s) :] == s for s in segments[:-1]):
                 # every other segment ends L(In) (a parent's L, or the root's along a chain): removing duplicates
-                # keeps L(In) as it is, so no pass over it is needed
-                lin[key] = (key, *top)
+                # keeps L(In) as it is, so no pass over it is needed, and L(K) shares L(In)'s storage
+                lin[key] = top.over(key)
                 continue
             seq: list[str] = []
             for segment in segments:
                 seq += reversed(segment)
             # seq is the concatenation reversed: its first occurrences are the last ones of the original
-            lin[key] = (key, *reversed(dict.fromkeys(seq)))
+            base = list(dict.fromkeys(seq))
+            base.append(key)
+            lin[key] = lowest_first(base)
 
     def _last_first(self, key: str) -> list[tuple[str, Import | None]]:
         """The segments of L(In) + ... + L(I1) + L(P) from the last: P, I1, ..., In."""

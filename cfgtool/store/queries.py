@@ -7,7 +7,7 @@ them by providing three facts per node: which keys have nodes, L(K), and K's exp
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -26,7 +26,7 @@ class StoreQueries(ABC):
     tag_roots: tuple[str, ...]  # nodes under these keys are tags
 
     @abstractmethod
-    def _lin_of(self, key: str) -> tuple[str, ...] | None:
+    def _lin_of(self, key: str) -> Sequence[str] | None:
         """L(key) for a key that has a node; None when it is on or behind a cycle."""
 
     @abstractmethod
@@ -39,7 +39,7 @@ class StoreQueries(ABC):
             key = parent(key) or ROOT
         return key
 
-    def linearization(self, key: str) -> tuple[str, ...] | None:
+    def linearization(self, key: str) -> Sequence[str] | None:
         """L(key) as keys, highest priority first; None when the key is on or behind a cycle.
 
         A key without a node is an empty layer over its nearest existing ancestor.
@@ -121,7 +121,7 @@ class StoreQueries(ABC):
                     todo.append(link)
         return seen
 
-    def _required(self, key: str) -> tuple[str, ...]:
+    def _required(self, key: str) -> Sequence[str]:
         found = self.linearization(key)
         if found is None:
             raise UnresolvableKeyError(
