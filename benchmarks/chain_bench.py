@@ -7,7 +7,9 @@ Usage:
 Node `/nNNNNN` sets `a = N` (and `b = ${a}` every tenth node) and imports the node before it, so its L has
 every earlier node: the input grows linearly with the depth, and so must the compile. Each run compiles the
 git commit in a fresh Python process with empty caches, without validation (parse, link, resolve, digest),
-and prints the time inside the process, the time of `Graph` alone (linearization) and the peak RSS.
+and prints the time inside the process, the time of `Graph` alone (linearization) and the peak RSS of the
+process (with its forked workers, from `os.wait4`), then how time and memory grew from one depth to the next.
+A run that fails prints its exit status, peak RSS and stderr.
 
 With `--old DIR` (a checkout of older code) the same runs are made with PYTHONPATH=DIR, alternating with the
 new code, for the depths up to `--old-max` (older code was cubic: 4,800 took minutes on a fast machine).
@@ -23,10 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from itertools import pairwise
 from pathlib import Path
 
 from benchmarks.machine import load, python_loop
@@ -82,18 +87,54 @@ def make_chain(out: Path, depth: int) -> None:
 
 
 def measure(repo: Path, code: Path, timeout: float) -> dict[str, float | str] | None:
-    """One compile of `repo` by the code at `code`, in a fresh process with empty caches (None: timed out)."""
+    """One compile of `repo` by the code at `code`, in a fresh process with empty caches, and the peak RSS of
+    that process and of its children (the compile's forked workers), taken from `os.wait4` when it exits. A run
+    that fails or times out is reported with the tail of its stderr and its peak RSS (the kernel's OOM killer
+    leaves no message of its own); None then."""
     with tempfile.TemporaryDirectory(prefix="chain-cache-") as cache:
         env = {**os.environ, "CFGTOOL_CACHE_DIR": cache, "PYTHONPATH": str(code)}
-        try:
-            out = subprocess.run(  # run in the cache directory: `-c` puts the working directory first on the path
-                [sys.executable, "-c", _MEASURE, str(repo), str(code)],
-                check=True, capture_output=True, text=True, env=env, timeout=timeout, cwd=cache,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return None
-    result: dict[str, float | str] = json.loads(out.stdout)
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(  # in the cache directory: `-c` puts the working directory first on the path
+                [sys.executable, "-c", _MEASURE, str(repo), str(code)], stdout=out, stderr=err, env=env, cwd=cache
+            )
+            status, peak_kb = _wait(proc, timeout)
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if status != 0:
+        why = "timed out" if status is None else _exit_status(status)
+        print(f"  {code}: the run {why}, peak RSS {peak_kb / 1024:.0f} MB; its stderr:", flush=True)
+        print("    " + "\n    ".join(stderr.strip().splitlines()[-30:] or ["(empty)"]), flush=True)
+        return None
+    result: dict[str, float | str] = json.loads(stdout)
+    result["process_mb"] = peak_kb / 1024  # as the kernel accounted it, whatever the child measured itself
     return result
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, int]:
+    """Wait for `proc` (killed after `timeout` seconds): (its wait status, None when it timed out; its peak
+    RSS in KB, the largest of it and its own waited-for children, from `os.wait4`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = 0  # reaped here: Popen must not wait for it again
+            return status, usage.ru_maxrss
+        if time.monotonic() > deadline:
+            proc.kill()
+            _, _, usage = os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            return None, usage.ru_maxrss
+        time.sleep(0.05)
+
+
+def _exit_status(status: int) -> str:
+    """`exited 1`, `was killed by signal 9 (SIGKILL: out of memory?)`."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        name = signal.Signals(number).name
+        return f"was killed by signal {number} ({name}{': out of memory?' if name == 'SIGKILL' else ''})"
+    return f"exited {os.WEXITSTATUS(status)}"
 
 
 def main() -> None:
@@ -110,6 +151,7 @@ def main() -> None:
     print(f"python loop (10M additions, median of 3): {loop:.2f} s; {load()}")
     print(f"target: chain of 1,200 <= {TARGET_S * scale:.1f} s here ({TARGET_S} s where the loop takes 0.5 s)")
     codes = [("new", ROOT)] + ([("old", args.old.resolve())] if args.old else [])
+    growth: dict[str, list[tuple[int, float, float]]] = {name: [] for name, _ in codes}  # depth, s, MB
     with tempfile.TemporaryDirectory(prefix="chain-bench-") as tmp:
         for depth in args.depths:
             repo = Path(tmp) / f"chain{depth}"
@@ -127,16 +169,21 @@ def main() -> None:
                     continue
                 seconds = statistics.median(float(r["seconds"]) for r in got)
                 graph_s = statistics.median(float(r["graph_s"]) for r in got)
-                peak = statistics.median(float(r["peak_mb"]) for r in got)
+                peak = statistics.median(float(r["process_mb"]) for r in got)
                 worker = max(float(r["worker_mb"]) for r in got)
                 digests = sorted({str(r["digest"]) for r in got})
+                growth[name].append((depth, seconds, peak))
                 print(
                     f"depth {depth:>6,} {name}: compile {seconds:7.2f} s (median of {len(got)}), "
-                    f"graph {graph_s:6.2f} s, peak RSS {peak:6.0f} MB (children {worker:.0f} MB), "
-                    f"digest {digests[0][:19]}{'' if len(digests) == 1 else ' DIGESTS DIFFER'}; {load()}"
+                    f"graph {graph_s:6.2f} s, peak RSS {peak:6.0f} MB (largest worker {worker:.0f} MB), "
+                    f"digest {digests[0][:19]}{'' if len(digests) == 1 else ' DIGESTS DIFFER'}; {load()}",
+                    flush=True,
                 )
             if len(runs) == 2 and runs["old"] and runs["new"] and runs["old"][0]["digest"] != runs["new"][0]["digest"]:
                 print(f"depth {depth:,}: the old and new code give different digests")
+    for name, rows in growth.items():
+        for (d0, s0, m0), (d1, s1, m1) in pairwise(rows):
+            print(f"{name}: {d0:,} -> {d1:,} deep ({d1 / d0:.1f}x): time {s1 / s0:.1f}x, peak RSS {m1 / m0:.1f}x")
     print(f"python loop again: {python_loop():.2f} s; {load()}")
 
 
