@@ -22,17 +22,17 @@ from dataclasses import replace
 from functools import partial
 from typing import TypeVar
 
+from cfgtool._util.forking import can_fork, fork
 from cfgtool.build.budget import Budget
 from cfgtool.build.cache import NodeCache, NodeEntry, ParseCache
 from cfgtool.diagnostics import Diagnostic
-from cfgtool._util.forking import can_fork, fork
 from cfgtool.hocon import HoconError, Origin, Resolved, parse
 from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
 from cfgtool.hocon.merge import merge_nodes
 from cfgtool.hocon.values import Node, Obj
 from cfgtool.snapshot.layers import resolve_layers
-from cfgtool.snapshot.provenance import Provenance
 from cfgtool.snapshot.model import NodeSnapshot, hash_content, node_snapshot
+from cfgtool.snapshot.provenance import Provenance
 from cfgtool.store.graph import Graph
 from cfgtool.store.keys import parent
 from cfgtool.store.nodes import Store, decode

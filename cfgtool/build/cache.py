@@ -9,8 +9,8 @@
   content did not change is not validated again (`cfgtool.validate.schemas`).
 
 Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that holds
-data only (pickle and marshal can carry code, and a cache directory may be shared or planted; docs/security.md), and reads
-them several times faster than pickling the node objects. They are sharded by the first hex digit of their key
+data only (pickle and marshal can carry code, and a cache directory may be shared or planted; docs/security.md), and
+reads them several times faster than pickling the node objects. They are sharded by the first hex digit of their key
 (parse trees by the first two); a shard is read when first needed, and a shard that gained entries is written as the
 file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's forked
 worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is written to a
@@ -30,11 +30,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import msgpack  # type: ignore[import-untyped]
-
-from cfgtool._version import __version__
 from cfgtool._util.cachedir import cache_root, private_dir
 from cfgtool._util.codec import DAMAGED, pack, unpack
+from cfgtool._version import __version__
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import values
 from cfgtool.hocon.api import deep_recursion

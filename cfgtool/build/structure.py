@@ -29,9 +29,9 @@ from itertools import accumulate, chain, islice, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cfgtool._version import __version__
-from cfgtool._util.codec import DAMAGED, pack, unpack
 from cfgtool._util.cachedir import cache_root, mark_used, private_dir, prune
+from cfgtool._util.codec import DAMAGED, pack, unpack
+from cfgtool._version import __version__
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.graph import Graph, GraphState
 from cfgtool.store.includes import INCLUDES_FILES, Import, IncludeLine, VariableUse
