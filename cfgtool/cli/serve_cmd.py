@@ -139,6 +139,14 @@ def serve_command(
             "refused with --tokens or when a store's ACL does not let User:* read every key.",
         ),
     ] = False,
+    public_metrics: Annotated[
+        bool,
+        typer.Option(
+            "--public-metrics",
+            help="With --tokens, let /metrics answer without a token (for a scraper inside a trusted network); "
+            "otherwise a token sees the series of the stores its principal may describe.",
+        ),
+    ] = False,
 ) -> None:
     """Serve published versions of the repository's stores over HTTP/JSON.
 
@@ -146,7 +154,9 @@ def serve_command(
     compiled once (the client's snapshot cache) and answered from memory.
     `current` reads follow Keystone freshness (--cache-time); a rollback
     applies at once. Stop it with SIGTERM or Ctrl-C: waiting long polls are
-    answered first. Without --tokens it listens on loopback only.
+    answered first. Without --tokens it listens on loopback only. With
+    --tokens, /metrics needs a token too and shows the stores its principal
+    may describe (--public-metrics opens it to a trusted scraper).
 
     A read-only browser console is at /ui/ (docs/console.md); with --tokens,
     people sign in by pasting a token once.
@@ -162,6 +172,8 @@ def serve_command(
       cfgtool serve --host 0.0.0.0 --tokens /etc/cfgtool/tokens.json --cache-time 30
       cfgtool serve --tokens tokens.json --forwarded-allow-ips 10.0.0.5 --access-log /var/log/cfgtool.jsonl
       cfgtool serve --public-cache --port 8751    # behind nginx (docs/serving.md)
+      cfgtool serve --tokens tokens.json --public-metrics    # Prometheus scrapes without a token
+      curl -H "Authorization: Bearer $SCRAPER_TOKEN" localhost:8750/metrics
       curl -s localhost:8750/v1/demo/current/keys/data/tracking/PageViewEvent
     """
     missing = _missing_extra()
@@ -200,6 +212,7 @@ def serve_command(
         access_log=access_log,
         max_connections=max_connections,
         public_cache=public_cache,
+        public_metrics=public_metrics,
     )
     run(options, console_parts())
 

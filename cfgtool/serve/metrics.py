@@ -3,13 +3,14 @@
 The hot path only adds to a plain dictionary (`count`); the figures become Prometheus metric families when
 `/metrics` is scraped, through a collector of this server's own registry. The label sets are bounded: the
 route kind (a fixed set), the status code, the store name and a version number, never a key or a client's text.
+With access control on, a scrape shows the series of the stores its principal may describe (`render(stores)`).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -83,5 +84,24 @@ class Metrics(Collector):
                 consumers.add_metric([name, str(version)], n)
         yield consumers
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, stores: Collection[str] | None = None) -> bytes:
+        """The text exposition; with `stores`, a store's series only for the stores named (the server's own
+        series stay)."""
+        if stores is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Only(self, frozenset(stores)))
+        return generate_latest(registry)
+
+
+class _Only(Collector):
+    """`metrics`' families, without the series of the stores not in `stores`."""
+
+    def __init__(self, metrics: Metrics, stores: frozenset[str]) -> None:
+        self._metrics = metrics
+        self._stores = stores
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self._metrics.collect():
+            family.samples = [s for s in family.samples if "store" not in s.labels or s.labels["store"] in self._stores]
+            yield family

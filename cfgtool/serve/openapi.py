@@ -510,8 +510,14 @@ def document() -> dict[str, Any]:
         "/metrics": _get(
             "metrics: Prometheus metrics",
             [],
-            _plain({"description": "the text exposition format", "content": {"text/plain": {"schema": STRING}}}),
-            public=True,
+            _plain(
+                {
+                    "description": "the text exposition format; with `--tokens` (unless `--public-metrics`), only "
+                    "the series of the stores the token's principal may describe",
+                    "content": {"text/plain": {"schema": STRING}},
+                },
+                **{"401": _ref("responses", "Unauthorized"), "403": _ref("responses", "Forbidden")},
+            ),
         ),
         "/v1/openapi.json": _get(
             "openapi: this document",

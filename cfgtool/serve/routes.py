@@ -175,7 +175,16 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         return JSONResponse(doc, status_code=status, headers={"cache-control": "no-store"})
 
     async def metrics(request: Request) -> Response:
-        return Response(api.metrics.render(), media_type=CONTENT_TYPE)
+        """Open without access control or with `--public-metrics`; else a token's principal sees the series of
+        the stores it may describe (as `/v1/stores` lists them), and one that may describe none is refused."""
+        shown: list[str] | None = None
+        if service.tokens is not None and not service.options.public_metrics:
+            who = await api.principal(request.headers.raw)
+            shown = [state.name for state in api.listed_stores(who, host(request))]
+            if not shown:
+                what = f"{who} may describe no store: metrics need `describe` on a store (docs/serving.md)"
+                raise Denied(error(403, "forbidden", what))
+        return Response(api.metrics.render(shown), media_type=CONTENT_TYPE, headers={"cache-control": "no-store"})
 
     document = openapi_answer()
 

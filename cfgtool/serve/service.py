@@ -48,6 +48,7 @@ class Options:
     access_log: Path | None = None  # the access log's file (None: stderr)
     max_connections: int = 10_000
     public_cache: bool = False  # Cache-Control public: shared caches (nginx, Varnish) may keep answers
+    public_metrics: bool = False  # /metrics answers everyone even with tokens (a scraper inside a trusted network)
 
     @property
     def local_only(self) -> bool:

@@ -239,7 +239,7 @@ def test_healthz_details_go_to_super_users_only_and_a_urls_credentials_never_sho
     assert details.json()["fetch"]["ok"] is False and details.json()["fetch"]["error"]
     assert get("/healthz", "alice").json() == {"status": "failing"}
     time.sleep(0.5)
-    for text in (server.log(), details.text, get("/metrics", None).text):
+    for text in (server.log(), details.text, get("/metrics", "admin").text):
         assert "s3cr3t-token" not in text and "alice:" not in text
     assert "https://git.example.invalid/cfg.git" in server.log()  # the fetch failure is logged, without them
 
