@@ -24,6 +24,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cfgtool.console import changes, rights
+from cfgtool.console import history as histories
 from cfgtool.console import search as searching
 from cfgtool.console import tree as trees
 from cfgtool.console.context import SECURITY_HEADERS, TIMELINE_SHOWN, Console, Context
@@ -34,10 +35,12 @@ from cfgtool.serve.answers import Denied, error, not_found, version_number
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.routes import explain_answer, query_answer
 from cfgtool.serve.visibility import Visibility
+from cfgtool.snapshot.provenance import path_name
 
 if TYPE_CHECKING:
     from cfgtool.serve.app import Api
     from cfgtool.serve.service import Service
+    from cfgtool.versions.audit import KeyHistory
 
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
 CONSUMERS_SHOWN = 500  # instances listed (most recently heard first); the rest counted
@@ -198,21 +201,25 @@ async def explain(ctx: Context) -> Response:
 
 async def history(ctx: Context) -> Response:
     """`/ui/{store}/history/{key}?path=P`: each version that changed the key's config (or the value at P), with who,
-    when and why; a version whose own ACL does not let the principal read the key is left out."""
-    from cfgtool.versions.audit import audit_key
-
+    when and why; a version whose own ACL does not let the principal read the key is left out. From the store's
+    history index (brought up to date first when a version loaded since); before its first build, from `cfgtool
+    audit` itself."""
     state, view, key = ctx.state, ctx.view, ctx.console.key(ctx.request)
     assert state is not None and view is not None
     _require(ctx, key, "read")
     path = ctx.request.query_params.get("path") or None
-    asked = (state.name, key, path, ctx.console.service.feeds[state.name].seq)  # a new event: a new history
-    found = ctx.console.histories.get(asked)
+    try:
+        parts = split_path(path) if path is not None else ()
+    except HoconError as exc:
+        raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
+    index = histories.INDEXES.get(state)
+    if index is not None and index.indexed and not index.covers(view):  # a new version: index it (or wait for that)
+        await asyncio.to_thread(index.update, state, ctx.console.service.options.cache)
+    found = None
+    if index is not None and index.covers(view):
+        found = index.history(key, parts, path_name(parts) if parts else None, view)
     if found is None:
-        try:
-            found = await asyncio.to_thread(audit_key, state.root, key, path, None, state.path or ".")
-        except CfgtoolError as exc:
-            raise Denied(error(400, "bad_request", exc.message)) from exc
-        ctx.console.histories.put(asked, found)
+        found = await _audit(ctx, key, path)
     events = []
     for event in found.history:
         if ctx.who is not None:
@@ -223,6 +230,23 @@ async def history(ctx: Context) -> Response:
         events.append({"event": event, "version": view.versions.get(event.version)})
     shown = events[:TIMELINE_SHOWN]
     return ctx.render("history.html", key=key, value_path=path, events=shown, more=len(events) - len(shown))
+
+
+async def _audit(ctx: Context, key: str, path: str | None) -> KeyHistory:
+    """`cfgtool audit KEY [--path P]` of the store, off the event loop, cached until the store's next event."""
+    from cfgtool.versions.audit import audit_key
+
+    state = ctx.state
+    assert state is not None
+    asked = (state.name, key, path, ctx.console.service.feeds[state.name].seq)  # a new event: a new history
+    found = ctx.console.histories.get(asked)
+    if found is None:
+        try:
+            found = await asyncio.to_thread(audit_key, state.root, key, path, None, state.path or ".")
+        except CfgtoolError as exc:
+            raise Denied(error(400, "bad_request", exc.message)) from exc
+        ctx.console.histories.put(asked, found)
+    return found
 
 
 async def search(ctx: Context) -> Response:
@@ -310,6 +334,7 @@ def prepare(service: Service) -> None:
             searching.INDEXES.now(loaded)
             trees.INDEXES.now(loaded)
         changes.prepare(state)
+        histories.prepare(state, service.options.cache)
 
 
 def routes(api: Api) -> Sequence[BaseRoute]:

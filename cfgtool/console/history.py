@@ -1,0 +1,190 @@
+"""The history of a key, or of one value in it, across a store's versions (docs/console.md), from a per-store index.
+
+The index holds, per key, each version at which its resolved config (as the server answers it: secrets `[hidden]`)
+changed, with that config; it grows as versions load: after each refresh, the versions not yet in it are read in a
+worker process (`version_changes`, from the client's snapshot cache), which hands back only what changed since the
+last version indexed. So a history request walks one key's few changes, never every version; a key's values at
+other paths and its unchanged versions cost nothing.
+
+A version in which the key has no node of its own reads its nearest node's config, as a client would. The commits
+behind each change are `cfgtool audit KEY`'s to list; until the index's first build is done, and for a key that never
+had a node, the page asks `cfgtool.versions.audit.audit_key` itself (which lists them, and says when a key never had a
+node). A request that comes after a new version loaded and before the index took it in waits for that increment.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import logging
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from cfgtool._util.codec import pack, unpack
+from cfgtool.client.local import ConfigClient
+from cfgtool.errors import CfgtoolError
+from cfgtool.serve.served import StoreState, View
+from cfgtool.serve.worker import Worker
+from cfgtool.snapshot.model import canonical_json
+from cfgtool.store.keys import parent
+from cfgtool.versions.audit import KeyHistory, ValueChangeEvent
+from cfgtool.versions.diff import ABSENT, same
+
+log = logging.getLogger("cfgtool.serve")
+Change = tuple[int, bytes | None]  # (version, the key's config from then on; None: no node from then on)
+
+
+def ancestors(key: str) -> list[str]:
+    """The keys above `key`, nearest first."""
+    found = []
+    above = parent(key)
+    while above is not None:
+        found.append(above)
+        above = parent(above)
+    return found
+
+
+def _digest(config: bytes) -> bytes:
+    return hashlib.sha256(config).digest()[:16]
+
+
+def version_changes(root: str, store: str, cache: str, versions: list[int], before: dict[str, bytes]) -> bytes:
+    """For each of `versions` (ascending) of the store: `[version, {key: config or None}]`, the keys whose config
+    (canonical JSON, as served) differs from the version before (`before`: the digests of the last one indexed),
+    None for a key whose node went; `[version, None]` for a version that does not load. Run in a worker process."""
+    out: list[list[Any]] = []
+    last = dict(before)
+    for n in versions:
+        try:
+            client = ConfigClient(Path(root), store=store or ".", version=n, cache_dir=Path(cache))
+            nodes = client.snapshot.nodes
+        except CfgtoolError:
+            out.append([n, None])
+            continue
+        now: dict[str, bytes] = {}
+        changed: dict[str, bytes | None] = {}
+        for key, node in nodes.items():
+            if node.config is None:
+                continue
+            config = canonical_json(node.config).encode("utf-8")
+            now[key] = _digest(config)
+            if last.get(key) != now[key]:
+                changed[key] = config
+        changed.update((key, None) for key in last.keys() - now.keys())
+        out.append([n, changed])
+        last = now
+        del client, nodes
+    return pack(out)
+
+
+class HistoryIndex:
+    """One store's index: per key, the versions at which its config changed (ascending) and the config since."""
+
+    def __init__(self) -> None:
+        self.indexed: set[int] = set()
+        self.changes: dict[str, list[Change]] = {}
+        self._last: dict[str, bytes] = {}  # the digests of the newest version indexed
+        self._newest = 0
+        self._lock = threading.Lock()
+        self._worker = Worker()
+
+    def covers(self, view: View) -> bool:
+        """Whether every servable version of `view` is indexed."""
+        return all(n in self.indexed for n in view.versions if n not in view.unservable)
+
+    def update(self, state: StoreState, cache: Path) -> None:
+        """Index the servable versions of the store newer than the newest indexed (in a worker process)."""
+        with self._lock:
+            view = state.view
+            new = sorted(n for n in view.versions if n > self._newest and n not in view.unservable)
+            if not new:
+                return
+            args = (str(state.root), state.path, str(cache), new, self._last)
+            for n, changed in unpack(self._worker.run(version_changes, *args)):
+                self.indexed.add(n)
+                self._newest = max(self._newest, n)
+                if changed is None:  # did not load (it is then not served either)
+                    continue
+                for key, config in changed.items():
+                    self.changes.setdefault(key, []).append((n, config))
+                    if config is None:
+                        self._last.pop(key, None)
+                    else:
+                        self._last[key] = _digest(config)
+
+    def history(self, key: str, parts: tuple[str, ...], shown_path: str | None, view: View) -> KeyHistory | None:
+        """The history of `key` (at `parts`), newest first, as `audit_key` tells it but without the commits (a
+        version in which the key has no node reads its nearest node's config); None when the key never had a
+        node (`audit_key` says so)."""
+        if key not in self.changes:
+            return None
+        above = [key, *ancestors(key)]
+        candidates = sorted({n for k in above for n, _ in self.changes.get(k, ())})
+        events = []
+        value: Any = ABSENT
+        for n in candidates:
+            config, exists = self._config_at(above, n)
+            new: Any = ABSENT if config is None else json.loads(config)
+            for part in parts:
+                new = new.get(part, ABSENT) if isinstance(new, dict) else ABSENT
+            if not same(new, value):
+                events.append(_event(view, n, value, new, exists))
+            value = new
+        return KeyHistory(key, shown_path, tuple(reversed(events)))
+
+    def _config_at(self, above: list[str], n: int) -> tuple[bytes | None, bool]:
+        """The config the first of `above` (a key, then its ancestors) answers with at version `n`: its own, or its
+        nearest node's; and whether it is its own."""
+        for k in above:
+            changes = self.changes.get(k, [])
+            i = bisect.bisect_right(changes, n, key=lambda change: change[0]) - 1
+            if i >= 0 and changes[i][1] is not None:
+                return changes[i][1], k == above[0]
+        return None, False
+
+
+def _event(view: View, n: int, old: Any, new: Any, exists: bool) -> ValueChangeEvent:
+    version = view.versions[n]
+    previous = max((m for m in view.versions if m < n and m not in view.unservable), default=None)
+    return ValueChangeEvent(
+        version=n,
+        tag=version.tag,
+        commit=version.commit,
+        date=version.date,
+        old=old,
+        new=new,
+        commits=(),
+        previous=previous,
+        exists=exists,
+        rolled_back=version.rolled_back is not None,
+    )
+
+
+INDEXES: weakref.WeakKeyDictionary[StoreState, HistoryIndex] = weakref.WeakKeyDictionary()
+_BUSY: set[int] = set()  # ids of the stores being indexed now
+_BUSY_LOCK = threading.Lock()
+
+
+def prepare(state: StoreState, cache: Path) -> None:
+    """Index the store's new versions on a background thread (called on the loader thread after each refresh)."""
+    index = INDEXES.setdefault(state, HistoryIndex())
+    if index.covers(state.view):
+        return
+    with _BUSY_LOCK:
+        if id(state) in _BUSY:
+            return
+        _BUSY.add(id(state))
+
+    def run() -> None:
+        try:
+            index.update(state, cache)
+        except Exception:  # a bug: logged; the pages ask `audit_key` meanwhile and the next round tries again
+            log.exception("indexing the history of store %s failed", state.name)
+        finally:
+            with _BUSY_LOCK:
+                _BUSY.discard(id(state))
+
+    threading.Thread(target=run, name="cfgtool-console-history", daemon=True).start()
