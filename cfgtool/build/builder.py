@@ -35,9 +35,11 @@ from cfgtool.snapshot.model import NodeSnapshot, hash_content, node_snapshot
 from cfgtool.snapshot.provenance import Provenance
 from cfgtool.store.graph import Graph
 from cfgtool.store.keys import parent
+from cfgtool.store.lin import Lin
 from cfgtool.store.nodes import Store, decode
 
 PARALLEL_MIN = 2000  # nodes to resolve in one build before half of them go to a forked worker
+FLAT_LAYERS = 32  # layers a fingerprint names one by one; a longer L (an import chain's) enters as a hash chain
 _Todo = tuple[str, Sequence[str], tuple[str, ...], str]  # key, L(K), imports, fingerprint
 # How far a compile is: (stage, done, total); a total of 0 is a stage of unknown length. The CLI draws it.
 Progress = Callable[[str, int, int], None]
@@ -68,7 +70,10 @@ class Builder:
         # memos by the first key of a suffix of some L(K) that is that key's own linearization (the suffix, the
         # graph's own tuple, says which graph's: another variable value may give the key other layers)
         self._trees: dict[str, tuple[Sequence[str], Node | None]] = {}
-        self._chains: dict[str, tuple[Sequence[str], str]] = {}
+        # fingerprints' hash chains: by the id of a `Lin`'s list, the list and the chain of each length of it; by
+        # (layer, chain below it), the chain over it
+        self._chains: dict[int, tuple[list[str], list[str]]] = {}
+        self._steps_done: dict[tuple[str, str], str] = {}
         self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
         self.budget = Budget(len(store.nodes))
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
@@ -93,7 +98,7 @@ class Builder:
                 out[key] = NodeSnapshot(key=key, config=None, layers=(), imports=tuple(graph.imports(key)))
                 continue
             imports = tuple(graph.imports(key))
-            fingerprint = self._fingerprint(graph, key, lkeys, imports)
+            fingerprint = self._fingerprint(key, lkeys, imports)
             hit = self.node_cache.get(fingerprint)
             if hit is None:
                 todo.append((key, lkeys, imports, fingerprint))
@@ -339,15 +344,44 @@ class Builder:
         main = self.store.nodes[key].main if key in self.store.nodes else None
         return main.path if main is not None else None
 
-    def _fingerprint(self, graph: Graph, key: str, lkeys: Sequence[str], imports: tuple[str, ...]) -> str:
-        """sha256 of the key, its imports and its layers' blob ids. The layers enter as a hash chain (each
-        layer's id with the hash of the layers below it), memoized like `_tree`: linear along a chain."""
-        done, chain = _longest(self._chains, lkeys)
-        ids = self._layer_ids
-        for i in range(done - 1, -1, -1):
-            chain = hashlib.sha256(f"{ids[lkeys[i]]}\0{chain or ''}".encode()).hexdigest()
-            _remember(self._chains, graph, lkeys, i, chain)
-        return hashlib.sha256("\0".join([key, *imports, "|", chain or ""]).encode("utf-8")).hexdigest()
+    def _fingerprint(self, key: str, lkeys: Sequence[str], imports: tuple[str, ...]) -> str:
+        """sha256 of the key, its imports and its layers' blob ids. Up to `FLAT_LAYERS` layers enter one by one
+        (one join, one hash: most nodes); a longer L as a hash chain (each layer's id with the hash of the layers
+        below it, see `_chain`), which along an import chain costs one step per node, not one per layer. An id
+        (`key=blob`) never reads as a chain (hex digits), so the two forms never meet."""
+        if len(lkeys) <= FLAT_LAYERS:
+            layers: Iterable[str] = map(self._layer_ids.__getitem__, lkeys)
+        else:
+            layers = (self._chain(lkeys),)
+        return hashlib.sha256("\0".join([key, *imports, "|", *layers]).encode("utf-8")).hexdigest()
+
+    def _chain(self, lkeys: Sequence[str]) -> str:
+        """The hash chain of a linearization. The chains of a `Lin`'s list are kept by list, for every length
+        asked for so far, so each node built over a memoized L costs one step (an import chain is linear, not
+        quadratic); a step already taken over the same layers below (the root, a group, a tag over them) is not
+        hashed again."""
+        if not isinstance(lkeys, Lin):
+            return self._steps(reversed(lkeys), "")[-1]
+        base, size = lkeys.storage
+        memo = self._chains.get(id(base))
+        if memo is None:  # the list is kept with its chains: its id stays its own
+            memo = self._chains[id(base)] = (base, [""])
+        chains = memo[1]
+        if len(chains) <= size:
+            chains += self._steps(base[len(chains) - 1 : size], chains[-1])
+        return chains[size]
+
+    def _steps(self, layers: Iterable[str], chain: str) -> list[str]:
+        """The chains of `layers` (lowest priority first) over `chain`, one per layer, each step memoized."""
+        ids, steps, out = self._layer_ids, self._steps_done, []
+        for layer in layers:
+            step = (layer, chain)
+            found = steps.get(step)
+            if found is None:
+                found = steps[step] = hashlib.sha256(f"{ids[layer]}\0{chain}".encode()).hexdigest()
+            out.append(found)
+            chain = found
+        return out
 
     def _read(self, keys: Iterable[str]) -> None:
         """Read (into the source's memory) the files of `keys` that `_load` would parse, in one batch."""

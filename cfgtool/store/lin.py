@@ -38,6 +38,12 @@ class Lin(Sequence[str]):
         fresh.append(key)
         return _view(fresh, size + 1)
 
+    @property
+    def storage(self) -> tuple[list[str], int]:
+        """(the list this view reads, lowest priority first, and how many of its first items it reads): what is
+        computed along a list once serves every view of it (the builder's fingerprints). Never to be changed."""
+        return self._base, self._len
+
     def __len__(self) -> int:
         return self._len
 

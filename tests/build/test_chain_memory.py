@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from cfgtool.build.builder import FLAT_LAYERS
 from cfgtool.compile.compiler import compile_store
 from cfgtool.store.lin import Lin
 from tests.conftest import GitRepo
@@ -91,3 +94,20 @@ def test_a_lin_reads_as_the_tuple_of_its_keys() -> None:
     assert first[0] == "/a" and first[-1] == "/" and first[:2] == ("/a", "/b") and first[::2] == ("/a", "/")
     assert "/b" in first and "/c" not in first and first.index("/") == 2 and len(first[3:]) == 0
     assert hash(first) == hash(("/a", "/b", "/")) and pickle.loads(pickle.dumps(first)) == first
+
+
+def test_an_edit_deep_in_a_long_chain_resolves_the_nodes_above_it_again_and_reuses_those_below(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CFGTOOL_CACHE_DIR", str(tmp_path / "cache"))  # no entries of other tests' chains
+    depth = 3 * FLAT_LAYERS  # fingerprints of long Ls take the hash chain, of short ones the layers one by one
+    repo = GitRepo(tmp_path / "chain")
+    repo.write(chain_files(depth), under="store/")
+    repo.commit()
+    first = compile_store(repo.root, ref="HEAD", validate=False)
+    assert first.stats["resolved"] == depth + 1  # and the root
+    repo.write({"n0040/main.conf": "a = 40\nb = 1\n"}, under="store/")
+    repo.commit()
+    again = compile_store(repo.root, ref="HEAD", validate=False)
+    assert (again.stats["resolved"], again.stats["reused"]) == (depth - 40, 41)
+    assert again.snapshot.nodes[f"/n{depth - 1:04d}"].config == {"a": depth - 1, "b": 1}
