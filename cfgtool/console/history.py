@@ -7,9 +7,9 @@ last version indexed. So a history request walks one key's few changes, never ev
 other paths and its unchanged versions cost nothing.
 
 A version in which the key has no node of its own reads its nearest node's config, as a client would. The commits
-behind each change are `cfgtool audit KEY`'s to list; until the index's first build is done, and for a key that never
-had a node, the page asks `cfgtool.versions.audit.audit_key` itself (which lists them, and says when a key never had a
-node). A request that comes after a new version loaded and before the index took it in waits for that increment.
+behind each change are `cfgtool audit KEY`'s to list; for a key that never had a node, the page asks
+`cfgtool.versions.audit.audit_key` itself, which says so (and names a close key). A request that comes after a new
+version loaded and before the index took it in waits for that increment (at a server's start, for the first build).
 """
 
 from __future__ import annotations
@@ -168,9 +168,18 @@ _BUSY: set[int] = set()  # ids of the stores being indexed now
 _BUSY_LOCK = threading.Lock()
 
 
+def index_of(state: StoreState) -> HistoryIndex:
+    """The store's history index (empty until its first update)."""
+    with _BUSY_LOCK:
+        found = INDEXES.get(state)
+        if found is None:
+            found = INDEXES[state] = HistoryIndex()
+        return found
+
+
 def prepare(state: StoreState, cache: Path) -> None:
     """Index the store's new versions on a background thread (called on the loader thread after each refresh)."""
-    index = INDEXES.setdefault(state, HistoryIndex())
+    index = index_of(state)
     if index.covers(state.view):
         return
     with _BUSY_LOCK:

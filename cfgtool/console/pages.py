@@ -202,8 +202,7 @@ async def explain(ctx: Context) -> Response:
 async def history(ctx: Context) -> Response:
     """`/ui/{store}/history/{key}?path=P`: each version that changed the key's config (or the value at P), with who,
     when and why; a version whose own ACL does not let the principal read the key is left out. From the store's
-    history index (brought up to date first when a version loaded since); before its first build, from `cfgtool
-    audit` itself."""
+    history index (brought up to date first when a version loaded since)."""
     state, view, key = ctx.state, ctx.view, ctx.console.key(ctx.request)
     assert state is not None and view is not None
     _require(ctx, key, "read")
@@ -212,13 +211,11 @@ async def history(ctx: Context) -> Response:
         parts = split_path(path) if path is not None else ()
     except HoconError as exc:
         raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
-    index = histories.INDEXES.get(state)
-    if index is not None and index.indexed and not index.covers(view):  # a new version: index it (or wait for that)
+    index = histories.index_of(state)
+    if not index.covers(view):  # versions loaded since: index them (or wait for the build under way)
         await asyncio.to_thread(index.update, state, ctx.console.service.options.cache)
-    found = None
-    if index is not None and index.covers(view):
-        found = index.history(key, parts, path_name(parts) if parts else None, view)
-    if found is None:
+    found = index.history(key, parts, path_name(parts) if parts else None, view)
+    if found is None:  # it never had a node: `cfgtool audit` says so (and what is close)
         found = await _audit(ctx, key, path)
     events = []
     for event in found.history:
