@@ -4,12 +4,14 @@ git repository with published versions."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from cfgtool.versions import publish
 from tests.conftest import GitRepo
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -27,16 +29,17 @@ STORE = {
 }
 
 
-@pytest.fixture
-def shop(run_cfgtool: Run, store_repo: GitRepo) -> GitRepo:
-    """The shop store, committed and published twice."""
-    store_repo.write(STORE, under="store/")
-    store_repo.commit("shop")
-    assert run_cfgtool("publish", "-m", "one", cwd=store_repo.root).returncode == 0
-    store_repo.write({"data/orders/main.conf": "owner = checkout\n"}, under="store/")
-    store_repo.commit("orders change hands")
-    assert run_cfgtool("publish", "-m", "two", cwd=store_repo.root).returncode == 0
-    return store_repo
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    """The shop store, committed and published twice; built once for the module, whose tests only read it."""
+    repo = GitRepo(tmp_path_factory.mktemp("shop") / "repo")
+    repo.write(STORE, under="store/")
+    repo.commit("shop")
+    assert publish(repo.root, message="one").version == 1
+    repo.write({"data/orders/main.conf": "owner = checkout\n"}, under="store/")
+    repo.commit("orders change hands")
+    assert publish(repo.root, message="two").version == 2
+    return repo
 
 
 def complete(run_cfgtool: Run, cwd: Path, line: str) -> list[str]:
@@ -98,11 +101,15 @@ def test_variable_values_complete_as_name_and_value(run_cfgtool: Run, shop: GitR
 
 
 def test_completion_follows_global_options_and_zsh(run_cfgtool: Run, shop: GitRepo, tmp_path: Path) -> None:
-    shop.write({"other/_CONFIG_STORE": "", "other/elsewhere/main.conf": "x = 1\n"})
-    assert complete(run_cfgtool, tmp_path, f"cfgtool --repo {shop.root} --store other get ") == ["/elsewhere"]
-    assert complete(run_cfgtool, tmp_path, f"cfgtool get --repo {shop.root} /data/inv") == ["/data/invoices"]
+    own = tmp_path / "shop"  # a copy: the shared shop stays as the other tests read it
+    shutil.copytree(shop.root, own, symlinks=True)
+    (own / "other/elsewhere").mkdir(parents=True)
+    (own / "other/_CONFIG_STORE").write_text("", encoding="utf-8")
+    (own / "other/elsewhere/main.conf").write_text("x = 1\n", encoding="utf-8")
+    assert complete(run_cfgtool, tmp_path, f"cfgtool --repo {own} --store other get ") == ["/elsewhere"]
+    assert complete(run_cfgtool, tmp_path, f"cfgtool get --repo {own} /data/inv") == ["/data/invoices"]
     env = {"_CFGTOOL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "cfgtool get /data/inv"}
-    zsh = run_cfgtool(cwd=shop.root, env=env)
+    zsh = run_cfgtool(cwd=own, env=env)
     assert '"/data/invoices"' in zsh.stdout, zsh.stdout + zsh.stderr
 
 
