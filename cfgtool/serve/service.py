@@ -8,6 +8,7 @@ failed fetch leaves everything served as it was; `health()` says since when fetc
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import ipaddress
 import logging
@@ -69,6 +70,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=1024)  # on every request of a tokenless server: parsing an address costs more than it
 def local_name(host: bytes) -> bool:
     """Whether a `Host` header may come from a client of this machine: an IP address, `localhost` or a name under
     `.localhost`, or a name of one label (a local proxy's upstream, as nginx sends it). A dotted name is a
