@@ -56,10 +56,14 @@ def etag_matches(if_none_match: bytes | None, etag: bytes) -> bool:
 
 class Bounded(Generic[K, V]):
     """A dictionary of at most `size` entries that drops the least recently used one (hostile input, such as
-    every possible key name, cannot grow it)."""
+    every possible key name, cannot grow it); given `weight`, also at most `max_weight` in all (an answer's
+    bytes: a few thousand made-up names under a large config must not hold gigabytes)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, weight: Callable[[V], int] | None = None, max_weight: int = 0) -> None:
         self.size = size
+        self.max_weight = max_weight
+        self.total = 0  # the entries' weight
+        self._weight = weight
         self._items: OrderedDict[K, V] = OrderedDict()
 
     def get(self, key: K) -> V | None:
@@ -70,16 +74,26 @@ class Bounded(Generic[K, V]):
         return found
 
     def put(self, key: K, value: V) -> V:
+        weigh = self._weight
+        if weigh is not None:
+            before = self._items.get(key)
+            self.total += weigh(value) - (weigh(before) if before is not None else 0)
         self._items[key] = value
         self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            with contextlib.suppress(KeyError):
-                self._items.popitem(last=False)
+        while len(self._items) > self.size or (weigh is not None and self.total > self.max_weight):
+            try:
+                _, dropped = self._items.popitem(last=False)
+            except KeyError:  # emptied meanwhile by a worker thread's put
+                break
+            if weigh is not None:
+                self.total -= weigh(dropped)
         return value
 
     def pop(self, key: K) -> None:
         """Forget `key` (nothing when it is not held)."""
-        self._items.pop(key, None)
+        dropped = self._items.pop(key, None)
+        if dropped is not None and self._weight is not None:
+            self.total -= self._weight(dropped)
 
     def get_or_build(self, key: K, build: Callable[[], V]) -> V:
         found = self.get(key)

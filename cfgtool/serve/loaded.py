@@ -23,6 +23,14 @@ from cfgtool.store.keys import depth, nearest
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
 
+# bytes of answers kept per version in each cache built on demand: a key without a node repeats its nearest
+# node's whole config, so made-up names under a large config would otherwise hold 4,096 copies of it
+CACHED_BYTES = 32 * 1024 * 1024
+
+
+def _size(found: Answer) -> int:
+    return len(found.body)
+
 
 class LoadedVersion:
     """The answers of version N of one store. `keys[key]` is the prebuilt answer of each resolved node;
@@ -50,8 +58,8 @@ class LoadedVersion:
         self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
         self.tag_roots: tuple[str, ...] = tuple(entry["tag_roots"])
         self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
-        self._phantoms: Bounded[str, Answer] = Bounded(4096)
-        self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024)
+        self._phantoms: Bounded[str, Answer] = Bounded(4096, _size, CACHED_BYTES)
+        self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024, _size, CACHED_BYTES)
 
     def _build(self, key: str, exists: bool, config: bytes) -> Answer:
         body = build_body(self._head, self._tail, key, exists, config)
