@@ -238,7 +238,8 @@ class Console:
         if not _same_origin(request):
             ctx = Context(request, self, None)
             return self.render(ctx, "error.html", 403, code=403, message="sign-out from another site is refused")
-        self.sessions.end(request.cookies.get(COOKIE))
+        if self.service.tokens is not None:
+            self.sessions.end(request.cookies.get(COOKIE), self.service.tokens)
         response = RedirectResponse(
             "/ui/login" if self.signing_in else "/ui/", status_code=303, headers=SECURITY_HEADERS
         )

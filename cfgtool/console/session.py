@@ -69,11 +69,14 @@ class Sessions:
             return None
         return entry.principal
 
-    def end(self, cookie: str | None) -> None:
-        """End the session `cookie` holds (signing out), for good: its nonce is recorded until it would expire."""
-        parts = cookie.split(".") if cookie and len(cookie) <= MAX_COOKIE else []
-        if len(parts) != 4 or not parts[1].isdigit():
+    def end(self, cookie: str | None, tokens: Tokens) -> None:
+        """End the live session `cookie` holds (signing out), for good: its nonce is recorded until it would expire.
+        Anything else is not recorded: anyone may post a sign-out, and forged cookies would fill the record (the
+        soonest to expire is forgotten first) until a signed-out session's copied cookie worked again."""
+        if self.principal(cookie, tokens) is None:
             return
+        assert cookie is not None
+        parts = cookie.split(".")
         now = time.time()
         with self._lock:
             ended = {n: t for n, t in self._ended.items() if t > now}

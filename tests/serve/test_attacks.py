@@ -3,6 +3,7 @@ reveal (docs/serving.md "Consumers", docs/security.md)."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -91,3 +92,54 @@ def test_a_page_of_another_site_cannot_read_a_loopback_server_through_dns_rebind
         timeout=10,
     )
     assert answer.status_code == 200
+
+
+def _rss(pid: int) -> int:
+    """The resident memory of process `pid`, in bytes."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) * 1024
+
+
+def test_made_up_names_under_a_large_config_hold_bounded_memory(small: GitRepo, start_server: StartServer) -> None:
+    """A key without a node answers with its nearest node's whole config, and any name may be asked for: 200
+    made-up names under a 1 MB config must not keep 200 MB of answers (4,096 would keep 4 GB)."""
+    big = "".join(f'v{i} = "{"x" * 1000}"\n' for i in range(1000))
+    publish_change(small, {"store/data/big/main.conf": big}, "a large config")
+    server = start_server(small.root, *FAST)
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+
+        def read(name: str) -> None:
+            found = http.get(f"/v1/small/versions/2/keys/data/big/{name}")
+            assert found.status_code == 200 and len(found.content) > 1_000_000
+
+        for n in range(5):
+            read(f"warm-{n}")
+        before = _rss(server.proc.pid)
+        for n in range(200):
+            read(f"made-up-{n}")
+        grown = _rss(server.proc.pid) - before
+    assert grown < 100 * 1024 * 1024, f"the server grew by {grown // 2**20} MB"
+
+
+def test_forged_sign_outs_are_not_recorded(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    """Signing out records the session's nonce so that a copied cookie dies too; the record is bounded (the
+    soonest to expire is forgotten first). Anyone may post `/ui/logout`: were forged cookies recorded, enough of
+    them, expiring last, would push the real sign-outs out and revive their copied cookies (and each one is a
+    write of the record)."""
+    tokens = tmp_path / "tokens.json"
+    alice = _token(tokens, "User:alice")
+    server = start_server(small.root, *FAST, "--tokens", str(tokens))
+    with httpx.Client(base_url=server.url, follow_redirects=False, timeout=30) as browser:
+        assert browser.post("/ui/login", data={"token": alice, "next": "/ui/"}).status_code == 303
+        cookie = browser.cookies["cfgtool_session"]
+        assert browser.post("/ui/logout").status_code == 303
+    copied = {"cfgtool_session": cookie}
+    assert httpx.get(f"{server.url}/ui/small/", cookies=copied).status_code == 303  # to the sign-in: ended
+    ident = cookie.split(".")[0]
+    with httpx.Client(base_url=server.url, timeout=30) as anyone:
+        for n in range(30):
+            anyone.cookies.set("cfgtool_session", f"{ident}.9999999999.forged{n}.c2lnbmF0dXJl")
+            assert anyone.post("/ui/logout").status_code == 303
+    [record] = tmp_path.glob("serve-cache-*/**/console/ended.json")
+    assert list(json.loads(record.read_text())) == [cookie.split(".")[2]]
+    assert httpx.get(f"{server.url}/ui/small/", cookies=copied).status_code == 303
