@@ -31,7 +31,7 @@ from cfgtool.hocon.errors import E_UNSUPPORTED_INCLUDE
 from cfgtool.hocon.merge import merge_nodes
 from cfgtool.hocon.values import Node, Obj
 from cfgtool.snapshot.layers import resolve_layers
-from cfgtool.snapshot.model import NodeSnapshot, hash_content, node_snapshot
+from cfgtool.snapshot.model import LayersJson, NodeSnapshot, hash_content, node_snapshot
 from cfgtool.snapshot.provenance import Provenance
 from cfgtool.store.graph import Graph
 from cfgtool.store.keys import parent
@@ -74,6 +74,7 @@ class Builder:
         # (layer, chain below it), the chain over it
         self._chains: dict[int, tuple[list[str], list[str]]] = {}
         self._steps_done: dict[tuple[str, str], str] = {}
+        self._layers_json = LayersJson()  # for node hashes
         self._layer_ids = _LayerIds(store)  # `layer=blob id` of each layer, for fingerprints
         self.budget = Budget(len(store.nodes))
         self._parsed: set[str] = set()  # keys whose main.conf this compile parsed
@@ -293,7 +294,8 @@ class Builder:
     ) -> NodeSnapshot:
         """The snapshot of a node just resolved, put in the node cache (unless a layer includes other files)."""
         config = resolved.value
-        content_hash = hash_content(config, lkeys, imports)  # once: the snapshot's digest and the node cache
+        # once: the snapshot's digest and the node cache
+        content_hash = hash_content(config, lkeys, imports, self._layers_json)
         if not self.dynamic or self.dynamic.isdisjoint(lkeys):
             self.node_cache.put(fingerprint, (config, resolved.used_extra, content_hash, resolved.size))
         # resolved again when asked (explain, --output, a schema error's position): keeping every node's resolved

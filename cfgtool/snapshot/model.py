@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from cfgtool.hocon.origin import Origin
 from cfgtool.snapshot.hidden import HIDDEN, PREFIX, hide
 from cfgtool.snapshot.provenance import OwnValue, Provenance
 from cfgtool.store.keys import depth, nearest
+from cfgtool.store.lin import Lin
 from cfgtool.store.queries import StoreQueries
 
 if TYPE_CHECKING:  # the HOCON engine is imported by what resolves or parses: reading configs needs none
@@ -336,16 +338,56 @@ def node_hash(snap: NodeSnapshot) -> str:
     return hash_content(snap.config, snap.layers, snap.imports)
 
 
-def hash_content(config: Mapping[str, Any] | None, layers: Sequence[str], imports: Sequence[str]) -> str:
+def hash_content(
+    config: Mapping[str, Any] | None, layers: Sequence[str], imports: Sequence[str], lists: LayersJson | None = None
+) -> str:
     """`node_hash` of a node with this config, layers and imports: sha256 of the canonical JSON of
     `{"config", "imports", "layers"}`. The lists of keys are joined in one piece, not encoded key by key (an
-    import chain gives each node thousands of layers)."""
+    import chain gives each node thousands of layers); with `lists` (kept by a build), a long `Lin`'s JSON is a
+    tail of its list's, encoded once."""
     digest = hashlib.sha256(b'{"config":%s,"imports":' % canonical_json(config).encode("utf-8"))
     digest.update(_keys_json(imports))
     digest.update(b',"layers":')
-    digest.update(_keys_json(layers))
+    for part in lists.parts(layers) if lists is not None else (_keys_json(layers),):
+        digest.update(part)
     digest.update(b"}")
     return digest.hexdigest()
+
+
+class LayersJson:
+    """The canonical JSON of long `Lin`s, each one's list encoded once (highest priority first, as `'"k","j"]'`):
+    a view's JSON is `[` and a tail of that text. Hashing an import chain's N nodes would otherwise join and
+    encode N lists of up to N keys; the sha256 still reads every byte (the digest's format), nothing else does."""
+
+    LONG = 32  # a shorter L is joined as it is
+
+    def __init__(self) -> None:
+        # id of a Lin's list -> (the list, its length when encoded, its text, where the text of each view length
+        # starts; None: the keys need escaping, joined view by view)
+        self._lists: dict[int, tuple[list[str], int, memoryview, list[int] | None]] = {}
+
+    def parts(self, keys: Sequence[str]) -> tuple[bytes | memoryview, ...]:
+        """The canonical JSON of `keys`, in pieces to hash one after another."""
+        if not isinstance(keys, Lin) or len(keys) <= self.LONG:
+            return (_keys_json(keys),)
+        base, size = keys.storage
+        found = self._lists.get(id(base))
+        if found is None or found[1] != len(base):  # new, or the list grew: encode it again
+            found = self._lists[id(base)] = (base, len(base), *_encoded(base))
+        _, _, text, starts = found
+        if starts is None:
+            return (_keys_json(keys),)
+        return b"[", text[starts[size] :]
+
+
+def _encoded(base: list[str]) -> tuple[memoryview, list[int] | None]:
+    """`'"k_n","k_n-1",...,"k_0"]'` for the list `[k_0, ..., k_n]`, and where the text of its first m keys
+    starts, for each m (None when a key needs escaping)."""
+    text = ('"' + '","'.join(reversed(base)) + '"]').encode("utf-8")
+    if text.count(b'"') != 2 * len(base) or len(text.translate(None, _ESCAPED)) != len(text):
+        return memoryview(text), None
+    sizes = accumulate((len(key.encode("utf-8")) + 3 for key in base), initial=0)  # `"key",` each
+    return memoryview(text), [len(text) - size for size in sizes]
 
 
 def _keys_json(keys: Sequence[str]) -> bytes:

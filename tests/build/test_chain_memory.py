@@ -13,6 +13,7 @@ import pytest
 
 from cfgtool.build.builder import FLAT_LAYERS
 from cfgtool.compile.compiler import compile_store
+from cfgtool.snapshot.model import LayersJson, hash_content
 from cfgtool.store.lin import Lin
 from tests.conftest import GitRepo
 
@@ -111,3 +112,16 @@ def test_an_edit_deep_in_a_long_chain_resolves_the_nodes_above_it_again_and_reus
     again = compile_store(repo.root, ref="HEAD", validate=False)
     assert (again.stats["resolved"], again.stats["reused"]) == (depth - 40, 41)
     assert again.snapshot.nodes[f"/n{depth - 1:04d}"].config == {"a": depth - 1, "b": 1}
+
+
+def test_node_hashes_of_long_lins_read_their_lists_text_and_hash_as_ever() -> None:
+    lists = LayersJson()
+    chain = Lin(("/",))
+    for i in range(3 * LayersJson.LONG):
+        chain = chain.over(f"/n{i:04d}")
+        config = {"a": i}
+        assert hash_content(config, chain, ("/x",), lists) == hash_content(config, tuple(chain), ("/x",))
+    view = chain[5:]  # a shorter view, then the list grows and is encoded again
+    longer = chain.over("/ü")
+    for keys in (view, longer, longer.over('/"q"')):  # the last needs escaping: joined as it is
+        assert hash_content(None, keys, (), lists) == hash_content(None, tuple(keys), ())
