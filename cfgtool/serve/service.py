@@ -160,16 +160,13 @@ class Service:
             self.last_fetch = time.time()
 
     def refresh(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        """One round: fetch, then refresh every store (on a worker thread; events go to the loop)."""
+        """One round: re-read the tokens, fetch, then refresh every store (on a worker thread; events go to the
+        loop)."""
+        self.reload_tokens()
         if self.repository.url is not None:
             self._fetch()
         else:
             self.last_fetch = time.time()
-        if self.tokens is not None:
-            try:
-                self.tokens.reload()
-            except CfgtoolError as exc:
-                log.warning("%s (the tokens read before stay in force)", exc.message)
         for name, state in self.stores.items():
             try:
                 events = state.refresh(time.time())
@@ -192,8 +189,28 @@ class Service:
         # the modules and versions in memory, a latency spike) from rescanning it on every request burst
         gc.freeze()
 
+    def reload_tokens(self) -> None:
+        """Re-read the tokens file when it changed; a file that cannot be read leaves the tokens read before."""
+        if self.tokens is not None:
+            try:
+                self.tokens.reload()
+            except CfgtoolError as exc:
+                log.warning("%s (the tokens read before stay in force)", exc.message)
+
     async def run_loader(self) -> None:
-        """Refresh now and then every `fetch_interval` seconds until closed."""
+        """Refresh now and then every `fetch_interval` seconds until closed; the tokens file is also re-read on
+        rounds of its own, so a fetch that hangs on a slow remote never delays a revocation."""
+        await asyncio.gather(self._refresh_rounds(), self._token_rounds())
+
+    async def _token_rounds(self) -> None:
+        while self.tokens is not None and not self.closed:
+            await asyncio.sleep(self.options.fetch_interval)
+            try:
+                await asyncio.to_thread(self.reload_tokens)
+            except Exception:  # a bug must not stop the rounds: it is logged, and the next round retries
+                log.exception("re-reading the tokens failed")
+
+    async def _refresh_rounds(self) -> None:
         loop = asyncio.get_running_loop()
         while not self.closed:
             try:

@@ -1,5 +1,6 @@
-"""A remote URL's credentials never reach the disk: the server mirrors a real git HTTP server that asks for them
-(git's "dumb" HTTP protocol, behind Basic authentication), and no file of its cache holds them afterwards."""
+"""The server's mirror of a real git HTTP server (git's "dumb" HTTP protocol, behind Basic authentication): the
+URL's credentials reach git but no file of the cache; a remote that stops answering is a fetch failure that
+`/healthz` reports, and it delays no token's revocation."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import hashlib
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from cfgtool.serve.mirror import split_credentials
+from cfgtool.serve.mirror import fetch_env, split_credentials
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, publish_change
+from tests.serve.conftest import StartServer, cfgtool_command, publish_change
 
 TOKEN = "s3cr3t-T0ken-4711"
 
@@ -33,10 +34,13 @@ class GitHttp:
         self.update()
         self.authorized: list[str] = []
         self.refused = 0
+        self.stalled, self.released = threading.Event(), threading.Event()  # answer nothing until released
         outer = self
 
         class Handler(SimpleHTTPRequestHandler):
             def do_GET(self) -> None:
+                if outer.stalled.is_set():
+                    outer.released.wait(300)
                 expected = "Basic " + base64.b64encode(f"alice:{TOKEN}".encode()).decode()
                 if self.headers.get("Authorization") != expected:
                     outer.refused += 1
@@ -63,10 +67,18 @@ class GitHttp:
         subprocess.run(["git", "--git-dir", str(self.bare), "update-server-info"], check=True)
 
 
+ACL = """\
+super_users: [User:admin]
+acls:
+  - {principal: User:alice, operation: read, key: /data/, pattern: prefixed, permission: allow}
+"""
+
+
 @pytest.fixture
 def git_http(small: GitRepo, tmp_path: Path) -> Iterator[GitHttp]:
     served = GitHttp(small, tmp_path / "web")
     yield served
+    served.released.set()
     served.server.shutdown()
 
 
@@ -119,12 +131,52 @@ def test_a_mirror_an_older_version_left_with_the_credentials_in_its_config_is_re
 
 
 def test_only_the_urls_host_is_handed_the_credential_and_nothing_but_a_url_reaches_the_config() -> None:
-    clean, env = split_credentials("https://bot:p%40ss@git.example.com:8443/team/cfg.git")
+    clean, credential = split_credentials("https://bot:p%40ss@git.example.com:8443/team/cfg.git")
     assert clean == "https://git.example.com:8443/team/cfg.git"
-    assert env["CFGTOOL_GIT_CREDENTIAL"] == "username=bot\npassword=p@ss\n"
-    keys = {env[k]: env[k.replace("KEY", "VALUE")] for k in env if k.startswith("GIT_CONFIG_KEY_")}
-    assert keys["credential.helper"] == ""  # configured helpers (which could store it) are emptied first
-    assert "credential.https://git.example.com:8443.helper" in keys
-    assert split_credentials("ssh://git:pw@host/cfg.git") == ("ssh://git@host/cfg.git", {})  # a login stays
-    assert split_credentials("https://host/cfg.git") == ("https://host/cfg.git", {})
-    assert split_credentials("git@host:team/cfg.git") == ("git@host:team/cfg.git", {})
+    assert credential == "username=bot\npassword=p@ss\n"
+    env = fetch_env(clean, credential)
+    assert env["CFGTOOL_GIT_CREDENTIAL"] == credential and env["GIT_TERMINAL_PROMPT"] == "0"
+    config = {env[k]: env[k.replace("KEY", "VALUE")] for k in env if k.startswith("GIT_CONFIG_KEY_")}
+    assert config["credential.helper"] == ""  # configured helpers (which could store it) are emptied first
+    assert "credential.https://git.example.com:8443.helper" in config
+    assert "CFGTOOL_GIT_CREDENTIAL" not in fetch_env("https://host/cfg.git", None)
+    assert split_credentials("ssh://git:pw@host/cfg.git") == ("ssh://git@host/cfg.git", None)  # a login stays
+    assert split_credentials("https://host/cfg.git") == ("https://host/cfg.git", None)
+    assert split_credentials("git@host:team/cfg.git") == ("git@host:team/cfg.git", None)
+
+
+def _cli(*args: str) -> str:
+    proc = subprocess.run([*cfgtool_command(), *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_a_remote_that_stops_answering_is_a_fetch_failure_and_delays_no_revocation(
+    git_http: GitHttp, small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/_ACL.yaml": ACL}, "an ACL")
+    git_http.update()
+    tokens = tmp_path / "tokens.json"
+    alice, admin = (_cli("token", "add", who, "--tokens", str(tokens)) for who in ("alice", "admin"))
+    server = start_server(git_http.url, "--tokens", str(tokens), "--fetch-interval", "0.2", "--cache-time", "0")
+
+    def get(path: str, token: str) -> httpx.Response:
+        return httpx.get(f"{server.url}{path}", headers={"authorization": f"Bearer {token}"}, timeout=30)
+
+    def until(what: str, check: Callable[[], bool], timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"never: {what}\n{server.log()}"
+            time.sleep(0.2)
+
+    assert get("/v1/small/current/keys/data/b", alice).status_code == 200
+    git_http.stalled.set()  # every request to the remote now hangs
+    time.sleep(1)  # a fetch is waiting on it
+    _cli("token", "revoke", alice.split("_")[1], "--tokens", str(tokens))
+    until("the revocation applies", lambda: get("/v1/small/current/keys/data/b", alice).status_code == 401, 20)
+    until("healthz says the fetch fails", lambda: get("/healthz", admin).json()["fetch"]["ok"] is False)
+    assert get("/healthz", admin).json()["status"] == "failing"
+    assert get("/v1/small/current/keys/data/b", admin).status_code == 200  # the versions it has are served
+    git_http.stalled.clear()
+    git_http.released.set()
+    until("the fetch works again", lambda: get("/healthz", admin).json()["status"] == "ok")
