@@ -105,10 +105,11 @@ class AccessLog:
             self._stamp = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         return f"{self._stamp}.{MILLIS[int((now - second) * 1000)]}Z"
 
-    def request(self, scope: Scope, started: float) -> None:
-        """Log one answered request (`started`: its `time.perf_counter()` when it arrived). Only numbers,
-        strings and bytes are kept until the flush: keeping the scope would keep its containers alive across
-        the collector's young generation, which costs more than taking them apart now."""
+    def request(self, scope: Scope, started: float, instance: bytes | None) -> None:
+        """Log one answered request (`started`: its `time.perf_counter()` when it arrived; `instance`: its
+        `Cfgtool-Instance` header). Only numbers, strings and bytes are kept until the flush: keeping the scope
+        would keep its containers alive across the collector's young generation, which costs more than taking
+        them apart now."""
         now, duration, who = time.time(), time.perf_counter() - started, PRINCIPAL.get()
         status, size, version = scope.get(SENT, NOTHING_SENT)
         method, path = scope["method"], scope["path"]
@@ -120,10 +121,6 @@ class AccessLog:
                 if len(self._heads) >= HEADS_KEPT:
                     self._heads.clear()
                 self._heads[what] = head
-        instance = None
-        for name, value in scope["headers"]:  # the last one, as a server reading them in order keeps
-            if name == b"cfgtool-instance":
-                instance = value
         self._entries.append((now, duration, head, instance))
         if len(self._entries) >= FLUSH_LINES:
             self.flush()

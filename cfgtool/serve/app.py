@@ -104,8 +104,14 @@ class Api:
         if scope["type"] != "http":
             return await self.starlette(scope, receive, send)
         started = time.perf_counter()
+        host = instance = None
+        for name, value in scope["headers"]:  # one pass: the first Host, the last Cfgtool-Instance
+            if name == b"host":
+                host = value if host is None else host
+            elif name == b"cfgtool-instance":
+                instance = value
         try:
-            if self._local_only and not local_name(_header(scope, b"host") or b""):
+            if self._local_only and not local_name(host or b""):
                 what = "this server answers its own machine's clients only: address it as 127.0.0.1 or localhost"
                 return await respond(
                     scope, send, error(421, "misdirected_request", what), [(b"cache-control", NO_STORE)]
@@ -117,17 +123,15 @@ class Api:
                 await respond(scope, send, found, [(b"cache-control", NO_STORE)])
         finally:
             status, _, version = scope.get(SENT, NOTHING_SENT)
-            if 0 < status < 400:
-                self._note(scope, version)
+            if instance is not None and 0 < status < 400:
+                self._note(scope, version, instance)
             if self.access is not None:
-                self.access.request(scope, started)
+                self.access.request(scope, started, instance)
 
-    def _note(self, scope: Scope, version: bytes | None) -> None:
-        """Remember the instance behind an answered request of a store (docs/serving.md "Consumers");
-        `version`: the `Cfgtool-Version` the answer named."""
-        headers = dict(scope["headers"])  # the last of each name, as a loop over them would keep
-        ident = headers.get(b"cfgtool-instance")
-        if ident is None or not INSTANCE.fullmatch(ident):
+    def _note(self, scope: Scope, version: bytes | None, ident: bytes) -> None:
+        """Remember the instance `ident` (its `Cfgtool-Instance`) behind an answered request of a store
+        (docs/serving.md "Consumers"); `version`: the `Cfgtool-Version` the answer named."""
+        if not INSTANCE.fullmatch(ident):
             return
         parts = scope["path"].split("/", 5)  # '', v1, store, versions, N, ...
         consumers = self.service.consumers.get(parts[2]) if len(parts) > 2 and parts[1] == "v1" else None
@@ -137,7 +141,7 @@ class Api:
             number: int | None = int(parts[4])
         else:
             number = int(version) if version is not None else None
-        agent = headers.get(b"user-agent")
+        agent = dict(scope["headers"]).get(b"user-agent")  # the last, as for the instance
         consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), number, time.time())
 
     def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
