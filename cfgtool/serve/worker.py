@@ -27,6 +27,7 @@ import json
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -184,10 +185,46 @@ def _kept(root: str, store: str, version: int, cache: str) -> ConfigClient:
     return client
 
 
+RESOLVED_FLOOR = 1024 * 1024  # characters a config resolved for a made-up name may always hold ...
+RESOLVED_TIMES = 4  # ... beyond this many times what its nearest node's own config holds
+
+
 def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes:
     """The canonical JSON config of `key`, which has no node, in version N (run by the resolver process; the
-    snapshot it keeps remembers the newest few such keys itself)."""
-    return canonical_json(_kept(root, store, version, cache).snapshot.lookup(key).config).encode("utf-8")
+    snapshot it keeps remembers the newest few such keys itself). CfgtoolError when it would be far larger
+    than its nearest node's own config: the intrinsics repeat the name, and a config that doubles it a few
+    times turned a 1,000-character name into a 500 MB answer (a gigabyte in the server, for one request)."""
+    snapshot = _kept(root, store, version, cache).snapshot
+    found = snapshot.lookup(key)
+    own = snapshot.nodes[found.node].config or {}
+    allowed = RESOLVED_FLOOR + RESOLVED_TIMES * _characters(own, sys.maxsize)
+    if _characters(found.config, allowed) > allowed:
+        snapshot.forget(key)
+        raise CfgtoolError(
+            f"the config of {key} would hold more than {allowed} characters, far more than that of {found.node}"
+            " (its values repeat the key's name)",
+            hint="read a shorter key",
+        )
+    return canonical_json(found.config).encode("utf-8")
+
+
+def _characters(value: Any, limit: int) -> int:
+    """About how many characters `value`'s JSON holds (its strings, names and one per other value), counted up
+    to just past `limit` only (a repeated string counts each time, as JSON writes it)."""
+    total, todo = 0, [value]
+    while todo and total <= limit:
+        item = todo.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, Mapping):
+            total += sum(len(name) + 4 for name in item) + 1
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            total += 1 + len(item)
+            todo.extend(item)
+        else:
+            total += 5
+    return total
 
 
 def _background() -> None:

@@ -230,6 +230,10 @@ class Snapshot(StoreQueries):
             doc = self._docs[file] = parse(self.texts[file], file, reader=self.texts.get)
         return doc
 
+    def forget(self, key: str) -> None:
+        """Drop the config resolved again for `key` (a key without a node), such as one too large to keep."""
+        self._phantoms.pop(key, None)
+
     @cached_property
     def _phantoms(self) -> dict[str, Mapping[str, Any]]:
         return {}

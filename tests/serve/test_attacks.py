@@ -143,3 +143,21 @@ def test_forged_sign_outs_are_not_recorded(small: GitRepo, start_server: StartSe
     [record] = tmp_path.glob("serve-cache-*/**/console/ended.json")
     assert list(json.loads(record.read_text())) == [cookie.split(".")[2]]
     assert httpx.get(f"{server.url}/ui/small/", cookies=copied).status_code == 303
+
+
+def test_a_long_made_up_name_cannot_blow_up_a_config_that_repeats_it(small: GitRepo, start_server: StartServer) -> None:
+    """A config that doubles `${cfgtool.name}` a few times is small for its own node, but a key without a node
+    under it is resolved for its own name: a 1,000-character name made this one 12 MB (and a 14-fold doubling
+    500 MB, a gigabyte in the server for one request). Such a key is refused; ordinary names still resolve."""
+    doubled = [f"a{i} = ${{a{i - 1}}}${{a{i - 1}}}" for i in range(1, 11)]
+    copies = [f"b{j} = ${{a10}}" for j in range(10)]
+    config = "\n".join(["a0 = ${cfgtool.name}", *doubled, *copies]) + "\n"
+    publish_change(small, {"store/data/b/main.conf": config}, "a config that repeats the name")
+    server = start_server(small.root, *FAST)
+    with httpx.Client(base_url=server.url, timeout=120) as http:
+        ordinary = http.get("/v1/small/versions/2/keys/data/b/web")
+        assert ordinary.status_code == 200 and ordinary.json()["config"]["a1"] == "webweb"
+        refused = http.get("/v1/small/versions/2/keys/data/b/" + "n" * 1000)
+        assert refused.status_code == 409 and refused.json()["error"] == "unresolved", refused.text[:200]
+        assert "would hold more than" in refused.json()["message"]
+        assert http.get("/v1/small/versions/2/keys/data/b/web").status_code == 200  # the resolver still answers
