@@ -1,10 +1,10 @@
 """The history of a key, or of one value in it, across a store's versions (docs/console.md), from a per-store index.
 
 The index holds, per key, each version at which its resolved config (as the server answers it: secrets `[hidden]`)
-changed, with that config; it grows as versions load: after each refresh, the versions not yet in it are read in a
-worker process (`version_changes`, from the client's snapshot cache), which hands back only what changed since the
-last version indexed. So a history request walks one key's few changes, never every version; a key's values at
-other paths and its unchanged versions cost nothing.
+changed, with that config; it grows as versions load: after each refresh, the versions not yet in it are taken from
+the answers the server holds in memory, or read in a worker process (`version_changes`, from the client's snapshot
+cache), which hands back only what changed since the last version indexed. So a history request walks one key's few
+changes, never every version.
 
 A version in which the key has no node of its own reads its nearest node's config, as a client would. The commits
 behind each change are `cfgtool audit KEY`'s to list; for a key that never had a node, the page asks
@@ -96,24 +96,44 @@ class HistoryIndex:
         return all(n in self.indexed for n in view.versions if n not in view.unservable)
 
     def update(self, state: StoreState, cache: Path) -> None:
-        """Index the servable versions of the store newer than the newest indexed (in a worker process)."""
+        """Index the servable versions of the store newer than the newest indexed: a version the server holds in
+        memory from its answers, the others in a worker process."""
         with self._lock:
             view = state.view
             new = sorted(n for n in view.versions if n > self._newest and n not in view.unservable)
-            if not new:
-                return
-            args = (str(state.root), state.path, str(cache), new, self._last)
-            for n, changed in unpack(self._worker.run(version_changes, *args)):
-                self.indexed.add(n)
-                self._newest = max(self._newest, n)
-                if changed is None:  # did not load (it is then not served either)
+            waiting: list[int] = []  # versions to read in a worker, in order
+            for n in new:
+                loaded = view.pinned.get(n)
+                if loaded is None:
+                    waiting.append(n)
                     continue
-                for key, config in changed.items():
-                    self.changes.setdefault(key, []).append((n, config))
-                    if config is None:
-                        self._last.pop(key, None)
-                    else:
-                        self._last[key] = _digest(config)
+                self._read(state, cache, waiting)
+                waiting = []
+                now = {key: _digest(config) for key, config in loaded.configs.items()}
+                changed: dict[str, bytes | None] = {
+                    key: config for key, config in loaded.configs.items() if self._last.get(key) != now[key]
+                }
+                changed.update((key, None) for key in self._last.keys() - now.keys())
+                self._take(n, changed)
+            self._read(state, cache, waiting)
+
+    def _read(self, state: StoreState, cache: Path, versions: list[int]) -> None:
+        """Index `versions` (ascending, after those indexed) from a worker process."""
+        if versions:
+            args = (str(state.root), state.path, str(cache), versions, self._last)
+            for n, changed in unpack(self._worker.run(version_changes, *args)):
+                self._take(n, changed)
+
+    def _take(self, n: int, changed: dict[str, bytes | None] | None) -> None:
+        """Version `n`'s changes (None: it did not load, and is then not served either) into the index."""
+        self.indexed.add(n)
+        self._newest = max(self._newest, n)
+        for key, config in (changed or {}).items():
+            self.changes.setdefault(key, []).append((n, config))
+            if config is None:
+                self._last.pop(key, None)
+            else:
+                self._last[key] = _digest(config)
 
     def history(self, key: str, parts: tuple[str, ...], shown_path: str | None, view: View) -> KeyHistory | None:
         """The history of `key` (at `parts`), newest first, as `audit_key` tells it but without the commits (a

@@ -6,7 +6,7 @@ The index is one lowercase text with a record per node, in key order: the key, t
 value, every part ended by a separator a query cannot hold (so no match spans two parts). The values are those the
 server answers (`LoadedVersion.configs`): a secret reads `[hidden]` there, so neither its envelope nor anything in it
 can be found. A query walks the text with `str.find`, one jump to the next record per matching key, so a query costs
-what its matching keys cost, never a pass over every config.
+what its matching keys cost (counted up to `COUNTED` of them), never a pass over every config.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from cfgtool.console.prepared import Prepared
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.visibility import Visibility
 
-RESULTS = 100  # keys listed at once (all matching keys are counted)
+RESULTS = 100  # keys listed at once
+COUNTED = 1000  # matching keys counted at most (past this many, the page says "1,000 or more")
 MAX_MATCHES = 20  # matching paths listed per key
 MAX_QUERY = 200  # characters of a query read at most
 
@@ -77,7 +78,8 @@ class Match:
 @dataclass(frozen=True)
 class Found:
     matches: list[Match]
-    count: int  # keys that match and may be shown, all of them (only the first `RESULTS` are listed)
+    count: int  # keys that match and may be shown (only the first `RESULTS` are listed), at most `COUNTED`
+    more: bool = False  # the count stopped at `COUNTED`: more keys match
 
 
 def query_text(q: str) -> str:
@@ -99,6 +101,8 @@ def search(index: SearchIndex, loaded: LoadedVersion, q: str, seen: Visibility) 
         by_key = at < index.values[i]
         end = starts[i + 1] if i + 1 < len(starts) else len(text)
         if seen.describes(key) and (by_key or seen.may("read", key)):
+            if count == COUNTED:  # one more that may be shown: say "or more" (a query matching most keys stops here)
+                return Found(matches, count, more=True)
             if len(matches) < RESULTS:
                 readable = seen.may("read", key)
                 config = loaded.configs.get(key) if readable else None

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from cfgtool.console import search
 from tests.conftest import GitRepo
 from tests.console.conftest import MakeClient, Page
@@ -29,7 +31,9 @@ def test_a_secret_is_never_found_by_its_sealed_text(published: GitRepo, make_cli
     assert "/data/databases/identity" in page.text and "[hidden]" in page.text and "ENC[" not in page.text
 
 
-def test_only_keys_that_really_match_are_counted_past_the_listed_ones(tmp_path: Path, make_client: MakeClient) -> None:
+def test_only_keys_that_really_match_are_counted_past_the_listed_ones(
+    tmp_path: Path, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = GitRepo(tmp_path / "wide")
     files = {"store/_CONFIG_STORE": "name: wide\n", "store/main.conf": "a = 1\n"}
     listed, more = search.RESULTS, 50
@@ -44,6 +48,9 @@ def test_only_keys_that_really_match_are_counted_past_the_listed_ones(tmp_path: 
     assert f"{listed} keys match." in quoted.text and "are shown" not in quoted.text
     assert "0 keys match" in Page(client.get("/ui/wide/v/1/search", params={"q": '":"'}).text).text
     assert "1 key match" in Page(client.get("/ui/wide/v/1/search?q=d0149").text).text
+    monkeypatch.setattr(search, "COUNTED", listed + 10)  # a query matching most keys stops counting
+    capped = Page(client.get("/ui/wide/v/1/search?q=label").text)
+    assert f"{listed + 10} or more keys match; the first {listed} are shown" in capped.text
 
 
 def test_the_index_is_built_when_a_version_loads_and_hits_are_filtered_per_principal(
