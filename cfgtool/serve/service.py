@@ -13,7 +13,6 @@ import gc
 import ipaddress
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -282,9 +281,15 @@ class Service:
         }
         return {"status": self.status, "ready": self.ready, "stores": stores, "fetch": fetch}
 
-    def _consumers(self) -> dict[str, Counter[int]]:
+    def _consumers(self) -> dict[str, dict[int, int]]:
+        """The metric's instances per version, of the versions each store has: a reported version is client text,
+        and one series per made-up number would let a client blow up the metric's cardinality."""
         now = time.time()
-        return {name: consumers.by_version(now) for name, consumers in self.consumers.items()}
+        found = {}
+        for name, consumers in self.consumers.items():
+            known = self.stores[name].view.versions
+            found[name] = {n: count for n, count in consumers.by_version(now).items() if n in known}
+        return found
 
     def _figures(self) -> dict[str, StoreFigures]:
         return {

@@ -161,3 +161,16 @@ def test_a_long_made_up_name_cannot_blow_up_a_config_that_repeats_it(small: GitR
         assert refused.status_code == 409 and refused.json()["error"] == "unresolved", refused.text[:200]
         assert "would hold more than" in refused.json()["message"]
         assert http.get("/v1/small/versions/2/keys/data/b/web").status_code == 200  # the resolver still answers
+
+
+def test_made_up_applied_versions_make_no_metric_series(small: GitRepo, start_server: StartServer) -> None:
+    """An agent's report names the version it applied; any client may send any number. `cfgtool_consumers` counts
+    only versions the store has: one series per made-up number would blow up the metric's cardinality."""
+    server = start_server(small.root, *FAST)
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        assert http.post("/v1/small/consumers/real-1", json={"applied": 1}).status_code == 200
+        for n in range(40):
+            assert http.post(f"/v1/small/consumers/fake-{n}", json={"applied": 1000 + n}).status_code == 200
+        assert len(http.get("/v1/small/consumers").json()["instances"]) == 41  # the listing keeps what they said
+        series = [line for line in http.get("/metrics").text.splitlines() if line.startswith("cfgtool_consumers{")]
+    assert series == ['cfgtool_consumers{store="small",version="1"} 1.0']
