@@ -256,10 +256,10 @@ class Builder:
         self.stats["resolved"] += 1
         self._step()
         reach = partial(_reached, graph, key)
-        tree = self._tree(graph, lkeys)
+        tree = self._tree(graph, lkeys, notes)
         problem: Diagnostic | None = None
         if tree is None:
-            pass  # a layer does not parse: its E_SYNTAX was reported once, at its file
+            pass  # a layer does not parse or merge: its error was reported once, at its file
         elif self.budget.over is not None:
             problem = replace(self.budget.over, key=key)
         else:
@@ -325,17 +325,23 @@ class Builder:
         tree = self._tree(graph, lkeys)
         return (resolve_layers([tree], key) if tree is not None else None), self.docs.get(key)
 
-    def _tree(self, graph: Graph, keys: Sequence[str]) -> Node | None:
+    def _tree(self, graph: Graph, keys: Sequence[str], notes: tuple[str, ...] = ()) -> Node | None:
         """The merged (unresolved) tree of a linearization. Most nodes have L(K) = [K] + L(B), B their parent
         or, along an import chain, their import: the trees of suffixes that are linearizations are memoized, so
         each node costs one merge (or a few) of its own config over an already merged tree, and no lookup
         hashes or copies a whole linearization per layer (an import chain 1,000 deep would be quadratic).
-        Built from the longest memoized suffix up, in a loop: a deep chain must not recurse."""
+        Built from the longest memoized suffix up, in a loop: a deep chain must not recurse. A merge that fails
+        (E_LIMIT: too many definitions of one value over a deep chain) is reported once, as an error of the
+        layer whose config it merged; the layers over it then have no tree, as over one that does not parse."""
         done, tree = _longest(self._trees, keys)
         for i in range(done - 1, -1, -1):
             head: Node | None = self.docs.get(keys[i])
             if i < len(keys) - 1:  # over the tree of the layers below (None: one of them does not parse)
-                head = None if head is None or tree is None else merge_nodes(head, tree)
+                try:
+                    head = None if head is None or tree is None else merge_nodes(head, tree)
+                except HoconError as exc:
+                    self.diags.append(diagnostic(exc, keys[i], notes))
+                    head = None
             tree = head
             if i:  # a node's own full tree is merged once: only its bases' trees are shared
                 _remember(self._trees, graph, keys, i, tree)

@@ -125,3 +125,17 @@ def test_node_hashes_of_long_lins_read_their_lists_text_and_hash_as_ever() -> No
     longer = chain.over("/ü")
     for keys in (view, longer, longer.over('/"q"')):  # the last needs escaping: joined as it is
         assert hash_content(None, keys, (), lists) == hash_content(None, tuple(keys), ())
+
+
+def test_too_many_definitions_merged_over_a_chain_are_an_error_of_that_node_not_an_exception(
+    tmp_path: Path,
+) -> None:
+    over = "a = 1\n" + "b = ${a}\n" * 600  # 600 definitions of `b` each: 1,200 once /b merges over /a
+    repo = GitRepo(tmp_path / "repo")
+    repo.write({"_CONFIG_STORE": "", "a/main.conf": over, "b/main.conf": over, "b/includes": "/a\n"}, under="store/")
+    repo.commit()
+    result = compile_store(repo.root, ref="HEAD", validate=False)
+    assert [(d.code, d.key, d.file, d.line) for d in result.diagnostics] == [
+        ("E_LIMIT", "/b", "store/b/main.conf", 601)
+    ]
+    assert result.snapshot.nodes["/a"].config == {"a": 1, "b": 1} and not result.snapshot.nodes["/b"].resolved
