@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -72,6 +73,26 @@ def private_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         del os.environ["CFGTOOL_CACHE_DIR"]
     else:
         os.environ["CFGTOOL_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def child_bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Where bytecode is not written (PYTHONDONTWRITEBYTECODE, `-B`), let the thousands of Python processes the
+    tests start (CLI runs, servers, agents) write it and share it in a directory of this run's own, outside the
+    checkout: otherwise each of them compiles every cfgtool module it imports from source, a third of a CLI
+    run's time."""
+    if not sys.dont_write_bytecode:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("bytecode"))
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture
