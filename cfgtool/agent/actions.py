@@ -50,11 +50,15 @@ def run_command(command: str, directory: Path, version: int) -> tuple[int, str]:
     return done.returncode, output.decode("utf-8", "replace")[-_TAIL:].strip()
 
 
-def check(command: str, directory: Path, version: int) -> None:
-    """`--check`: CheckFailed unless `command` exits 0 on the staged files of `version`."""
+def check(command: str, directory: Path, version: int, secret: bool = False) -> None:
+    """`--check`: CheckFailed unless `command` exits 0 on the staged files of `version`. When the files hold
+    opened secrets (`secret`), the message leaves the command's output out: it goes to the log and to the
+    server's consumers report, which everyone who may describe the store reads, and a checker quoting the
+    line it refuses would quote a password."""
     status, output = run_command(command, directory, version)
     if status != 0:
-        raise CheckFailed(f"the check failed on version {version} (exit {status}): {output or 'no output'}")
+        shown = "its output is not shown, as the files hold opened secrets" if secret else output or "no output"
+        raise CheckFailed(f"the check failed on version {version} (exit {status}): {shown}")
 
 
 def parse_signal(name: str) -> signal.Signals:

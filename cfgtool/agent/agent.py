@@ -280,7 +280,7 @@ class Agent:
         new = layout.stage(self.options.directory, version, files)
         try:
             if self.options.check is not None:
-                check(self.options.check, new, version)
+                check(self.options.check, new, version, secret=bool(opened))
         except CheckFailed:
             layout.discard(new)
             raise

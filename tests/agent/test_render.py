@@ -7,6 +7,8 @@ import json
 import stat
 from pathlib import Path
 
+import httpx
+
 from tests.agent.conftest import RunAgent
 from tests.conftest import CHECKOUT, GitRepo
 from tests.serve.conftest import StartServer
@@ -76,3 +78,20 @@ def test_templates_run_sandboxed_and_their_errors_name_the_line(
     done = run_agent(server.url, "--once", "--template", f"a.txt={broken}:/data/a")
     assert done.returncode == 2, done.stderr
     assert f"{broken}:2:1: template syntax error" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failing_checks_output_is_neither_logged_nor_reported_when_the_files_hold_opened_secrets(
+    published: GitRepo, start_server: StartServer, run_agent: RunAgent, tmp_path: Path
+) -> None:
+    """The agent reports its last check to the server, whose consumers report every principal that may describe
+    the store reads (and its log goes wherever logs go): a checker that quotes what it refuses must not carry
+    an opened secret there."""
+    server = start_server(published.root, "--cache-time", "0")
+    quoting = "grep -h password db.json; exit 1"  # a checker that quotes the line it refuses
+    args = ("--once", "--file", "db.json=" + DB, "--check", quoting, "--instance", "db-agent")
+    done = run_agent(server.url, *args, store="demo", directory=tmp_path / "hidden")
+    assert done.returncode == 1 and '"password": "[hidden]"' in done.stderr  # nothing opened: the output is shown
+    done = run_agent(server.url, *args, "--identity", str(DEMO_IDENTITY), store="demo", directory=tmp_path / "opened")
+    assert done.returncode == 1 and "exit 1" in done.stderr and "password" not in done.stderr
+    [agent] = httpx.get(f"{server.url}/v1/demo/consumers", timeout=10).json()["instances"]
+    assert agent["last_check"]["ok"] is False and "password" not in agent["last_check"]["message"]
