@@ -142,6 +142,33 @@ def test_at_most_100_long_polls_wait_per_principal(small: GitRepo, start_server:
     assert httpx.get(f"{server.url}/v1/small/changes", params={"since": 1, "wait": 0.1}).status_code == 200
 
 
+def test_with_tokens_the_long_polls_are_counted_per_principal(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    alice, bob = _token(tokens, "alice"), _token(tokens, "bob")  # both from 127.0.0.1
+    server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
+    request = f"GET /v1/small/changes?since=1&wait=30 HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {alice}\r\n\r\n"
+    polls = [_connect(server) for _ in range(100)]
+    for sock in polls:
+        sock.sendall(request.encode())
+    metrics = {"authorization": f"Bearer {alice}"}
+    deadline = time.monotonic() + 30
+    while (
+        'cfgtool_long_polls_waiting{store="small"} 100.0'
+        not in httpx.get(f"{server.url}/metrics", headers=metrics).text
+    ):
+        assert time.monotonic() < deadline, "the 100 long polls never all waited"
+        time.sleep(0.1)
+    params = {"since": 1, "wait": 0.1}
+    refused = httpx.get(f"{server.url}/v1/small/changes", params=params, headers={"authorization": f"Bearer {alice}"})
+    assert refused.status_code == 429 and refused.json()["error"] == "too_many_long_polls"
+    other = httpx.get(f"{server.url}/v1/small/changes", params=params, headers={"authorization": f"Bearer {bob}"})
+    assert other.status_code == 200, other.text  # the same address, another principal: its own 100
+    for sock in polls:
+        sock.close()
+
+
 HOST_ACL = """\
 acls:
   - {principal: User:alice, operation: read, key: /data/, pattern: prefixed, permission: allow, host: 10.1.2.3}
