@@ -25,6 +25,7 @@ from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.store.refmemo import RefMemo
+from cfgtool.store.urls import fetch_env, redact, split_credentials
 from cfgtool.versions.artifact import Artifact, compact_json
 from cfgtool.versions.artifact_rows import values_at
 from cfgtool.versions.names import CURRENT, version_spec
@@ -231,7 +232,7 @@ class ConfigClient:
         return keys, [values_at(configs, parts) for parts in paths]
 
     def __repr__(self) -> str:
-        where = f"{self.location!r}, store={self.store!r}"
+        where = f"{redact(self.location)!r}, store={self.store!r}"
         return f"ConfigClient({where}, version={self.version}, commit={self.commit[:7]})"
 
     # -- construction ------------------------------------------------------------------------------------
@@ -248,14 +249,23 @@ class ConfigClient:
             memo = RefMemo(path, self._cache)
         else:
             import hashlib
+            import shutil
 
-            clone = self._cache / "repos" / hashlib.sha256(self.location.encode("utf-8")).hexdigest()[:16]
+            def named(url: str) -> Path:
+                return self._cache / "repos" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+
+            url, credential = split_credentials(self.location)  # the credential stays in memory
+            env = fetch_env(url, credential) if credential else {}  # else git as configured (it may prompt)
+            clone = named(url)
+            if url != self.location:  # a clone an older cfgtool made kept the credential in its config
+                shutil.rmtree(named(self.location), ignore_errors=True)
             if (clone / "HEAD").exists():
                 # branches may move; tags never do (a tag that changed upstream is an error, not an update)
-                self._git(clone, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+                args = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
+                self._git(clone, *args, env=env)
             else:
                 private_dir(clone.parent)
-                self._git(clone.parent, "clone", "--quiet", "--bare", "--", self.location, str(clone))
+                self._git(clone.parent, "clone", "--quiet", "--bare", "--", url, str(clone), env=env)
             memo = RefMemo(clone, self._cache)
         try:
             memo.add_file(memo.repo.root / self.store / SETTINGS_FILE)  # the tag prefixes, before a first commit
@@ -263,13 +273,14 @@ class ConfigClient:
             raise StoreNotFound(str(exc.message), hint=exc.hint) from exc
         return memo
 
-    def _git(self, cwd: Path, *args: str) -> None:
+    def _git(self, cwd: Path, *args: str, env: Mapping[str, str]) -> None:
         from cfgtool.store import git
 
         try:
-            git.run_git(cwd, *args)
+            git.run_git(cwd, *args, env=env)
         except SourceError as exc:
-            raise StoreNotFound(f"cannot read {self.location}: {exc.message}", hint="check the URL and access") from exc
+            what = redact(f"cannot read {self.location}: {exc.message}")
+            raise StoreNotFound(what, hint="check the URL and access") from exc
 
     def _pin(self, memo: RefMemo, version: int | str | None) -> tuple[int, str]:
         """(version, commit): version N, the one `current` / `previous` names, or (None) the current version."""
@@ -281,7 +292,7 @@ class ConfigClient:
         current = memo.answer(f"{name} {self.store}", lambda: self._named(name))
         if current is None:
             raise StoreNotFound(
-                f"{self.location} has no published version of store {self.store!r}",
+                f"{redact(self.location)} has no published version of store {self.store!r}",
                 hint="publish one with `cfgtool publish`, or pass version=N",
             )
         return int(current[0]), str(current[1])

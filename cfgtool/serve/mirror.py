@@ -9,7 +9,7 @@ A URL's credentials (`https://user:token@host/...`) never reach the disk: the mi
 without them, and each clone or fetch hands them to git through a credential helper named in the git process's
 environment, which answers for that URL's host only and stores nothing. A mirror written by an older cfgtool
 with the credentials in its config is rewritten on start. git never prompts, and a stalled HTTP transfer
-fails (`fetch_env`).
+fails (`cfgtool.store.urls`).
 
 Stores are found at HEAD (every directory holding a `_CONFIG_STORE`, none inside a Python package: a
 package's templates are no stores of the repository), or named by `--store DIR`; each is addressed by the
@@ -19,85 +19,25 @@ package's templates are no stores of the repository), or named by `--store DIR`;
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
 
 from cfgtool._util.cachedir import private_dir
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
+from cfgtool.store.urls import fetch_env, redact, split_credentials
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
-_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/?#\s]*@", re.IGNORECASE)  # scheme://user:token@
-_AUTHORITY = re.compile(r"^([a-z][a-z0-9+.-]*)://([^/?#\s]*)@([^/?#\s]*)(.*)$", re.IGNORECASE | re.DOTALL)
-_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]*", re.IGNORECASE)  # scheme://host:port
-STALL_BYTES, STALL_S = 1000, 30  # an HTTP transfer slower than this many bytes a second for this long fails
 _FETCH = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
-_HTTP = {"http", "https", "ftp", "ftps"}  # the schemes git sends a URL's user name and password over
-# A credential helper (git runs it with sh): answers `get` with the credential its environment holds and
-# ignores `store` and `erase`, so neither it nor a helper the user configured keeps the credential anywhere.
-_HELPER = '!f() { cat >/dev/null; test "$1" = get && printf \'%s\' "$CFGTOOL_GIT_CREDENTIAL"; }; f'
 
 
 def is_url(location: str) -> bool:
     return _URL.match(location) is not None
-
-
-def redact(text: str) -> str:
-    """`text` with the user information of every URL in it dropped (`https://user:token@host/x` ->
-    `https://host/x`): a URL's credentials are never printed, logged, measured or answered."""
-    return _USERINFO.sub(r"\1", text)
-
-
-def split_credentials(url: str) -> tuple[str, str | None]:
-    """(`url` as written to disk, the credential it held in git's credential-helper format, or None).
-
-    An http(s) or ftp(s) URL loses its user information, which becomes the credential. Any other URL only
-    loses a password, which git never uses there (an ssh user name is a login, not a secret).
-    """
-    found = _AUTHORITY.match(url)
-    if found is None:
-        return url, None
-    scheme, userinfo, host, rest = found.groups()
-    user, colon, password = userinfo.partition(":")
-    if scheme.lower() not in _HTTP:
-        return (f"{scheme}://{user}@{host}{rest}" if user else f"{scheme}://{host}{rest}"), None
-    user, password = unquote(user), unquote(password)
-    if any(c in user + password for c in "\n\r\0"):
-        raise UsageError(f"{redact(url)}: its user information holds a line break or NUL", hint="check the URL")
-    credential = (f"username={user}\n" if user else "") + (f"password={password}\n" if colon else "")
-    return f"{scheme}://{host}{rest}", credential or None
-
-
-def fetch_env(url: str, credential: str | None) -> dict[str, str]:
-    """The environment of the git processes that clone or fetch `url` (without credentials).
-
-    git never prompts (the server has no one to answer), and an HTTP transfer slower than `STALL_BYTES` a second
-    for `STALL_S` seconds fails, so a remote that stops answering is a fetch failure `/healthz` reports, never a
-    loader stuck for good. A `credential` is handed to git through `_HELPER` for the URL's scheme and host alone
-    (a redirect elsewhere gets nothing), after emptying the list of helpers configured (which could store it).
-    The entries come after any `GIT_CONFIG_COUNT` entries the server was started with.
-    """
-    config = [("http.lowSpeedLimit", str(STALL_BYTES)), ("http.lowSpeedTime", str(STALL_S))]
-    env = {"GIT_TERMINAL_PROMPT": "0"}
-    origin = _ORIGIN.match(url)
-    if credential is not None and origin is not None:
-        config += [("credential.helper", ""), (f"credential.{origin.group(0)}.helper", _HELPER)]
-        env["CFGTOOL_GIT_CREDENTIAL"] = credential
-    try:
-        base = int(os.environ.get("GIT_CONFIG_COUNT", "0") or "0")
-    except ValueError:
-        base = 0
-    env["GIT_CONFIG_COUNT"] = str(base + len(config))
-    for n, (key, value) in enumerate(config, base):
-        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
-    return env
 
 
 def _cache_dir(cache: Path, url: str) -> Path:

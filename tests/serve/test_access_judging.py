@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from cfgtool.serve.mirror import redact
+from cfgtool.store.urls import redact
 from tests.conftest import GitRepo
 from tests.serve.conftest import SMALL, StartServer, cfgtool_command, publish_change
 

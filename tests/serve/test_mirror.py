@@ -18,7 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from cfgtool.serve.mirror import fetch_env, split_credentials
+from cfgtool import ConfigClient
+from cfgtool.client.local import StoreNotFound
+from cfgtool.store.urls import fetch_env, split_credentials
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, cfgtool_command, publish_change
 
@@ -180,3 +182,17 @@ def test_a_remote_that_stops_answering_is_a_fetch_failure_and_delays_no_revocati
     git_http.stalled.clear()
     git_http.released.set()
     until("the fetch works again", lambda: get("/healthz", admin).json()["status"] == "ok")
+
+
+def test_the_git_client_of_a_credentialed_url_keeps_the_credential_out_of_its_cache_and_messages(
+    git_http: GitHttp, tmp_path: Path
+) -> None:
+    cache = tmp_path / "client-cache"
+    legacy = cache / "repos" / hashlib.sha256(git_http.url.encode()).hexdigest()[:16]  # an older cfgtool's clone
+    subprocess.run(["git", "clone", "-q", "--bare", git_http.url, str(legacy)], check=True)
+    client = ConfigClient(git_http.url, store="store", cache_dir=cache)
+    assert client.get("/data/b")["size"] == 2 and git_http.authorized
+    assert _files_holding_the_secret(cache) == [] and TOKEN not in repr(client)
+    with pytest.raises(StoreNotFound) as refused:
+        ConfigClient(git_http.url.replace("cfg.git", "none.git"), store="store", cache_dir=cache)
+    assert TOKEN not in str(refused.value) and "127.0.0.1" in str(refused.value)

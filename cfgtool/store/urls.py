@@ -1,0 +1,76 @@
+"""The git URLs cfgtool mirrors into its caches (`cfgtool serve`'s mirror, a `ConfigClient` of a URL): a URL's
+credentials (`https://user:token@host/...`) never reach the disk or a message.
+
+`split_credentials` gives the URL to write into a mirror's git config and the credential it held; `fetch_env`
+the environment that hands the credential to the git processes that clone or fetch it (through a credential
+helper that answers for that host alone and stores nothing); `redact` drops the credentials from any text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote
+
+from cfgtool.errors import UsageError
+
+_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/?#\s]*@", re.IGNORECASE)  # scheme://user:token@
+_AUTHORITY = re.compile(r"^([a-z][a-z0-9+.-]*)://([^/?#\s]*)@([^/?#\s]*)(.*)$", re.IGNORECASE | re.DOTALL)
+_ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]*", re.IGNORECASE)  # scheme://host:port
+STALL_BYTES, STALL_S = 1000, 30  # an HTTP transfer slower than this many bytes a second for this long fails
+_HTTP = {"http", "https", "ftp", "ftps"}  # the schemes git sends a URL's user name and password over
+# A credential helper (git runs it with sh): answers `get` with the credential its environment holds and
+# ignores `store` and `erase`, so neither it nor a helper the user configured keeps the credential anywhere.
+_HELPER = '!f() { cat >/dev/null; test "$1" = get && printf \'%s\' "$CFGTOOL_GIT_CREDENTIAL"; }; f'
+
+
+def redact(text: str) -> str:
+    """`text` with the user information of every URL in it dropped (`https://user:token@host/x` ->
+    `https://host/x`): a URL's credentials are never printed, logged, measured or answered."""
+    return _USERINFO.sub(r"\1", text)
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """(`url` as written to disk, the credential it held in git's credential-helper format, or None).
+
+    An http(s) or ftp(s) URL loses its user information, which becomes the credential. Any other URL only
+    loses a password, which git never uses there (an ssh user name is a login, not a secret).
+    """
+    found = _AUTHORITY.match(url)
+    if found is None:
+        return url, None
+    scheme, userinfo, host, rest = found.groups()
+    user, colon, password = userinfo.partition(":")
+    if scheme.lower() not in _HTTP:
+        return (f"{scheme}://{user}@{host}{rest}" if user else f"{scheme}://{host}{rest}"), None
+    user, password = unquote(user), unquote(password)
+    if any(c in user + password for c in "\n\r\0"):
+        raise UsageError(f"{redact(url)}: its user information holds a line break or NUL", hint="check the URL")
+    credential = (f"username={user}\n" if user else "") + (f"password={password}\n" if colon else "")
+    return f"{scheme}://{host}{rest}", credential or None
+
+
+def fetch_env(url: str, credential: str | None) -> dict[str, str]:
+    """The environment of the git processes that clone or fetch `url` (without credentials).
+
+    git never prompts (a server or a library has no one to answer), and an HTTP transfer slower than
+    `STALL_BYTES` a second for `STALL_S` seconds fails: a remote that stops answering is a fetch failure (the
+    server's `/healthz` reports it), never a process stuck for good. A `credential` is handed to git through
+    `_HELPER` for the URL's scheme and host alone (a redirect elsewhere gets nothing), after emptying the list
+    of helpers configured (which could store it). The entries come after any `GIT_CONFIG_COUNT` entries of the
+    process's own environment.
+    """
+    config = [("http.lowSpeedLimit", str(STALL_BYTES)), ("http.lowSpeedTime", str(STALL_S))]
+    env = {"GIT_TERMINAL_PROMPT": "0"}
+    origin = _ORIGIN.match(url)
+    if credential is not None and origin is not None:
+        config += [("credential.helper", ""), (f"credential.{origin.group(0)}.helper", _HELPER)]
+        env["CFGTOOL_GIT_CREDENTIAL"] = credential
+    try:
+        base = int(os.environ.get("GIT_CONFIG_COUNT", "0") or "0")
+    except ValueError:
+        base = 0
+    env["GIT_CONFIG_COUNT"] = str(base + len(config))
+    for n, (key, value) in enumerate(config, base):
+        env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
+    return env
