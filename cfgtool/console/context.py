@@ -82,7 +82,7 @@ class Console:
         self.api = api
         self.service = api.service
         self.sessions = Sessions(api.service.options.cache / "console")
-        self.histories: Bounded[tuple[str, str, str | None, int], KeyHistory] = Bounded(256)  # unfiltered
+        self.histories: Bounded[tuple[str, str, str, str | None, int], KeyHistory] = Bounded(256)  # unfiltered
         self.env = Environment(
             loader=PackageLoader("cfgtool.console", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),

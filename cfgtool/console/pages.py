@@ -214,7 +214,12 @@ async def history(ctx: Context) -> Response:
     index = histories.index_of(state)
     if not index.covers(view):  # versions loaded since: index them (or wait for the build under way)
         await asyncio.to_thread(index.update, state, ctx.console.service.options.cache)
-    found = index.history(key, parts, path_name(parts) if parts else None, view)
+    asked = ("index", state.name, key, path, len(index.indexed))  # a version indexed since: a new history
+    found = ctx.console.histories.get(asked)
+    if found is None:
+        found = index.history(key, parts, path_name(parts) if parts else None, view)
+        if found is not None:
+            ctx.console.histories.put(asked, found)
     if found is None:  # it never had a node: `cfgtool audit` says so (and what is close)
         found = await _audit(ctx, key, path)
     events = []
@@ -235,7 +240,7 @@ async def _audit(ctx: Context, key: str, path: str | None) -> KeyHistory:
 
     state = ctx.state
     assert state is not None
-    asked = (state.name, key, path, ctx.console.service.feeds[state.name].seq)  # a new event: a new history
+    asked = ("audit", state.name, key, path, ctx.console.service.feeds[state.name].seq)  # a new event: a new one
     found = ctx.console.histories.get(asked)
     if found is None:
         try:
