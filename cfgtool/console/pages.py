@@ -329,12 +329,13 @@ async def _config(ctx: Context, key: str) -> Any:
 
 
 def prepare(service: Service) -> None:
-    """Build what the console reads of each version in memory (its search index and tree) and start the latest
-    diff: run on the server's loader thread after each refresh, so no request pays for them."""
+    """Build what the console reads of each version in memory (its tree and search index), start the latest diff
+    and bring the history index up to date: run on the server's loader thread after each refresh, so no request
+    pays for them."""
     for state in service.stores.values():
         for loaded in state.view.pinned.values():
+            trees.INDEXES.now(loaded)  # the tree first: cheaper, and the page most opened
             searching.INDEXES.now(loaded)
-            trees.INDEXES.now(loaded)
         changes.prepare(state)
         histories.prepare(state, service.options.cache)
 
