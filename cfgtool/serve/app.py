@@ -42,6 +42,7 @@ from cfgtool.serve.service import Service, local_name
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
 from cfgtool.serve.visibility import Visibility
+from cfgtool.serve.worker import ResolverUnavailable
 from cfgtool.store.keys import MAX_KEY, BadKeyError, KeyTooLongError, normalize_key
 from cfgtool.versions.names import VERSION_NAMES
 
@@ -412,7 +413,8 @@ class Api:
         A key without a node under a node whose config uses the intrinsics is resolved for its own name by
         the store's resolver process, one name after another. Any name may be asked for, so the wait is
         bounded: at most `RESOLVING_PER_PRINCIPAL` such reads wait per principal (per client address without
-        tokens) and `RESOLVING` in all, Denied 429 beyond; the answers are cached (bounded)."""
+        tokens) and `RESOLVING` in all, Denied 429 beyond, and each waits at most `worker.RESOLVE_TIMEOUT`, Denied 503
+        past it (the hung process is killed and started again); the answers are cached (bounded)."""
         try:
             found = loaded.key_answer(key)
             if found is not None:
@@ -430,6 +432,8 @@ class Api:
                 self._resolving[holder] -= 1
                 if not self._resolving[holder]:
                     del self._resolving[holder]
+        except ResolverUnavailable as exc:
+            raise Denied(error(503, "resolver_unavailable", exc.message), [(b"retry-after", b"1")]) from exc
         except CfgtoolError as exc:
             raise Denied(error(409, "unresolved", exc.message)) from exc
         return loaded.resolved(key, config)

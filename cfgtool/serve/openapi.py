@@ -281,7 +281,10 @@ RESPONSES: dict[str, Schema] = {
     "Internal": _error("`E_INTERNAL` with an `id`: an unexpected exception, logged in one line under that id"),
     "Unavailable": _error(
         "`not_ready` (the store's versions are still loading), or `E_NO_ACL` (the store has no current version, "
-        "with or without `--tokens`, or with `--tokens` its ACL does not load: the server never fails open)"
+        "with or without `--tokens`, or with `--tokens` its ACL does not load: the server never fails open), or "
+        "`resolver_unavailable` (a key without a node waited 10 s for the resolver process: retry after "
+        "`Retry-After`)",
+        _headers("Retry-After"),
     ),
     "Redirect": {
         "description": "`current` or `previous` names this version now: `Location` is its `versions/{N}/...` URL "

@@ -42,6 +42,7 @@ from cfgtool.snapshot.model import canonical_json, node_hash
 
 log = logging.getLogger("cfgtool.serve")
 RESOLVER_NICENESS = 5  # added to the resolver process's nice value
+RESOLVE_TIMEOUT = 10.0  # seconds a read waits for the resolver process; past it, 503 and the process is killed
 
 
 def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
@@ -227,15 +228,27 @@ def _characters(value: Any, limit: int) -> int:
     return total
 
 
+def _late(key: str) -> str:
+    """The message of a read the resolver did not answer in time."""
+    return f"the process resolving {key} did not answer within {RESOLVE_TIMEOUT:g} s: read it again shortly"
+
+
 def _background() -> None:
     """The resolver yields the processor to the server: its work is for names clients make up."""
     with contextlib.suppress(OSError):
         os.nice(RESOLVER_NICENESS)
 
 
+class ResolverUnavailable(CfgtoolError):
+    """The resolver process did not answer within `RESOLVE_TIMEOUT` or stopped: the read may be made again
+    (the next one starts another process)."""
+
+
 class Resolver:
     """Runs `resolve` in one long-lived worker process (in a worker thread of the server when no process can
-    be started)."""
+    be started). A call waits at most `RESOLVE_TIMEOUT`: a process that hangs past it is killed (the calls
+    waiting on it fail at once) and the next call starts another, so a hung resolver cannot hold the server's
+    bounded number of such reads for ever."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
@@ -262,20 +275,40 @@ class Resolver:
             self._processes = False
 
     async def config(self, root: str, store: str, version: int, cache: str, key: str) -> bytes:
-        """The config of `key` in version N as canonical JSON; CfgtoolError when it does not resolve."""
-        if self._processes:
-            pool = self._executor()
+        """The config of `key` in version N as canonical JSON; CfgtoolError when it does not resolve,
+        ResolverUnavailable when the resolver does not answer within `RESOLVE_TIMEOUT` or stopped."""
+        if not self._processes:
             try:
-                found: bytes = await asyncio.get_running_loop().run_in_executor(
-                    pool, resolve, root, store, version, cache, key
+                return await asyncio.wait_for(
+                    asyncio.to_thread(resolve, root, store, version, cache, key), RESOLVE_TIMEOUT
                 )
-                return found
-            except BrokenProcessPool:  # it died (killed, out of memory): the next read starts another
-                with self._lock:
-                    if self._pool is pool:
-                        self._pool = None
-                raise CfgtoolError(f"the process resolving {key} stopped: read it again") from None
-        return await asyncio.to_thread(resolve, root, store, version, cache, key)
+            except TimeoutError:  # the thread cannot be stopped; its answer is dropped
+                raise ResolverUnavailable(_late(key)) from None
+        pool = self._executor()
+        try:
+            found: bytes = await asyncio.wait_for(
+                asyncio.get_running_loop().run_in_executor(pool, resolve, root, store, version, cache, key),
+                RESOLVE_TIMEOUT,
+            )
+            return found
+        except TimeoutError:  # hung (stopped, looping): kill it, the next read starts another
+            self._discard(pool, kill=True)
+            raise ResolverUnavailable(_late(key)) from None
+        except BrokenProcessPool:  # it died (killed, out of memory): the next read starts another
+            self._discard(pool)
+            raise ResolverUnavailable(f"the process resolving {key} stopped: read it again shortly") from None
+
+    def _discard(self, pool: ProcessPoolExecutor, kill: bool = False) -> None:
+        """Forget `pool` (if still the current one) so the next call starts another; `kill` its process."""
+        with self._lock:
+            if self._pool is not pool:
+                return  # another call discarded it already
+            self._pool = None
+        if kill:
+            for process in list((pool._processes or {}).values()):  # the executor has no public way to kill
+                process.kill()
+                log.warning("the resolver process %s did not answer within %g s: killed", process.pid, RESOLVE_TIMEOUT)
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Stop the resolver process (at shutdown)."""
