@@ -221,7 +221,7 @@ class Console:
             message = "unknown or revoked token" if exc.answer.status == 401 else json.loads(exc.answer.body)["message"]
             return self.render(ctx, "login.html", exc.answer.status, next=target, problem=message)
         response = RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
-        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+        secure = request.url.scheme == "https"  # or X-Forwarded-Proto from a trusted proxy (server.ForwardedFor)
         response.set_cookie(
             COOKIE,
             self.sessions.start(entry),

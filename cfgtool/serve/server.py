@@ -33,13 +33,19 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 class ForwardedFor(ProxyHeadersMiddleware):
-    """The client's address from `X-Forwarded-For` when the socket's peer is a trusted proxy (uvicorn's choice
-    of entry), but only an entry that is an IP address: anything else (`garbage`, an empty entry) leaves the
-    socket's peer, never a client without an address that a host-scoped ACL rule would not match."""
+    """The one place that decides which forwarded headers count: only those of a socket peer that
+    `--forwarded-allow-ips` names. From such a proxy, the client's address from `X-Forwarded-For` (uvicorn's
+    choice of entry), but only an entry that is an IP address: anything else (`garbage`, an empty entry) leaves
+    the socket's peer, never a client without an address that a host-scoped ACL rule would not match; and the
+    request's scheme from `X-Forwarded-Proto` (`http` or `https`; the console's cookie is `Secure` over https).
+    From any other client both headers are ignored."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         peer = scope.get("client")
         if scope["type"] == "http" and peer and peer[0] in self.trusted_hosts:
+            proto = [value for name, value in scope["headers"] if name == b"x-forwarded-proto"]
+            if proto and proto[-1].strip().lower() in (b"http", b"https"):
+                scope["scheme"] = proto[-1].strip().lower().decode("ascii")
             values = [value for name, value in scope["headers"] if name == b"x-forwarded-for"]
             if values:
                 host, port = self.trusted_hosts.get_trusted_client_address(b", ".join(values).decode("latin-1"))

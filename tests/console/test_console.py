@@ -149,7 +149,7 @@ def test_the_cookie_is_secure_behind_https_and_a_cross_site_sign_in_is_refused(
 ) -> None:
     token = token_of("User:alice")
     client = make_client(small_acl, tmp_path / "tokens.json")
-    secure = client.post("/ui/login", data={"token": token}, headers={"x-forwarded-proto": "https"})
+    secure = client.post("https://127.0.0.1:8750/ui/login", data={"token": token})
     assert "Secure" in secure.headers["set-cookie"]
     forged = client.post("/ui/login", data={"token": token}, headers={"origin": "https://evil.example"})
     assert forged.status_code == 403 and "set-cookie" not in forged.headers

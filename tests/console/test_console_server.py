@@ -81,3 +81,22 @@ def test_a_session_survives_a_server_restart_and_ends_when_its_token_is_revoked_
     while httpx.get(f"{third.url}/ui/small/", cookies=cookie).status_code == 200 and time.monotonic() < deadline:
         time.sleep(0.2)  # the loader reads the tokens file every round
     assert httpx.get(f"{third.url}/ui/small/", cookies=cookie).status_code == 303
+
+
+def test_the_cookie_is_secure_only_when_an_allowed_proxy_says_https(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    """`X-Forwarded-Proto` counts only from a proxy that `--forwarded-allow-ips` names (as `X-Forwarded-For`):
+    a client connecting directly cannot choose the cookie's flags. The proxy here is 127.0.0.2 (loopback too)."""
+    tokens = tmp_path / "tokens.json"
+    token = add_token(tokens, "User:alice")[1]
+    server = start_server(small.root, "--tokens", str(tokens), "--forwarded-allow-ips", "127.0.0.2")
+    https = {"x-forwarded-proto": "https"}
+    direct = httpx.post(f"{server.url}/ui/login", data={"token": token}, headers=https)
+    assert direct.status_code == 303 and "secure" not in direct.headers["set-cookie"].lower()
+    proxy = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+    with proxy:
+        forwarded = proxy.post(f"{server.url}/ui/login", data={"token": token}, headers=https)
+        assert forwarded.status_code == 303 and "Secure" in forwarded.headers["set-cookie"]
+        plain = proxy.post(f"{server.url}/ui/login", data={"token": token})
+        assert plain.status_code == 303 and "secure" not in plain.headers["set-cookie"].lower()
