@@ -335,7 +335,7 @@ def prepare(service: Service) -> None:
     for state in service.stores.values():
         for loaded in state.view.pinned.values():
             trees.INDEXES.now(loaded)  # the tree first: cheaper, and the page most opened
-            searching.INDEXES.now(loaded)
+            searching.INDEXES.ahead(loaded)  # seconds at 100,000 datasets: on a thread of its own
         changes.prepare(state)
         histories.prepare(state, service.options.cache)
 

@@ -4,6 +4,7 @@ counts only keys that really match."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,6 +63,9 @@ def test_the_index_is_built_when_a_version_loads_and_hits_are_filtered_per_princ
     service = client.app.service  # type: ignore[attr-defined]
     service.refresh()  # the loader's round: version 2 loads, and its index is built there
     loaded = service.stores["small"].view.pinned[2]
+    deadline = time.monotonic() + 60
+    while loaded not in search.INDEXES._built and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert loaded in search.INDEXES._built  # before any request asked for it
     index = search.INDEXES._built[loaded]
     sign_in(client, admin)
