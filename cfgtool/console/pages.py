@@ -264,16 +264,14 @@ async def consumers(ctx: Context) -> Response:
     """`/ui/{store}/consumers`: which instances read which version, as this server heard them (what
     `/v1/{store}/consumers` answers, to the same principals: those that may describe the store)."""
     assert ctx.state is not None
-    listing = json.loads(ctx.console.service.consumers[ctx.state.name].listing(time.time()))
-    instances = listing["instances"]
-    by_version = [(int(n), count) for n, count in listing["by_version"].items()]
+    instances, counts = ctx.console.service.consumers[ctx.state.name].summary(time.time())
     return ctx.render(
         "consumers.html",
-        instances=instances[:CONSUMERS_SHOWN],
-        more=len(instances) - CONSUMERS_SHOWN if len(instances) > CONSUMERS_SHOWN else 0,
-        by_version=sorted(by_version, reverse=True),
+        instances=[i.to_json() for i in instances[:CONSUMERS_SHOWN]],  # only the rows shown are converted
+        more=max(len(instances) - CONSUMERS_SHOWN, 0),
+        by_version=sorted(counts.items(), reverse=True),
         total=len(instances),
-        widest=max((count for _, count in by_version), default=0),
+        widest=max(counts.values(), default=0),
     )
 
 

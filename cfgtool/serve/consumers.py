@@ -162,12 +162,17 @@ class Consumers:
 
     def by_version(self, now: float) -> Counter[int]:
         """How many instances run each version (those with no known version are not counted)."""
-        return Counter(i.version for i in self.instances(now) if i.version is not None)
+        return self.summary(now)[1]
+
+    def summary(self, now: float) -> tuple[list[Instance], Counter[int]]:
+        """What a listing shows: the instances heard within `forget_after` (most recently heard first) and how
+        many of them run each version (the JSON API and the console's page both list this)."""
+        found = self.instances(now)
+        return found, Counter(i.version for i in found if i.version is not None)
 
     def listing(self, now: float) -> bytes:
         """`GET /v1/{store}/consumers` as canonical JSON: `{"by_version": {"N": count}, "instances": [...]}`."""
-        found = self.instances(now)
-        counts = Counter(i.version for i in found if i.version is not None)
+        found, counts = self.summary(now)
         by_version = canonical_json({str(n): counts[n] for n in counts})
         instances = ",".join([i.fragment() for i in found])
         return f'{{"by_version":{by_version},"instances":[{instances}]}}'.encode()

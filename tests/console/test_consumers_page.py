@@ -1,0 +1,73 @@
+"""The console's consumers page on a real `cfgtool serve` process: it lists the first rows of what
+`GET /v1/{store}/consumers` answers, converting only the rows it shows (the listing of every instance is the
+JSON API's work, not the page's)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.conftest import GitRepo
+from tests.machine import SLOW
+from tests.serve.conftest import Server, StartServer
+
+INSTANCES = 10_000  # one principal's most (without tokens every instance has the same one)
+SHOWN = 500  # the rows the page lists
+
+NOTE = """
+import asyncio, sys
+port, first, count = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+async def run(part, parts):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for n in range(first + part, count, parts):
+        writer.write(("GET /v1/small/versions/1/keys/data/a HTTP/1.1\\r\\nHost: x\\r\\n"
+                      f"Cfgtool-Instance: i-{n}\\r\\nUser-Agent: cfgtool/1 (agent)\\r\\n\\r\\n").encode())
+        head = await reader.readuntil(b"\\r\\n\\r\\n")
+        assert head.split()[1] == b"200", head
+        length = [line for line in head.split(b"\\r\\n") if line.lower().startswith(b"content-length:")][0]
+        await reader.readexactly(int(length.split(b":")[1]))
+    writer.close()
+async def main():
+    await asyncio.gather(*(run(part, 8) for part in range(8)))
+asyncio.run(main())
+"""
+
+
+def _note(server: Server, first: int, count: int) -> None:
+    """Instances `i-{first}` to `i-{count - 1}` each read a key (8 connections, one request after another)."""
+    subprocess.run([sys.executable, "-c", NOTE, str(server.port), str(first), str(count)], check=True, timeout=300)
+
+
+def _page_time(http: httpx.Client) -> float:
+    """The median time of five loads of the consumers page."""
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        assert http.get("/ui/small/consumers").status_code == 200
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def test_the_consumers_page_converts_only_the_rows_it_shows(small: GitRepo, start_server: StartServer) -> None:
+    """The page shows the first 500 instances of the JSON API's listing; with 20 times as many instances behind
+    them it takes about as long (it converted every instance and parsed the whole listing back)."""
+    server = start_server(small.root, "--cache-time", "0")
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        _note(server, 0, SHOWN)
+        few = _page_time(http)
+        _note(server, SHOWN, INSTANCES)
+        many = _page_time(http)
+        page = http.get("/ui/small/consumers")
+        listing = http.get("/v1/small/consumers").json()
+    assert len(listing["instances"]) == INSTANCES and listing["by_version"] == {"1": INSTANCES}
+    shown = re.findall(r'<th scope="row"><code>([^<]*)</code>', page.text)
+    assert shown == [i["id"] for i in listing["instances"][:SHOWN]]
+    assert f"{INSTANCES:,} instances" in page.text and "the first 500 listed" in page.text
+    assert many < 1.4 * few + 0.005 * SLOW, (
+        f"the page took {many * 1000:.0f} ms at {INSTANCES:,} instances, {few * 1000:.0f} ms at {SHOWN}"
+    )
