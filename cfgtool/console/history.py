@@ -29,22 +29,12 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.serve.served import StoreState, View
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.model import canonical_json
-from cfgtool.store.keys import parent
+from cfgtool.store.keys import ancestors
 from cfgtool.versions.audit import KeyHistory, ValueChangeEvent
 from cfgtool.versions.diff import ABSENT, same
 
 log = logging.getLogger("cfgtool.serve")
 Change = tuple[int, bytes | None]  # (version, the key's config from then on; None: no node from then on)
-
-
-def ancestors(key: str) -> list[str]:
-    """The keys above `key`, nearest first."""
-    found = []
-    above = parent(key)
-    while above is not None:
-        found.append(above)
-        above = parent(above)
-    return found
 
 
 def _digest(config: bytes) -> bytes:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from cfgtool.console.prepared import Prepared
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.visibility import Visibility
+from cfgtool.store import keys
 from cfgtool.store.keys import ROOT, parent
 
 PAGE = 200  # children shown at once
@@ -102,10 +103,5 @@ def _below(index: Index, key: str) -> Iterator[str]:
 
 
 def ancestors(key: str) -> list[str]:
-    """The keys above `key`, the root first."""
-    found = []
-    above = parent(key)
-    while above is not None:
-        found.append(above)
-        above = parent(above)
-    return list(reversed(found))
+    """The keys above `key`, the root first (a breadcrumb)."""
+    return list(reversed(keys.ancestors(key)))
