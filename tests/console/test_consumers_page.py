@@ -1,22 +1,19 @@
 """The console's consumers page on a real `cfgtool serve` process: it lists the first rows of what
-`GET /v1/{store}/consumers` answers, converting only the rows it shows (the listing of every instance is the
-JSON API's work, not the page's)."""
+`GET /v1/{store}/consumers` answers, and counts the rest (it converts only the rows it shows: the listing of
+every instance is the JSON API's work, not the page's)."""
 
 from __future__ import annotations
 
 import re
-import statistics
 import subprocess
 import sys
-import time
 
 import httpx
 
 from tests.conftest import GitRepo
-from tests.machine import SLOW
 from tests.serve.conftest import Server, StartServer
 
-INSTANCES = 10_000  # one principal's most (without tokens every instance has the same one)
+INSTANCES = 1_200  # more than the page lists
 SHOWN = 500  # the rows the page lists
 
 NOTE = """
@@ -43,31 +40,16 @@ def _note(server: Server, first: int, count: int) -> None:
     subprocess.run([sys.executable, "-c", NOTE, str(server.port), str(first), str(count)], check=True, timeout=300)
 
 
-def _page_time(http: httpx.Client) -> float:
-    """The median time of five loads of the consumers page."""
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        assert http.get("/ui/small/consumers").status_code == 200
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def test_the_consumers_page_converts_only_the_rows_it_shows(small: GitRepo, start_server: StartServer) -> None:
-    """The page shows the first 500 instances of the JSON API's listing; with 20 times as many instances behind
-    them it takes about as long (it converted every instance and parsed the whole listing back)."""
+def test_the_consumers_page_lists_the_first_rows_of_the_api_s_listing_and_counts_the_rest(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    """The page shows the first 500 instances of the JSON API's listing, in its order, and how many there are."""
     server = start_server(small.root, "--cache-time", "0")
     with httpx.Client(base_url=server.url, timeout=60) as http:
-        _note(server, 0, SHOWN)
-        few = _page_time(http)
-        _note(server, SHOWN, INSTANCES)
-        many = _page_time(http)
+        _note(server, 0, INSTANCES)
         page = http.get("/ui/small/consumers")
         listing = http.get("/v1/small/consumers").json()
     assert len(listing["instances"]) == INSTANCES and listing["by_version"] == {"1": INSTANCES}
     shown = re.findall(r'<th scope="row"><code>([^<]*)</code>', page.text)
     assert shown == [i["id"] for i in listing["instances"][:SHOWN]]
     assert f"{INSTANCES:,} instances" in page.text and "the first 500 listed" in page.text
-    assert many < 1.4 * few + 0.005 * SLOW, (
-        f"the page took {many * 1000:.0f} ms at {INSTANCES:,} instances, {few * 1000:.0f} ms at {SHOWN}"
-    )
