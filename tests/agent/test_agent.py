@@ -231,7 +231,11 @@ def test_reload_runs_once_per_swap_and_versions_within_settle_are_applied_once(
     for size in (2, 3, 4):
         latest = publish_change(small, {"store/data/a/main.conf": f"size = {size}\n"}, f"v{size}")
     wait_for(lambda: version_on_disk(out) == latest, 30, f"version {latest}", agent)
-    time.sleep(0.5)
+
+    def done() -> bool:  # the agent notes a version applied, then runs its reload: each in its own time
+        return agent.applied()[-1:] == [latest] and reloads.read_text().split()[-2:-1] == [str(latest)]
+
+    wait_for(done, 30, f"the agent noting version {latest} applied and its reload", agent)
     lines = reloads.read_text().splitlines()
     applied = agent.applied()
     assert [int(line.split()[0]) for line in lines] == applied  # one reload per swap, after it
