@@ -19,6 +19,13 @@ from tests.remotes import RemoteWatch, add_origin
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject's addopts): one worker more than the cores this process may run on. Many tests wait
+    for the processes they start (servers, agents, git, Spark), so with one worker a core the cores idled about a
+    fifth of a run."""
+    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
+
+
 _CONFIG = {"user": {"name": "Test", "email": "test@example.com"}, "commit": {"gpgsign": "false"}}
 """Every test repository's git configuration: an identity to commit with, and no signing."""
 
