@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cfgtool.hocon import HoconError, Origin, Resolved, parse, resolve, resolver
+from tests.machine import SLOW
 
 
 def res(*docs: str) -> Resolved:
@@ -444,17 +445,17 @@ def test_resolve_mutually_referring_objects_are_not_a_cycle() -> None:
 
 
 def limited(text: str, code: str = "E_LIMIT") -> HoconError:
-    """Resolve and render `text`; it must fail with `code` in under 10 s and 500 MB."""
+    """Resolve and render `text`; it must fail with `code` within 2 s of CPU on the reference machine and 500 MB."""
     tracemalloc.start()
-    start = time.monotonic()
+    start = time.process_time()
     try:
         with pytest.raises(HoconError) as info:
             resolve([parse(text, "h.conf")]).value  # noqa: B018
-        elapsed = time.monotonic() - start
+        elapsed = time.process_time() - start
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 10
+    assert elapsed < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert peak < 500 * 1024 * 1024
     assert info.value.code == code, str(info.value)
     assert info.value.file == "h.conf"
@@ -486,21 +487,21 @@ def test_resolve_object_doubling_60_times_is_E_REF_CYCLE() -> None:
 
 def test_resolve_chain_of_5000_references_ends_quickly() -> None:
     text = "".join(f"a{i} = ${{a{i + 1}}}\n" for i in range(5000)) + "a5000 = end\n"
-    start = time.monotonic()
+    start = time.process_time()
     try:
         doc = resolve([parse(text, "h.conf")]).value
     except HoconError as e:  # a clear limit is acceptable for hostile input
         assert e.code == "E_LIMIT"
     else:
         assert all(doc[f"a{i}"] == "end" for i in range(5001))
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
 
 
 def test_resolve_chain_of_5000_references_defined_bottom_up_resolves() -> None:
     text = "a5000 = end\n" + "".join(f"a{i} = ${{a{i + 1}}}\n" for i in range(4999, -1, -1))
-    start = time.monotonic()
+    start = time.process_time()
     doc = resolve([parse(text, "h.conf")]).value
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc["a0"] == "end"
     assert len(doc) == 5001
 
@@ -511,19 +512,19 @@ def test_resolve_chain_of_100_references_resolves() -> None:
 
 
 def test_resolve_10000_deep_dotted_key_is_E_LIMIT() -> None:
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(HoconError) as info:
         resolve([parse("a" + ".a" * 10_000 + " = 1", "h.conf")]).value  # noqa: B018
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
 
 
 def test_resolve_10000_deep_dotted_keys_in_two_documents_is_E_LIMIT() -> None:
     deep = "a" + ".a" * 10_000
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(HoconError) as info:
         resolve([parse(deep + " = 1", "h.conf"), parse(deep + " = 2", "l.conf")]).value  # noqa: B018
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
 
 
@@ -556,25 +557,25 @@ def test_resolve_step_limit_is_E_LIMIT(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_resolve_50_plus_equals_on_one_key() -> None:
     text = "a = []\n" + "a += 1\n" * 50
-    start = time.monotonic()
+    start = time.process_time()
     doc = resolve([parse(text)]).value
-    assert time.monotonic() - start < 1.0
+    assert time.process_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc == {"a": [1] * 50}
 
 
 def test_resolve_200_plus_equals_on_one_key() -> None:
     text = "a = []\n" + "a += 1\n" * 200
-    start = time.monotonic()
+    start = time.process_time()
     doc = resolve([parse(text)]).value
-    assert time.monotonic() - start < 1.0
+    assert time.process_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc == {"a": [1] * 200}
 
 
 def test_resolve_200_string_self_references_on_one_key() -> None:
     text = "a = x\n" + "a = ${a}y\n" * 200
-    start = time.monotonic()
+    start = time.process_time()
     doc = resolve([parse(text)]).value
-    assert time.monotonic() - start < 1.0
+    assert time.process_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc == {"a": "x" + "y" * 200}
 
 
