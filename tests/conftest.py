@@ -26,6 +26,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long: a test of a minute or more on a loaded 2-core machine, started first")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `long` tests first (a stable sort, the rest in their order): with several workers a long test started
+    last ends the run long after the others have finished."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 _CONFIG = {"user": {"name": "Test", "email": "test@example.com"}, "commit": {"gpgsign": "false"}}
 """Every test repository's git configuration: an identity to commit with, and no signing."""
 

@@ -152,6 +152,7 @@ def commits(root: Path) -> list[str]:
     return proc.stdout.split()
 
 
+@pytest.mark.long
 def test_every_tour_command_runs_as_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = reader_env(tmp_path / "home")
     cwd = scratch_copy(tmp_path / "checkout", env)

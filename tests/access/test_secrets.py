@@ -161,6 +161,7 @@ COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.long
 def test_no_output_of_any_command_shows_a_secret(
     work: GitRepo, run_cfgtool: Run, cache: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

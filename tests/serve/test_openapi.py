@@ -150,6 +150,7 @@ def _fuzz_operation(operation: Any, url: str, headers: list[dict[str, str]], exa
     run()
 
 
+@pytest.mark.long
 @pytest.mark.xdist_group("schemathesis")
 def test_schemathesis_finds_no_5xx_and_nothing_outside_the_document(
     small: GitRepo, start_server: StartServer, tmp_path: Path

@@ -21,7 +21,7 @@ from cfgtool.versions import publish
 from tests.conftest import copy_embedded
 from tests.spark.conftest import set_partitions
 
-pytestmark = pytest.mark.xdist_group("spark")
+pytestmark = pytest.mark.long  # its own applications (spark-submit): not the shared session of the "spark" group
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo

@@ -11,12 +11,15 @@ from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 
 def kill_sweep() -> ModuleType:
     """The sweep of `benchmarks/kill_sweep.py` (a short one runs here; the benchmark runs it long)."""
     return importlib.import_module("benchmarks.kill_sweep")
 
 
+@pytest.mark.long
 def test_publish_and_rollback_killed_anywhere_leave_the_versions_intact(tmp_path: Path) -> None:
     sweep_module = kill_sweep()
     sweep = sweep_module.Sweep.create(tmp_path)
