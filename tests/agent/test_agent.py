@@ -111,7 +111,7 @@ def test_a_reader_sees_one_version_or_the_one_before_never_a_mix(
     stop = threading.Event()
 
     def reader() -> None:
-        while not stop.is_set():
+        while not stop.wait(0.001):  # a read each millisecond: not a spin that takes a core from the server and agent
             try:
                 both = files(out)  # ..data resolved once, both files read inside that directory
             except FileNotFoundError:
