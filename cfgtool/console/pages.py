@@ -157,8 +157,8 @@ def _capped(keys: list[str]) -> Capped:
 
 
 def _neighbours(ctx: Context, key: str, exists: bool) -> dict[str, Any]:
-    """The key page's tags, imports, imported-by, a tag's datasets and the import graph, filtered (the queries
-    read the version's whole snapshot: called off the event loop)."""
+    """The key page's tags, imports, imported-by, a tag's datasets and the import graph, filtered (the first
+    queries of a version index its import relations: called off the event loop)."""
     loaded = _loaded(ctx)
     imports = _query(ctx, key, "imports") if exists else []
     imported_by = _query(ctx, key, "imported-by") if exists else []
@@ -178,8 +178,7 @@ def _neighbours(ctx: Context, key: str, exists: bool) -> dict[str, Any]:
 def _query(ctx: Context, key: str, kind: str) -> list[str]:
     """The keys a query (`tags`, `imports`, `imported-by`, `datasets`) answers about `key`, as the JSON API
     answers it to the principal."""
-    assert ctx.state is not None
-    found = query_answer(ctx.state, _loaded(ctx), kind, key, False)
+    found = query_answer(_loaded(ctx), kind, key, False)
     return ctx.seen.keys(json.loads(found.body)["imported_by" if kind == "imported-by" else kind])
 
 

@@ -19,6 +19,7 @@ from cfgtool.hocon import split_path
 from cfgtool.serve.answers import Answer, Bounded, answer
 from cfgtool.serve.worker import build_body, etag
 from cfgtool.store.keys import depth, nearest
+from cfgtool.store.queries import Relations
 
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
@@ -57,6 +58,7 @@ class LoadedVersion:
         self._depth = max(map(depth, self.nodes), default=0)
         self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
         self.tag_roots: tuple[str, ...] = tuple(entry["tag_roots"])
+        self.relations = Relations(entry["relations"])  # the queries: L and explicit imports of each node
         self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
         self._phantoms: Bounded[str, Answer] = Bounded(4096, _size, CACHED_BYTES)
         self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024, _size, CACHED_BYTES)

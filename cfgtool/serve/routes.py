@@ -131,7 +131,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
         if needs_node and key not in loaded.nodes:
             raise not_found(missing)
-        found = await asyncio.to_thread(query_answer, state, loaded, kind, key, recursive)
+        found = await asyncio.to_thread(query_answer, loaded, kind, key, recursive)
         if who is not None:  # drop what the principal may not describe
             found = answer(seen.query(json.loads(found.body)))
         return _response(found, {"cache-control": immutable(view)}, request)
@@ -222,24 +222,25 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
     return Starlette(routes=routes, exception_handlers={HTTPException: refused, Exception: crashed})
 
 
-def query_answer(state: StoreState, loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:
+def query_answer(loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:
     """The unfiltered answer of query `kind` (`tags`, `imports`, `imported-by`, `datasets`) about `key` in version
-    `loaded`, from its cache (built from the version's whole snapshot: call it off the event loop). Denied 400
-    for `datasets` of a key that is not a tag."""
+    `loaded`, from its cache (built from the version's import relations: the first `imported-by` or `datasets` of a
+    version indexes them, so call it off the event loop). Denied 400 for `datasets` of a key that is not a tag;
+    UnresolvableKeyError for a key on or behind an import cycle."""
     exists = key in loaded.nodes
 
     def build() -> dict[str, Any]:
-        snap = state.snapshot(loaded.version)
+        found = loaded.relations
         if kind == "tags":
-            return {"key": key, "exists": exists, "tags": snap.tags(key)}
+            return {"key": key, "exists": exists, "tags": found.tags(key)}
         if kind == "imports":
-            return {"key": key, "exists": exists, "recursive": recursive, "imports": snap.imports(key, recursive)}
+            return {"key": key, "exists": exists, "recursive": recursive, "imports": found.imports(key, recursive)}
         if kind == "imported-by":
-            return {"key": key, "recursive": recursive, "imported_by": snap.imported_by(key, recursive)}
-        if not snap.is_tag(key):
-            roots = ", ".join(snap.tag_roots)
+            return {"key": key, "recursive": recursive, "imported_by": found.imported_by(key, recursive)}
+        if not found.is_tag(key):
+            roots = ", ".join(found.tag_roots)
             raise Denied(error(400, "not_a_tag", f"{key} is not a tag (tags are under {roots})"))
-        return {"tag": key, "datasets": snap.datasets(key)}
+        return {"tag": key, "datasets": found.datasets(key)}
 
     return loaded.cached((kind, key, recursive), build)
 

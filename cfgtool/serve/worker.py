@@ -39,6 +39,7 @@ from cfgtool._util.codec import pack, unpack
 from cfgtool.client.local import ConfigClient
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import canonical_json, node_hash
+from cfgtool.store.queries import pack_relations
 
 log = logging.getLogger("cfgtool.serve")
 RESOLVER_NICENESS = 5  # added to the resolver process's nice value
@@ -53,7 +54,8 @@ def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
 
 def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
     """Every resolved node's key answer `{"commit", "config", "exists", "key", "store", "version"}` as
-    canonical JSON bytes with its ETag, and what a key without a node needs to be answered."""
+    canonical JSON bytes with its ETag, what a key without a node needs to be answered, and the import relations
+    the queries read (`pack_relations`)."""
     snapshot = client.snapshot
     head = f'{{"commit":{json.dumps(client.commit)},"config":'.encode()
     tail = f',"store":{json.dumps(name)},"version":{client.version}}}'.encode()
@@ -80,6 +82,7 @@ def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
         "intrinsic": intrinsic,
         "secrets": {k: dict(v) for k, v in snapshot.secrets.items()},
         "tag_roots": list(snapshot.tag_roots),
+        "relations": pack_relations(snapshot),
     }
 
 
