@@ -2,9 +2,13 @@
 one version side by side.
 
 `/ui/{store}/diff/{A}..{B}` is `cfgtool diff A B` itself (`cfgtool.versions.diff.diff`, the one implementation),
-computed once per pair of commits off the event loop and kept, then filtered for the principal. The diff the timeline
-and the diff form lead to first, the previous good version against the current one, is computed as soon as the
-current version loads (`prepare`, on a background thread), so its first view does not wait for two compiles.
+computed once per pair of commits in a worker process and kept, then filtered for the principal. A page never waits
+long for it: the first request of a pair starts its computation (one per pair, shared by every request that asks
+meanwhile; at most `RUNNING` pairs at once, each pair independent of the others), waits `WAIT` seconds, and answers
+a "being computed" page (202) that asks again by itself until the diff is there. The diffs the timeline and the diff
+form lead to (the previous good version against the current one, then each version the timeline shows against its
+predecessor, newest first, `AHEAD` pairs) are computed ahead, one at a time at a low priority, as soon as a version
+loads (`prepare`), and kept apart from the diffs people asked for, so computing ahead never drops one of those.
 What the principal sees: a key it may not
 describe under the current ACL or either version's own appears nowhere, not in a group's count either; a key it may
 describe but not read counts as changed without its values; the layer a change came through shows as
@@ -15,9 +19,16 @@ against the keys of version B it may see. Long answers are capped, with the tota
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import multiprocessing
+import os
+import queue
 import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +37,7 @@ from urllib.parse import quote
 from starlette.responses import RedirectResponse, Response
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.serve.answers import Bounded, Denied, error, not_found, version_number
+from cfgtool.serve.answers import Bounded, Denied, error, not_found, unservable, version_number
 from cfgtool.serve.visibility import HIDDEN_LAYER, Visibility
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.hidden import HIDDEN
@@ -45,11 +56,19 @@ GROUPS_SHOWN = 50  # causes listed on a diff page (the rest counted)
 GROUP_KEYS_SHOWN = 12  # keys named under each cause
 KEYS_SHOWN = 50  # keys whose values are listed
 VALUES_SHOWN = 20  # values listed per key
-_DIFFS: Bounded[tuple[str, str, str, str], Diff] = Bounded(8)  # (repo, store, commit A, commit B) -> its diff
-_DIFFS_LOCK = threading.Lock()
-_WORKER = Worker()
-_QUEUED: set[tuple[str, str, str, str]] = set()  # diffs being computed ahead of any request
-_QUEUED_LOCK = threading.Lock()
+WAIT = 0.5  # seconds a diff page waits for its diff before answering the "being computed" page
+POLL = 10.0  # seconds the pending page's own request (htmx) waits for it
+REFRESH = 3  # seconds after which the pending page reloads without scripts (meta refresh)
+RUNNING = 2  # diffs people asked for computed at once (each a worker process: two compiles)
+QUEUED = 16  # diffs people asked for waiting to be computed at most (past it, the oldest waiting one is dropped)
+AHEAD = 4  # diffs the timeline leads to computed ahead, newest first (the latest pair among them)
+KEPT = 16  # diffs people asked for kept ...
+KEPT_VALUES = 150_000  # ... holding at most this many changed values in all (3,035 took 1.5 MB at 10,000 datasets)
+KEPT_AHEAD = 8  # diffs computed ahead kept (apart: computing ahead never drops a diff someone asked for) ...
+KEPT_AHEAD_VALUES = 50_000  # ... holding at most this many changed values
+FAILED_KEPT = 64  # failures kept (a pair of commits that does not compile never will)
+
+Ident = tuple[str, str, str, str]  # (repo, store, commit A, commit B): a version's commit never changes
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,8 @@ class Cause:
 
 
 async def diff_page(ctx: Context) -> Response:
-    """`/ui/{store}/diff/{A}..{B}`: the resolved diff of versions A and B, changes only, grouped by cause."""
+    """`/ui/{store}/diff/{A}..{B}`: the resolved diff of versions A and B, changes only, grouped by cause; the
+    "being computed" page while it is computed (htmx's request for the update waits longer)."""
     state, view = ctx.state, ctx.view
     assert state is not None and view is not None
     span = ctx.request.path_params["span"]
@@ -75,13 +95,28 @@ async def diff_page(ctx: Context) -> Response:
     if not sep:
         raise not_found(f"{span[:40]!r} names no two versions: write A..B, such as 3..5")
     a, b = version_number(first), version_number(second)
+    for n in (a, b):  # as `api.version` judges them, before loading anything
+        if n not in view.versions:
+            raise not_found(f"store {state.name} has no version {n}")
+        if n in view.unservable:
+            raise unservable(n)
+    computing = DIFFS.ask(state, view.versions[a], view.versions[b])
+    if not computing.done():
+        if ctx.fragment:
+            with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
+                await _wait(computing, POLL)
+        else:
+            await _wait(computing, WAIT)
+    if not computing.done() or computing.cancelled():
+        return ctx.render("diff_pending.html", 202, a=a, b=b, refresh=REFRESH)
+    try:
+        found = computing.result()
+    except CfgtoolError as exc:
+        again = [(b"hx-refresh", b"true")] if ctx.fragment else None  # htmx swaps no 409: the page again shows it
+        raise Denied(error(409, "unresolved", exc.message), again) from exc
     api = ctx.console.api
     older, newer = await api.version(state, a), await api.version(state, b)
     seen = _rights(ctx, older, newer)
-    try:
-        found = await asyncio.to_thread(_diff, state.root, state.path or ".", view.versions[a], view.versions[b])
-    except CfgtoolError as exc:
-        raise Denied(error(409, "unresolved", exc.message)) from exc
     shown = _filtered(found, seen)
     visible = len(newer.nodes) if seen.sees_everything else sum(1 for k in newer.nodes if seen.describes(k))
     readable = {c.key for c in shown.changes if _reads(seen, c.key)}
@@ -160,43 +195,190 @@ def latest_pair(view: View) -> tuple[int, int] | None:
     return max((n for n in good if n < b), default=b), b
 
 
-def prepare(state: StoreState) -> None:
-    """Start computing the store's latest diff (`latest_pair`) on a background thread, unless it is known or under
-    way: called on the loader thread after each refresh, so the first view of that diff finds it ready."""
-    view = state.view
-    pair = latest_pair(view)
-    if pair is None or pair[0] == pair[1]:
-        return
-    a, b = view.versions[pair[0]], view.versions[pair[1]]
-    ident = (str(state.root), state.path or ".", a.commit, b.commit)
-    with _QUEUED_LOCK:  # not _DIFFS_LOCK, which a computation holds for its whole run
-        if ident in _QUEUED or _DIFFS.get(ident) is not None:
-            return
-        _QUEUED.add(ident)
+def timeline_pairs(view: View) -> list[tuple[int, int]]:
+    """The pairs of versions the timeline and the diff form lead to, the most asked first: the latest pair, then
+    each version against its predecessor, newest first (`AHEAD` at most, versions that compile only)."""
+    pairs: list[tuple[int, int]] = []
+    latest = latest_pair(view)
+    if latest is not None and latest[0] != latest[1]:
+        pairs.append(latest)
+    for b in sorted(view.versions, reverse=True):
+        if len(pairs) >= AHEAD:
+            break
+        pair = (b - 1, b)
+        if pair[0] in view.versions and not set(pair) & set(view.unservable) and pair not in pairs:
+            pairs.append(pair)
+    return pairs
 
-    def run() -> None:
+
+def prepare(state: StoreState) -> None:
+    """Compute ahead the diffs the timeline leads to (`timeline_pairs`), unless known or under way: called on the
+    loader thread after each refresh, so their first views find them ready."""
+    view = state.view
+    for a, b in timeline_pairs(view):
+        DIFFS.ahead(state, view.versions[a], view.versions[b])
+
+
+class Diffs:
+    """The diffs of pairs of versions: kept (those people asked for apart from those computed ahead), under way
+    (one computation per pair, shared), and failed (a `CfgtoolError`: the pair does not compile)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._asked: Bounded[Ident, Diff] = Bounded(KEPT, _weight, KEPT_VALUES)
+        self._ahead: Bounded[Ident, Diff] = Bounded(KEPT_AHEAD, _weight, KEPT_AHEAD_VALUES)
+        self._failed: Bounded[Ident, CfgtoolError] = Bounded(FAILED_KEPT)
+        self._running: dict[Ident, Future[Diff]] = {}  # asked for or ahead, oldest first
+        self._ahead_running: set[Ident] = set()  # of those, the ones computed ahead
+        self._pool = _Threads(RUNNING, "cfgtool-console-diff")
+        self._ahead_pool = _Threads(1, "cfgtool-console-diff-ahead")
+        self._worker = Worker()
+
+    def get(self, ident: Ident, keep: bool = True) -> Diff | None:
+        """The diff of `ident` when it is known (with `keep`, one computed ahead now counts as asked for)."""
+        with self._lock:
+            return self._known(ident, keep)
+
+    def ask(self, state: StoreState, a: Version, b: Version) -> Future[Diff]:
+        """The diff of versions A and B of the store: done when known (or known to fail), else its computation,
+        started now unless under way. One computed ahead but not started yet is started now at the page's
+        priority."""
+        ident = _ident(state, a, b)
+        with self._lock:
+            done: Future[Diff] = Future()
+            found = self._known(ident)
+            if found is not None:
+                done.set_result(found)
+                return done
+            failed = self._failed.get(ident)
+            if failed is not None:
+                done.set_exception(failed)
+                return done
+            running = self._running.get(ident)
+            if running is not None and (ident not in self._ahead_running or not running.cancel()):
+                return running
+            self._ahead_running.discard(ident)
+            self._drop_oldest_waiting()
+            started = self._running[ident] = self._pool.submit(self._compute, ident, state, a, b, False)
+            return started
+
+    def ahead(self, state: StoreState, a: Version, b: Version) -> None:
+        """Compute the diff of versions A and B ahead of any request, unless it is known, failed or under way."""
+        ident = _ident(state, a, b)
+        with self._lock:
+            if self._known(ident, keep=False) is not None or self._failed.get(ident) or ident in self._running:
+                return
+            if len(self._ahead_running) >= AHEAD:
+                return
+            self._ahead_running.add(ident)
+            self._running[ident] = self._ahead_pool.submit(self._compute, ident, state, a, b, True)
+
+    def _known(self, ident: Ident, keep: bool = True) -> Diff | None:
+        found = self._asked.get(ident)
+        if found is None:
+            found = self._ahead.get(ident)
+            if found is not None and keep:  # someone asked: kept as those are
+                self._ahead.pop(ident)
+                self._asked.put(ident, found)
+        return found
+
+    def _drop_oldest_waiting(self) -> None:
+        """Past `QUEUED` diffs asked for and waiting, cancel the oldest waiting one (asked again, it starts again):
+        a person asking for every pair of versions cannot queue hours of work."""
+        waiting = [i for i, f in self._running.items() if i not in self._ahead_running and not f.running()]
+        for ident in waiting[: max(0, len(waiting) - QUEUED + 1)]:
+            if self._running[ident].cancel():
+                del self._running[ident]
+
+    def _compute(self, ident: Ident, state: StoreState, a: Version, b: Version, ahead: bool) -> Diff:
+        """`cfgtool diff` of the pair in a worker process (two whole compiles: their memory and CPU stay out of the
+        server; computed ahead at a low priority), kept; asked for, the two versions are loaded too (the page reads
+        them)."""
+        root, store = state.root, state.path or "."
         try:
-            _diff(state.root, state.path or ".", a, b)
-        except CfgtoolError as exc:  # the page says why when asked
+            found: Diff = self._worker.run(_diff_ahead if ahead else diff, root, a.tag, b.tag, store)
+        except CfgtoolError as exc:
             log.info("the diff of versions %s and %s of store %s: %s", a.version, b.version, state.name, exc.message)
-        except Exception:  # a bug: logged; the page computes it again when asked
+            with self._lock:
+                self._failed.put(ident, exc)
+                self._forget(ident)
+            raise
+        except BaseException:
             log.exception(
                 "computing the diff of versions %s and %s of store %s failed", a.version, b.version, state.name
             )
-        finally:
-            with _QUEUED_LOCK:
-                _QUEUED.discard(ident)
+            with self._lock:
+                self._forget(ident)
+            raise
+        if not ahead:
+            for version in (a, b):
+                with contextlib.suppress(CfgtoolError):  # the page says so
+                    state.loaded(version.version)
+        kept = self._ahead if ahead else self._asked
+        with self._lock:
+            if _weight(found) <= kept.max_weight:  # a larger one is shown, not kept: it would drop all the others
+                kept.put(ident, found)
+            self._forget(ident)
+        return found
 
-    threading.Thread(target=run, name="cfgtool-console-diff", daemon=True).start()
+    def _forget(self, ident: Ident) -> None:
+        self._running.pop(ident, None)
+        self._ahead_running.discard(ident)
 
 
-def _diff(root: Path, store: str, a: Version, b: Version) -> Diff:
-    """`cfgtool diff` of two versions of the store, named by their tags, computed in a worker process (two
-    whole compiles: their memory and CPU stay out of the server) and cached by commit (a version's commit never
-    changes)."""
-    ident = (str(root), store, a.commit, b.commit)
-    with _DIFFS_LOCK:  # one computation per pair at a time: a second request for it waits and reads the first's
-        return _DIFFS.get_or_build(ident, lambda: _WORKER.run(diff, root, a.tag, b.tag, store))
+class _Threads:
+    """Runs calls in order on at most `size` daemon threads (a server that stops does not wait for a diff)."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._size, self._name, self._started = size, name, 0
+        self._todo: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+
+    def submit(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
+        """`func(*args)`, on a thread when one is free; its future (cancelled before it starts, it never runs)."""
+        future: Future[Any] = Future()
+        self._todo.put((future, func, args))
+        with self._lock:
+            if self._started < self._size:
+                self._started += 1
+                threading.Thread(target=self._run, name=self._name, daemon=True).start()
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, func, args = self._todo.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(func(*args))
+            except Exception as exc:  # the future holds it
+                future.set_exception(exc)
+
+
+def _weight(found: Diff) -> int:
+    """What a kept diff weighs: its changed values (and one per key), which its memory follows."""
+    return found.values + len(found.changes) + 1
+
+
+def _ident(state: StoreState, a: Version, b: Version) -> Ident:
+    return (str(state.root), state.path or ".", a.commit, b.commit)
+
+
+def _diff_ahead(root: Path, a: str, b: str, store: str) -> Diff:
+    """`cfgtool diff` at a low CPU priority (in a worker process only: never the server's own)."""
+    if multiprocessing.parent_process() is not None:
+        os.nice(10)
+    return diff(root, a, b, store)
+
+
+async def _wait(computing: Future[Diff], seconds: float) -> None:
+    """Wait for `computing` up to `seconds` without holding a thread (checked every 20 ms)."""
+    deadline = time.monotonic() + seconds
+    while not computing.done() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+DIFFS = Diffs()
 
 
 def _rights(ctx: Context, *versions: LoadedVersion) -> Visibility:

@@ -3,10 +3,12 @@ through Starlette's test client, and an HTML parser that checks what a page hold
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -106,3 +108,15 @@ class Page(HTMLParser):
     def links(self) -> list[str]:
         found = [a.get("href") for a in self.all("a")] + [a.get("hx-get") for _, a in self.elements]
         return [str(x) for x in found if x]
+
+
+def settled(
+    client: TestClient, url: str, headers: dict[str, str] | None = None, timeout: float = 120
+) -> httpx.Response:
+    """`url`'s answer once it is no longer a "being computed" page (202: a diff computed in a worker process)."""
+    deadline = time.monotonic() + timeout
+    found = client.get(url, headers=headers)
+    while found.status_code == 202 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = client.get(url, headers=headers)
+    return found

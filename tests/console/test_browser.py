@@ -172,6 +172,27 @@ def test_timeline_marks_the_rollback_and_follows_it_to_the_diff(console: Console
     assert problems == []
 
 
+def test_a_diff_not_computed_ahead_shows_itself_once_computed(
+    console: Console, page: tuple[Page, Problems], browser: Browser
+) -> None:
+    """1..4 and 2..4 are no pairs the timeline leads to: their first view may be the "being computed" page, which
+    turns into the diff by itself, with scripts (htmx) and without (a meta refresh)."""
+    tab, problems = page
+    sign_in(tab, console, target="/ui/small/diff/1..4")
+    tab.locator("section.cause").first.wait_for(timeout=60_000)
+    assert tab.title() == "small: diff 1..4 · cfgtool console"
+    assert "tier" in tab.locator("main").inner_text()
+    assert problems == []
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        plain = context.new_page()
+        sign_in(plain, console, target="/ui/small/diff/2..4")
+        plain.locator("section.cause").first.wait_for(timeout=60_000)
+        assert plain.title() == "small: diff 2..4 · cfgtool console"
+    finally:
+        context.close()
+
+
 def test_open_a_key_and_expand_a_values_explain(console: Console, page: tuple[Page, Problems]) -> None:
     tab, problems = page
     sign_in(tab, console, target="/ui/small/v/3/tree/data")

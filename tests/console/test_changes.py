@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from cfgtool.versions.diff import diff
 from cfgtool.versions.diff_render import value_text
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page
+from tests.console.conftest import MakeClient, Page, settled
 from tests.serve.conftest import publish_change
 
 TAG_CHANGE = {"store/tags/t/main.conf": "tagged = true\nretention.days = 30\n"}
@@ -33,7 +33,7 @@ def causes(page: Page) -> list[str]:
 def test_the_diff_is_cfgtool_diffs_grouped_by_cause_with_its_reach(small_acl: GitRepo, make_client: MakeClient) -> None:
     publish_change(small_acl, {**TAG_CHANGE, "store/data/open/main.conf": 'size = 9\nlabel = "open-data"\n'}, "v2")
     client = make_client(small_acl)
-    found = client.get("/ui/small/diff/1..2")
+    found = settled(client, "/ui/small/diff/1..2")
     assert found.status_code == 200, found.text
     assert found.headers["content-security-policy"].startswith("default-src 'self'")
     page = Page(found.text)
@@ -57,7 +57,7 @@ def test_the_diff_hides_what_the_principal_may_not_describe_also_from_the_counts
     token = token_of("User:alice")
     client = make_client(small_acl, tmp_path / "tokens.json")
     sign_in(client, token)
-    page = Page(client.get("/ui/small/diff/1..2").text)
+    page = Page(settled(client, "/ui/small/diff/1..2").text)
     assert "secret-project" not in page.text and "classified" not in page.text
     assert not any("secret-project" in link for link in page.links)
     assert "2 changed keys (2 values) of 5 in version 2" in page.text  # /tags/t and /data/open; 6 nodes, 1 hidden
@@ -133,11 +133,11 @@ def test_the_latest_diff_is_computed_when_its_version_loads_before_anyone_asks(
     state = service.stores["small"]
     ident = (str(state.root), state.path or ".", state.view.versions[1].commit, state.view.versions[2].commit)
     deadline = time.monotonic() + 120
-    while changes._DIFFS.get(ident) is None and time.monotonic() < deadline:
+    while changes.DIFFS.get(ident) is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    ready = changes._DIFFS.get(ident)
+    ready = changes.DIFFS.get(ident)
     assert ready is not None  # no request asked for it
     assert client.get("/ui/small/diff").headers["location"] == "/ui/small/diff/1..2"
     page = client.get("/ui/small/diff/1..2")
     assert page.status_code == 200 and "retention.days" in page.text
-    assert changes._DIFFS.get(ident) is ready  # the page read the one computed ahead
+    assert changes.DIFFS.get(ident) is ready  # the page read the one computed ahead

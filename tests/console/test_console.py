@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page
+from tests.console.conftest import MakeClient, Page, settled
 from tests.serve.conftest import publish_change
 
 PAGES = [
@@ -46,8 +46,12 @@ def walk(client: TestClient, start: list[str], limit: int = 400) -> dict[str, st
         for fragment in (False, True):
             headers = {"hx-request": "true"} if fragment else {}
             found = client.get(url, headers=headers)
+            name = url + ("#fragment" if fragment else "")
+            if found.status_code == 202:  # a diff being computed: that page too, then the diff
+                seen[name + "#pending"] = found.text
+                found = settled(client, url, headers)
             assert found.status_code < 500, (url, found.text)
-            seen[url + ("#fragment" if fragment else "")] = found.text
+            seen[name] = found.text
             if found.status_code != 200 or "text/html" not in found.headers.get("content-type", ""):
                 continue
             for link in Page(found.text).links:
