@@ -10,9 +10,11 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Self
+
+from tests.forkserver import CLIENT
 
 
 def cfgtool_command() -> list[str]:
@@ -80,3 +82,48 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, process
             return time.time()
         time.sleep(0.02)
     raise AssertionError(f"{what} did not happen within {timeout} s" + (f":\n{process.log()}" if process else ""))
+
+
+_STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG", "PATH")
+"""Environment variables the interpreter (or an import: GitPython looks for git on PATH) reads as it starts: a run
+that changes one of them starts a fresh `cfgtool` process."""
+
+
+class ForkServer:
+    """`tests/forkserver.py` running for this pytest process, started at the first `command()`: each
+    `cfgtool` run is a fork of a process that has imported the library (see that module). With
+    CFGTOOL_TESTS_FRESH=1 in the environment every run starts a fresh `cfgtool` instead (the same tests
+    must pass either way)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.socket = directory / "forks.sock"
+        self.server: Process | None = None
+        self.env: dict[str, str] = {}
+
+    def fits(self, env: Mapping[str, str]) -> bool:
+        """Whether a run with environment `env` may be a fork: the variables read at start-up are the server's."""
+        if os.environ.get("CFGTOOL_TESTS_FRESH") == "1":
+            return False
+        base = self.env or child_env()
+        relevant = {k for k in (*env, *base) if k.startswith(_STARTUP_VARIABLES)}
+        return all(env.get(k) == base.get(k) for k in relevant)
+
+    def command(self) -> list[str]:
+        """The command that runs `cfgtool ARGS...` (append them) as a fork of the server."""
+        if self.server is None:
+            self.env = child_env()
+            script = Path(__file__).with_name("forkserver.py")
+            command = [sys.executable, str(script), str(self.socket)]
+            self.server = Process.spawn(command, self.directory / "forks.log", self.env)
+            self.server.wait_until(lambda: "ready" in self.server.log() if self.server else False, 120, "forks")
+        elif self.server.proc.poll() is not None:
+            raise AssertionError(f"the cfgtool fork server exited with {self.server.proc.returncode}:\n{self.log()}")
+        return [sys.executable, "-I", "-S", "-c", CLIENT, str(self.socket)]
+
+    def log(self) -> str:
+        return self.server.log() if self.server else ""
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
