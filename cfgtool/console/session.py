@@ -7,7 +7,11 @@ those and of the entry's stored hash under the server's session key. The key is 
 server's cache directory (`console/session.key`, mode 0600, written atomically), so sessions outlive a restart.
 Every request looks the entry up in the tokens file as the server last read it: a revoked token (its entry gone)
 ends its sessions at the server's next reading of the file, as it ends its API access. Signing out records the
-nonce as ended (`console/ended.json`, kept until the session would have expired), so a copied cookie dies too.
+nonce as ended, under the token id the cookie names (`console/ended.json`, kept until the session would have
+expired), so a copied cookie dies too. The record is bounded per token (`MAX_ENDED_PER_TOKEN`): a token signed in
+and out again and again forgets only its own oldest sign-outs, never another token's; past `MAX_ENDED` in all, the
+token with the most sign-outs recorded forgets its soonest to expire. An `ended.json` of an older server (nonces
+only) is still read, and its nonces end the sessions of every token until they would have expired.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ COOKIE = "cfgtool_session"
 LIFETIME = 12 * 3600  # seconds a session lasts from sign-in
 MAX_TOKEN = 512  # characters of a pasted token read at most (a token is 81)
 MAX_COOKIE = 200  # characters of a session cookie read at most (one is about 100)
-MAX_ENDED = 10_000  # signed-out sessions remembered; the soonest to expire is forgotten first beyond this
+MAX_ENDED_PER_TOKEN = 1_000  # signed-out sessions remembered per token; its soonest to expire is forgotten first
+MAX_ENDED = 20_000  # in all; beyond it, the token with the most forgets its soonest to expire
+ANY_TOKEN = ""  # the record's entry of an older file's nonces (which named no token): they end any token's session
 KEY_BYTES = 32
 KEY_FILE = "session.key"
 ENDED_FILE = "ended.json"
@@ -65,26 +71,33 @@ class Sessions:
             return None
         if not hmac.compare_digest(signature, self._sign(f"{ident}.{expires}.{nonce}", entry)):
             return None
-        if int(expires) <= time.time() or nonce in self._ended:
+        if (
+            int(expires) <= time.time()
+            or nonce in self._ended.get(ident, ())
+            or nonce in self._ended.get(ANY_TOKEN, ())
+        ):
             return None
         return entry.principal
 
     def end(self, cookie: str | None, tokens: Tokens) -> None:
-        """End the live session `cookie` holds (signing out), for good: its nonce is recorded until it would expire.
-        Anything else is not recorded: anyone may post a sign-out, and forged cookies would fill the record (the
-        soonest to expire is forgotten first) until a signed-out session's copied cookie worked again."""
+        """End the live session `cookie` holds (signing out), for good: its nonce is recorded, under its token, until
+        it would expire. Anything else is not recorded: anyone may post a sign-out, and forged cookies would fill
+        the record until a signed-out session's copied cookie worked again."""
         if self.principal(cookie, tokens) is None:
             return
         assert cookie is not None
-        parts = cookie.split(".")
-        now = time.time()
+        ident, expires, nonce, _ = cookie.split(".")
         with self._lock:
-            ended = {n: t for n, t in self._ended.items() if t > now}
-            ended[parts[2]] = float(parts[1])
-            if len(ended) > MAX_ENDED:
-                ended = dict(sorted(ended.items(), key=lambda item: item[1])[-MAX_ENDED:])
+            ended = _live(self._ended, time.time())
+            own = ended.setdefault(ident, {})
+            own[nonce] = float(expires)
+            if len(own) > MAX_ENDED_PER_TOKEN:
+                ended[ident] = _latest(own, MAX_ENDED_PER_TOKEN)
+            while sum(len(n) for n in ended.values()) > MAX_ENDED:
+                most = max(ended, key=lambda i: len(ended[i]))
+                ended[most] = _latest(ended[most], len(ended[most]) - 1)
             self._ended = ended
-            _write_private(self._folder / ENDED_FILE, json.dumps(ended).encode())
+            _write_private(self._folder / ENDED_FILE, json.dumps({"tokens": ended}).encode())
 
     def _sign(self, body: str, entry: Entry) -> str:
         """The signature of `body` for the token entry (its stored hash included: a replaced entry signs anew)."""
@@ -120,11 +133,26 @@ def _write_private(path: Path, data: bytes, replace: bool = True) -> None:
         os.umask(old)
 
 
-def _read_ended(path: Path) -> dict[str, float]:
-    """The signed-out sessions' nonces and when they would have expired ({} without a readable file)."""
+def _read_ended(path: Path) -> dict[str, dict[str, float]]:
+    """The signed-out sessions' nonces by token id, with when they would have expired ({} without a readable
+    file). `{"tokens": {id: {nonce: expiry}}}`; an older server's `{nonce: expiry}` is read under `ANY_TOKEN`."""
     try:
         found = json.loads(path.read_bytes())
-        now = time.time()
-        return {str(n): float(t) for n, t in found.items() if float(t) > now}
+        if isinstance(found.get("tokens"), dict):
+            by_token = {str(i): {str(n): float(t) for n, t in nonces.items()} for i, nonces in found["tokens"].items()}
+        else:
+            by_token = {ANY_TOKEN: {str(n): float(t) for n, t in found.items()}}
+        return _live(by_token, time.time())
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
+
+
+def _live(ended: dict[str, dict[str, float]], now: float) -> dict[str, dict[str, float]]:
+    """`ended` without the sessions expired by `now` (and the tokens left with none)."""
+    found = {i: {n: t for n, t in nonces.items() if t > now} for i, nonces in ended.items()}
+    return {i: nonces for i, nonces in found.items() if nonces}
+
+
+def _latest(nonces: dict[str, float], size: int) -> dict[str, float]:
+    """The `size` nonces of `nonces` that expire last."""
+    return dict(sorted(nonces.items(), key=lambda item: item[1])[len(nonces) - size :])
