@@ -5,13 +5,14 @@ about a tenth of the memory of the version's Snapshot, which the server never ho
 without a node (docs/resolution.md#keys-without-a-node) are answered from their nearest node's config; their
 answers live in a bounded cache, since any name may be asked for. A key without a node under a node that uses
 the `cfgtool.key` intrinsics has its own config, resolved by the store's resolver process (`worker.Resolver`) and handed
-to `resolved`; the queries and explain read the whole snapshot through a small shared cache.
+to `resolved`. The queries read the version's import relations (`relations`, shipped by the worker); explain is
+answered by the resolver process; both answers are kept in a bounded cache.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cfgtool.errors import CfgtoolError
@@ -102,6 +103,11 @@ class LoadedVersion:
     def cached(self, what: tuple[Any, ...], build: Callable[[], Any]) -> Answer:
         """A query's answer from the bounded cache, else built (from `build()`'s JSON value) and cached."""
         return self._other.get_or_build(what, lambda: answer(build()))
+
+    async def cached_async(self, what: tuple[Any, ...], build: Callable[[], Awaitable[Any]]) -> Answer:
+        """`cached`, for a JSON value built by awaiting `build()` (explain, from the resolver process)."""
+        found = self._other.get(what)
+        return found if found is not None else self._other.put(what, answer(await build()))
 
 
 def _set(config: dict[str, Any], path: tuple[str, ...], value: str) -> None:

@@ -282,8 +282,8 @@ RESPONSES: dict[str, Schema] = {
     "Unavailable": _error(
         "`not_ready` (the store's versions are still loading), or `E_NO_ACL` (the store has no current version, "
         "with or without `--tokens`, or with `--tokens` its ACL does not load: the server never fails open), or "
-        "`resolver_unavailable` (a key without a node waited 10 s for the resolver process: retry after "
-        "`Retry-After`)",
+        "`resolver_unavailable` (a key without a node or an explain waited 10 s for the resolver process, or its "
+        "version did not load there within 300 s: retry after `Retry-After`)",
         _headers("Retry-After"),
     ),
     "Redirect": {

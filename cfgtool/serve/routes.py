@@ -32,6 +32,7 @@ from cfgtool.serve.app import Api
 from cfgtool.serve.consumers import INSTANCE, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
+from cfgtool.serve.worker import ResolverUnavailable
 
 if TYPE_CHECKING:
     from cfgtool.serve.loaded import LoadedVersion
@@ -124,7 +125,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
                 split_path(path)
             except HoconError as exc:
                 raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
-            found = await asyncio.to_thread(explain_answer, state, loaded, key, path)
+            found = await explain_answer(state, loaded, key, path)
             if who is not None:
                 found = answer(seen.explain(json.loads(found.body), state.path))
             return _response(found, {"cache-control": immutable(view)}, request)
@@ -291,7 +292,10 @@ def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
     return applied, kept
 
 
-def explain_answer(state: StoreState, loaded: LoadedVersion, key: str, path: str) -> Answer:
-    """The unfiltered explain of `key` at `path` (a valid HOCON path) in version `loaded`, from its cache (the
-    first one compiles the version for provenance: call it off the event loop)."""
-    return loaded.cached(("explain", key, path), lambda: state.explain(loaded.version, key, path))
+async def explain_answer(state: StoreState, loaded: LoadedVersion, key: str, path: str) -> Answer:
+    """The unfiltered explain of `key` at `path` (a valid HOCON path) in version `loaded`, from its cache, else from
+    the store's resolver process. Denied 503 `resolver_unavailable` when that process does not answer in time."""
+    try:
+        return await loaded.cached_async(("explain", key, path), lambda: state.explain(loaded.version, key, path))
+    except ResolverUnavailable as exc:
+        raise Denied(error(503, "resolver_unavailable", exc.message), [(b"retry-after", b"1")]) from exc

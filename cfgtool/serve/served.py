@@ -20,7 +20,6 @@ from typing import Any
 from cfgtool.access.acl import Acl
 from cfgtool.access.authorizer import Authorizer
 from cfgtool.access.enforce import authorizer_at
-from cfgtool.client.local import ConfigClient
 from cfgtool.errors import CfgtoolError
 from cfgtool.serve.answers import Answer, Bounded, answer
 from cfgtool.serve.feed import Event
@@ -28,7 +27,6 @@ from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.mirror import StoreRef
 from cfgtool.serve.timeline import Published, effective_by, window
 from cfgtool.serve.worker import Resolver, Worker
-from cfgtool.snapshot.model import Snapshot
 from cfgtool.versions import History, Version, history
 from cfgtool.versions.names import CURRENT
 
@@ -84,9 +82,7 @@ class StoreState:
         self._worker = Worker()
         self._resolver = Resolver()
         self._others: Bounded[int, LoadedVersion] = Bounded(4)  # versions asked for outside the window
-        self._clients: Bounded[int, ConfigClient] = Bounded(1)  # whole snapshots, for queries and explain
         self._load_lock = threading.Lock()
-        self._whole_lock = threading.Lock()
         self._acls: Bounded[str, tuple[Authorizer, str | None]] = Bounded(64)  # commit -> its ACL
 
     @property
@@ -102,8 +98,6 @@ class StoreState:
 
     def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
         authorizer = self.acl(entry["commit"])[0] if self._with_acl else None
-        if entry["intrinsic"]:  # keys without a node under these have configs of their own: be ready
-            self._resolver.warm(str(self._root), self.path, version, str(self._cache))
         return LoadedVersion(self.name, version, entry, authorizer)
 
     def acl(self, commit: str) -> tuple[Authorizer, str | None]:
@@ -124,18 +118,6 @@ class StoreState:
             found = authorizer, problem
         return self._acls.put(commit, found)
 
-    def _whole(self, version: int) -> ConfigClient:
-        """A client of version N with its whole snapshot (kept one at a time: it is large)."""
-        with self._whole_lock:
-            return self._clients.get_or_build(
-                version,
-                lambda: ConfigClient(self._root, store=self.path or ".", version=version, cache_dir=self._cache),
-            )
-
-    def snapshot(self, version: int) -> Snapshot:
-        """Version N's snapshot, for the queries."""
-        return self._whole(version).snapshot
-
     async def resolve(self, version: int, key: str) -> bytes:
         """The config (canonical JSON) of `key`, which has no node, under a node that uses the intrinsics:
         resolved again for the key, in the resolver process (CfgtoolError when it does not resolve)."""
@@ -145,9 +127,10 @@ class StoreState:
         """Stop the resolver process (at shutdown)."""
         self._resolver.close()
 
-    def explain(self, version: int, key: str, path: str) -> dict[str, Any]:
-        """`cfgtool explain --format json` of `key` at `path` in version N (compiles N once, for provenance)."""
-        return self._whole(version).explain(key, path).to_json()
+    async def explain(self, version: int, key: str, path: str) -> dict[str, Any]:
+        """`cfgtool explain --format json` of `key` at `path` in version N, from the resolver process, which keeps
+        the current version's snapshot (another version is loaded there first)."""
+        return await self._resolver.explain(str(self._root), self.path, version, str(self._cache), key, path)
 
     def loaded(self, version: int) -> LoadedVersion:
         """Version N in memory (loaded now if needed, which takes a while: call it off the event loop).
@@ -228,6 +211,8 @@ class StoreState:
             authorizer, problem = self.acl(hist.tag(current).commit)
             if problem is not None:
                 problem = f"the current version ({current}) of store {self.name} cannot be judged: {problem}"
+        if current is not None and current != self.view.current:  # keys without a node and explain read it
+            self._resolver.warm(str(self._root), self.path, current, str(self._cache))
         public = False
         if self._public and current is not None:
             why = self.public_problem(hist.tag(current).commit)

@@ -12,10 +12,12 @@ If no worker can be started, the same function runs in the server's loader threa
 
 A key without a node under a node whose config uses the `cfgtool.key` intrinsics needs its config resolved
 again for its own name: milliseconds of pure Python over the whole snapshot, for any name a client makes up.
-`Resolver` does that in one long-lived worker process that keeps the version's snapshot, so the server's
-event loop only sends the key and receives the config's bytes: a client asking for one random name after
-another costs the server a pipe round trip per name and never holds its interpreter lock (the server bounds
-how many such reads wait, see `app.py`).
+`Resolver` does that in one long-lived worker process that keeps the store's current version's snapshot (loaded
+as soon as that version is current) and at most one other, so the server's event loop only sends the key and
+receives the config's bytes: a client asking for one random name after another costs the server a pipe round trip
+per name and never holds its interpreter lock (the server bounds how many such reads wait, see `app.py`). Explain
+(provenance: which file and line set a value) is answered there too, from the same snapshots, so the server never
+loads one.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cfgtool._util.codec import pack, unpack
 from cfgtool.client.local import ConfigClient
@@ -44,6 +46,8 @@ from cfgtool.store.queries import pack_relations
 log = logging.getLogger("cfgtool.serve")
 RESOLVER_NICENESS = 5  # added to the resolver process's nice value
 RESOLVE_TIMEOUT = 10.0  # seconds a read waits for the resolver process; past it, 503 and the process is killed
+LOAD_TIMEOUT = 300.0  # seconds the resolver may take to load a version's snapshot; past it, the same
+LOAD_TRIES = 3  # loads of a version a read asks for while other reads make the resolver keep other versions
 
 
 def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
@@ -175,30 +179,40 @@ class Worker:
         return func(*args)
 
 
-_resolving: dict[tuple[str, str, int, str], ConfigClient] = {}  # in the resolver: the one version it keeps
+Ident = tuple[str, str, int, str]  # (repository, store, version, cache directory)
+_resolving: dict[Ident, ConfigClient] = {}  # in the resolver: the current version, and at most one other
+_current: list[Ident] = []  # the version `keep` was last told is current (never dropped for another one)
 
 
-def _kept(root: str, store: str, version: int, cache: str) -> ConfigClient:
-    """Version N's client with its snapshot, kept in the resolver (one version at a time: it is large)."""
+def keep(root: str, store: str, version: int, cache: str, current: bool = False) -> None:
+    """Load version N's snapshot in the resolver and keep it (two at most: they are large). `current`: the
+    store's current version, kept until another is current; any other one replaces the other one kept."""
     ident = (root, store, version, cache)
-    client = _resolving.get(ident)
-    if client is None:
-        _resolving.clear()
-        client = _resolving[ident] = _client(root, store, version, cache)
-        client.snapshot  # noqa: B018 (loaded now)
-    return client
+    if current:
+        _current[:] = [ident]
+    if ident in _resolving:
+        return
+    for other in [k for k in _resolving if k not in _current]:
+        del _resolving[other]
+    client = _client(root, store, version, cache)
+    client.snapshot  # noqa: B018 (loaded now)
+    _resolving[ident] = client
 
 
 RESOLVED_FLOOR = 1024 * 1024  # characters a config resolved for a made-up name may always hold ...
 RESOLVED_TIMES = 4  # ... beyond this many times what its nearest node's own config holds
 
 
-def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes:
+def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes | None:
     """The canonical JSON config of `key`, which has no node, in version N (run by the resolver process; the
-    snapshot it keeps remembers the newest few such keys itself). CfgtoolError when it would be far larger
+    snapshot it keeps remembers the newest few such keys itself); None when the process does not keep N (`keep`
+    it first). CfgtoolError when it would be far larger
     than its nearest node's own config: the intrinsics repeat the name, and a config that doubles it a few
     times turned a 1,000-character name into a 500 MB answer (a gigabyte in the server, for one request)."""
-    snapshot = _kept(root, store, version, cache).snapshot
+    client = _resolving.get((root, store, version, cache))
+    if client is None:
+        return None
+    snapshot = client.snapshot
     found = snapshot.lookup(key)
     own = snapshot.nodes[found.node].config or {}
     allowed = RESOLVED_FLOOR + RESOLVED_TIMES * _characters(own, sys.maxsize)
@@ -210,6 +224,13 @@ def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes:
             hint="read a shorter key",
         )
     return canonical_json(found.config).encode("utf-8")
+
+
+def explanation(root: str, store: str, version: int, cache: str, key: str, path: str) -> dict[str, Any] | None:
+    """`cfgtool explain --format json` of `key` at `path` in version N (run by the resolver process: the first one
+    of a key computes its layers' provenance from their files); None when the process does not keep N."""
+    client = _resolving.get((root, store, version, cache))
+    return None if client is None else client.explain(key, path).to_json()
 
 
 def _characters(value: Any, limit: int) -> int:
@@ -231,9 +252,9 @@ def _characters(value: Any, limit: int) -> int:
     return total
 
 
-def _late(key: str) -> str:
+def _late(what: str) -> str:
     """The message of a read the resolver did not answer in time."""
-    return f"the process resolving {key} did not answer within {RESOLVE_TIMEOUT:g} s: read it again shortly"
+    return f"the process resolving {what} did not answer within {RESOLVE_TIMEOUT:g} s: read it again shortly"
 
 
 def _background() -> None:
@@ -243,20 +264,28 @@ def _background() -> None:
 
 
 class ResolverUnavailable(CfgtoolError):
-    """The resolver process did not answer within `RESOLVE_TIMEOUT` or stopped: the read may be made again
-    (the next one starts another process)."""
+    """The resolver process did not answer within `RESOLVE_TIMEOUT` (or load a version within `LOAD_TIMEOUT`)
+    or stopped: the read may be made again (the next one starts another process)."""
+
+
+T = TypeVar("T")
 
 
 class Resolver:
-    """Runs `resolve` in one long-lived worker process (in a worker thread of the server when no process can
-    be started). A call waits at most `RESOLVE_TIMEOUT`: a process that hangs past it is killed (the calls
-    waiting on it fail at once) and the next call starts another, so a hung resolver cannot hold the server's
-    bounded number of such reads for ever."""
+    """Runs `resolve` and `explanation` in one long-lived worker process (in worker threads of the server when no
+    process can be started). A call waits at most `RESOLVE_TIMEOUT`: a process that hangs past it is killed (the
+    calls waiting on it fail at once) and the next call starts another, so a hung resolver cannot hold the
+    server's bounded number of such reads for ever. Loading a version's snapshot is not part of that time: it
+    takes seconds of a busy machine for a large store, so it has its own bound (`LOAD_TIMEOUT`), and a call is
+    sent only once the loads sent before it are done, so it never waits behind one."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
         self._processes = True
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._loading: dict[Future[None], ProcessPoolExecutor] = {}  # loads sent and not done, and their process
+        self._current: Ident | None = None  # the current version (a new process loads it first)
+        self._other: Ident | None = None  # the other version the process keeps, as `keep` decides
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -264,42 +293,115 @@ class Resolver:
                 context = multiprocessing.get_context("forkserver")
                 context.set_forkserver_preload([__name__])
                 self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_background)
+                self._other = None
+                if self._current is not None:  # a new process: the current version first
+                    self._send_load(self._pool, self._current, True)
             return self._pool
 
+    def _send_load(self, pool: ProcessPoolExecutor, ident: Ident, current: bool) -> Future[None]:
+        with self._lock:
+            future = pool.submit(keep, *ident, current)
+            self._loading[future] = pool
+            if current:  # what `keep` keeps besides: the former current version, when it kept this one as the other
+                self._other, self._current = (self._current if ident == self._other else None), ident
+            elif ident != self._current:
+                self._other = ident
+        future.add_done_callback(self._loaded)
+        return future
+
+    def _loaded(self, future: Future[None]) -> None:
+        with self._lock:
+            self._loading.pop(future, None)
+
     def warm(self, root: str, store: str, version: int, cache: str) -> None:
-        """Start the process and have it load version N's snapshot now (call it on the loader thread), so the
-        first key asked for costs only its own resolving."""
+        """Have the process load version N, the store's current version, now and keep it while it is current (call
+        it on the loader thread when the current version changes), so the first read or explain finds it loaded."""
         if not self._processes:
             return
         try:
-            self._executor().submit(_kept, root, store, version, cache)
+            with self._lock:
+                if self._pool is not None:
+                    self._send_load(self._pool, (root, store, version, cache), True)
+                else:
+                    self._current = (root, store, version, cache)
+                    self._executor()  # loads the current version first
         except (OSError, RuntimeError, BrokenProcessPool) as exc:
             log.warning("cannot run a resolver process (%s): keys are resolved in the server", exc)
             self._processes = False
 
     async def config(self, root: str, store: str, version: int, cache: str, key: str) -> bytes:
         """The config of `key` in version N as canonical JSON; CfgtoolError when it does not resolve,
-        ResolverUnavailable when the resolver does not answer within `RESOLVE_TIMEOUT` or stopped."""
+        ResolverUnavailable when the resolver does not answer in time or stopped."""
+        found: bytes = await self._call(resolve, (root, store, version, cache), (key,), key)
+        return found
+
+    async def explain(self, root: str, store: str, version: int, cache: str, key: str, path: str) -> dict[str, Any]:
+        """The explain JSON of `key` at `path` in version N; ResolverUnavailable as `config`."""
+        found: dict[str, Any] = await self._call(explanation, (root, store, version, cache), (key, path), key)
+        return found
+
+    async def _call(self, func: Any, ident: Ident, args: tuple[str, ...], what: str) -> Any:
+        """`func(*ident, *args)` in the resolver, loading that version first when the process does not keep it
+        (and again when it answers None: other reads made it keep other versions meanwhile; a few times)."""
+        if ident not in (self._current, self._other):
+            await self._load(ident, what)
+        for _ in range(LOAD_TRIES):
+            found = await self._timed(func, (*ident, *args), what)
+            if found is not None:
+                return found
+            await self._load(ident, what)
+        raise ResolverUnavailable(f"the process resolving {what} keeps other versions: read it again shortly")
+
+    async def _timed(self, func: Any, args: tuple[Any, ...], what: str) -> Any:
         if not self._processes:
             try:
-                return await asyncio.wait_for(
-                    asyncio.to_thread(resolve, root, store, version, cache, key), RESOLVE_TIMEOUT
-                )
+                return await asyncio.wait_for(asyncio.to_thread(func, *args), RESOLVE_TIMEOUT)
             except TimeoutError:  # the thread cannot be stopped; its answer is dropped
-                raise ResolverUnavailable(_late(key)) from None
-        pool = self._executor()
+                raise ResolverUnavailable(_late(what)) from None
+        while True:  # sent once no load is pending, so the time counted is the call's own
+            with self._lock:
+                pool = self._executor()  # a new process loads the current version first
+                pending = list(self._loading.items())
+                if not pending:
+                    break
+            for load, owner in pending:
+                with contextlib.suppress(Exception):  # another read's load: what became of it is that read's
+                    await self._wait(load, owner, what)
         try:
-            found: bytes = await asyncio.wait_for(
-                asyncio.get_running_loop().run_in_executor(pool, resolve, root, store, version, cache, key),
-                RESOLVE_TIMEOUT,
-            )
-            return found
+            future: Future[Any] = pool.submit(func, *args)
+            return await _result(future, RESOLVE_TIMEOUT)
         except TimeoutError:  # hung (stopped, looping): kill it, the next read starts another
             self._discard(pool, kill=True)
-            raise ResolverUnavailable(_late(key)) from None
+            raise ResolverUnavailable(_late(what)) from None
         except BrokenProcessPool:  # it died (killed, out of memory): the next read starts another
             self._discard(pool)
-            raise ResolverUnavailable(f"the process resolving {key} stopped: read it again shortly") from None
+            raise ResolverUnavailable(f"the process resolving {what} stopped: read it again shortly") from None
+
+    async def _load(self, ident: Ident, what: str) -> None:
+        if not self._processes:
+            await asyncio.to_thread(keep, *ident)
+            return
+        with self._lock:
+            pool = self._executor()
+            try:
+                load = self._send_load(pool, ident, False)
+            except (OSError, RuntimeError, BrokenProcessPool):
+                load = None
+        if load is None:
+            self._discard(pool)
+            raise ResolverUnavailable(f"the process resolving {what} stopped: read it again shortly")
+        await self._wait(load, pool, what)
+
+    async def _wait(self, load: Future[None], pool: ProcessPoolExecutor, what: str) -> None:
+        """Wait for a load sent to `pool` (at most `LOAD_TIMEOUT`: past it, the process is killed)."""
+        try:
+            await _result(load, LOAD_TIMEOUT)
+        except TimeoutError:
+            self._discard(pool, kill=True)
+            raise ResolverUnavailable(f"the process resolving {what} did not load its version in time") from None
+        except BrokenProcessPool:
+            self._discard(pool)
+            raise ResolverUnavailable(f"the process resolving {what} stopped: read it again shortly") from None
 
     def _discard(self, pool: ProcessPoolExecutor, kill: bool = False) -> None:
         """Forget `pool` (if still the current one) so the next call starts another; `kill` its process."""
@@ -310,7 +412,7 @@ class Resolver:
         if kill:
             for process in list((pool._processes or {}).values()):  # the executor has no public way to kill
                 process.kill()
-                log.warning("the resolver process %s did not answer within %g s: killed", process.pid, RESOLVE_TIMEOUT)
+                log.warning("the resolver process %s did not answer in time: killed", process.pid)
         pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
@@ -319,3 +421,14 @@ class Resolver:
             if self._pool is not None:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
+
+
+async def _result(future: Future[T], timeout: float) -> T:
+    """`future`'s result, waiting at most `timeout` seconds (TimeoutError) without cancelling it (others may wait
+    for it too); BrokenProcessPool when it was cancelled (its process was discarded before running it)."""
+    try:
+        return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
+    except asyncio.CancelledError:
+        if future.cancelled():
+            raise BrokenProcessPool("the resolver process was discarded") from None
+        raise

@@ -180,6 +180,8 @@ def test_the_phantom_reads_of_a_whole_snapshot_are_bounded(small: GitRepo, tmp_p
     monkeypatch.setattr(snapshot_module, "PHANTOMS_KEPT", 3)
     monkeypatch.setattr(worker, "_resolving", {})
     args = (str(small.root), "store", 2, str(tmp_path / "cache"))
+    assert worker.resolve(*args, "/data/b/k0") is None  # the version is not loaded yet
+    worker.keep(*args)
     for i in range(7):
         assert json.loads(worker.resolve(*args, f"/data/b/k{i}"))["topic"] == f"k{i}"
     [client] = worker._resolving.values()
