@@ -66,7 +66,9 @@ KEPT = 16  # diffs people asked for kept ...
 KEPT_VALUES = 150_000  # ... holding at most this many changed values in all (3,035 took 1.5 MB at 10,000 datasets)
 KEPT_AHEAD = 8  # diffs computed ahead kept (apart: computing ahead never drops a diff someone asked for) ...
 KEPT_AHEAD_VALUES = 50_000  # ... holding at most this many changed values
-FAILED_KEPT = 64  # failures kept (a pair of commits that does not compile never will)
+FAILED_KEPT = 64  # failures kept ...
+FAILED_FOR = 60.0  # ... for this many seconds (a pair of commits that does not compile never will; a repository
+# that could not be read may be readable again)
 
 Ident = tuple[str, str, str, str]  # (repo, store, commit A, commit B): a version's commit never changes
 
@@ -103,8 +105,11 @@ async def diff_page(ctx: Context) -> Response:
     computing = DIFFS.ask(state, view.versions[a], view.versions[b])
     if not computing.done():
         if ctx.fragment:
-            with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
-                await _wait(computing, POLL)
+            try:
+                with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
+                    await _wait(computing, POLL)
+            except Denied:  # too many long polls of this principal at once: the page asks again after its delay
+                pass
         else:
             await _wait(computing, WAIT)
     if not computing.done() or computing.cancelled():
@@ -227,7 +232,7 @@ class Diffs:
         self._lock = threading.Lock()
         self._asked: Bounded[Ident, Diff] = Bounded(KEPT, _weight, KEPT_VALUES)
         self._ahead: Bounded[Ident, Diff] = Bounded(KEPT_AHEAD, _weight, KEPT_AHEAD_VALUES)
-        self._failed: Bounded[Ident, CfgtoolError] = Bounded(FAILED_KEPT)
+        self._failed: Bounded[Ident, tuple[CfgtoolError, float]] = Bounded(FAILED_KEPT)  # and when
         self._running: dict[Ident, Future[Diff]] = {}  # asked for or ahead, oldest first
         self._ahead_running: set[Ident] = set()  # of those, the ones computed ahead
         self._pool = _Threads(RUNNING, "cfgtool-console-diff")
@@ -250,7 +255,7 @@ class Diffs:
             if found is not None:
                 done.set_result(found)
                 return done
-            failed = self._failed.get(ident)
+            failed = self._failure(ident)
             if failed is not None:
                 done.set_exception(failed)
                 return done
@@ -266,7 +271,7 @@ class Diffs:
         """Compute the diff of versions A and B ahead of any request, unless it is known, failed or under way."""
         ident = _ident(state, a, b)
         with self._lock:
-            if self._known(ident, keep=False) is not None or self._failed.get(ident) or ident in self._running:
+            if self._known(ident, keep=False) is not None or self._failure(ident) or ident in self._running:
                 return
             if len(self._ahead_running) >= AHEAD:
                 return
@@ -281,6 +286,12 @@ class Diffs:
                 self._ahead.pop(ident)
                 self._asked.put(ident, found)
         return found
+
+    def _failure(self, ident: Ident) -> CfgtoolError | None:
+        found = self._failed.get(ident)
+        if found is None or time.monotonic() - found[1] > FAILED_FOR:
+            return None
+        return found[0]
 
     def _drop_oldest_waiting(self) -> None:
         """Past `QUEUED` diffs asked for and waiting, cancel the oldest waiting one (asked again, it starts again):
@@ -300,7 +311,7 @@ class Diffs:
         except CfgtoolError as exc:
             log.info("the diff of versions %s and %s of store %s: %s", a.version, b.version, state.name, exc.message)
             with self._lock:
-                self._failed.put(ident, exc)
+                self._failed.put(ident, (exc, time.monotonic()))
                 self._forget(ident)
             raise
         except BaseException:

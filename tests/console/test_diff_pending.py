@@ -141,3 +141,27 @@ def test_the_diffs_the_timeline_leads_to_are_computed_ahead_and_kept_apart(
     t0 = time.monotonic()
     assert client.get(linked[1]).status_code == 200  # ready: no wait
     assert time.monotonic() - t0 < 2.0
+
+
+def test_computing_ahead_never_drops_a_diff_someone_asked_for(
+    small_acl: GitRepo, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(changes, "KEPT_AHEAD", 1, raising=False)  # a small bound: the same logic, fewer diffs
+    monkeypatch.setattr(changes, "DIFFS", changes.Diffs())  # kept with that bound
+    for n in range(2, 6):
+        publish_change(small_acl, {"store/data/open/main.conf": f"size = {n}\n"}, f"v{n}")
+    client = make_client(small_acl)
+    assert settled(client, "/ui/small/diff/1..5").status_code == 200  # asked for
+    client.app.service.refresh()  # type: ignore[attr-defined]  # the console computes 4..5, 3..4, 2..3, 1..2 ahead
+    state = client.app.service.stores["small"]  # type: ignore[attr-defined]
+    versions = state.view.versions
+
+    def ident(a: int, b: int) -> tuple[str, str, str, str]:
+        return (str(state.root), state.path, versions[a].commit, versions[b].commit)
+
+    deadline = time.monotonic() + 180
+    while changes.DIFFS.get(ident(1, 2), keep=False) is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # the last one computed ahead (one kept: each dropped the one before)
+    assert changes.DIFFS.get(ident(1, 2), keep=False) is not None
+    assert changes.DIFFS.get(ident(4, 5), keep=False) is None
+    assert changes.DIFFS.get(ident(1, 5), keep=False) is not None
