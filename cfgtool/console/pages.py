@@ -193,7 +193,7 @@ async def explain(ctx: Context) -> Response:
     except HoconError as exc:
         raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
     assert ctx.state is not None
-    found = await explain_answer(ctx.state, loaded, key, path)
+    found = await explain_answer(ctx.console.api, ctx.state, loaded, key, path, ctx.who, ctx.host)
     doc = ctx.seen.explain(json.loads(found.body), ctx.state.path)
     return ctx.render("explain.html", key=key, explained=doc)
 

@@ -419,24 +419,32 @@ class Api:
             found = loaded.key_answer(key)
             if found is not None:
                 return found
-            holder = who if who is not None else host
-            if self._resolving[holder] >= RESOLVING_PER_PRINCIPAL or self._resolving_total >= RESOLVING:
-                message = "too many reads of keys without a node wait to be resolved: retry shortly"
-                raise Denied(error(429, "too_many_requests", message), [(b"retry-after", b"1")])
-            self._resolving[holder] += 1
-            self._resolving_total += 1
-            try:
+            with self.resolving(who, host):
                 config = await state.resolve(loaded.version, key)
-            finally:
-                self._resolving_total -= 1
-                self._resolving[holder] -= 1
-                if not self._resolving[holder]:
-                    del self._resolving[holder]
         except ResolverUnavailable as exc:
             raise Denied(error(503, "resolver_unavailable", exc.message), [(b"retry-after", b"1")]) from exc
         except CfgtoolError as exc:
             raise Denied(error(409, "unresolved", exc.message)) from exc
         return loaded.resolved(key, config)
+
+    @contextlib.contextmanager
+    def resolving(self, who: str | None, host: str | None) -> Iterator[None]:
+        """One of the reads that wait for the store's resolver process (a key without a node under the intrinsics,
+        an explain): Denied 429 when `RESOLVING_PER_PRINCIPAL` of the principal's (the client address's without
+        tokens) or `RESOLVING` in all wait already."""
+        holder = who if who is not None else host
+        if self._resolving[holder] >= RESOLVING_PER_PRINCIPAL or self._resolving_total >= RESOLVING:
+            message = "too many reads wait for the resolver process (keys without a node, explain): retry shortly"
+            raise Denied(error(429, "too_many_requests", message), [(b"retry-after", b"1")])
+        self._resolving[holder] += 1
+        self._resolving_total += 1
+        try:
+            yield
+        finally:
+            self._resolving_total -= 1
+            self._resolving[holder] -= 1
+            if not self._resolving[holder]:
+                del self._resolving[holder]
 
     def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
         """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`)."""

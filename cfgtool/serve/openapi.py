@@ -268,7 +268,8 @@ RESPONSES: dict[str, Schema] = {
     "UriTooLong": _error("`key_too_long`: the key is longer than 1,024 characters"),
     "TooMany": _error(
         "`too_many_connections` (past `--max-connections`), `too_many_long_polls` (100 waiting for one principal) "
-        "or `too_many_requests` (too many checks of older scrypt tokens wait: retry after `Retry-After`)",
+        "or `too_many_requests` (too many checks of older scrypt tokens, or too many reads of the principal's for "
+        "the resolver process, wait: retry after `Retry-After`)",
         _headers("Retry-After"),
     ),
     "TooLarge": _error("`too_large`: a report of more than 4,096 bytes"),

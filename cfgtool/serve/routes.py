@@ -125,7 +125,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
                 split_path(path)
             except HoconError as exc:
                 raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
-            found = await explain_answer(state, loaded, key, path)
+            found = await explain_answer(api, state, loaded, key, path, who, host(request))
             if who is not None:
                 found = answer(seen.explain(json.loads(found.body), state.path))
             return _response(found, {"cache-control": immutable(view)}, request)
@@ -292,10 +292,18 @@ def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
     return applied, kept
 
 
-async def explain_answer(state: StoreState, loaded: LoadedVersion, key: str, path: str) -> Answer:
+async def explain_answer(
+    api: Api, state: StoreState, loaded: LoadedVersion, key: str, path: str, who: str | None, host: str | None
+) -> Answer:
     """The unfiltered explain of `key` at `path` (a valid HOCON path) in version `loaded`, from its cache, else from
-    the store's resolver process. Denied 503 `resolver_unavailable` when that process does not answer in time."""
+    the store's resolver process, as one of the reads that wait for it (`Api.resolving`: Denied 429 past the
+    bound). Denied 503 `resolver_unavailable` when that process does not answer in time."""
+
+    async def build() -> dict[str, Any]:
+        with api.resolving(who, host):
+            return await state.explain(loaded.version, key, path)
+
     try:
-        return await loaded.cached_async(("explain", key, path), lambda: state.explain(loaded.version, key, path))
+        return await loaded.cached_async(("explain", key, path), build)
     except ResolverUnavailable as exc:
         raise Denied(error(503, "resolver_unavailable", exc.message), [(b"retry-after", b"1")]) from exc

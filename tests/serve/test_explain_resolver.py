@@ -5,6 +5,7 @@ resolver is not cut short by the bound on a read (docs/serving.md)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 
 from cfgtool.client.local import ConfigClient
+from cfgtool.serve.app import RESOLVING_PER_PRINCIPAL
 from cfgtool.serve.worker import RESOLVE_TIMEOUT, Resolver
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, publish_change
@@ -82,3 +84,37 @@ def test_without_worker_processes_explain_is_answered_in_the_server(published: G
     found = asyncio.run(resolver.explain(*args, "/data/tracking/PageViewEvent", "retention.days"))
     client = ConfigClient(published.root, store="store", version=1, cache_dir=tmp_path / "cache")
     assert found == client.explain("/data/tracking/PageViewEvent", "retention.days").to_json()
+
+
+def test_explains_waiting_for_the_resolver_are_bounded_per_client(small: GitRepo, start_server: StartServer) -> None:
+    """Explains not answered yet wait for the resolver as keys without a node do: past `RESOLVING_PER_PRINCIPAL`
+    of one client's, the next is refused at once (a flood of explains cannot queue in the resolver without end)."""
+    publish_change(small, V2, "v2")
+    server = start_server(small.root, "--cache-time", "0")
+    with httpx.Client(base_url=f"{server.url}/v1/small/versions", timeout=120) as http:
+        assert http.get("2/explain/data/a?path=size").status_code == 200  # the current version is loaded
+        resolver = _resolver(server.proc.pid)
+        assert resolver is not None, "no resolver process found"
+        statuses: list[int] = []
+        os.kill(resolver, signal.SIGSTOP)
+        try:
+            waiting = [
+                threading.Thread(
+                    target=lambda i=i: statuses.append(http.get(f"2/explain/data/a?path=p{i}").status_code)
+                )
+                for i in range(RESOLVING_PER_PRINCIPAL)
+            ]
+            for thread in waiting:
+                thread.start()
+            time.sleep(3)
+            start = time.monotonic()
+            refused = http.get("2/explain/data/a?path=label")
+            assert refused.status_code == 429 and refused.json()["error"] == "too_many_requests", refused.text
+            assert refused.headers["retry-after"] == "1" and time.monotonic() - start < 3
+        finally:
+            with contextlib.suppress(OSError):  # killed already if the waiting reads timed out
+                os.kill(resolver, signal.SIGCONT)
+        for thread in waiting:
+            thread.join(120)
+        assert len(statuses) == RESOLVING_PER_PRINCIPAL and set(statuses) <= {200, 503}, statuses
+        assert http.get("2/explain/data/a?path=label").json()["value"] == "gold-a"
