@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cfgtool.store.git import git_env
-from tests.processes import ForkServer, cfgtool_command, child_env
+from tests.processes import ForkServer, child_env, cli_command, fork_server
 from tests.remotes import RemoteWatch, add_origin
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -154,32 +154,29 @@ def remote(work: GitRepo, tmp_path: Path) -> Iterator[RemoteWatch]:
     watch.check()
 
 
-@pytest.fixture(scope="session")
-def cfgtool_forks(
-    tmp_path_factory: pytest.TempPathFactory, private_parse_cache: None, child_bytecode_cache: None
-) -> Iterator[ForkServer]:
-    """This worker's fork server for the CLI runs of `run_cfgtool` (tests/forkserver.py), started at its first
-    run, in the environment the session's fixtures set."""
-    forks = ForkServer(tmp_path_factory.mktemp("forks"))
+@pytest.fixture(autouse=True, scope="session")
+def cfgtool_forks(private_parse_cache: None, child_bytecode_cache: None) -> Iterator[ForkServer]:
+    """This worker's fork server for the CLI runs of the tests (tests/forkserver.py, `cli_command`): started at
+    its first run, in the environment the session's fixtures set; stopped when the session ends."""
+    forks = fork_server()
     yield forks
     forks.stop()
 
 
 @pytest.fixture
-def run_cfgtool(tmp_path: Path, cfgtool_forks: ForkServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+def run_cfgtool(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """`run_cfgtool(*args, cwd=tmp_path, env=None, input=None)`: the finished process, stdout and stderr as
     text (`input` is its standard input). The process is a fork of this worker's fork server (a third of the
     CPU time of a fresh `cfgtool`), or a fresh `cfgtool` where `env` changes what the interpreter reads as it
-    starts."""
+    starts (`cli_command`)."""
     base_env = child_env()
 
     def run(
         *args: str, cwd: Path = tmp_path, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         environ = {**base_env, **(env or {})}
-        command = cfgtool_forks.command() if cfgtool_forks.fits(environ) else cfgtool_command()
         return subprocess.run(
-            [*command, *args],
+            [*cli_command(environ), *args],
             cwd=cwd,
             env=environ,
             input=input if input is not None else "",

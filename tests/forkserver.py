@@ -29,6 +29,7 @@ import selectors
 import signal
 import socket
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,9 @@ def child(request: dict[str, Any], fds: list[int]) -> None:
     script = str(Path(sys.executable).parent / "cfgtool")
     sys.argv = [script, *request["argv"]]
     sys.path[0] = str(Path(script).parent)
+    main_module = types.ModuleType("__main__")  # the script's, as multiprocessing and click look it up
+    main_module.__file__ = script
+    sys.modules["__main__"] = main_module
     sys.stdin, sys.stdout, sys.stderr = (_stream(fd, like) for fd, like in enumerate(_STREAMS))
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
     from cfgtool.cli import main

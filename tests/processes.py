@@ -5,10 +5,12 @@ whose output goes to a log file and which stops on SIGTERM. The server and the a
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -127,3 +129,25 @@ class ForkServer:
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
+            self.server = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+_forks: ForkServer | None = None
+
+
+def fork_server() -> ForkServer:
+    """This process's fork server (one per pytest worker, started at its first run; the session fixture
+    `cfgtool_forks` stops it)."""
+    global _forks
+    if _forks is None:
+        _forks = ForkServer(Path(tempfile.mkdtemp(prefix="cfgtool-forks-")))
+    return _forks
+
+
+def cli_command(env: Mapping[str, str] | None = None) -> list[str]:
+    """The command of a `cfgtool` run to its end (append its arguments) in the environment `env` (default: this
+    process's): a fork of this process's fork server where `env` allows it, else `cfgtool_command()`. Not for
+    a process the test signals, limits or measures (servers, agents, start-up): start `cfgtool_command()`."""
+    forks = fork_server()
+    return forks.command() if forks.fits(os.environ if env is None else env) else cfgtool_command()

@@ -56,11 +56,16 @@ def test_a_forked_run_has_the_callers_stdin_directory_and_environment(
     assert any(cache.iterdir()), "the run did not cache where its environment said"
 
 
-def test_only_a_run_that_keeps_the_interpreters_start_up_variables_is_forked(cfgtool_forks: ForkServer) -> None:
+def test_only_a_run_that_keeps_the_interpreters_start_up_variables_is_forked(
+    cfgtool_forks: ForkServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CFGTOOL_TESTS_FRESH", raising=False)
     cfgtool_forks.command()
     assert cfgtool_forks.fits(child_env(extra={"COLUMNS": "80", "CFGTOOL_CACHE_DIR": "/elsewhere"}))
     for variable in ("PATH", "PYTHONPATH", "PYTHONIOENCODING", "LC_ALL", "LANG"):
         assert not cfgtool_forks.fits(child_env(extra={variable: "changed"})), variable
+    monkeypatch.setenv("CFGTOOL_TESTS_FRESH", "1")
+    assert not cfgtool_forks.fits(child_env())
 
 
 def children(pid: int) -> set[int]:

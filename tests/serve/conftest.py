@@ -17,9 +17,9 @@ import pytest
 
 from cfgtool.versions import publish
 from tests.conftest import GitRepo
-from tests.processes import Process, cfgtool_command, child_env
+from tests.processes import Process, cfgtool_command, child_env, cli_command
 
-__all__ = ["cfgtool_command"]  # imported from here by the server tests
+__all__ = ["cfgtool_command", "cli_command"]  # imported from here by the server tests
 
 _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
 START_TIMEOUT = 60.0

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import StartServer, cli_command, publish_change
 
 ACL = """\
 super_users: [User:admin]
@@ -23,7 +23,7 @@ acls:
 
 def _token(tokens: Path, principal: str) -> str:
     proc = subprocess.run(
-        [*cfgtool_command(), "token", "add", principal, "--tokens", str(tokens)],
+        [*cli_command(), "token", "add", principal, "--tokens", str(tokens)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

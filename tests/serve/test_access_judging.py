@@ -16,7 +16,7 @@ import httpx
 
 from cfgtool.store.urls import redact
 from tests.conftest import GitRepo
-from tests.serve.conftest import SMALL, StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import SMALL, StartServer, cfgtool_command, cli_command, publish_change
 
 ACL = """\
 super_users: [User:admin]
@@ -30,7 +30,7 @@ Get = Callable[[str, str | None], httpx.Response]
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*cfgtool_command(), *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([*cli_command(), *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def _tokens(tmp_path: Path, *principals: str) -> tuple[Path, dict[str, str]]:

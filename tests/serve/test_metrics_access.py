@@ -11,7 +11,7 @@ import httpx
 
 from cfgtool.versions import publish
 from tests.conftest import GitRepo
-from tests.serve.conftest import SMALL, StartServer, cfgtool_command
+from tests.serve.conftest import SMALL, StartServer, cli_command
 
 SMALL_ACL = """\
 super_users: [User:admin]
@@ -46,7 +46,7 @@ def _tokens(tmp_path: Path, *principals: str) -> tuple[Path, dict[str, str]]:
     tokens = tmp_path / "tokens.json"
     found = {}
     for who in principals:
-        proc = subprocess.run([*cfgtool_command(), "token", "add", who, "--tokens", str(tokens)],
+        proc = subprocess.run([*cli_command(), "token", "add", who, "--tokens", str(tokens)],
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         found[who] = proc.stdout.strip()

@@ -22,7 +22,7 @@ from cfgtool import ConfigClient
 from cfgtool.client.local import StoreNotFound
 from cfgtool.store.urls import fetch_env, split_credentials
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import StartServer, cli_command, publish_change
 
 TOKEN = "s3cr3t-T0ken-4711"
 
@@ -148,7 +148,7 @@ def test_only_the_urls_host_is_handed_the_credential_and_nothing_but_a_url_reach
 
 
 def _cli(*args: str) -> str:
-    proc = subprocess.run([*cfgtool_command(), *args], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*cli_command(), *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 

@@ -29,7 +29,7 @@ from cfgtool.serve.openapi import document
 from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Options, Service
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import StartServer, cli_command, publish_change
 
 ACL = """\
 super_users: [User:admin]
@@ -111,7 +111,7 @@ def test_every_route_the_server_answers_is_documented(
 
 def _token(tokens: Path, principal: str) -> str:
     proc = subprocess.run(
-        [*cfgtool_command(), "token", "add", principal, "--tokens", str(tokens)],
+        [*cli_command(), "token", "add", principal, "--tokens", str(tokens)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

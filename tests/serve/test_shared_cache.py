@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import GitRepo
-from tests.serve.conftest import Server, StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import Server, StartServer, cfgtool_command, cli_command, publish_change
 from tests.serve.test_http_client import wait_for_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,7 +185,7 @@ def test_public_cache_is_refused_with_tokens_or_a_restrictive_acl(
         return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
 
     tokens = tmp_path / "tokens.json"
-    subprocess.run([*cfgtool_command(), "token", "add", "User:a", "--tokens", str(tokens)], check=True,
+    subprocess.run([*cli_command(), "token", "add", "User:a", "--tokens", str(tokens)], check=True,
                    capture_output=True)  # fmt: skip
     refused = serve("--tokens", str(tokens))
     assert refused.returncode == 2 and "--public-cache with --tokens" in refused.stderr

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, cfgtool_command, publish_change
+from tests.serve.conftest import StartServer, cfgtool_command, cli_command, publish_change
 
 ACL = """\
 acls:
@@ -30,7 +30,7 @@ EXPLAIN = "/v1/small/versions/2/explain/data/a?path=size"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*cfgtool_command(), "token", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([*cli_command(), "token", *args], capture_output=True, text=True, timeout=60)
 
 
 def add(tokens: Path, principal: str) -> str:
