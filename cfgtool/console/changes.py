@@ -2,24 +2,23 @@
 one version side by side.
 
 `/ui/{store}/diff/{A}..{B}` is `cfgtool diff A B` itself (`cfgtool.versions.diff.diff`, the one implementation),
-computed once per pair of commits in a worker process and kept, then filtered for the principal. A page never waits
-long for it: the first request of a pair starts its computation (one per pair, shared by every request that asks
-meanwhile; at most `RUNNING` pairs at once, each pair independent of the others), waits `WAIT` seconds, and answers
-a "being computed" page (202) that asks again by itself until the diff is there. The diffs the timeline and the diff
-form lead to (the previous good version against the current one, then each version the timeline shows against its
-predecessor, newest first, `AHEAD` pairs) are computed ahead, one at a time at a low priority, as soon as a version
-loads (`prepare`), and kept apart from the diffs people asked for, so computing ahead never drops one of those.
-What the principal sees: a key it may not
-describe under the current ACL or either version's own appears nowhere, not in a group's count either; a key it may
-describe but not read counts as changed without its values; the layer a change came through shows as
-`[hidden layer]` when the principal may not describe it. A group's reach (how many keys one change touched) is drawn
-against the keys of version B it may see. Long answers are capped, with the totals said.
+computed once per pair of commits in a worker process and kept, then filtered for the principal. A page never waits long
+for it: the first request of a pair starts its computation (one per pair, shared by every request that asks meanwhile;
+at most `RUNNING` pairs at once, each pair independent of the others) and the loads of the two versions when they are
+not in memory, waits `WAIT` seconds, and answers a "being computed" page (202) that asks again by itself until the diff
+is there. The diffs the timeline and the diff form lead to (the previous good version against the current one, then each
+version the timeline shows against its predecessor, newest first, `AHEAD` pairs) are computed ahead, one at a time at a
+low priority, as soon as a version loads (`prepare`), and kept apart from the diffs people asked for, so computing ahead
+never drops one of those. What the principal sees: a key it may not describe under the current ACL or either version's
+own appears nowhere, not in a group's count either; a key it may describe but not read counts as changed without its
+values; the layer a change came through shows as `[hidden layer]` when the principal may not describe it. A group's
+reach (how many keys one change touched) is drawn against the keys of version B it may see. Long answers are capped,
+with the totals said.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import multiprocessing
@@ -27,6 +26,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -103,24 +103,29 @@ async def diff_page(ctx: Context) -> Response:
         if n in view.unservable:
             raise unservable(n)
     computing = DIFFS.ask(state, view.versions[a], view.versions[b])
-    if not computing.done():
+    loading = [DIFFS.version(state, n) for n in (a, b)]  # beside the diff: the versions' ACLs and keys
+    waited: list[Future[Any]] = [computing, *loading]
+    if not all(f.done() for f in waited):
         if ctx.fragment:
             try:
                 with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
-                    await _wait(computing, POLL)
+                    await _wait(waited, POLL)
             except Denied:  # too many long polls of this principal at once: the page asks again after its delay
                 pass
         else:
-            await _wait(computing, WAIT)
-    if not computing.done() or computing.cancelled():
+            await _wait(waited, WAIT)
+    failed = computing.done() and not computing.cancelled() and computing.exception() is not None
+    if not failed and (not all(f.done() for f in waited) or any(f.cancelled() for f in waited)):
         return ctx.render("diff_pending.html", 202, a=a, b=b, refresh=REFRESH)
     try:
         found = computing.result()
     except CfgtoolError as exc:
         again = [(b"hx-refresh", b"true")] if ctx.fragment else None  # htmx swaps no 409: the page again shows it
         raise Denied(error(409, "unresolved", exc.message), again) from exc
-    api = ctx.console.api
-    older, newer = await api.version(state, a), await api.version(state, b)
+    try:
+        older, newer = (f.result() for f in loading)
+    except CfgtoolError as exc:  # as `api.version` answers it
+        raise unservable(b if loading[0].exception() is None else a) from exc
     seen = _rights(ctx, older, newer)
     shown = _filtered(found, seen)
     visible = len(newer.nodes) if seen.sees_everything else sum(1 for k in newer.nodes if seen.describes(k))
@@ -232,12 +237,15 @@ class Diffs:
         self._lock = threading.Lock()
         self._asked: Bounded[Ident, Diff] = Bounded(KEPT, _weight, KEPT_VALUES)
         self._ahead: Bounded[Ident, Diff] = Bounded(KEPT_AHEAD, _weight, KEPT_AHEAD_VALUES)
-        self._failed: Bounded[Ident, tuple[CfgtoolError, float]] = Bounded(FAILED_KEPT)  # and when
+        self._failed: Bounded[tuple[str, ...], tuple[CfgtoolError, float]] = Bounded(FAILED_KEPT)  # diffs, loads
         self._running: dict[Ident, Future[Diff]] = {}  # asked for or ahead, oldest first
         self._ahead_running: set[Ident] = set()  # of those, the ones computed ahead
         self._pool = _Threads(RUNNING, "cfgtool-console-diff")
         self._ahead_pool = _Threads(1, "cfgtool-console-diff-ahead")
         self._worker = Worker()
+        self._loading: dict[tuple[str, str, str], Future[LoadedVersion]] = {}  # (repo, store, commit) being loaded
+        self._versions: Bounded[tuple[str, str, str], weakref.ref[LoadedVersion]] = Bounded(64)  # those loaded
+        self._loads = _Threads(1, "cfgtool-console-load")  # one at a time: the store loads one at a time anyway
 
     def get(self, ident: Ident, keep: bool = True) -> Diff | None:
         """The diff of `ident` when it is known (with `keep`, one computed ahead now counts as asked for)."""
@@ -267,6 +275,40 @@ class Diffs:
             started = self._running[ident] = self._pool.submit(self._compute, ident, state, a, b, False)
             return started
 
+    def version(self, state: StoreState, number: int) -> Future[LoadedVersion]:
+        """Version N of the store in memory (the page reads its ACL and keys), loaded on a thread of its own when
+        it is not (one load per version at a time, shared); CfgtoolError when it cannot be served."""
+        done: Future[LoadedVersion] = Future()
+        key = (str(state.root), state.path or ".", state.view.versions[number].commit)
+        with self._lock:
+            held = self._versions.get(key)
+            found = state.view.pinned.get(number) or (held() if held is not None else None)
+            if found is not None:
+                done.set_result(found)
+                return done
+            failed = self._failure(key)
+            if failed is not None:
+                done.set_exception(failed)
+                return done
+            running = self._loading.get(key)
+            if running is None:
+                running = self._loading[key] = self._loads.submit(self._load, key, state, number)
+            return running
+
+    def _load(self, key: tuple[str, str, str], state: StoreState, number: int) -> LoadedVersion:
+        try:
+            found = state.loaded(number)
+            with self._lock:
+                self._versions.put(key, weakref.ref(found))  # not kept alive: the server's own bound decides
+            return found
+        except CfgtoolError as exc:
+            with self._lock:
+                self._failed.put(key, (exc, time.monotonic()))
+            raise
+        finally:
+            with self._lock:
+                self._loading.pop(key, None)
+
     def ahead(self, state: StoreState, a: Version, b: Version) -> None:
         """Compute the diff of versions A and B ahead of any request, unless it is known, failed or under way."""
         ident = _ident(state, a, b)
@@ -287,7 +329,7 @@ class Diffs:
                 self._asked.put(ident, found)
         return found
 
-    def _failure(self, ident: Ident) -> CfgtoolError | None:
+    def _failure(self, ident: tuple[str, ...]) -> CfgtoolError | None:
         found = self._failed.get(ident)
         if found is None or time.monotonic() - found[1] > FAILED_FOR:
             return None
@@ -303,8 +345,7 @@ class Diffs:
 
     def _compute(self, ident: Ident, state: StoreState, a: Version, b: Version, ahead: bool) -> Diff:
         """`cfgtool diff` of the pair in a worker process (two whole compiles: their memory and CPU stay out of the
-        server; computed ahead at a low priority), kept; asked for, the two versions are loaded too (the page reads
-        them)."""
+        server; computed ahead at a low priority), kept."""
         root, store = state.root, state.path or "."
         try:
             found: Diff = self._worker.run(_diff_ahead if ahead else diff, root, a.tag, b.tag, store)
@@ -321,10 +362,6 @@ class Diffs:
             with self._lock:
                 self._forget(ident)
             raise
-        if not ahead:
-            for version in (a, b):
-                with contextlib.suppress(CfgtoolError):  # the page says so
-                    state.loaded(version.version)
         kept = self._ahead if ahead else self._asked
         with self._lock:
             if _weight(found) <= kept.max_weight:  # a larger one is shown, not kept: it would drop all the others
@@ -382,10 +419,10 @@ def _diff_ahead(root: Path, a: str, b: str, store: str) -> Diff:
     return diff(root, a, b, store)
 
 
-async def _wait(computing: Future[Diff], seconds: float) -> None:
-    """Wait for `computing` up to `seconds` without holding a thread (checked every 20 ms)."""
+async def _wait(futures: list[Future[Any]], seconds: float) -> None:
+    """Wait for `futures` up to `seconds` without holding a thread (checked every 20 ms)."""
     deadline = time.monotonic() + seconds
-    while not computing.done() and time.monotonic() < deadline:
+    while not all(f.done() for f in futures) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
 
 

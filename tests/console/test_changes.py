@@ -138,6 +138,6 @@ def test_the_latest_diff_is_computed_when_its_version_loads_before_anyone_asks(
     ready = changes.DIFFS.get(ident)
     assert ready is not None  # no request asked for it
     assert client.get("/ui/small/diff").headers["location"] == "/ui/small/diff/1..2"
-    page = client.get("/ui/small/diff/1..2")
+    page = settled(client, "/ui/small/diff/1..2")  # (version 1 loaded, if not in memory)
     assert page.status_code == 200 and "retention.days" in page.text
     assert changes.DIFFS.get(ident) is ready  # the page read the one computed ahead
