@@ -38,6 +38,8 @@ NOT_PRELOADED = ("cfgtool.serve", "cfgtool.console", "cfgtool.agent", "cfgtool.s
 needs them imports them itself, as a fresh process does."""
 
 MAX_REQUEST = 1 << 20
+SCRIPT_DIR = Path(sys.executable).parent
+"""Where the installed `cfgtool` script is, the first entry of its `sys.path`."""
 
 CLIENT = """
 import json, os, signal, socket, sys
@@ -128,9 +130,8 @@ def child(request: dict[str, Any], fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    script = str(Path(sys.executable).parent / "cfgtool")
+    script = str(SCRIPT_DIR / "cfgtool")
     sys.argv = [script, *request["argv"]]
-    sys.path[0] = str(Path(script).parent)
     main_module = types.ModuleType("__main__")  # the script's, as multiprocessing and click look it up
     main_module.__file__ = script
     sys.modules["__main__"] = main_module
@@ -162,5 +163,6 @@ def _stream(fd: int, like: io.TextIOWrapper) -> io.TextIOWrapper:  # type: ignor
 
 
 if __name__ == "__main__":
+    sys.path[0] = str(SCRIPT_DIR)  # as for the script, not tests/ (whose folders would import as namespace packages)
     preload()
     serve(sys.argv[1])
