@@ -231,7 +231,8 @@ def prepare(state: StoreState) -> None:
 
 class Diffs:
     """The diffs of pairs of versions: kept (those people asked for apart from those computed ahead), under way
-    (one computation per pair, shared), and failed (a `CfgtoolError`: the pair does not compile)."""
+    (one computation per pair, shared), and failed (a `CfgtoolError`: the pair does not compile); and the loads of
+    the versions a diff page reads that the server does not hold (one per version, shared)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
