@@ -48,6 +48,25 @@ def reaped_by(pid: int) -> Callable[[], float]:
     return cpu
 
 
+def compare(forks: ForkServer, repo: Path, runs: int) -> None:
+    """Print the median CPU time of each command, fresh and forked."""
+    forked = forks.command()
+    assert forks.server is not None
+    in_server = reaped_by(forks.server.proc.pid)
+    for command in COMMANDS:
+        medians = []
+        for prefix in (cfgtool_command(), forked):
+            subprocess.run([*prefix, *command], cwd=repo, env=child_env(), capture_output=True, check=True)
+            samples = []
+            for _ in range(runs):
+                before = children_cpu() + in_server()
+                subprocess.run([*prefix, *command], cwd=repo, env=child_env(), capture_output=True)
+                samples.append(children_cpu() + in_server() - before)
+            medians.append(statistics.median(samples))
+        fresh, fork = medians
+        print(f"cfgtool {' '.join(command):36} fresh {fresh:.2f} s CPU, fork {fork:.2f} s CPU ({fork / fresh:.0%})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
@@ -58,22 +77,10 @@ def main() -> None:
         repo = copy_embedded(Path(tmp) / "repo")
         (Path(tmp) / "forks").mkdir()
         forks = ForkServer(Path(tmp) / "forks")
-        forked = forks.command()
-        assert forks.server is not None
-        in_server = reaped_by(forks.server.proc.pid)
-        for command in COMMANDS:
-            medians = []
-            for prefix in (cfgtool_command(), forked):
-                subprocess.run([*prefix, *command], cwd=repo.root, env=child_env(), capture_output=True, check=True)
-                samples = []
-                for _ in range(args.runs):
-                    before = children_cpu() + in_server()
-                    subprocess.run([*prefix, *command], cwd=repo.root, env=child_env(), capture_output=True)
-                    samples.append(children_cpu() + in_server() - before)
-                medians.append(statistics.median(samples))
-            fresh, fork = medians
-            print(f"cfgtool {' '.join(command):36} fresh {fresh:.2f} s CPU, fork {fork:.2f} s CPU ({fork / fresh:.0%})")
-        forks.stop()
+        try:
+            compare(forks, repo.root, args.runs)
+        finally:
+            forks.stop()
     print_machine()
 
 

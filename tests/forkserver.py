@@ -75,7 +75,8 @@ def preload() -> None:
 
 
 def serve(path: str) -> None:
-    """Accept runs on the Unix socket `path` until killed; each run is a forked child (see `child`)."""
+    """Accept runs on the Unix socket `path` until killed or the process that started it ends; each run is a
+    forked child (see `child`)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
@@ -85,8 +86,9 @@ def serve(path: str) -> None:
     gc.collect()
     gc.freeze()  # the children share the imported modules' pages instead of copying them on the first collection
     print("ready", flush=True)
-    while True:
-        for key, _ in selector.select():
+    parent = os.getppid()
+    while os.getppid() == parent:  # a pytest worker that died (killed, crashed) leaves no fork server behind
+        for key, _ in selector.select(timeout=5):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 message, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -101,3 +102,25 @@ def test_a_run_whose_client_is_killed_is_killed(tmp_path: Path, cfgtool_forks: F
     wait_for(lambda: not Path(f"/proc/{pid}").exists(), 30, "the end of the forked run")
     assert cfgtool_forks.server is not None and cfgtool_forks.server.proc.poll() is None
     assert run([*cfgtool_forks.command(), "--version"], tmp_path)[0] == 0  # and the server still answers
+
+
+def test_a_fork_server_whose_worker_died_ends(tmp_path: Path) -> None:
+    """A pytest worker killed by a timeout never stops its fork server: the server ends by itself."""
+    worker = (
+        "import sys; from pathlib import Path; from tests.processes import ForkServer\n"
+        "forks = ForkServer(Path(sys.argv[1])); forks.command(); print(forks.server.proc.pid, flush=True)\n"
+        "import time; time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", worker, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    server = int(proc.stdout.readline())
+    proc.kill()
+    proc.wait()
+
+    def ended() -> bool:
+        try:
+            return Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+
+    wait_for(ended, 30, "the end of the fork server")
