@@ -122,9 +122,9 @@ def test_made_up_names_under_a_large_config_hold_bounded_memory(small: GitRepo, 
 
 
 def test_forged_sign_outs_are_not_recorded(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
-    """Signing out records the session's nonce so that a copied cookie dies too; the record is bounded (the
-    soonest to expire is forgotten first). Anyone may post `/ui/logout`: were forged cookies recorded, enough of
-    them, expiring last, would push the real sign-outs out and revive their copied cookies (and each one is a
+    """Signing out records the session's nonce so that a copied cookie dies too; the record is bounded per token
+    (the soonest to expire is forgotten first). Anyone may post `/ui/logout`: were forged cookies recorded, enough
+    of them, expiring last, would push the real sign-outs out and revive their copied cookies (and each one is a
     write of the record)."""
     tokens = tmp_path / "tokens.json"
     alice = _token(tokens, "User:alice")
@@ -141,7 +141,8 @@ def test_forged_sign_outs_are_not_recorded(small: GitRepo, start_server: StartSe
             anyone.cookies.set("cfgtool_session", f"{ident}.9999999999.forged{n}.c2lnbmF0dXJl")
             assert anyone.post("/ui/logout").status_code == 303
     [record] = tmp_path.glob("serve-cache-*/**/console/ended.json")
-    assert list(json.loads(record.read_text())) == [cookie.split(".")[2]]
+    recorded = json.loads(record.read_text())["tokens"]  # token id -> {nonce: when its session would expire}
+    assert {token: list(nonces) for token, nonces in recorded.items()} == {ident: [cookie.split(".")[2]]}
     assert httpx.get(f"{server.url}/ui/small/", cookies=copied).status_code == 303
 
 
