@@ -31,7 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from starlette.responses import RedirectResponse, Response
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from cfgtool.versions.tags import Version
 
 log = logging.getLogger("cfgtool.serve")
+T = TypeVar("T")
 GROUPS_SHOWN = 50  # causes listed on a diff page (the rest counted)
 GROUP_KEYS_SHOWN = 12  # keys named under each cause
 KEYS_SHOWN = 50  # keys whose values are listed
@@ -221,6 +222,18 @@ def timeline_pairs(view: View) -> list[tuple[int, int]]:
     return pairs
 
 
+def _settled(found: T | None, failed: CfgtoolError | None) -> Future[T] | None:
+    """A future already done with `found` (or, without it, failed with `failed`); None when neither is known."""
+    if found is None and failed is None:
+        return None
+    done: Future[T] = Future()
+    if found is not None:
+        done.set_result(found)
+    else:
+        done.set_exception(failed)
+    return done
+
+
 def prepare(state: StoreState) -> None:
     """Compute ahead the diffs the timeline leads to (`timeline_pairs`), unless known or under way: called on the
     loader thread after each refresh, so their first views find them ready."""
@@ -259,14 +272,8 @@ class Diffs:
         priority."""
         ident = _ident(state, a, b)
         with self._lock:
-            done: Future[Diff] = Future()
-            found = self._known(ident)
-            if found is not None:
-                done.set_result(found)
-                return done
-            failed = self._failure(ident)
-            if failed is not None:
-                done.set_exception(failed)
+            done = _settled(self._known(ident), self._failure(ident))
+            if done is not None:
                 return done
             running = self._running.get(ident)
             if running is not None and (ident not in self._ahead_running or not running.cancel()):
@@ -279,17 +286,12 @@ class Diffs:
     def version(self, state: StoreState, number: int) -> Future[LoadedVersion]:
         """Version N of the store in memory (the page reads its ACL and keys), loaded on a thread of its own when
         it is not (one load per version at a time, shared); CfgtoolError when it cannot be served."""
-        done: Future[LoadedVersion] = Future()
         key = (str(state.root), state.path or ".", state.view.versions[number].commit)
         with self._lock:
             held = self._versions.get(key)
             found = state.view.pinned.get(number) or (held() if held is not None else None)
-            if found is not None:
-                done.set_result(found)
-                return done
-            failed = self._failure(key)
-            if failed is not None:
-                done.set_exception(failed)
+            done = _settled(found, self._failure(key))
+            if done is not None:
                 return done
             running = self._loading.get(key)
             if running is None:
