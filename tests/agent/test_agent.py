@@ -179,15 +179,21 @@ def test_a_publish_lands_at_the_keys_checkpoint_and_a_rollback_at_once(
     last = last_checkpoint(STORE, "/data/a", published, period)
     switch = last if last >= published else last + period
     landed = wait_for(lambda: version_on_disk(out) == version, 30, f"version {version}", agent)
-    assert switch - 0.1 <= landed <= max(switch, seen) + 1.0, (published, switch, seen, landed)
+    # The agent learns the checkpoint from the answer's whole-second `max-age` (rounded up), so it may land up to
+    # 1 s after it (docs/agent.md); 1 s more for a loaded machine. Never before it, and long before the next one.
+    assert switch - 0.1 <= landed <= max(switch + 1.0, seen) + 1.0, (published, switch, seen, landed)
+    assert landed < switch + period - 1.0
     assert read_json(out / "a.json")["size"] == 2  # type: ignore[index]
 
-    # a rollback: at once, long before the key's next checkpoint
-    time.sleep(2.5)  # past --settle, so that only the rollback itself is measured
+    # a rollback: at once, long before the key's next checkpoint. It is made just after a checkpoint (and past
+    # --settle), so that waiting for the next checkpoint would take a whole period.
+    time.sleep(max(0.0, switch + period + 0.2 - time.time()))
+    next_checkpoint = last_checkpoint(STORE, "/data/a", time.time(), period) + period
     rollback(small.root, version, reason="bad")
     seen = _feed_reaches(server.url, version + 1)  # the server has seen the rollback marker by now
     back = wait_for(lambda: version_on_disk(out) == version - 1, 30, "the rollback", agent)
-    assert back <= seen + 1.0, back - seen
+    assert back <= seen + 2.0, back - seen
+    assert back < next_checkpoint, (back, next_checkpoint)
     assert read_json(out / "a.json")["size"] == 1  # type: ignore[index]
 
 
