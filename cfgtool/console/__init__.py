@@ -4,8 +4,9 @@ server (Jinja2 templates through Starlette) and htmx for partial updates, vendor
 It reads the versions the server holds in memory and judges every key it shows with the JSON API's own filter
 (`cfgtool.serve.visibility.Visibility`), so a page never shows what the API would refuse. `pages`: the routes and
 every page; `context`: a request's context and sign-in; `session`: the signed session cookie; `tree`: the node tree;
-`search`: a version's search index; `history`: a store's history index; `prepared`: what is built once per version
-(on the loader thread, after each refresh); `changes`: the diff pages; `graph`: the import graph.
+`search`: a version's search index (built in a worker process); `history`: a store's history index; `prepared`:
+what is built once per version (on the loader thread, after each refresh); `changes`: the diff pages; `graph`: the
+import graph.
 """
 
 from __future__ import annotations

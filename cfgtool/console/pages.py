@@ -255,7 +255,22 @@ async def search(ctx: Context) -> Response:
     search index (shared by every principal), each hit judged by the principal's filter."""
     loaded = _loaded(ctx)
     q = searching.query_text(ctx.request.query_params.get("q", ""))
-    found = searching.search(await searching.INDEXES.get(loaded), loaded, q, ctx.seen) if q else None
+    if not q:
+        return ctx.render("search.html", q=q, found=None, max_query=searching.MAX_QUERY)
+    assert ctx.state is not None
+    building = searching.INDEXES.ask(ctx.state, loaded, ctx.console.service.options.cache)
+    if not building.done():
+        if ctx.fragment:
+            try:
+                with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
+                    await asyncio.wait([asyncio.wrap_future(building)], timeout=changes.POLL)
+            except Denied:  # too many long polls of this principal at once: the page asks again after its delay
+                pass
+        else:
+            await asyncio.wait([asyncio.wrap_future(building)], timeout=changes.WAIT)
+    if not building.done():
+        return ctx.render("search.html", 202, q=q, pending=True, refresh=changes.REFRESH, max_query=searching.MAX_QUERY)
+    found = searching.search(building.result(), loaded, q, ctx.seen)
     return ctx.render("search.html", q=q, found=found, max_query=searching.MAX_QUERY)
 
 
@@ -326,13 +341,13 @@ async def _config(ctx: Context, key: str) -> Any:
 
 
 def prepare(service: Service) -> None:
-    """Build what the console reads of each version in memory (its tree and search index), start the latest diff
-    and bring the history index up to date: run on the server's loader thread after each refresh, so no request
-    pays for them."""
+    """Build what the console reads of each version in memory (its tree; the current version's search index, in a
+    worker process), start the latest diffs and bring the history index up to date: run on the server's loader
+    thread after each refresh, so no request pays for them."""
     for state in service.stores.values():
         for loaded in state.view.pinned.values():
-            trees.INDEXES.now(loaded)  # the tree first: cheaper, and the page most opened
-            searching.INDEXES.ahead(loaded)  # seconds at 100,000 datasets: on a thread of its own
+            trees.INDEXES.now(loaded)
+        searching.prepare(state, service.options.cache)
         changes.prepare(state)
         histories.prepare(state, service.options.cache)
 

@@ -1,9 +1,9 @@
-"""What the console builds once per version in memory (its search index, its tree), shared by every principal.
+"""What the console builds once per version in memory (its tree), shared by every principal.
 
 Each thing is built once per `LoadedVersion` and kept as long as the version is (weakly keyed): right after a refresh
-loads the version (`pages.prepare`: on the loader thread, or on a thread of its own for what takes seconds at 100,000
-datasets, so the loader's next round does not wait), so no request pays for it; a request that
-comes first builds it on a worker thread, and any other request for it waits for that one build.
+loads the version (`pages.prepare`, on the loader thread), so no request pays for it; a request that comes first
+builds it on a worker thread, and any other request for it waits for that one build. (A version's search index is
+built in a worker process instead: `search.Indexes`.)
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ class Prepared(Generic[T]):
         self._built: weakref.WeakKeyDictionary[LoadedVersion, T] = weakref.WeakKeyDictionary()
         self._locks: weakref.WeakKeyDictionary[LoadedVersion, threading.Lock] = weakref.WeakKeyDictionary()
         self._guard = threading.Lock()
-        self._started: weakref.WeakSet[LoadedVersion] = weakref.WeakSet()
 
     def now(self, loaded: LoadedVersion) -> T:
         """The thing for `loaded`, built now if needed (blocking: call it off the event loop)."""
@@ -41,14 +40,6 @@ class Prepared(Generic[T]):
             if found is None:
                 found = self._built[loaded] = self._build(loaded)
             return found
-
-    def ahead(self, loaded: LoadedVersion) -> None:
-        """Start building the thing for `loaded` on a background thread, unless it is built or under way."""
-        with self._guard:
-            if loaded in self._built or loaded in self._started:
-                return
-            self._started.add(loaded)
-        threading.Thread(target=self.now, args=(loaded,), name="cfgtool-console-prepare", daemon=True).start()
 
     async def get(self, loaded: LoadedVersion) -> T:
         """The thing for `loaded`, at once when built, else built (or waited for) on a worker thread."""

@@ -7,20 +7,39 @@ value, every part ended by a separator a query cannot hold (so no match spans tw
 server answers (`LoadedVersion.configs`): a secret reads `[hidden]` there, so neither its envelope nor anything in it
 can be found. A query walks the text with `str.find`, one jump to the next record per matching key, so a query costs
 what its matching keys cost (counted up to `COUNTED` of them), never a pass over every config.
+
+Building an index reads every config of the version (seconds of pure Python at 10,000 datasets): it runs in a worker
+process (`INDEXES`), so the server's interpreter lock stays free for the pages asked meanwhile; the server only
+decodes the text it hands back. The current version's index is built ahead, as soon as the version loads; any other
+version's when it is first searched.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import logging
+import multiprocessing
+import os
 import re
-from collections.abc import Iterator
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from cfgtool.console.prepared import Prepared
+from cfgtool._util.codec import pack, unpack
+from cfgtool.client.local import ConfigClient
+from cfgtool.errors import CfgtoolError
 from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.served import StoreState
 from cfgtool.serve.visibility import Visibility
+from cfgtool.serve.worker import Worker
+from cfgtool.snapshot.model import canonical_json
+
+log = logging.getLogger("cfgtool.serve")
 
 RESULTS = 100  # keys listed at once
 COUNTED = 1000  # matching keys counted at most (past this many, the page says "1,000 or more")
@@ -43,9 +62,10 @@ class SearchIndex:
     values: tuple[int, ...]
 
 
-def build_index(loaded: LoadedVersion) -> SearchIndex:
-    """The index of `loaded`'s resolved nodes (a node that did not resolve has no config: its key alone)."""
-    keys = tuple(sorted(loaded.nodes))
+def index_of(nodes: Iterable[str], configs: Mapping[str, str | bytes]) -> SearchIndex:
+    """The index of a version's `nodes` from their `configs` (canonical JSON, as served; a node that did not resolve
+    has no config: its key alone)."""
+    keys = tuple(sorted(nodes))
     parts: list[str] = []
     starts: list[int] = []
     values: list[int] = []
@@ -56,7 +76,7 @@ def build_index(loaded: LoadedVersion) -> SearchIndex:
         parts.append(head)
         at += len(head)
         values.append(at)
-        config = loaded.configs.get(key)
+        config = configs.get(key)
         if config is not None:
             for path, value in _leaves(json.loads(config), ""):
                 part = f"{path.lower()}{_PART}{_text(value).lower()}{_PART}"
@@ -65,7 +85,74 @@ def build_index(loaded: LoadedVersion) -> SearchIndex:
     return SearchIndex(keys, "".join(parts), tuple(starts), tuple(values))
 
 
-INDEXES: Prepared[SearchIndex] = Prepared(build_index)
+def built_index(root: str, store: str, version: int, cache: str) -> bytes:
+    """Version N's index, packed: run in a worker process at a low CPU priority, from the version's snapshot (read
+    from the client's snapshot cache, where loading the version put it); its configs are those the server answers
+    (`cfgtool.serve.worker`), secrets `[hidden]`."""
+    if multiprocessing.parent_process() is not None:
+        os.nice(10)
+    nodes = ConfigClient(Path(root), store=store or ".", version=version, cache_dir=Path(cache)).snapshot.nodes
+    configs = {key: canonical_json(node.config) for key, node in nodes.items() if node.config is not None}
+    index = index_of(nodes, configs)
+    return pack([index.keys, index.text, index.starts, index.values])
+
+
+class Indexes:
+    """Each version's search index, built once in a worker process (`built_index`) and kept as long as the version
+    is (weakly keyed); one build per version, shared by every request that asks meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._built: weakref.WeakKeyDictionary[LoadedVersion, SearchIndex] = weakref.WeakKeyDictionary()
+        self._running: weakref.WeakKeyDictionary[LoadedVersion, Future[SearchIndex]] = weakref.WeakKeyDictionary()
+        self._worker = Worker()
+
+    def ask(self, state: StoreState, loaded: LoadedVersion, cache: Path) -> Future[SearchIndex]:
+        """The index of `loaded` (a version of `state`): done when built, else its build, started now unless under
+        way."""
+        with self._lock:
+            found = self._built.get(loaded)
+            if found is not None:
+                done: Future[SearchIndex] = Future()
+                done.set_result(found)
+                return done
+            running = self._running.get(loaded)
+            if running is None:
+                running = self._running[loaded] = Future()
+                args = (state, loaded, cache, running)
+                threading.Thread(target=self._build, args=args, name="cfgtool-console-search", daemon=True).start()
+            return running
+
+    def _build(self, state: StoreState, loaded: LoadedVersion, cache: Path, future: Future[SearchIndex]) -> None:
+        try:
+            args = (str(state.root), state.path or ".", loaded.version, str(cache))
+            keys, text, starts, values = unpack(self._worker.run(built_index, *args))
+            found = SearchIndex(tuple(keys), text, tuple(starts), tuple(values))
+        except CfgtoolError as exc:  # the snapshot cannot be read there now: built here, from the answers
+            log.warning("indexing version %s of store %s in a worker: %s", loaded.version, state.name, exc.message)
+            found = index_of(loaded.nodes, loaded.configs)
+        except Exception as exc:  # a bug: logged; the next search tries again
+            log.exception("indexing version %s of store %s failed", loaded.version, state.name)
+            with self._lock:
+                self._running.pop(loaded, None)
+            future.set_exception(exc)
+            return
+        with self._lock:
+            self._built[loaded] = found
+            self._running.pop(loaded, None)
+        future.set_result(found)
+
+
+INDEXES = Indexes()
+
+
+def prepare(state: StoreState, cache: Path) -> None:
+    """Start building the index of the store's current version, unless built or under way: called on the loader
+    thread after each refresh, so the first search of the version most searched finds it ready."""
+    current = state.view.current
+    loaded = state.view.pinned.get(current) if current is not None else None
+    if loaded is not None:
+        INDEXES.ask(state, loaded, cache)
 
 
 @dataclass(frozen=True)

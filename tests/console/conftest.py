@@ -111,12 +111,17 @@ class Page(HTMLParser):
 
 
 def settled(
-    client: TestClient, url: str, headers: dict[str, str] | None = None, timeout: float = 120
+    client: TestClient,
+    url: str,
+    headers: dict[str, str] | None = None,
+    timeout: float = 120,
+    params: dict[str, str] | None = None,
 ) -> httpx.Response:
-    """`url`'s answer once it is no longer a "being computed" page (202: a diff computed in a worker process)."""
+    """`url`'s answer once it is no longer a "being computed" page (202: a diff computed in a worker process, or a
+    search while its version is indexed in one)."""
     deadline = time.monotonic() + timeout
-    found = client.get(url, headers=headers)
+    found = client.get(url, headers=headers, params=params)
     while found.status_code == 202 and time.monotonic() < deadline:
         time.sleep(0.2)
-        found = client.get(url, headers=headers)
+        found = client.get(url, headers=headers, params=params)
     return found

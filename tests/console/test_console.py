@@ -47,7 +47,7 @@ def walk(client: TestClient, start: list[str], limit: int = 400) -> dict[str, st
             headers = {"hx-request": "true"} if fragment else {}
             found = client.get(url, headers=headers)
             name = url + ("#fragment" if fragment else "")
-            if found.status_code == 202:  # a diff being computed: that page too, then the diff
+            if found.status_code == 202:  # a diff being computed, a version being indexed: that page, then the answer
                 seen[name + "#pending"] = found.text
                 found = settled(client, url, headers)
             assert found.status_code < 500, (url, found.text)
@@ -212,7 +212,7 @@ def test_secrets_are_hidden_on_every_page(published: GitRepo, make_client: MakeC
         f"/ui/demo/history/{key}?path=database.credentials.password",
     ]
     for url in urls:
-        found = client.get(url)
+        found = settled(client, url)  # a search: once the version is indexed
         assert found.status_code == 200, (url, found.text)
         assert "ENC[" not in found.text, url
     assert "[hidden]" in client.get(urls[0]).text and "[hidden]" in client.get(urls[2]).text

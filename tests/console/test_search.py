@@ -1,6 +1,7 @@
-"""The console's search: an index built once per version when it loads, shared by every principal and filtered per
-principal on each hit; it finds keys, paths and values as the pages show them, never a secret's sealed text, and
-counts only keys that really match."""
+"""The console's search: an index built once per version in a worker process (the current version's as soon as it
+loads, another's when first searched), shared by every principal and filtered per principal on each hit; it finds
+keys, paths and values as the pages show them, never a secret's sealed text, and counts only keys that really match.
+A search before its version is indexed answers at once a page that asks again."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cfgtool.console import search
+from cfgtool.console import changes, search
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page
+from tests.console.conftest import MakeClient, Page, settled
 from tests.console.test_console import sign_in
 from tests.serve.conftest import publish_change
 
@@ -26,9 +27,9 @@ def _count(page: Page) -> str:
 def test_a_secret_is_never_found_by_its_sealed_text(published: GitRepo, make_client: MakeClient) -> None:
     client = make_client(published)
     for q in ENVELOPE_PARTS:
-        found = client.get("/ui/demo/v/1/search", params={"q": q})
+        found = settled(client, "/ui/demo/v/1/search", params={"q": q})
         assert found.status_code == 200 and "0 keys match" in Page(found.text).text, q
-    page = Page(client.get("/ui/demo/v/1/search", params={"q": "credentials.password"}).text)
+    page = Page(settled(client, "/ui/demo/v/1/search", params={"q": "credentials.password"}).text)
     assert "/data/databases/identity" in page.text and "[hidden]" in page.text and "ENC[" not in page.text
 
 
@@ -42,7 +43,7 @@ def test_only_keys_that_really_match_are_counted_past_the_listed_ones(
     files.update({f"store/data/d{i:04d}/main.conf": 'label = "x"\n' for i in range(listed, listed + more)})
     publish_change(repo, files, "v1")
     client = make_client(repo)
-    everything = Page(client.get("/ui/wide/v/1/search?q=label").text)
+    everything = Page(settled(client, "/ui/wide/v/1/search?q=label").text)
     assert f"{listed + more} keys match; the first {listed} are shown" in everything.text
     # past the listed keys too, only a path or a value counts: not the JSON spelling of a config ({"label":"x"})
     quoted = Page(client.get("/ui/wide/v/1/search", params={"q": 'x"'}).text)
@@ -54,20 +55,27 @@ def test_only_keys_that_really_match_are_counted_past_the_listed_ones(
     assert f"{listed + 10} or more keys match; the first {listed} are shown" in capped.text
 
 
-def test_the_index_is_built_when_a_version_loads_and_hits_are_filtered_per_principal(
+def _built(loaded: object, timeout: float = 120) -> bool:
+    """Whether `loaded`'s index is built (waiting for a build under way)."""
+    deadline = time.monotonic() + timeout
+    while loaded not in search.INDEXES._built and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return loaded in search.INDEXES._built
+
+
+def test_the_current_version_is_indexed_when_it_loads_and_hits_are_filtered_per_principal(
     small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
 ) -> None:
     alice, admin = token_of("User:alice"), token_of("User:admin")
     client = make_client(small_acl, tmp_path / "tokens.json")
     publish_change(small_acl, {"store/data/secret-project/main.conf": 'size = 5\nlabel = "classified-x"\n'}, "v2")
     service = client.app.service  # type: ignore[attr-defined]
-    service.refresh()  # the loader's round: version 2 loads, and its index is built there
+    service.refresh()  # the loader's round: version 2 loads and becomes current, and its index is started there
     loaded = service.stores["small"].view.pinned[2]
-    deadline = time.monotonic() + 60
-    while loaded not in search.INDEXES._built and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert loaded in search.INDEXES._built  # before any request asked for it
+    assert _built(loaded)  # before any request asked for it
     index = search.INDEXES._built[loaded]
+    # the worker's index is the one the server's own answers make (secrets `[hidden]`, nodes that did not resolve)
+    assert index == search.index_of(loaded.nodes, loaded.configs)
     sign_in(client, admin)
     assert "1 key match" in Page(client.get("/ui/small/v/2/search?q=classified").text).text
     sign_in(client, alice)
@@ -76,3 +84,36 @@ def test_the_index_is_built_when_a_version_loads_and_hits_are_filtered_per_princ
         assert "secret-project" not in page.text and "classified" not in page.text.replace(f"{q}", ""), q
     assert "0 keys match" in Page(client.get("/ui/small/v/2/search?q=classified").text).text
     assert search.INDEXES._built[loaded] is index  # one index for both principals
+
+
+def test_only_the_current_version_is_indexed_ahead_and_another_when_first_searched(
+    small_acl: GitRepo, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexing reads every config of a version: the server does not do it for a version nobody searched, and a
+    search of a version not indexed yet answers at once a page saying so, which asks again (htmx waits for it)."""
+    monkeypatch.setattr(changes, "WAIT", 0.0)  # the page answers without waiting for the index
+    client = make_client(small_acl)
+    publish_change(small_acl, {"store/data/open/main.conf": 'size = 3\nlabel = "open-data"\n'}, "v2")
+    service = client.app.service  # type: ignore[attr-defined]
+    service.refresh()  # the loader's round: version 2 loads and is current
+    state = service.stores["small"]
+    current, first = state.view.pinned[2], state.loaded(1)  # version 1 as the page reads it
+    assert _built(current)
+    assert first not in search.INDEXES._built  # nobody searched version 1
+    url = "/ui/small/v/1/search?q=open-data"
+    found = client.get(url)
+    assert found.status_code == 202, found.text
+    assert found.headers["content-security-policy"].startswith("default-src 'self'")
+    page = Page(found.text)
+    assert "is being indexed" in page.text and url in page.links
+    assert [p for p in page.all("p") if p.get("role") == "status" and p.get("aria-live") == "polite"]
+    assert [s for s in page.all("section") if s.get("hx-get") == url and "load" in str(s.get("hx-trigger"))]
+    assert [m for m in page.all("meta") if m.get("http-equiv") == "refresh"]  # without scripts (in <noscript>)
+    assert [i for i in page.all("input") if i.get("name") == "q" and i.get("value") == "open-data"]
+    update = settled(client, url, {"hx-request": "true"})  # what htmx asks: it waits for the index
+    assert update.status_code == 200 and "<html" not in update.text
+    assert "<title>small v1: search · cfgtool console</title>" in update.text  # htmx sets the page's title
+    assert "1 key match" in Page(update.text).text and "/data/open" in update.text
+    assert first in search.INDEXES._built
+    whole = client.get(url)
+    assert whole.status_code == 200 and "1 key match" in Page(whole.text).text
