@@ -95,12 +95,12 @@ def test_a_request_that_is_not_http_is_a_json_400_and_one_json_access_line(
 
 def test_a_request_that_does_not_arrive_within_10_s_is_closed(small: GitRepo, start_server: StartServer) -> None:
     server = start_server(small.root)
+    started = time.monotonic()  # before the server can start counting: a loaded machine only adds to what is measured
     silent, half = _connect(server), _connect(server)
     half.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
-    started = time.monotonic()
     status, body = _answer(half)
     assert status == 408 and body["error"] == "request_timeout"
-    assert 9 < time.monotonic() - started < 20
+    assert 10 <= time.monotonic() - started < 20  # 10 s and the sweep's second; not a shorter bound, nor none
     assert _answer(silent)[0] == 408  # a connection that never sends is closed too
     for sock in (silent, half):
         sock.close()
@@ -116,8 +116,10 @@ def test_connections_past_the_cap_are_refused_with_429(small: GitRepo, start_ser
     assert status == 429 and body["error"] == "too_many_connections"
     for sock in held:
         sock.close()
-    time.sleep(0.5)
-    assert httpx.get(f"{server.url}/healthz").status_code == 200
+    deadline = time.monotonic() + 30  # the server frees the closed connections as its loop gets to them
+    while (status := httpx.get(f"{server.url}/healthz").status_code) == 429 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status == 200
 
 
 def test_at_most_100_long_polls_wait_per_principal(small: GitRepo, start_server: StartServer) -> None:
