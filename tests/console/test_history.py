@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cfgtool.console import history
+import pytest
+
+from cfgtool.console import changes, history
 from cfgtool.hocon import split_path
 from cfgtool.versions.audit import audit_key
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page
+from tests.console.conftest import MakeClient, Page, settled
 from tests.serve.conftest import publish_change
 
 ASKED = [("/data/open", None), ("/data/open", "size"), ("/data/open/child", "size"), ("/data", "tier"),
@@ -42,7 +44,7 @@ def test_the_history_comes_from_the_index_as_cfgtool_audit_tells_it_and_follows_
                    "a child")  # fmt: skip
     publish_change(small_acl, {"store/tags/t/main.conf": "tagged = false\n"}, "untagged")
     service.refresh()
-    page = Page(client.get("/ui/small/history/data/open?path=tagged").text)  # waits for the versions just loaded
+    page = Page(settled(client, "/ui/small/history/data/open?path=tagged").text)  # once the new versions are in
     assert "Version 4" in page.text and "untagged" in page.text
     assert index.covers(state.view)
     for key, path in ASKED:
@@ -52,3 +54,26 @@ def test_the_history_comes_from_the_index_as_cfgtool_audit_tells_it_and_follows_
         assert _events(found) == _events(audit_key(small_acl.root, key, path, None, "store")), (key, path)
     assert index.history("/data/never", (), None, state.view) is None  # audit says it never had a node
     assert client.get("/ui/small/history/data/never").status_code == 400
+
+
+def test_a_history_asked_before_its_versions_are_indexed_answers_at_once_a_page_that_asks_again(
+    small_acl: GitRepo, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexing reads every version loaded since (in a worker process for those the server does not hold): the page
+    does not wait for it, as a diff being computed does not."""
+    monkeypatch.setattr(changes, "WAIT", 0.0)  # the page answers without waiting for the index
+    publish_change(small_acl, {"store/data/open/main.conf": 'size = 3\nlabel = "open-data"\n'}, "three")
+    client = make_client(small_acl)  # nothing indexed: the loader's round ran before the console's routes
+    url = "/ui/small/history/data/open?path=size"
+    found = client.get(url)
+    assert found.status_code == 202, found.text
+    page = Page(found.text)
+    assert "is being indexed" in page.text and url in page.links and "/ui/small/" in page.links
+    assert [p for p in page.all("p") if p.get("role") == "status" and p.get("aria-live") == "polite"]
+    assert [s for s in page.all("section") if s.get("hx-get") == url and "load" in str(s.get("hx-trigger"))]
+    assert [m for m in page.all("meta") if m.get("http-equiv") == "refresh"]  # without scripts (in <noscript>)
+    update = settled(client, url, {"hx-request": "true"})  # what htmx asks: it waits for the index
+    assert update.status_code == 200 and "<html" not in update.text
+    assert "<title>small: history of /data/open · cfgtool console</title>" in update.text
+    assert "Version 2" in Page(update.text).text and "three" in Page(update.text).text
+    assert client.get(url).status_code == 200
