@@ -319,10 +319,10 @@ def test_the_files_stay_while_the_server_is_away_and_catch_up_after(
     before, link = files(out), os.readlink(out / "..data")
     server.stop()
     version = publish_change(small, {"store/data/a/main.conf": "size = 9\n"}, "while down")
-    time.sleep(4)  # the agent fails and backs off meanwhile
+    # the agent fails, backs off and fails again (however slow the machine: no fixed sleep), the files untouched
+    wait_for(lambda: agent.log().count("keeps version 1); retrying in") >= 2, 60, "two retries", agent)
     assert agent.proc.poll() is None
     assert files(out) == before and os.readlink(out / "..data") == link
-    assert "retrying in" in agent.log() and "keeps version 1" in agent.log()
     again = start_server(small.root, *FAST, "--port", str(port), cache=cache)
     assert again.url == server.url
     wait_for(lambda: version_on_disk(out) == version, 60, "catching up", agent)
@@ -330,7 +330,7 @@ def test_the_files_stay_while_the_server_is_away_and_catch_up_after(
     time.sleep(1)  # into its long poll of the feed
     asked = time.monotonic()
     assert agent.stop() == 0  # SIGTERM cuts the long poll: the agent ends at once, exit 0
-    assert time.monotonic() - asked < 5
+    assert time.monotonic() - asked < 15  # a loaded machine's exit; before, the long poll's whole 30 s
 
 
 def test_usage_errors_are_clear(run_agent: RunAgent, tmp_path: Path) -> None:
