@@ -19,8 +19,9 @@ times from navigation to `load` (HTML, CSS and htmx parsed and run: the page ans
 
 The script first prints the time of a pure-Python loop (`for i in range(10_000_000): s += i`, median of 3), to
 compare machines. Without --settle the pages are measured from the moment the server is ready, while what a start sets
-off in the background still runs (each version's search index on a thread of the server, the diffs computed ahead
-and the resolver's snapshot in worker processes): the first pages measured share the machine with it.
+off in the background still runs (the current version's search index, the diffs computed ahead and the resolver's
+snapshot in worker processes; the history index on a thread of the server): the first pages measured share the machine
+with it. A page answered by a "being computed" or "being indexed" page (202) is asked again until it is there.
 Targets (docs/console.md): p95 <= 50 ms and HTML <= 200 KB per page; usable within 1 s.
 """
 

@@ -99,10 +99,12 @@ def built_index(root: str, store: str, version: int, cache: str) -> bytes:
 
 class Indexes:
     """Each version's search index, built once in a worker process (`built_index`) and kept as long as the version
-    is (weakly keyed); one build per version, shared by every request that asks meanwhile."""
+    is (weakly keyed); one build per version, shared by every request that asks meanwhile, and one build at a time
+    (each worker holds a whole snapshot)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._one = threading.Lock()  # held by the build under way
         self._built: weakref.WeakKeyDictionary[LoadedVersion, SearchIndex] = weakref.WeakKeyDictionary()
         self._running: weakref.WeakKeyDictionary[LoadedVersion, Future[SearchIndex]] = weakref.WeakKeyDictionary()
         self._worker = Worker()
@@ -126,7 +128,9 @@ class Indexes:
     def _build(self, state: StoreState, loaded: LoadedVersion, cache: Path, future: Future[SearchIndex]) -> None:
         try:
             args = (str(state.root), state.path or ".", loaded.version, str(cache))
-            keys, text, starts, values = unpack(self._worker.run(built_index, *args))
+            with self._one:
+                packed = self._worker.run(built_index, *args)
+            keys, text, starts, values = unpack(packed)
             found = SearchIndex(tuple(keys), text, tuple(starts), tuple(values))
         except CfgtoolError as exc:  # the snapshot cannot be read there now: built here, from the answers
             log.warning("indexing version %s of store %s in a worker: %s", loaded.version, state.name, exc.message)
