@@ -12,10 +12,11 @@ the page's first request, which may wait for what the server computes for it: a 
 then --requests times in a row, printing the median and p95 of the time to the last byte (the server's time plus
 loopback), the HTML size, the status and the load average. Three diffs: 2..3 (the latest, computed ahead when
 version 3 loads), 1..2 (the timeline links it: computed ahead too) and 1..3 (no page links it: computed when first
-asked). A diff not ready answers a "being computed" page (202) at once; the table then also gives the seconds until
-the diff is there (asked again every 0.2 s), and the cold views (key, explain, the three diffs) are summed up after
-it. Then Playwright drives Debian's /usr/bin/chromium-headless-shell: for each page, the median of --browser-runs
-times from navigation to `load` (HTML, CSS and htmx parsed and run: the page answers clicks).
+asked). A diff not ready answers a "being computed" page (202) at once, and so do a search or a history whose index is
+being built; the table then also gives the seconds until the answer is there (asked again every 0.2 s), and the cold
+views (key, explain, history, search, the three diffs) are summed up after it. Then Playwright drives Debian's
+/usr/bin/chromium-headless-shell: for each page, the median of --browser-runs times from navigation to `load` (HTML,
+CSS and htmx parsed and run: the page answers clicks).
 
 The script first prints the time of a pure-Python loop (`for i in range(10_000_000): s += i`, median of 3), to
 compare machines. Without --settle the pages are measured from the moment the server is ready, while what a start sets
@@ -117,7 +118,7 @@ def pages(keys: list[str], which: str) -> dict[str, str]:
     return {name: path for name, path in found.items() if which == "all" or name in which.split(",")}
 
 
-COLD = ("key", "explain", "diff", "diff-1..2", "diff-1..3")  # the cold views summed up after the table
+COLD = ("key", "explain", "history", "search", "diff", "diff-1..2", "diff-1..3")  # the cold views summed up after it
 
 
 def measure(port: int, named: dict[str, str], requests: int) -> None:
@@ -128,12 +129,12 @@ def measure(port: int, named: dict[str, str], requests: int) -> None:
         status, body = get(port, path)
         cold = (time.perf_counter() - t0) * 1000
         first, ready = status, ""
-        while status == 202 and time.perf_counter() - t0 < 600:  # a diff being computed: until it is there
+        while status == 202 and time.perf_counter() - t0 < 600:  # being computed or indexed: until it is there
             time.sleep(0.2)
             status, body = get(port, path)
         if first == 202:
             ready = f"{time.perf_counter() - t0:.1f}"
-        colds[name] = f"{cold:8.1f} ms, status {first}" + (f", the diff there after {ready} s" if ready else "")
+        colds[name] = f"{cold:8.1f} ms, status {first}" + (f", there after {ready} s" if ready else "")
         times = []
         for _ in range(requests):
             t0 = time.perf_counter()
