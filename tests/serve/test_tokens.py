@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cfgtool.serve.tokens import REFUSED_DELAY
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, cfgtool_command, cli_command, publish_change
 
@@ -155,14 +156,17 @@ def test_an_unknown_id_answers_as_slowly_as_a_wrong_secret(
     old = write_scrypt_file(tokens, "User:carol")  # scrypt: tens of milliseconds for a known id
     url = served(small, start_server, tokens)
     found = _medians(f"{url}{EXPLAIN}", {"wrong": wrong_secret(old), "unknown": unknown_id(old)}, 15)
-    assert found["unknown"] > 0.6 * found["wrong"], found  # before: 1 ms against 79 ms
+    # Each 401 waits REFUSED_DELAY first (docs/security.md): the check's own cost is what lies beyond it.
+    cost = {name: took - REFUSED_DELAY for name, took in found.items()}
+    assert cost["unknown"] > 0.6 * cost["wrong"], found  # before: 1 ms against 79 ms
 
     fresh = tmp_path / "fresh.json"
     new = add(fresh, "dave")
     tokens.write_text(fresh.read_text())  # SHA-256 only: both a hash and a comparison
     time.sleep(1)
     found = _medians(f"{url}{EXPLAIN}", {"wrong": wrong_secret(new), "unknown": unknown_id(new)}, 15)
-    assert abs(found["unknown"] - found["wrong"]) < 0.005, found
+    # one hash each: alike but for a loaded machine's noise, far less than the scrypt run a stand-in would cost
+    assert abs(found["unknown"] - found["wrong"]) < 0.02, found
 
 
 @pytest.mark.parametrize("kind", ["sha256", "scrypt"])
