@@ -227,13 +227,16 @@ def test_store_import_chain(command: str, new_store: Callable[[dict[str, str]], 
 def test_store_import_chain_is_linear(new_store: Callable[[dict[str, str]], Path]) -> None:
     """Nodes each importing the one before: four times the depth must not take sixteen times as long (each node
     merged its whole L again, and the builder's memo hashed every suffix of it: cubic)."""
-    base = run_store(new_store({}, "none"), "compile")  # start-up and the scaffold's own nodes, in all three
+    none = new_store({}, "none")
+    run_store(none, "compile")  # parses the scaffold's files into the parse cache, as they are for the two below
+    base = run_store(none, "compile")  # start-up and the scaffold's own nodes, in all three
     small = run_store(new_store(gen.store_chain(400, "short"), "short"), "compile")
     large = run_store(new_store(gen.store_chain(1_600, "long"), "long"), "compile")  # one process: < 2,000 nodes
     for out in (base, small, large):
         assert_bounded(out)
     ratio = (large.cpu - base.cpu) / max(small.cpu - base.cpu, 0.05)
-    assert ratio < 8, f"4x the depth took {ratio:.0f}x the time: not linear\n{small.summary()}\n{large.summary()}"
+    # about 6 now (the scaffold's nodes cached alike in the three); quadratic is 16, the cubic merge it guards 64
+    assert ratio < 12, f"4x the depth took {ratio:.0f}x the time: not linear\n{small.summary()}\n{large.summary()}"
 
 
 @pytest.mark.parametrize("case", ["big_int", "spaces_backslash", "string_bomb", "append_repeated"])
