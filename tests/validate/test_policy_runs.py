@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -463,6 +464,21 @@ def test_load_policies_imports_each_repository_fresh_and_restores_sys_path(tmp_p
     assert (type(first[0].policy).VALUE, type(second[0].policy).VALUE) == ("one", "two")  # type: ignore[attr-defined]
     assert sys.path == path_before
     assert "policies.check" not in sys.modules
+
+
+def test_load_policies_sees_a_module_added_since_the_last_load(tmp_path: Path) -> None:
+    """A module written after a load is found by the next one, even when its directory's modification time
+    did not change (timestamps are coarse: two writes in the same tick leave it equal), since cached directory
+    listings are dropped."""
+    make_policy_repo(tmp_path, "one")
+    assert load_policies([PolicySpec("policies.check:Check")], tmp_path)[1] == []
+    package = tmp_path / "policies"
+    mtime = package.stat().st_mtime_ns
+    (package / "added.py").write_text("from cfgtool.policies import BasePolicy\nclass Added(BasePolicy):\n    pass\n")
+    os.utime(package, ns=(mtime, mtime))
+    loaded, diags = load_policies([PolicySpec("policies.added:Added")], tmp_path)
+    assert diags == []
+    assert type(loaded[0].policy).__name__ == "Added"
 
 
 def test_load_policies_a_policies_package_imported_elsewhere_does_not_shadow(tmp_path: Path) -> None:
