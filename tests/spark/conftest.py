@@ -41,6 +41,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+# The JVMs of the tests' short applications: the quick compiler only and one garbage-collector thread take about
+# half the CPU time of Spark's defaults (the tier-2 compiler's threads, parallel GC) on a loaded 2-core machine.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -55,6 +60,7 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", JAVA_OPTIONS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

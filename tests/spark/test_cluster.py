@@ -19,7 +19,7 @@ import pytest
 
 from cfgtool.versions import publish
 from tests.conftest import copy_embedded
-from tests.spark.conftest import set_partitions
+from tests.spark.conftest import JAVA_OPTIONS, set_partitions
 
 pytestmark = pytest.mark.long  # its own applications (spark-submit): not the shared session of the "spark" group
 
@@ -59,6 +59,12 @@ def submit(repo: GitRepo, tmp: Path, name: str, no_git: Path) -> subprocess.Pope
         f"spark.executorEnv.PYTHONPATH={CHECKOUT}",
         "--conf",
         "spark.ui.enabled=false",
+        "--conf",
+        f"spark.driver.extraJavaOptions={JAVA_OPTIONS}",
+        "--conf",
+        f"spark.executor.extraJavaOptions={JAVA_OPTIONS}",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
         str(JOB),
         "--repo",
         str(repo.root),
