@@ -11,7 +11,8 @@ its siblings is only what importing the modules built (no command has run in the
 `CLIENT` is the program the test starts instead of the script (`python -I -S -c CLIENT SOCKET ARGS...`: no site
 packages, so it starts in milliseconds): it hands the server its streams, arguments, directory and environment,
 forwards SIGTERM and SIGINT to the child and exits as the child exited (the same status, or the same signal).
-When the client goes away (a test's timeout killed it), the server kills the child.
+When the client goes away (a test's timeout killed it), the server kills the child. With CFGTOOL_TESTS_PID_FILE
+in its environment (not passed on) the client writes the child's pid there, for a test that watches the process.
 
 Run as a script (`python tests/forkserver.py SOCKET`), so that `__main__` is a plain script as in `cfgtool`.
 """
@@ -33,9 +34,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-NOT_PRELOADED = ("cfgtool.serve", "cfgtool.console", "cfgtool.agent", "cfgtool.spark", "cfgtool.__main__")
-"""Packages a CLI run of the tests rarely needs (servers and agents run as processes of their own): a child that
-needs them imports them itself, as a fresh process does."""
+NOT_PRELOADED = ("cfgtool.agent", "cfgtool.spark", "cfgtool.__main__")
+"""Packages a run of the tests rarely needs: a child that needs them imports them itself, as a fresh process does.
+The server and its console are preloaded: the tests start `cfgtool serve` about 150 times (`tests/processes.py`)."""
 
 MAX_REQUEST = 1 << 20
 SCRIPT_DIR = Path(sys.executable).parent
@@ -45,9 +46,14 @@ CLIENT = """
 import json, os, signal, socket, sys
 server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 server.connect(sys.argv[1])
+pid_file = os.environ.pop("CFGTOOL_TESTS_PID_FILE", None)
 request = {"argv": sys.argv[2:], "cwd": os.getcwd(), "env": dict(os.environ)}
 socket.send_fds(server, [json.dumps(request).encode()], [0, 1, 2])
 pid = int(server.recv(64))
+if pid_file:
+    with open(pid_file + ".part", "w") as out:
+        out.write(str(pid))
+    os.replace(pid_file + ".part", pid_file)
 def forward(signum, frame):
     os.kill(pid, signum)
 signal.signal(signal.SIGTERM, forward)

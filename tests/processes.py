@@ -35,11 +35,12 @@ def child_env(cache: Path | None = None, extra: dict[str, str] | None = None) ->
 
 
 class Process:
-    """A started process writing stdout and stderr to `log_path`: `log()` (its output so far), `stop()`."""
+    """A started process writing stdout and stderr to `log_path`: `log()` (its output so far), `stop()`, `pid`."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path, pid_file: Path | None = None) -> None:
         self.proc = proc
         self.log_path = log_path
+        self._pid_file = pid_file
 
     @classmethod
     def spawn(cls, command: Sequence[str], log_path: Path, env: dict[str, str], cwd: Path | None = None) -> Self:
@@ -47,6 +48,29 @@ class Process:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         return cls(proc, log_path)
+
+    @classmethod
+    def cfgtool(cls, args: Sequence[str], log_path: Path, env: dict[str, str], cwd: Path | None = None) -> Self:
+        """Start `cfgtool ARGS...` with its output in `log_path`: a fork of this worker's fork server where `env`
+        allows it (`cli_command`), else a fresh `cfgtool`. A forked one is still a process of its own, with its own
+        `pid`; `proc` is then its client, which passes SIGTERM and SIGINT on, ends as it ends and with its status,
+        and whose SIGKILL kills it (see tests/forkserver.py). Other signals go to `pid`."""
+        forks = fork_server()
+        if not forks.fits(env):
+            return cls.spawn([*cfgtool_command(), *args], log_path, env, cwd)
+        pid_file = log_path.with_name(log_path.name + ".pid")
+        started = cls.spawn([*forks.command(), *args], log_path, {**env, "CFGTOOL_TESTS_PID_FILE": str(pid_file)}, cwd)
+        started._pid_file = pid_file
+        return started
+
+    @property
+    def pid(self) -> int:
+        """The process's own pid (of a forked `cfgtool`, not its client's)."""
+        if self._pid_file is None:
+            return self.proc.pid
+        pid_file = self._pid_file
+        self.wait_until(pid_file.exists, 30, "the forked process's pid")
+        return int(pid_file.read_text())
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")

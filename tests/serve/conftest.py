@@ -1,6 +1,7 @@
 """Fixtures of the server tests: real `cfgtool serve` processes on free loopback ports over real repositories.
 
-`start_server(repo, *args)` runs `cfgtool serve --repo REPO --port 0 *args` with its own cache directory (unless
+`start_server(repo, *args)` runs `cfgtool serve --repo REPO --port 0 *args` (a fork of the worker's fork server,
+`Process.cfgtool`: read its pid as `server.pid`) with its own cache directory (unless
 `cache=` names one, to share a snapshot cache between servers), reads the port it bound from its first line
 on stderr, waits until `/healthz` answers 200 (or, with `ready=False`, until it answers at all) and stops
 it (SIGTERM) when the test ends. `published` is a copy of the embedded store with version 1 published.
@@ -71,8 +72,8 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
     ) -> Server:
         n = len(started)
         environ = child_env(cache if cache is not None else tmp_path / f"serve-cache-{n}", env)
-        command = [*cfgtool_command(), "serve", "--repo", str(repo), "--port", "0", *args]
-        server = Server.spawn(command, tmp_path / f"serve-{n}.log", environ, cwd=tmp_path)
+        command = ["serve", "--repo", str(repo), "--port", "0", *args]
+        server = Server.cfgtool(command, tmp_path / f"serve-{n}.log", environ, cwd=tmp_path)
         started.append(server)
         server.wait_port()
         if ready:

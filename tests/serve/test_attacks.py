@@ -114,10 +114,10 @@ def test_made_up_names_under_a_large_config_hold_bounded_memory(small: GitRepo, 
 
         for n in range(5):
             read(f"warm-{n}")
-        before = _rss(server.proc.pid)
+        before = _rss(server.pid)
         for n in range(200):
             read(f"made-up-{n}")
-        grown = _rss(server.proc.pid) - before
+        grown = _rss(server.pid) - before
     assert grown < 100 * 1024 * 1024, f"the server grew by {grown // 2**20} MB"
 
 

@@ -54,7 +54,7 @@ def test_loading_another_version_for_explain_is_not_cut_short_by_the_read_bound(
     server = start_server(small.root, "--cache-time", "0")
     with httpx.Client(base_url=f"{server.url}/v1/small/versions", timeout=120) as http:
         assert http.get("2/explain/data/a?path=size").json()["value"] == 10  # the current version is loaded
-        resolver = _resolver(server.proc.pid)
+        resolver = _resolver(server.pid)
         assert resolver is not None, "no resolver process found"
         got: dict[str, Any] = {}
 
@@ -74,7 +74,7 @@ def test_loading_another_version_for_explain_is_not_cut_short_by_the_read_bound(
         reader.join(120)
         assert got["answer"].status_code == 200, got["answer"].text
         assert got["answer"].json()["value"] == 1 and got["took"] >= RESOLVE_TIMEOUT + 3
-        assert _alive(resolver) and _resolver(server.proc.pid) == resolver
+        assert _alive(resolver) and _resolver(server.pid) == resolver
 
 
 def test_without_worker_processes_explain_is_answered_in_the_server(published: GitRepo, tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_explains_waiting_for_the_resolver_are_bounded_per_client(small: GitRepo
     server = start_server(small.root, "--cache-time", "0")
     with httpx.Client(base_url=f"{server.url}/v1/small/versions", timeout=120) as http:
         assert http.get("2/explain/data/a?path=size").status_code == 200  # the current version is loaded
-        resolver = _resolver(server.proc.pid)
+        resolver = _resolver(server.pid)
         assert resolver is not None, "no resolver process found"
         statuses: list[int] = []
         os.kill(resolver, signal.SIGSTOP)

@@ -42,7 +42,7 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
 
 def _rss(server: Server) -> int:
     """The server's resident memory in bytes."""
-    for line in Path(f"/proc/{server.proc.pid}/status").read_text().splitlines():
+    for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS")

@@ -54,7 +54,7 @@ def test_a_hung_resolver_answers_503_within_the_bound_and_is_restarted(
     server = start_server(small.root, "--cache-time", "0")
     with httpx.Client(base_url=server.url, timeout=RESOLVE_TIMEOUT + 20) as http:
         assert http.get("/v1/small/versions/2/keys/data/b/first").json()["config"]["named"] == "first-x"
-        hung = _resolver(server.proc.pid)
+        hung = _resolver(server.pid)
         assert hung is not None, "no resolver process found"
         os.kill(hung, signal.SIGSTOP)
         try:
@@ -72,5 +72,5 @@ def test_a_hung_resolver_answers_503_within_the_bound_and_is_restarted(
                 os.kill(hung, signal.SIGCONT)
         again = http.get("/v1/small/versions/2/keys/data/b/second")
         assert again.status_code == 200 and again.json()["config"]["named"] == "second-x", again.text[:200]
-        restarted = _resolver(server.proc.pid)
+        restarted = _resolver(server.pid)
         assert restarted is not None and restarted != hung
