@@ -24,7 +24,7 @@ import typer
 from cfgtool.cli.app import build_app
 from cfgtool.diagnostics import CODES
 from cfgtool.store.git import git_env
-from tests.spark.conftest import spark_missing
+from tests.spark.conftest import JAVA_OPTIONS, spark_missing
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 README = CHECKOUT / "README.md"
@@ -97,15 +97,23 @@ def scratch_copy(root: Path, env: dict[str, str]) -> Path:
 
 
 def reader_env(home: Path) -> dict[str, str]:
-    """The environment of a reader named Ann Example (her own ~/.gitconfig), with this cfgtool on PATH."""
+    """The environment of a reader named Ann Example (her own ~/.gitconfig), with this cfgtool on PATH. Her
+    Spark configuration runs its JVMs as the Spark tests' (tests/spark/conftest.py: half the CPU time)."""
     home.mkdir()
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Ann Example\n\temail = ann@example.com\n[commit]\n\tgpgsign = false\n", encoding="utf-8"
+    )
+    spark_conf = home / "spark-conf"
+    spark_conf.mkdir()
+    (spark_conf / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions {JAVA_OPTIONS}\nspark.executor.extraJavaOptions {JAVA_OPTIONS}\n",
+        encoding="utf-8",
     )
     scripts = sysconfig.get_path("scripts")
     return {
         **git_env(),
         "HOME": str(home),
+        "SPARK_CONF_DIR": str(spark_conf),
         "PATH": f"{scripts}{os.pathsep}{os.environ['PATH']}",
         "PYTHONUNBUFFERED": "1",  # stdout and stderr interleave as on a terminal
         "LC_ALL": "C.UTF-8",
