@@ -390,9 +390,9 @@ def test_authorizer_decides_in_microseconds_over_10000_entries() -> None:
         lines.append(f"  - {{{entry}}}")
     acl, _ = parse_acl("\n".join(lines) + "\n", "a.yaml")
     authorizer = Authorizer(acl)
-    start = time.process_time()
+    start = time.thread_time()
     for i in range(2000):
         authorizer.authorize(f"User:u{i}", "alter", f"/data/d{i}")
         authorizer.authorize("User:x", "read", f"/data/p{i}/table")
-    per = (time.process_time() - start) / 4000
+    per = (time.thread_time() - start) / 4000
     assert per < 200e-6 * SLOW, f"{per * 1e6:.0f} µs per decision (bound scaled by {SLOW:.1f}: tests/machine.py)"

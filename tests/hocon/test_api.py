@@ -444,10 +444,10 @@ def test_hocon_error_cycle_prints_its_steps() -> None:
 def test_loads_50_MB_string_is_fast_and_bounded() -> None:
     text = 'a = "' + "x" * (50 * MB) + '"\nb = 1'
     tracemalloc.start()
-    start = time.process_time()
+    start = time.thread_time()
     try:
         doc = loads(text, "big.conf")
-        elapsed = time.process_time() - start
+        elapsed = time.thread_time() - start
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -458,35 +458,35 @@ def test_loads_50_MB_string_is_fast_and_bounded() -> None:
 
 
 def test_loads_50_MB_unquoted_string_is_fast() -> None:
-    start = time.process_time()
+    start = time.thread_time()
     doc = loads("a = " + "y" * (50 * MB))
-    assert time.process_time() - start < 2 * SLOW
+    assert time.thread_time() - start < 2 * SLOW
     assert len(doc["a"]) == 50 * MB
 
 
 def test_loads_input_over_64_MB_is_E_LIMIT() -> None:
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         loads('a = "' + "x" * (70 * MB) + '"', "big.conf")
-    assert time.process_time() - start < 2 * SLOW
+    assert time.thread_time() - start < 2 * SLOW
     assert (info.value.code, info.value.file) == ("E_LIMIT", "big.conf")
 
 
 def test_resolved_value_of_doubling_strings_is_E_LIMIT_before_value() -> None:
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         resolve([parse("a0 = x\n" + "".join(f"a{i + 1} = ${{a{i}}}${{a{i}}}\n" for i in range(60)), "h.conf")])
-    assert time.process_time() - start < 2 * SLOW
+    assert time.thread_time() - start < 2 * SLOW
     assert info.value.code == "E_LIMIT"
 
 
 def test_resolved_value_of_doubling_objects_is_E_LIMIT_quickly() -> None:
     text = "a0 = {}\n" + "".join(f"a{i + 1} = {{x: ${{a{i}}}, y: ${{a{i}}}}}\n" for i in range(60))
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         resolve([parse(text, "h.conf")]).value  # noqa: B018
     # 1 s, not 2: the size of a shared tree is known without expanding it (an older guard took 8-17 s here).
-    assert time.process_time() - start < SLOW
+    assert time.thread_time() - start < SLOW
     assert info.value.code == "E_LIMIT"
 
 

@@ -341,9 +341,9 @@ def test_tokenize_unicode_whitespace_separates_tokens() -> None:
 
 def test_tokenize_input_over_the_size_limit_is_E_LIMIT() -> None:
     text = "a = " + "x" * (65 * 1024 * 1024)
-    start = time.process_time()
+    start = time.thread_time()
     err = lex_error(text)
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert (err.code, err.origin) == ("E_LIMIT", Origin("f.conf", 1, 1))
 
 

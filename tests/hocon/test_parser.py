@@ -503,29 +503,29 @@ def test_parse_object_value_on_next_line_is_not_a_field() -> None:
 
 def test_parse_10000_deep_objects_is_E_LIMIT() -> None:
     text = "a = " + "{a = " * 10_000 + "1" + "}" * 10_000
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         parse(text, "deep.conf")
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
     assert info.value.file == "deep.conf"
 
 
 def test_parse_10000_deep_arrays_is_E_LIMIT() -> None:
     text = "a = " + "[" * 10_000 + "]" * 10_000
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         parse(text, "deep.conf")
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
     assert info.value.file == "deep.conf"
 
 
 def test_parse_value_10000_deep_array_root_is_E_LIMIT() -> None:
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         parse_value("[" * 10_000 + "]" * 10_000, "deep.conf")
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
 
 
@@ -685,20 +685,20 @@ def test_parse_plus_equals_in_included_file_appends(tmp_path: Path) -> None:
 
 def test_parse_include_self_cycle_is_E_INCLUDE(tmp_path: Path) -> None:
     write(tmp_path, {"self.conf": 'a = 1\ninclude "self.conf"\n'})
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         parse_file(tmp_path / "self.conf")
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_INCLUDE"
     assert info.value.file == str(tmp_path / "self.conf")
 
 
 def test_parse_include_two_file_cycle_is_E_INCLUDE(tmp_path: Path) -> None:
     write(tmp_path, {"one.conf": 'include "two.conf"\n', "two.conf": 'x { include "one.conf" }\n'})
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         parse_file(tmp_path / "one.conf")
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_INCLUDE"
     assert "include" in info.value.message
 

@@ -447,11 +447,11 @@ def test_resolve_mutually_referring_objects_are_not_a_cycle() -> None:
 def limited(text: str, code: str = "E_LIMIT") -> HoconError:
     """Resolve and render `text`; it must fail with `code` within 2 s of CPU on the reference machine and 500 MB."""
     tracemalloc.start()
-    start = time.process_time()
+    start = time.thread_time()
     try:
         with pytest.raises(HoconError) as info:
             resolve([parse(text, "h.conf")]).value  # noqa: B018
-        elapsed = time.process_time() - start
+        elapsed = time.thread_time() - start
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -487,21 +487,21 @@ def test_resolve_object_doubling_60_times_is_E_REF_CYCLE() -> None:
 
 def test_resolve_chain_of_5000_references_ends_quickly() -> None:
     text = "".join(f"a{i} = ${{a{i + 1}}}\n" for i in range(5000)) + "a5000 = end\n"
-    start = time.process_time()
+    start = time.thread_time()
     try:
         doc = resolve([parse(text, "h.conf")]).value
     except HoconError as e:  # a clear limit is acceptable for hostile input
         assert e.code == "E_LIMIT"
     else:
         assert all(doc[f"a{i}"] == "end" for i in range(5001))
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
 
 
 def test_resolve_chain_of_5000_references_defined_bottom_up_resolves() -> None:
     text = "a5000 = end\n" + "".join(f"a{i} = ${{a{i + 1}}}\n" for i in range(4999, -1, -1))
-    start = time.process_time()
+    start = time.thread_time()
     doc = resolve([parse(text, "h.conf")]).value
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc["a0"] == "end"
     assert len(doc) == 5001
 
@@ -512,19 +512,19 @@ def test_resolve_chain_of_100_references_resolves() -> None:
 
 
 def test_resolve_10000_deep_dotted_key_is_E_LIMIT() -> None:
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         resolve([parse("a" + ".a" * 10_000 + " = 1", "h.conf")]).value  # noqa: B018
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
 
 
 def test_resolve_10000_deep_dotted_keys_in_two_documents_is_E_LIMIT() -> None:
     deep = "a" + ".a" * 10_000
-    start = time.process_time()
+    start = time.thread_time()
     with pytest.raises(HoconError) as info:
         resolve([parse(deep + " = 1", "h.conf"), parse(deep + " = 2", "l.conf")]).value  # noqa: B018
-    assert time.process_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert info.value.code == "E_LIMIT"
 
 
@@ -557,25 +557,25 @@ def test_resolve_step_limit_is_E_LIMIT(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_resolve_50_plus_equals_on_one_key() -> None:
     text = "a = []\n" + "a += 1\n" * 50
-    start = time.process_time()
+    start = time.thread_time()
     doc = resolve([parse(text)]).value
-    assert time.process_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc == {"a": [1] * 50}
 
 
 def test_resolve_200_plus_equals_on_one_key() -> None:
     text = "a = []\n" + "a += 1\n" * 200
-    start = time.process_time()
+    start = time.thread_time()
     doc = resolve([parse(text)]).value
-    assert time.process_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc == {"a": [1] * 200}
 
 
 def test_resolve_200_string_self_references_on_one_key() -> None:
     text = "a = x\n" + "a = ${a}y\n" * 200
-    start = time.process_time()
+    start = time.thread_time()
     doc = resolve([parse(text)]).value
-    assert time.process_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
+    assert time.thread_time() - start < 0.2 * SLOW  # CPU seconds, scaled (tests/machine.py)
     assert doc == {"a": "x" + "y" * 200}
 
 
