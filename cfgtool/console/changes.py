@@ -106,15 +106,7 @@ async def diff_page(ctx: Context) -> Response:
     computing = DIFFS.ask(state, view.versions[a], view.versions[b])
     loading = [DIFFS.version(state, n) for n in (a, b)]  # beside the diff: the versions' ACLs and keys
     waited: list[Future[Any]] = [computing, *loading]
-    if not all(f.done() for f in waited):
-        if ctx.fragment:
-            try:
-                with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
-                    await _wait(waited, POLL)
-            except Denied:  # too many long polls of this principal at once: the page asks again after its delay
-                pass
-        else:
-            await _wait(waited, WAIT)
+    await within_wait(ctx, lambda: all(f.done() for f in waited))
     failed = computing.done() and not computing.cancelled() and computing.exception() is not None
     if not failed and (not all(f.done() for f in waited) or any(f.cancelled() for f in waited)):
         return ctx.render("diff_pending.html", 202, a=a, b=b, refresh=REFRESH)
@@ -422,10 +414,26 @@ def _diff_ahead(root: Path, a: str, b: str, store: str) -> Diff:
     return diff(root, a, b, store)
 
 
-async def _wait(futures: list[Future[Any]], seconds: float) -> None:
-    """Wait for `futures` up to `seconds` without holding a thread (checked every 20 ms)."""
+async def within_wait(ctx: Context, done: Callable[[], bool]) -> bool:
+    """Whether `done()` holds now or within the wait of a page whose answer is built in the background (a page's:
+    `WAIT`; htmx's request for the update, `POLL`), checked every 20 ms without holding a thread; the page then
+    answers what it has, or that it is being built (202)."""
+    if done():
+        return True
+    if not ctx.fragment:
+        await _until(done, WAIT)
+        return done()
+    try:
+        with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
+            await _until(done, POLL)
+    except Denied:  # too many long polls of this principal at once: the page asks again after its delay
+        pass
+    return done()
+
+
+async def _until(done: Callable[[], bool], seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while not all(f.done() for f in futures) and time.monotonic() < deadline:
+    while not done() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -213,7 +213,7 @@ async def history(ctx: Context) -> Response:
     index = histories.index_of(state)
     if not index.covers(view):  # versions loaded since: indexed on a thread of their own, waited for a little
         histories.prepare(state, ctx.console.service.options.cache)
-        if not await _within_wait(ctx, lambda: index.covers(view)):
+        if not await changes.within_wait(ctx, lambda: index.covers(view)):
             return ctx.render("history.html", 202, key=key, value_path=path, pending=True, refresh=changes.REFRESH)
     asked = ("index", state.name, key, path, len(index.indexed))  # a version indexed since: a new history
     found = ctx.console.histories.get(asked)
@@ -261,7 +261,7 @@ async def search(ctx: Context) -> Response:
         return ctx.render("search.html", q=q, found=None, max_query=searching.MAX_QUERY)
     assert ctx.state is not None
     building = searching.INDEXES.ask(ctx.state, loaded, ctx.console.service.options.cache)
-    if not await _within_wait(ctx, building.done):
+    if not await changes.within_wait(ctx, building.done):
         return ctx.render("search.html", 202, q=q, pending=True, refresh=changes.REFRESH, max_query=searching.MAX_QUERY)
     found = searching.search(building.result(), loaded, q, ctx.seen)
     return ctx.render("search.html", q=q, found=found, max_query=searching.MAX_QUERY)
@@ -305,29 +305,6 @@ async def current(ctx: Context) -> Response:
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-async def _within_wait(ctx: Context, done: Callable[[], bool]) -> bool:
-    """Whether `done()` holds now or within the wait of a page whose answer is built in the background (a diff
-    page's: `changes.WAIT`; htmx's request for the update, `changes.POLL`), checked every 20 ms without holding a
-    thread; the page then answers what it has, or that it is being built (202)."""
-    if done():
-        return True
-    if not ctx.fragment:
-        await _until(done, changes.WAIT)
-        return done()
-    try:
-        with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
-            await _until(done, changes.POLL)
-    except Denied:  # too many long polls of this principal at once: the page asks again after its delay
-        pass
-    return done()
-
-
-async def _until(done: Callable[[], bool], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not done() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-
-
 def _loaded(ctx: Context) -> LoadedVersion:
     assert ctx.loaded is not None
     return ctx.loaded
