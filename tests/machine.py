@@ -28,3 +28,9 @@ def _loop_seconds() -> float:
 
 
 SLOW = slowness()
+
+
+def slowness_now() -> float:
+    """`SLOW`, or the slowness measured now where that is more (a runner whose cores other workers share): for a
+    bound on large work measured right after, which such a moment slows alike."""
+    return max(SLOW, slowness())
