@@ -520,7 +520,11 @@ def document() -> dict[str, Any]:
                     "the series of the stores the token's principal may describe",
                     "content": {"text/plain": {"schema": STRING}},
                 },
-                **{"401": _ref("responses", "Unauthorized"), "403": _ref("responses", "Forbidden")},
+                **{
+                    "401": _ref("responses", "Unauthorized"),
+                    "403": _ref("responses", "Forbidden"),
+                    "503": _ref("responses", "Unavailable"),
+                },
             ),
         ),
         "/v1/openapi.json": _get(

@@ -177,11 +177,14 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
 
     async def metrics(request: Request) -> Response:
         """Open without access control or with `--public-metrics`; else a token's principal sees the series of
-        the stores it may describe (as `/v1/stores` lists them), and one that may describe none is refused."""
+        the stores it may describe (as `/v1/stores` lists them), and one that may describe none is refused (503
+        rather than 403 while a store still loads: its ACL may yet allow it)."""
         shown: list[str] | None = None
         if service.tokens is not None and not service.options.public_metrics:
             who = await api.principal(request.headers.raw)
             shown = [state.name for state in api.listed_stores(who, host(request))]
+            if not shown and not all(state.ready for state in service.stores.values()):  # cannot judge yet
+                raise Denied(error(503, "not_ready", "the stores are still loading their versions: retry shortly"))
             if not shown:
                 what = f"{who} may describe no store: metrics need `describe` on a store (docs/serving.md)"
                 raise Denied(error(403, "forbidden", what))

@@ -1,16 +1,17 @@
 """`/metrics` with access control: a token's principal sees the series of the stores it may describe, a request
-without a known token is 401 and a principal that may describe no store is 403; `--public-metrics` opens it to
-every scraper again. Without `--tokens` it answers everyone (tests/serve/test_api.py)."""
+without a known token is 401 and a principal that may describe no store is 403 (503 while a store still loads);
+`--public-metrics` opens it to every scraper again. Without `--tokens` it answers everyone (tests/serve/test_api.py)."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 
 from cfgtool.versions import publish
-from tests.conftest import GitRepo
+from tests.conftest import CHECKOUT, GitRepo
 from tests.serve.conftest import SMALL, StartServer, cli_command
 
 SMALL_ACL = """\
@@ -94,3 +95,26 @@ def test_public_metrics_answers_every_scraper_with_every_store(
     assert 'cfgtool_current_version{store="small"} 1.0' in open_.text
     assert 'cfgtool_current_version{store="other"} 1.0' in open_.text
     assert httpx.get(f"{server.url}/v1/stores", timeout=30).status_code == 401  # nothing else opens
+
+
+def test_metrics_answer_503_not_403_while_a_store_still_loads(tmp_path: Path, start_server: StartServer) -> None:
+    root = tmp_path / "generated"
+    gen = [sys.executable, "-m", "benchmarks.gen_store", "--datasets", "1000", "--out", str(root), "--git"]
+    subprocess.run(gen, check=True, capture_output=True, cwd=CHECKOUT)  # a store that takes seconds to load
+    repo = GitRepo(root)
+    repo.write({"store/_ACL.yaml": SMALL_ACL})
+    repo.commit("an ACL")
+    assert publish(root, message="v1").version == 1
+    tokens, token = _tokens(tmp_path, "scraper")
+    server = start_server(root, "--tokens", str(tokens), ready=False)
+    auth = {"authorization": f"Bearer {token['scraper']}"}
+    asked_while_loading = 0
+    while True:
+        metrics = httpx.get(f"{server.url}/metrics", headers=auth, timeout=30)
+        if httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200:
+            break  # loaded by now: this answer may have come from either side of it
+        assert metrics.status_code == 503 and metrics.json()["error"] == "not_ready", metrics.text  # not 403
+        asked_while_loading += 1
+    assert asked_while_loading > 0, "the store loaded before the first request: generate a larger one"
+    metrics = httpx.get(f"{server.url}/metrics", headers=auth, timeout=30)
+    assert metrics.status_code == 200 and 'store="bench"' in metrics.text, metrics.text
