@@ -25,7 +25,7 @@ from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.store.refmemo import RefMemo
-from cfgtool.store.urls import fetch_env, redact, split_credentials
+from cfgtool.store.urls import fetch_env, redact, split_credentials, stall_bound
 from cfgtool.versions.artifact import Artifact, compact_json
 from cfgtool.versions.artifact_rows import values_at
 from cfgtool.versions.names import CURRENT, version_spec
@@ -255,7 +255,7 @@ class ConfigClient:
                 return self._cache / "repos" / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
             url, credential = split_credentials(self.location)  # the credential stays in memory
-            env = fetch_env(url, credential) if credential else {}  # else git as configured (it may prompt)
+            env = fetch_env(url, credential)
             clone = named(url)
             if url != self.location:  # a clone an older cfgtool made kept the credential in its config
                 shutil.rmtree(named(self.location), ignore_errors=True)
@@ -276,8 +276,9 @@ class ConfigClient:
     def _git(self, cwd: Path, *args: str, env: Mapping[str, str]) -> None:
         from cfgtool.store import git
 
+        url = split_credentials(self.location)[0]
         try:
-            git.run_git(cwd, *args, env=env)
+            git.transfer(cwd, *args, env=env, stall_s=stall_bound(url), shown=redact(url))
         except SourceError as exc:
             what = redact(f"cannot read {self.location}: {exc.message}")
             raise StoreNotFound(what, hint="check the URL and access") from exc

@@ -8,8 +8,8 @@ published version. With a local path, nothing is fetched: the tags are re-read a
 A URL's credentials (`https://user:token@host/...`) never reach the disk: the mirror's git config holds the URL
 without them, and each clone or fetch hands them to git through a credential helper named in the git process's
 environment, which answers for that URL's host only and stores nothing. A mirror written by an older cfgtool
-with the credentials in its config is rewritten on start. git never prompts, and a stalled HTTP transfer
-fails (`cfgtool.store.urls`).
+with the credentials in its config is rewritten on start. git never prompts, and a clone or fetch that stalls
+over any transport fails (`cfgtool.store.urls.stall_bound`).
 
 Stores are found at HEAD (every directory holding a `_CONFIG_STORE`, none inside a Python package: a
 package's templates are no stores of the repository), or named by `--store DIR`; each is addressed by the
@@ -30,7 +30,7 @@ from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
-from cfgtool.store.urls import fetch_env, redact, split_credentials
+from cfgtool.store.urls import fetch_env, redact, split_credentials, stall_bound
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
 _FETCH = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
@@ -98,14 +98,16 @@ class Repository:
         if self._legacy is not None:
             self._scrub(url, self._legacy)
             self._legacy = None
+        bound, shown = stall_bound(url), redact(url)
         if (self.root / "HEAD").exists():
-            git.run_git(self.root, *_FETCH, env=self._env)
+            git.transfer(self.root, *_FETCH, env=self._env, stall_s=bound, shown=shown)
             self._point_head()
             return
         private_dir(self.root.parent)
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
-        git.run_git(self.root.parent, "clone", "--quiet", "--bare", "--", url, str(tmp), env=self._env)
+        clone = ("clone", "--quiet", "--bare", "--", url, str(tmp))
+        git.transfer(self.root.parent, *clone, env=self._env, stall_s=bound, shown=shown)
         tmp.rename(self.root)
         self._point_head()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool._util.cachedir import cache_root
-from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.serve.consumers import Consumers
 from cfgtool.serve.feed import ChangeFeed
 from cfgtool.serve.metrics import Metrics, StoreFigures
@@ -103,7 +103,7 @@ class Service:
         self.last_fetch = 0.0
         self._fetch()
         if self.fetch_error is not None and not (self.repository.root / "HEAD").exists():
-            raise CfgtoolError(
+            raise SourceError(
                 f"cannot read {self.repository.location}: {self.fetch_error}", hint="check the URL and access"
             )
         with_acl = self.tokens is not None

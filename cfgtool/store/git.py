@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import selectors
+import signal
 import subprocess
 import tempfile
 import threading
@@ -41,6 +44,10 @@ _KEEP_GIT_ENV = {
 
 class GitError(SourceError):
     """git failed, or is not installed (exit 2)."""
+
+
+class StalledError(GitError):
+    """A clone or fetch received nothing for its bound and was stopped (exit 2)."""
 
 
 class NotAGitRepoError(SourceError):
@@ -141,6 +148,87 @@ def run_git(
     if check and status != 0:
         raise GitError(f"git {args[0]} failed in {cwd}: {stderr.decode(errors='replace').strip()}")
     return Completed(int(status), stdout, stderr)
+
+
+_PROGRESS = re.compile(r"^(?:remote: )?(?:Total \d|[A-Z][a-z]+(?: [a-z]+)*: +\d)")  # "Receiving objects: 50% ..."
+_STDERR_KEPT = 65536  # the tail of git's stderr kept for a message
+
+
+def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | None, shown: str) -> None:
+    """Run `git clone` or `git fetch` (`args`, the subcommand first) in `cwd`; GitError when it fails.
+
+    With `stall_s`, git reports its progress (`--progress`: the remote's counting and compressing, then the
+    objects and bytes received, at least once a second while any arrive) and is stopped, with every process it
+    started (ssh, a remote helper), when it writes nothing for `stall_s` seconds: StalledError naming `shown`
+    (the URL without its credentials). The bound is on silence, not on the whole command, so a large clone
+    that keeps receiving is never cut short. git runs in a session of its own: it has no terminal to prompt
+    on, and stopping it reaches its children.
+    """
+    command = ["git", args[0], *(["--progress"] if stall_s is not None else []), *args[1:]]
+    try:
+        with _clean_environ():
+            # keep GitPython's handle alive while reading: dropping it terminates the process
+            handle = _runner(cwd).execute(command, as_process=True, env=dict(env), start_new_session=True)
+    except _gitpython().GitCommandNotFound as err:
+        raise GitError("git is not installed or not on PATH", hint="install git") from err
+    proc = handle.proc
+    assert proc is not None
+    stderr: bytes | None = None
+    try:
+        stderr = _read_until_silent(proc, stall_s)
+        if stderr is not None:
+            proc.wait(stall_s)
+    except subprocess.TimeoutExpired:  # its output closed, yet it never ended
+        stderr = None
+    finally:
+        if proc.poll() is None:  # silent too long, or this thread was interrupted
+            _stop(proc)
+    if stderr is None:
+        raise StalledError(
+            f"{shown} stalled: git {args[0]} received nothing for {stall_s:g} s and was stopped",
+            hint="check that the remote is up and reachable; the next fetch tries again",
+        )
+    if proc.returncode != 0:
+        raise GitError(f"git {args[0]} failed in {cwd}: {_without_progress(stderr)}")
+
+
+def _read_until_silent(proc: subprocess.Popen[bytes], stall_s: float | None) -> bytes | None:
+    """The tail of `proc`'s stderr once both its output pipes close (stdout is read too, so that neither fills
+    up), or None when neither gives a byte for `stall_s` seconds."""
+    assert proc.stdout is not None and proc.stderr is not None
+    kept = bytearray()
+    with selectors.DefaultSelector() as pipes:
+        pipes.register(proc.stdout, selectors.EVENT_READ)
+        pipes.register(proc.stderr, selectors.EVENT_READ)
+        while pipes.get_map():
+            ready = pipes.select(stall_s)
+            if not ready:
+                return None
+            for key, _ in ready:
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    pipes.unregister(key.fileobj)
+                elif key.fileobj is proc.stderr:
+                    kept += chunk
+                    del kept[:-_STDERR_KEPT]
+    return bytes(kept)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End git and every process of its session: SIGTERM first (git removes its lock and temporary files),
+    SIGKILL when that has not ended git within 5 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+            return
+
+
+def _without_progress(stderr: bytes) -> str:
+    """git's stderr without its progress reports (updates ended by CR, the last one by a line break)."""
+    parts = stderr.decode(errors="replace").replace("\r", "\n").splitlines()
+    return "\n".join(p.strip() for p in parts if p.strip() and not _PROGRESS.match(p.strip()))
 
 
 @dataclass(frozen=True)

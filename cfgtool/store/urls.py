@@ -3,7 +3,8 @@ credentials (`https://user:token@host/...`) never reach the disk or a message.
 
 `split_credentials` gives the URL to write into a mirror's git config and the credential it held; `fetch_env`
 the environment that hands the credential to the git processes that clone or fetch it (through a credential
-helper that answers for that host alone and stores nothing); `redact` drops the credentials from any text.
+helper that answers for that host alone and stores nothing); `stall_bound` how long such a process may receive
+nothing; `redact` drops the credentials from any text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from cfgtool.errors import UsageError
 _USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/?#\s]*@", re.IGNORECASE)  # scheme://user:token@
 _AUTHORITY = re.compile(r"^([a-z][a-z0-9+.-]*)://([^/?#\s]*)@([^/?#\s]*)(.*)$", re.IGNORECASE | re.DOTALL)
 _ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]*", re.IGNORECASE)  # scheme://host:port
-STALL_BYTES, STALL_S = 1000, 30  # an HTTP transfer slower than this many bytes a second for this long fails
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
+# A clone or fetch that receives nothing for STALL_S seconds fails; over HTTP, one slower than STALL_BYTES a second.
+STALL_BYTES, STALL_S = 1000, 30
 _HTTP = {"http", "https", "ftp", "ftps"}  # the schemes git sends a URL's user name and password over
 # A credential helper (git runs it with sh): answers `get` with the credential its environment holds and
 # ignores `store` and `erase`, so neither it nor a helper the user configured keeps the credential anywhere.
@@ -50,15 +53,28 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     return f"{scheme}://{host}{rest}", credential or None
 
 
+def stall_bound(url: str) -> float | None:
+    """How long a clone or fetch of `url` may receive nothing before git is stopped (`git.transfer`), or None
+    where it needs no such watch: over HTTP git reports no progress while it downloads a pack from a "dumb"
+    server, so curl's own limit (`fetch_env`: below `STALL_BYTES` a second for `STALL_S` seconds) bounds it
+    instead, byte by byte; a local path has no remote to stop answering. Every other URL (ssh://, git://,
+    file://, the scp-like `user@host:path`) is watched."""
+    scheme = _SCHEME.match(url)
+    if scheme is not None:
+        return None if scheme.group(1).lower() in _HTTP else STALL_S
+    colon, slash = url.find(":"), url.find("/")
+    return STALL_S if colon > 0 and (slash < 0 or colon < slash) else None  # git's rule for `host:path`
+
+
 def fetch_env(url: str, credential: str | None) -> dict[str, str]:
     """The environment of the git processes that clone or fetch `url` (without credentials).
 
     git never prompts (a server or a library has no one to answer), and an HTTP transfer slower than
-    `STALL_BYTES` a second for `STALL_S` seconds fails: a remote that stops answering is a fetch failure (the
-    server's `/healthz` reports it), never a process stuck for good. A `credential` is handed to git through
-    `_HELPER` for the URL's scheme and host alone (a redirect elsewhere gets nothing), after emptying the list
-    of helpers configured (which could store it). The entries come after any `GIT_CONFIG_COUNT` entries of the
-    process's own environment.
+    `STALL_BYTES` a second for `STALL_S` seconds fails: with `stall_bound` over the other transports, a remote
+    that stops answering is a fetch failure (the server's `/healthz` reports it), never a process stuck for
+    good. A `credential` is handed to git through `_HELPER` for the URL's scheme and host alone (a redirect
+    elsewhere gets nothing), after emptying the list of helpers configured (which could store it). The
+    entries come after any `GIT_CONFIG_COUNT` entries of the process's own environment.
     """
     config = [("http.lowSpeedLimit", str(STALL_BYTES)), ("http.lowSpeedTime", str(STALL_S))]
     env = {"GIT_TERMINAL_PROMPT": "0"}
