@@ -157,30 +157,45 @@ _STDERR_KEPT = 65536  # the tail of git's stderr kept for a message
 def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | None, shown: str) -> None:
     """Run `git clone` or `git fetch` (`args`, the subcommand first) in `cwd`; GitError when it fails.
 
-    With `stall_s`, git reports its progress (`--progress`: the remote's counting and compressing, then the
-    objects and bytes received, at least once a second while any arrive) and is stopped, with every process it
-    started (ssh, a remote helper), when it writes nothing for `stall_s` seconds: StalledError naming `shown`
-    (the URL without its credentials). The bound is on silence, not on the whole command, so a large clone
-    that keeps receiving is never cut short. git runs in a session of its own: it has no terminal to prompt
-    on, and stopping it reaches its children.
+    With `stall_s`, git is stopped, with every process it started (ssh, a remote helper), when it shows no
+    progress for `stall_s` seconds: StalledError naming `shown` (the URL without its credentials). Progress
+    is anything git reports with `--progress` (the remote's counting and compressing, then the objects and
+    bytes received, once a second while any arrive) or any packet it traces before the pack (the refs, and the
+    keepalives a server sends every few seconds while it prepares a large pack in silence). The bound is on
+    silence, not on the whole command, so a large clone that keeps receiving is never cut short. git runs in a
+    session of its own: it has no terminal to prompt on, and stopping it reaches its children.
     """
-    command = ["git", args[0], *(["--progress"] if stall_s is not None else []), *args[1:]]
+    watched = stall_s is not None
+    command = ["git", args[0], *(["--progress"] if watched else []), *args[1:]]
+    trace, traced = os.pipe() if watched else (-1, -1)
+    extra = {"GIT_TRACE_PACKET": f"/dev/fd/{traced}"} if watched else {}
     try:
         with _clean_environ():
             # keep GitPython's handle alive while reading: dropping it terminates the process
-            handle = _runner(cwd).execute(command, as_process=True, env=dict(env), start_new_session=True)
+            handle = _runner(cwd).execute(
+                command,
+                as_process=True,
+                env={**env, **extra},
+                start_new_session=True,
+                pass_fds=(traced,) if watched else (),
+            )
     except _gitpython().GitCommandNotFound as err:
         raise GitError("git is not installed or not on PATH", hint="install git") from err
+    finally:
+        if watched:
+            os.close(traced)
     proc = handle.proc
     assert proc is not None
     stderr: bytes | None = None
     try:
-        stderr = _read_until_silent(proc, stall_s)
+        stderr = _read_until_silent(proc, trace, stall_s)
         if stderr is not None:
             proc.wait(stall_s)
     except subprocess.TimeoutExpired:  # its output closed, yet it never ended
         stderr = None
     finally:
+        if watched:
+            os.close(trace)
         if proc.poll() is None:  # silent too long, or this thread was interrupted
             _stop(proc)
     if stderr is None:
@@ -192,23 +207,26 @@ def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | Non
         raise GitError(f"git {args[0]} failed in {cwd}: {_without_progress(stderr)}")
 
 
-def _read_until_silent(proc: subprocess.Popen[bytes], stall_s: float | None) -> bytes | None:
-    """The tail of `proc`'s stderr once both its output pipes close (stdout is read too, so that neither fills
-    up), or None when neither gives a byte for `stall_s` seconds."""
+def _read_until_silent(proc: subprocess.Popen[bytes], trace: int, stall_s: float | None) -> bytes | None:
+    """The tail of `proc`'s stderr once its stdout and stderr close (stdout is read too, so that neither pipe
+    fills up), or None when none of them and the packet trace `trace` (-1: none) gives a byte for `stall_s`
+    seconds. The trace only counts as progress: its writers (git's children too) may keep it open longer."""
     assert proc.stdout is not None and proc.stderr is not None
     kept = bytearray()
+    outputs = {proc.stdout.fileno(), proc.stderr.fileno()}
     with selectors.DefaultSelector() as pipes:
-        pipes.register(proc.stdout, selectors.EVENT_READ)
-        pipes.register(proc.stderr, selectors.EVENT_READ)
-        while pipes.get_map():
+        for fd in (*outputs, *([trace] if trace >= 0 else [])):
+            pipes.register(fd, selectors.EVENT_READ)
+        while outputs:
             ready = pipes.select(stall_s)
             if not ready:
                 return None
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
-                    pipes.unregister(key.fileobj)
-                elif key.fileobj is proc.stderr:
+                    pipes.unregister(key.fd)
+                    outputs.discard(key.fd)
+                elif key.fd == proc.stderr.fileno():
                     kept += chunk
                     del kept[:-_STDERR_KEPT]
     return bytes(kept)

@@ -2,7 +2,8 @@
 loopback) and ssh:// (git's ssh command replaced by a script that runs the remote command locally, as sshd
 would, or stalls): each fetch that stalls fails within the stall bound and `/healthz` reports it, the versions
 the server has stay served, the next fetch works once the remote answers again, and a server or a client whose
-first clone stalls fails with a clear message. All of it at once: the bound is 30 s, and one wait covers it."""
+first clone stalls fails with a clear message; a remote that prepares its pack for longer than the bound, in
+silence but for its keepalives, is no stall. All of it at once: the bound is 30 s, and one wait covers it."""
 
 from __future__ import annotations
 
@@ -28,14 +29,30 @@ SLACK_S = 30  # for a loaded machine: the bound itself is STALL_S
 SSH = """\
 #!/bin/sh
 # ssh's stand-in: `-G` (git asking which ssh this is) answers nothing; else it runs the remote command (the last
-# argument) here, as sshd would; while the file STALL exists, it sends nothing (and ends once STALL is gone).
+# argument) here, as sshd would. While the file STALL exists, it sends nothing (and ends once STALL is gone);
+# host `slow` never stalls, but while SLOW exists its next pack is prepared in silence for longer than the bound.
 [ "$1" = -G ] && exit 0
-if [ -e "$(dirname "$0")/STALL" ]; then
-  while [ -e "$(dirname "$0")/STALL" ]; do sleep 0.2; done
-  exit 1
-fi
+here=$(dirname "$0")
 for last; do :; done
+case " $* " in
+  *" slow "*)
+    if [ -e "$here/SLOW" ]; then
+      export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=uploadpack.packObjectsHook GIT_CONFIG_VALUE_0="$here/slow-pack"
+    fi ;;
+  *)
+    if [ -e "$here/STALL" ]; then
+      while [ -e "$here/STALL" ]; do sleep 0.2; done
+      exit 1
+    fi ;;
+esac
 exec sh -c "$last"
+"""
+SLOW_PACK = f"""\
+#!/bin/sh
+# pack-objects of a server that takes long to start a pack: upload-pack sends keepalives meanwhile
+rm -f "$(dirname "$0")/SLOW"
+sleep {STALL_S + 3}
+exec "$@"
 """
 
 
@@ -94,6 +111,8 @@ def ssh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     script.parent.mkdir()
     script.write_text(SSH)
     script.chmod(0o755)
+    (script.parent / "slow-pack").write_text(SLOW_PACK)
+    (script.parent / "slow-pack").chmod(0o755)
     monkeypatch.setenv("GIT_SSH_COMMAND", str(script))
     yield script
     (script.parent / "STALL").unlink(missing_ok=True)  # a test that failed stalled ends its stand-ins
@@ -127,12 +146,17 @@ def test_a_remote_over_git_or_ssh_that_stops_answering_is_a_fetch_failure_and_th
     _update(small, bare)
     over_git = f"git://127.0.0.1:{daemon.port}/cfg.git"
     over_ssh = f"ssh://deploy:hunter2@stand-in{bare}"  # a password git never uses: it must show nowhere
-    servers = [start_server(url, "--fetch-interval", "0.2", "--cache-time", "0") for url in (over_git, over_ssh)]
-    assert [_size(s) for s in servers] == [2, 2]
+    over_slow_ssh = f"ssh://slow{bare}"
+    urls = (over_git, over_ssh, over_slow_ssh)
+    *servers, slow = [start_server(url, "--fetch-interval", "0.2", "--cache-time", "0") for url in urls]
+    assert [_size(s) for s in (*servers, slow)] == [2, 2, 2]
 
     daemon.stall(True)  # from now on both remotes accept and answer nothing
     (ssh.parent / "STALL").touch()
     stalled_at = time.monotonic()
+    (ssh.parent / "SLOW").touch()  # and the slow one prepares the pack of version 2 for long
+    publish_change(small, {"store/data/b/main.conf": "size = 3\n"}, "v2")
+    _update(small, bare)
     first = Process.cfgtool(  # a server whose first clone stalls
         ["serve", "--repo", over_git, "--port", "0"], tmp_path / "first.log", child_env(tmp_path / "first-cache")
     )
@@ -145,6 +169,7 @@ def test_a_remote_over_git_or_ssh_that_stops_answering_is_a_fetch_failure_and_th
     deadline = stalled_at + STALL_S + SLACK_S
     _until("both fetches fail", lambda: not any(_fetch_state(s)["ok"] for s in servers), deadline, servers)
     assert time.monotonic() - stalled_at > STALL_S - 1  # stopped for its silence, not for anything else
+    assert _fetch_state(slow)["ok"] and _size(slow) == 2  # still receiving keepalives while its pack is made
     for server, shown in zip(servers, (over_git, f"ssh://stand-in{bare}"), strict=True):
         error = str(_fetch_state(server)["error"])
         assert error.startswith(f"{shown} stalled: git fetch received nothing for {STALL_S} s"), error
@@ -160,13 +185,13 @@ def test_a_remote_over_git_or_ssh_that_stops_answering_is_a_fetch_failure_and_th
     assert len(refused) == 1 and f"ssh://stand-in{bare} stalled" in refused[0], refused
     assert "hunter2" not in refused[0]
 
-    daemon.stall(False)  # the remotes answer again, with a new version
+    daemon.stall(False)  # the remotes answer again
     (ssh.parent / "STALL").unlink()
-    publish_change(small, {"store/data/b/main.conf": "size = 3\n"}, "v2")
-    _update(small, bare)
     deadline = time.monotonic() + 60
     _until("the next fetches work", lambda: all(_fetch_state(s)["ok"] for s in servers), deadline, servers)
-    _until("the new version is served", lambda: [_size(s) for s in servers] == [3, 3], deadline, servers)
+    everyone = [*servers, slow]
+    _until("version 2 is served", lambda: [_size(s) for s in everyone] == [3, 3, 3], deadline, everyone)
+    assert not (ssh.parent / "SLOW").exists() and "failed" not in slow.log()  # its slow fetch was one, and went
 
 
 def _refusal(url: str, cache: Path) -> list[str]:
