@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 FAN_OUT = 6  # neighbours drawn per key; more are counted
 WIDTH, ROW = 190, 34  # a column's width and a row's height, in SVG units
 BOX_W, BOX_H = 170, 24
-LABEL = 24  # characters of a key shown in its box (the start is cut: the end of a key says most)
+LABEL = 21  # characters of a key shown in its box, 12 px monospace (the start is cut: the end of a key says most)
 
 
 @dataclass(frozen=True)
