@@ -304,6 +304,18 @@ async def current(ctx: Context) -> Response:
     return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
 
 
+async def version_home(ctx: Context) -> Response:
+    """`/ui/{store}/v/{N}` (or with a slash): version N's tree, the page a version's link opens."""
+    store, n = ctx.request.path_params["store"], ctx.request.path_params["n"]  # judged by the tree page
+    target = f"/ui/{quote(store, safe='')}/v/{quote(n, safe='')}/tree/"
+    return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
+
+
+async def unknown(ctx: Context) -> Response:
+    """Any other address under /ui/ (a mistyped or cut permalink): a page that says so, as every console error."""
+    raise not_found(f"the console has no page {ctx.request.url.path[:200]}")
+
+
 # -- helpers ----------------------------------------------------------------------------------------------------
 def _loaded(ctx: Context) -> LoadedVersion:
     assert ctx.loaded is not None
@@ -352,7 +364,8 @@ def routes(api: Api) -> Sequence[BaseRoute]:
     api.service.on_refresh.append(lambda: prepare(api.service))
 
     async def to_slash(request: Request) -> Response:
-        return RedirectResponse("/ui/", status_code=308, headers=SECURITY_HEADERS)
+        """`/ui` and `/ui/{store}`: the same address with its slash (the stores, a store's timeline)."""
+        return RedirectResponse(f"{request.url.path}/", status_code=308, headers=SECURITY_HEADERS)
 
     return [
         Route("/ui", to_slash),
@@ -375,6 +388,10 @@ def routes(api: Api) -> Sequence[BaseRoute]:
         Route("/ui/{store}/v/{n}/access/{key:anypath}", page("ui", rights.access_page, version=True)),
         Route("/ui/{store}/diff", page("ui", changes.diff_form)),
         Route("/ui/{store}/diff/{span}", page("ui", changes.diff_page)),
+        Route("/ui/{store}", to_slash),
+        Route("/ui/{store}/v/{n}", page("ui", version_home, store=False)),
+        Route("/ui/{store}/v/{n}/", page("ui", version_home, store=False)),
+        Route("/ui/{rest:path}", page("ui", unknown, store=False)),  # last: what no route above answers
     ]
 
 

@@ -281,3 +281,20 @@ def test_sign_in_redirects_only_within_the_console(
     client = make_client(small_acl, tmp_path / "tokens.json")
     found = client.post("/ui/login", data={"token": token, "next": target})
     assert found.status_code == 303 and found.headers["location"] == "/ui/"
+
+
+def test_an_address_under_ui_that_names_no_page_answers_a_page_not_the_apis_json(
+    small_acl: GitRepo, make_client: MakeClient
+) -> None:
+    """A cut or mistyped permalink: the store's address without its slash and a version's without its page lead to
+    them; any other address answers the console's own 404 page."""
+    client = make_client(small_acl)
+    assert client.get("/ui/small").headers["location"] == "/ui/small/"
+    for short in ("/ui/small/v/1", "/ui/small/v/1/"):
+        found = client.get(short)
+        assert found.status_code == 303 and found.headers["location"] == "/ui/small/v/1/tree/", short
+    for url in ("/ui/small/nosuch", "/ui/small/v/1/nosuch/data", "/ui/small/diff/", "/ui/small/v/1/search/"):
+        found = client.get(url)
+        assert found.status_code == 404 and found.headers["content-type"].startswith("text/html"), url
+        assert found.headers["content-security-policy"].startswith("default-src 'self'")
+        assert f"the console has no page {url}" in Page(found.text).text
