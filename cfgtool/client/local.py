@@ -25,7 +25,7 @@ from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.store.refmemo import RefMemo
-from cfgtool.store.urls import fetch_env, redact, split_credentials, stall_bound
+from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials, stall_bound
 from cfgtool.versions.artifact import Artifact, compact_json
 from cfgtool.versions.artifact_rows import values_at
 from cfgtool.versions.names import CURRENT, version_spec
@@ -260,9 +260,7 @@ class ConfigClient:
             if url != self.location:  # a clone an older cfgtool made kept the credential in its config
                 shutil.rmtree(named(self.location), ignore_errors=True)
             if (clone / "HEAD").exists():
-                # branches may move; tags never do (a tag that changed upstream is an error, not an update)
-                args = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
-                self._git(clone, *args, env=env)
+                self._git(clone, *FETCH, env=env)  # branches may move; tags never do
             else:
                 private_dir(clone.parent)
                 self._git(clone.parent, "clone", "--quiet", "--bare", "--", url, str(clone), env=env)

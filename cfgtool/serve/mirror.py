@@ -30,10 +30,9 @@ from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
-from cfgtool.store.urls import fetch_env, redact, split_credentials, stall_bound
+from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials, stall_bound
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
-_FETCH = ("fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
 
 
 def is_url(location: str) -> bool:
@@ -100,7 +99,7 @@ class Repository:
             self._legacy = None
         bound, shown = stall_bound(url), redact(url)
         if (self.root / "HEAD").exists():
-            git.transfer(self.root, *_FETCH, env=self._env, stall_s=bound, shown=shown)
+            git.transfer(self.root, *FETCH, env=self._env, stall_s=bound, shown=shown)
             self._point_head()
             return
         private_dir(self.root.parent)

@@ -21,6 +21,9 @@ _ORIGIN = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s]*", re.IGNORECASE)  # scheme
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 # A clone or fetch that receives nothing for STALL_S seconds fails; over HTTP, one slower than STALL_BYTES a second.
 STALL_BYTES, STALL_S = 1000, 30
+# How a cache of a URL (the server's mirror, a client's clone) is fetched: branches as they move, tags never
+# moved (a tag moved upstream fails the fetch). Not --quiet: git says which tag it refused only without it.
+FETCH = ("fetch", "origin", "+refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*")
 _HTTP = {"http", "https", "ftp", "ftps"}  # the schemes git sends a URL's user name and password over
 # A credential helper (git runs it with sh): answers `get` with the credential its environment holds and
 # ignores `store` and `erase`, so neither it nor a helper the user configured keeps the credential anywhere.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import re
 import subprocess
 import threading
 import time
@@ -196,3 +197,20 @@ def test_the_git_client_of_a_credentialed_url_keeps_the_credential_out_of_its_ca
     with pytest.raises(StoreNotFound) as refused:
         ConfigClient(git_http.url.replace("cfg.git", "none.git"), store="store", cache_dir=cache)
     assert TOKEN not in str(refused.value) and "127.0.0.1" in str(refused.value)
+
+
+def test_a_tag_moved_upstream_is_a_fetch_failure_whose_message_names_the_tag(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(small.root), str(bare)], check=True)
+    server = start_server(f"file://{bare}", "--fetch-interval", "0.2", "--cache-time", "0")
+    [tag] = subprocess.run(["git", "--git-dir", str(bare), "tag"], capture_output=True, text=True).stdout.split()
+    subprocess.run(["git", "--git-dir", str(bare), "update-ref", f"refs/tags/{tag}", "HEAD"], check=True)  # moved
+    deadline = time.monotonic() + 60
+    while (fetch := httpx.get(f"{server.url}/healthz", timeout=10).json()["fetch"])["ok"]:
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.2)
+    assert re.search(rf"\[rejected\] +{tag} +-> {tag} +\(would clobber existing tag\)", fetch["error"]), fetch
+    assert "remote:" not in fetch["error"] and "objects" not in fetch["error"]  # git's progress reports are left out
+    assert httpx.get(f"{server.url}/v1/small/current/keys/data/b", timeout=10).json()["config"]["size"] == 2
