@@ -298,3 +298,27 @@ def test_an_address_under_ui_that_names_no_page_answers_a_page_not_the_apis_json
         assert found.status_code == 404 and found.headers["content-type"].startswith("text/html"), url
         assert found.headers["content-security-policy"].startswith("default-src 'self'")
         assert f"the console has no page {url}" in Page(found.text).text
+
+
+def test_an_explain_marks_no_visible_layer_as_the_winner_when_a_hidden_one_won(
+    tmp_path: Path, make_client: MakeClient, token_of: Callable[[str], str]
+) -> None:
+    """/tags/t, which alice may not describe, sets the tier of /data/open over /data's: the /data row is what it
+    overrode, not the value that won."""
+    from tests.console.conftest import STORE
+
+    acl = STORE["store/_ACL.yaml"] + (
+        "  - {principal: User:alice, operation: all, key: /tags/t, pattern: literal, permission: deny}\n"
+    )
+    repo = GitRepo(tmp_path / "small")
+    publish_change(repo, {**STORE, "store/_ACL.yaml": acl, "store/tags/t/main.conf": "tier = platinum\n"}, "v1")
+    token, admin = token_of("User:alice"), token_of("User:admin")
+    client = make_client(repo, tmp_path / "tokens.json")
+    url = "/ui/small/v/1/explain/data/open?path=tier"
+    sign_in(client, admin)  # the control: who sees every layer sees /tags/t win
+    rows = Page(client.get(url).text).all("tr")
+    assert [r.get("class") for r in rows].count("winner") == 1
+    sign_in(client, token)
+    page = Page(client.get(url).text)
+    assert '"platinum"' in page.text and "[hidden layer]" in page.text
+    assert not [r for r in page.all("tr") if r.get("class") == "winner"], "the /data row is marked as the winner"
