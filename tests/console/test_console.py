@@ -305,13 +305,7 @@ def test_an_explain_marks_no_visible_layer_as_the_winner_when_a_hidden_one_won(
 ) -> None:
     """/tags/t, which alice may not describe, sets the tier of /data/open over /data's: the /data row is what it
     overrode, not the value that won."""
-    from tests.console.conftest import STORE
-
-    acl = STORE["store/_ACL.yaml"] + (
-        "  - {principal: User:alice, operation: all, key: /tags/t, pattern: literal, permission: deny}\n"
-    )
-    repo = GitRepo(tmp_path / "small")
-    publish_change(repo, {**STORE, "store/_ACL.yaml": acl, "store/tags/t/main.conf": "tier = platinum\n"}, "v1")
+    repo = _hidden_tag(tmp_path)
     token, admin = token_of("User:alice"), token_of("User:admin")
     client = make_client(repo, tmp_path / "tokens.json")
     url = "/ui/small/v/1/explain/data/open?path=tier"
@@ -322,3 +316,27 @@ def test_an_explain_marks_no_visible_layer_as_the_winner_when_a_hidden_one_won(
     page = Page(client.get(url).text)
     assert '"platinum"' in page.text and "[hidden layer]" in page.text
     assert not [r for r in page.all("tr") if r.get("class") == "winner"], "the /data row is marked as the winner"
+
+
+def test_a_key_page_says_that_it_counts_only_the_imports_the_principal_may_see(
+    tmp_path: Path, make_client: MakeClient, token_of: Callable[[str], str]
+) -> None:
+    """/data/open imports /tags/t, which alice may not describe: "imports nothing" would be untrue."""
+    token = token_of("User:alice")
+    client = make_client(_hidden_tag(tmp_path), tmp_path / "tokens.json")
+    sign_in(client, token)
+    page = Page(client.get("/ui/small/v/1/key/data/open").text)
+    assert "/tags/t" not in page.text
+    assert "/data/open imports nothing and nothing imports it, of the keys you may see." in page.text
+
+
+def _hidden_tag(tmp_path: Path) -> GitRepo:
+    """The small store where alice may not describe /tags/t, which /data/open imports and which sets its tier."""
+    from tests.console.conftest import STORE
+
+    acl = STORE["store/_ACL.yaml"] + (
+        "  - {principal: User:alice, operation: all, key: /tags/t, pattern: literal, permission: deny}\n"
+    )
+    repo = GitRepo(tmp_path / "small")
+    publish_change(repo, {**STORE, "store/_ACL.yaml": acl, "store/tags/t/main.conf": "tier = platinum\n"}, "v1")
+    return repo
