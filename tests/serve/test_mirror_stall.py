@@ -169,7 +169,7 @@ def test_a_remote_over_git_or_ssh_that_stops_answering_is_a_fetch_failure_and_th
     deadline = stalled_at + STALL_S + SLACK_S
     _until("both fetches fail", lambda: not any(_fetch_state(s)["ok"] for s in servers), deadline, servers)
     assert time.monotonic() - stalled_at > STALL_S - 1  # stopped for its silence, not for anything else
-    assert _fetch_state(slow)["ok"] and _size(slow) == 2  # still receiving keepalives while its pack is made
+    assert _fetch_state(slow)["ok"]  # receiving keepalives while its pack is made, or done
     for server, shown in zip(servers, (over_git, f"ssh://stand-in{bare}"), strict=True):
         error = str(_fetch_state(server)["error"])
         assert error.startswith(f"{shown} stalled: git fetch received nothing for {STALL_S} s"), error
