@@ -176,7 +176,7 @@ class Console:
             except SignIn:
                 response = self._to_sign_in(request)
             except Denied as exc:
-                response = self._error(request, exc)
+                response = await self._error(request, exc)
             self.api.metrics.count(name, response.status_code)
             return response
 
@@ -188,9 +188,14 @@ class Console:
             return Response(status_code=401, headers={"hx-redirect": target, **SECURITY_HEADERS})
         return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
 
-    def _error(self, request: Request, exc: Denied) -> Response:
+    async def _error(self, request: Request, exc: Denied) -> Response:
+        """The error as a page, its header naming who is signed in (with the sign-out), as every page's does."""
         doc = json.loads(exc.answer.body)
-        ctx = Context(request, self, None)
+        try:
+            who = await self.principal(request)
+        except SignIn:
+            who = None
+        ctx = Context(request, self, who)
         headers = {k.decode(): v.decode() for k, v in exc.headers if k.lower() != b"www-authenticate"}
         response = self.render(ctx, "error.html", exc.answer.status, code=exc.answer.status, message=doc["message"])
         response.headers.update(headers)

@@ -340,3 +340,17 @@ def _hidden_tag(tmp_path: Path) -> GitRepo:
     repo = GitRepo(tmp_path / "small")
     publish_change(repo, {**STORE, "store/_ACL.yaml": acl, "store/tags/t/main.conf": "tier = platinum\n"}, "v1")
     return repo
+
+
+def test_an_error_page_keeps_the_signed_in_header_with_its_sign_out(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    token = token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    sign_in(client, token)
+    for url in ("/ui/small/v/9/tree/", "/ui/small/v/1/key/data/secret-project", "/ui/nosuch/"):
+        found = client.get(url)
+        assert found.status_code == 404, url
+        page = Page(found.text)
+        assert "signed in as User:alice" in page.text, url
+        assert [f.get("action") for f in page.all("form")] == ["/ui/logout"], url
