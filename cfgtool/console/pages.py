@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
 CONSUMERS_SHOWN = 500  # instances listed (most recently heard first); the rest counted
 LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
+IDLE = "cfgtool-timeline-idle"  # the event a live-update request without news fires on the timeline: ask again
 
 
 # -- pages ------------------------------------------------------------------------------------------------------
@@ -64,8 +65,9 @@ async def timeline(ctx: Context) -> Response:
 
 
 async def timeline_live(ctx: Context) -> Response:
-    """The timeline section again once the change feed has an event after `since` (or after `LIVE_WAIT` seconds):
-    htmx swaps it in and asks again, so the page follows the feed."""
+    """The timeline section again once the change feed has an event after `since`: htmx swaps it in and asks
+    again, so the page follows the feed. After `LIVE_WAIT` seconds without one, `204 No Content`: htmx swaps
+    nothing (a swap would take the keyboard's focus off a link of the timeline) and asks again on `IDLE`."""
     assert ctx.state is not None
     try:
         since = int(ctx.request.query_params.get("since", "0"))
@@ -75,6 +77,9 @@ async def timeline_live(ctx: Context) -> Response:
     if feed.seq <= since and not feed.closed:
         with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
             await feed.wait(since, LIVE_WAIT)
+        if feed.seq <= since and not feed.closed:
+            headers = {"hx-trigger": IDLE, "cache-control": "no-store", **SECURITY_HEADERS}
+            return Response(status_code=204, headers=headers)
     ctx.view = ctx.state.view  # the view after the event
     return ctx.render("timeline_section.html", **_timeline(ctx))
 
@@ -101,6 +106,7 @@ def _timeline(ctx: Context) -> dict[str, Any]:
         "current": view.current,
         "seq": feed.seq,
         "counts_shown": ctx.seen.sees_everything,  # changed-key counts include keys others may not describe
+        "idle": IDLE,
     }
 
 

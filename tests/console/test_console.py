@@ -354,3 +354,23 @@ def test_an_error_page_keeps_the_signed_in_header_with_its_sign_out(
         page = Page(found.text)
         assert "signed in as User:alice" in page.text, url
         assert [f.get("action") for f in page.all("form")] == ["/ui/logout"], url
+
+
+def test_a_live_update_without_news_swaps_nothing_and_asks_again(
+    small_acl: GitRepo, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A swap of the same timeline would move the keyboard's focus off the link it was on, every long poll."""
+    from cfgtool.console import pages
+
+    monkeypatch.setattr(pages, "LIVE_WAIT", 0.1)
+    client = make_client(small_acl)
+    section = Page(client.get("/ui/small/").text).all("section")[0]
+    asked = str(section["hx-get"])
+    idle = client.get(asked, headers={"hx-request": "true"})
+    assert idle.status_code == 204 and not idle.content
+    event = idle.headers["hx-trigger"]
+    assert f"{event} delay:500ms" in str(section["hx-trigger"]).split(", ")  # the section asks again on it
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 3\n"}, "v2")
+    client.app.service.refresh()  # type: ignore[attr-defined]  # the loader's next round
+    news = client.get(asked, headers={"hx-request": "true"})
+    assert news.status_code == 200 and "Version 2" in Page(news.text).text
