@@ -128,7 +128,7 @@ async def tree(ctx: Context) -> Response:
         ancestors=[a for a in trees.ancestors(key) if ctx.seen.describes(a) or a not in loaded.nodes],
         children=children,
         config=config,
-        kind=trees.kind(loaded, index, key),
+        kind=trees.kind(loaded, index, key, ctx.seen),
     )
 
 

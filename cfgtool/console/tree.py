@@ -47,14 +47,22 @@ def is_tag(loaded: LoadedVersion, key: str) -> bool:
     return any(key.startswith(root + "/") for root in loaded.tag_roots)
 
 
-def kind(loaded: LoadedVersion, index: Index, key: str) -> str:
-    """`tag`, `group` (a node with nodes below it), `dataset` (any other node) or `none` (no node of its own), as
-    `cfgtool compile` counts them."""
+def kind(loaded: LoadedVersion, index: Index, key: str, seen: Visibility) -> str:
+    """`tag`, `group` (a node with nodes below it that the principal may see), `dataset` (any other node) or `none`
+    (no node of its own), as `cfgtool compile` counts them for one who sees every key."""
     if key not in loaded.nodes:
         return "none"
     if is_tag(loaded, key) or key in loaded.tag_roots:
         return "tag"
-    return "group" if key in index else "dataset"
+    return "group" if opens(index, loaded, key, seen) else "dataset"
+
+
+def opens(index: Index, loaded: LoadedVersion, key: str, seen: Visibility) -> bool:
+    """Whether `key` has a child the principal may see: a level that opened on nothing, or a group of no visible
+    node, would tell of the keys it may not describe."""
+    if seen.sees_everything:
+        return key in index
+    return any(_shown(index, loaded, child, seen) for child in index.get(key, ()))
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,7 @@ def children(index: Index, loaded: LoadedVersion, key: str, seen: Visibility, af
         if len(items) == PAGE:
             return Children(items, items[-1].key)
         name = child.rsplit("/", 1)[-1]
-        items.append(Child(child, name, kind(loaded, index, child), child in index))
+        items.append(Child(child, name, kind(loaded, index, child, seen), opens(index, loaded, child, seen)))
     return Children(items, None)
 
 

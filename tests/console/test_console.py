@@ -374,3 +374,20 @@ def test_a_live_update_without_news_swaps_nothing_and_asks_again(
     client.app.service.refresh()  # type: ignore[attr-defined]  # the loader's next round
     news = client.get(asked, headers={"hx-request": "true"})
     assert news.status_code == 200 and "Version 2" in Page(news.text).text
+
+
+def test_a_tree_level_whose_keys_are_all_hidden_does_not_open(
+    tmp_path: Path, make_client: MakeClient, token_of: Callable[[str], str]
+) -> None:
+    """/tags holds only /tags/t, which alice may not describe: a /tags that opened on "Nothing below" would tell
+    her there is a key there."""
+    token, admin = token_of("User:alice"), token_of("User:admin")
+    client = make_client(_hidden_tag(tmp_path), tmp_path / "tokens.json")
+
+    def opening() -> list[str]:
+        return [str(d.get("hx-get")) for d in Page(client.get("/ui/small/v/1/tree/").text).all("details")]
+
+    sign_in(client, admin)  # the control
+    assert "/ui/small/v/1/tree/tags" in opening()
+    sign_in(client, token)
+    assert "/ui/small/v/1/tree/tags" not in opening() and "/ui/small/v/1/tree/data" in opening()
