@@ -22,6 +22,7 @@ import hashlib
 import posixpath
 import re
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,7 @@ class Repository:
         self.url: str | None = None
         self._env: dict[str, str] = {}
         self._legacy: Path | None = None  # where an older cfgtool kept this mirror (its key had the credentials)
+        self._closed = threading.Event()
         given: str | None = None
         if is_url(location):
             given = location
@@ -93,20 +95,25 @@ class Repository:
         except CfgtoolError as exc:
             raise SourceError(redact(exc.message), hint=exc.hint and redact(exc.hint)) from None
 
+    def close(self) -> None:
+        """Stop a clone or fetch under way at once, and any later one (the server is stopping: it must not wait
+        up to the stall bound for a remote that stopped answering)."""
+        self._closed.set()
+
     def _fetch(self, url: str) -> None:
         if self._legacy is not None:
             self._scrub(url, self._legacy)
             self._legacy = None
         bound, shown = stall_bound(url), redact(url)
         if (self.root / "HEAD").exists():
-            git.transfer(self.root, *FETCH, env=self._env, stall_s=bound, shown=shown)
+            git.transfer(self.root, *FETCH, env=self._env, stall_s=bound, shown=shown, cancel=self._closed)
             self._point_head()
             return
         private_dir(self.root.parent)
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
         clone = ("clone", "--quiet", "--bare", "--", url, str(tmp))
-        git.transfer(self.root.parent, *clone, env=self._env, stall_s=bound, shown=shown)
+        git.transfer(self.root.parent, *clone, env=self._env, stall_s=bound, shown=shown, cancel=self._closed)
         tmp.rename(self.root)
         self._point_head()
 

@@ -101,6 +101,7 @@ class Service:
         self.fetch_error: str | None = None
         self.failing_since: float | None = None
         self.last_fetch = 0.0
+        self.closed = False
         self._fetch()
         if self.fetch_error is not None and not (self.repository.root / "HEAD").exists():
             raise SourceError(
@@ -119,7 +120,6 @@ class Service:
         self.consumers = {name: Consumers() for name in self.stores}
         self.store_errors: dict[str, str] = {}
         self.metrics = Metrics(self._figures, lambda: self.last_fetch, self._consumers)
-        self.closed = False
         self.on_refresh: list[Callable[[], None]] = []  # run on the loader thread after each round (the console's
         # indexes of the versions just loaded: built there, so no request pays for them)
 
@@ -151,7 +151,7 @@ class Service:
         except CfgtoolError as exc:
             if self.failing_since is None:
                 self.failing_since = time.time()
-            if exc.message != self.fetch_error:  # said once, not every round
+            if exc.message != self.fetch_error and not self.closed:  # said once, not every round, nor at a stop
                 log.warning("fetching %s failed: %s", self.repository.shown_url, exc.message)
             self.fetch_error = exc.message
         else:
@@ -221,6 +221,7 @@ class Service:
     def close(self) -> None:
         """Graceful shutdown: stop refreshing and release every waiting long poll."""
         self.closed = True
+        self.repository.close()
         for feed in self.feeds.values():
             feed.close()
         for state in self.stores.values():

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,9 +153,17 @@ def run_git(
 
 _PROGRESS = re.compile(r"^(?:remote: )?(?:Total \d|[A-Z][a-z]+(?: [a-z]+)*: +\d)")  # "Receiving objects: 50% ..."
 _STDERR_KEPT = 65536  # the tail of git's stderr kept for a message
+_TICK = 0.2  # seconds between two looks at a transfer's `cancel` while git says nothing
 
 
-def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | None, shown: str) -> None:
+def transfer(
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str],
+    stall_s: float | None,
+    shown: str,
+    cancel: threading.Event | None = None,
+) -> None:
     """Run `git clone` or `git fetch` (`args`, the subcommand first) in `cwd`; GitError when it fails.
 
     With `stall_s`, git is stopped, with every process it started (ssh, a remote helper), when it shows no
@@ -163,7 +172,8 @@ def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | Non
     bytes received, once a second while any arrive) or any packet it traces before the pack (the refs, and the
     keepalives a server sends every few seconds while it prepares a large pack in silence). The bound is on
     silence, not on the whole command, so a large clone that keeps receiving is never cut short. git runs in a
-    session of its own: it has no terminal to prompt on, and stopping it reaches its children.
+    session of its own: it has no terminal to prompt on, and stopping it reaches its children. Once `cancel` is
+    set (a server stopping), git is stopped within `_TICK` seconds: GitError.
     """
     watched = stall_s is not None
     command = ["git", args[0], *(["--progress"] if watched else []), *args[1:]]
@@ -188,7 +198,7 @@ def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | Non
     assert proc is not None
     stderr: bytes | None = None
     try:
-        stderr = _read_until_silent(proc, trace, stall_s)
+        stderr = _read_until_silent(proc, trace, stall_s, cancel)
         if stderr is not None:
             proc.wait(stall_s)
     except subprocess.TimeoutExpired:  # its output closed, yet it never ended
@@ -198,6 +208,8 @@ def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | Non
             os.close(trace)
         if proc.poll() is None:  # silent too long, or this thread was interrupted
             _stop(proc)
+    if cancel is not None and cancel.is_set():
+        raise GitError(f"{shown}: git {args[0]} was stopped: cfgtool is stopping")
     if stderr is None:
         raise StalledError(
             f"{shown} stalled: git {args[0]} received nothing for {stall_s:g} s and was stopped",
@@ -207,20 +219,29 @@ def transfer(cwd: Path, *args: str, env: Mapping[str, str], stall_s: float | Non
         raise GitError(f"git {args[0]} failed in {cwd}: {_without_progress(stderr)}")
 
 
-def _read_until_silent(proc: subprocess.Popen[bytes], trace: int, stall_s: float | None) -> bytes | None:
+def _read_until_silent(
+    proc: subprocess.Popen[bytes], trace: int, stall_s: float | None, cancel: threading.Event | None
+) -> bytes | None:
     """The tail of `proc`'s stderr once its stdout and stderr close (stdout is read too, so that neither pipe
     fills up), or None when none of them and the packet trace `trace` (-1: none) gives a byte for `stall_s`
-    seconds. The trace only counts as progress: its writers (git's children too) may keep it open longer."""
+    seconds, or once `cancel` is set. The trace only counts as progress: its writers (git's children too) may
+    keep it open longer."""
     assert proc.stdout is not None and proc.stderr is not None
     kept = bytearray()
     outputs = {proc.stdout.fileno(), proc.stderr.fileno()}
     with selectors.DefaultSelector() as pipes:
         for fd in (*outputs, *([trace] if trace >= 0 else [])):
             pipes.register(fd, selectors.EVENT_READ)
+        quiet_since = time.monotonic()
         while outputs:
-            ready = pipes.select(stall_s)
-            if not ready:
+            ready = pipes.select(stall_s if cancel is None else _TICK)
+            if cancel is not None and cancel.is_set():
                 return None
+            if not ready:
+                if stall_s is not None and time.monotonic() - quiet_since >= stall_s:
+                    return None
+                continue
+            quiet_since = time.monotonic()
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
                 if not chunk:

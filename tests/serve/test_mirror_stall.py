@@ -1,9 +1,10 @@
 """A mirrored remote that accepts the connection and then sends nothing, over git:// (a real `git daemon` on
 loopback) and ssh:// (git's ssh command replaced by a script that runs the remote command locally, as sshd
 would, or stalls): each fetch that stalls fails within the stall bound and `/healthz` reports it, the versions
-the server has stay served, the next fetch works once the remote answers again, and a server or a client whose
-first clone stalls fails with a clear message; a remote that prepares its pack for longer than the bound, in
-silence but for its keepalives, is no stall. All of it at once: the bound is 30 s, and one wait covers it."""
+the server has stay served, the next fetch works once the remote answers again, a server asked to stop meanwhile
+stops at once, and a server or a client whose first clone stalls fails with a clear message; a remote that
+prepares its pack for longer than the bound, in silence but for its keepalives, is no stall. All of it at once:
+the bound is 30 s, and one wait covers it."""
 
 from __future__ import annotations
 
@@ -147,9 +148,9 @@ def test_a_remote_over_git_or_ssh_that_stops_answering_is_a_fetch_failure_and_th
     over_git = f"git://127.0.0.1:{daemon.port}/cfg.git"
     over_ssh = f"ssh://deploy:hunter2@stand-in{bare}"  # a password git never uses: it must show nowhere
     over_slow_ssh = f"ssh://slow{bare}"
-    urls = (over_git, over_ssh, over_slow_ssh)
-    *servers, slow = [start_server(url, "--fetch-interval", "0.2", "--cache-time", "0") for url in urls]
-    assert [_size(s) for s in (*servers, slow)] == [2, 2, 2]
+    urls = (over_git, over_ssh, over_slow_ssh, over_git)
+    *servers, slow, stopped = [start_server(url, "--fetch-interval", "0.2", "--cache-time", "0") for url in urls]
+    assert [_size(s) for s in (*servers, slow, stopped)] == [2, 2, 2, 2]
 
     daemon.stall(True)  # from now on both remotes accept and answer nothing
     (ssh.parent / "STALL").touch()
@@ -176,6 +177,10 @@ def test_a_remote_over_git_or_ssh_that_stops_answering_is_a_fetch_failure_and_th
         assert httpx.get(f"{server.url}/healthz", timeout=10).json()["status"] == "failing"
         assert _size(server) == 2  # the versions it has are served
         assert "hunter2" not in error + server.log() and "deploy" not in error
+
+    began = time.monotonic()  # its fetch stalls again meanwhile: a server asked to stop does not wait for it
+    status = stopped.stop()
+    assert status == 0 and time.monotonic() - began < 10, f"{status} after {time.monotonic() - began:.1f} s"
 
     status = first.proc.wait(max(1.0, deadline - time.monotonic()))
     assert status == 2, first.log()
