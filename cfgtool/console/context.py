@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
@@ -183,7 +183,13 @@ class Console:
         return run
 
     def _to_sign_in(self, request: Request) -> Response:
-        target = "/ui/login?" + urlencode({"next": _local(request.url.path)})
+        """To the sign-in, then back: to the page asked for, its query included (a permalink's query is part of
+        it), or, for htmx's request of a fragment, to the page the person is on (`HX-Current-URL`)."""
+        asked = urlsplit(str(request.url))
+        if request.headers.get("hx-request") == "true":
+            asked = urlsplit(request.headers.get("hx-current-url", "/ui/"))
+        back = asked.path + (f"?{asked.query}" if asked.query else "")
+        target = "/ui/login?" + urlencode({"next": _local(back)})
         if request.headers.get("hx-request") == "true":  # htmx follows this header with a whole-page load
             return Response(status_code=401, headers={"hx-redirect": target, **SECURITY_HEADERS})
         return RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)

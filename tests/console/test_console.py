@@ -391,3 +391,24 @@ def test_a_tree_level_whose_keys_are_all_hidden_does_not_open(
     assert "/ui/small/v/1/tree/tags" in opening()
     sign_in(client, token)
     assert "/ui/small/v/1/tree/tags" not in opening() and "/ui/small/v/1/tree/data" in opening()
+
+
+def test_signing_in_from_a_permalink_returns_to_it_with_its_query(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    """An explain, a search or a history names what it shows in its query: signing in must not drop it."""
+    token = token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    permalink = "/ui/small/v/1/explain/data/open?path=size"
+    to_sign_in = client.get(permalink)
+    assert to_sign_in.status_code == 303
+    form = Page(client.get(to_sign_in.headers["location"]).text)
+    kept = [i["value"] for i in form.all("input") if i.get("name") == "next"]
+    assert kept == [permalink]
+    signed_in = client.post("/ui/login", data={"token": token, "next": kept[0]})
+    assert signed_in.headers["location"] == permalink
+    assert client.get(permalink).status_code == 200
+    client.cookies.clear()  # the session ended while the timeline followed the feed: back to the timeline
+    live = {"hx-request": "true", "hx-current-url": "http://127.0.0.1:8750/ui/small/?from=x"}
+    expired = client.get("/ui/small/live?since=1", headers=live)
+    assert expired.status_code == 401 and expired.headers["hx-redirect"] == "/ui/login?next=%2Fui%2Fsmall%2F%3Ffrom%3Dx"
