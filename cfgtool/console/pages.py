@@ -89,6 +89,8 @@ def _timeline(ctx: Context) -> dict[str, Any]:
     view = ctx.view
     feed = ctx.console.service.feeds[ctx.state.name]
     published = {e.version: e for e in feed.events if e.kind == "publish"}
+    undone = {e.version: e for e in feed.events if e.kind == "rollback"}
+    good = [n for n, v in view.versions.items() if v.rolled_back is None and n not in view.unservable]
     entries: list[dict[str, Any]] = []
     for v in view.versions.values():
         event = published.get(v.version)
@@ -97,8 +99,14 @@ def _timeline(ctx: Context) -> dict[str, Any]:
             "changed": event.changed_keys if event is not None else None,
             "effective_by": event.effective_by if event is not None else None,
         })  # fmt: skip
-        if v.rolled_back is not None:
-            entries.append({"kind": "rollback", "version": v, "date": v.rolled_back.date})
+        if v.rolled_back is not None:  # readers read the good version below it again (as the server counts it)
+            undo = undone.get(v.version)
+            entries.append({
+                "kind": "rollback", "version": v, "date": v.rolled_back.date,
+                "servable": v.version not in view.unservable,
+                "changed": undo.changed_keys if undo is not None else None,
+                "back_to": max((n for n in good if n < v.version), default=None),
+            })  # fmt: skip
     entries.sort(key=lambda e: (e["date"], e["kind"] == "rollback", e["version"].version), reverse=True)
     return {
         "entries": entries[:TIMELINE_SHOWN],

@@ -102,6 +102,8 @@ def test_the_timeline_marks_the_current_version_and_rollbacks_with_their_reason(
     assert "current" in items["v2"] and "rolled-back" in items["v3"] and "rollback" in items["r3"]
     assert "size 4 broke the loader" in page.text and "even bigger" in page.text
     assert re.search(r"Current version: 2\b", page.text)
+    undone = re.search(r'id="r3".*?</li>', client.get("/ui/small/").text, re.S)
+    assert undone and '<a href="/ui/small/diff/3..2">' in undone.group(0)  # what the rollback changed back
     # the live fragment: the timeline section again, asking the change feed for what follows
     live = client.get("/ui/small/live?since=0", headers={"hx-request": "true"})
     section = Page(live.text).all("section")[0]
