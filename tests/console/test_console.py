@@ -414,3 +414,14 @@ def test_signing_in_from_a_permalink_returns_to_it_with_its_query(
     live = {"hx-request": "true", "hx-current-url": "http://127.0.0.1:8750/ui/small/?from=x"}
     expired = client.get("/ui/small/live?since=1", headers=live)
     assert expired.status_code == 401 and expired.headers["hx-redirect"] == "/ui/login?next=%2Fui%2Fsmall%2F%3Ffrom%3Dx"
+
+
+def test_an_error_page_heading_says_what_kind_of_error_it_is(small_acl: GitRepo, make_client: MakeClient) -> None:
+    client = make_client(small_acl)
+    for url, heading in [
+        ("/ui/small/v/1/explain/data/open?path=a..b", "400: bad request"),
+        ("/ui/small/v/1/key/" + "k" * 1100, "414: bad request"),
+        ("/ui/small/v/9/tree/", "404: not found"),
+    ]:
+        page = Page(client.get(url).text)
+        assert heading in page.text, (url, page.text[:200])
