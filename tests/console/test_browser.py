@@ -228,6 +228,18 @@ def test_search_and_switch_versions(console: Console, page: tuple[Page, Problems
     assert problems == []
 
 
+def test_the_slash_key_opens_the_search_from_any_page(console: Console, page: tuple[Page, Problems]) -> None:
+    tab, problems = page
+    sign_in(tab, console, target="/ui/small/v/3/tree/data")
+    tab.keyboard.press("/")
+    tab.wait_for_url(console.url + "/ui/small/v/3/search#q")
+    assert tab.evaluate("document.activeElement.id") == "q"
+    tab.keyboard.type("payments")
+    tab.keyboard.press("Enter")
+    tab.wait_for_url(re.compile(r"/ui/small/v/3/search\?q=payments"))
+    assert problems == []
+
+
 def test_access_page_names_the_deciding_rule(console: Console, page: tuple[Page, Problems]) -> None:
     tab, problems = page
     sign_in(tab, console, who="admin", target="/ui/small/v/3/access/data/b")
