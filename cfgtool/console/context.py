@@ -111,6 +111,8 @@ class Console:
             page = here.partition("/")[0]
             if ctx.request.url.query:
                 here += f"?{ctx.request.url.query}"
+        elif page == "history":  # a key's history, of no one version: the switcher opens the key in the one chosen
+            here = f"key/{here}"
         body = self.env.get_template(template).render(
             page=page or "timeline",
             here=here,

@@ -273,6 +273,10 @@ def test_the_version_switcher_keeps_the_page_and_its_query(small_acl: GitRepo, m
     moved = client.get("/ui/small/switch", params={"v": "1", "page": kept[0]})
     assert moved.status_code == 303 and moved.headers["location"] == "/ui/small/v/1/explain/data/open?path=size"
     assert "size" in client.get(moved.headers["location"]).text
+    history = Page(client.get("/ui/small/history/data/open?path=size").text)  # of no one version: the key in N
+    kept = [i["value"] for i in history.all("input") if i.get("name") == "page"]
+    moved = client.get("/ui/small/switch", params={"v": "1", "page": kept[0]})
+    assert moved.headers["location"] == "/ui/small/v/1/key/data/open"
 
 
 @pytest.mark.parametrize("target", ["//evil.example/", "https://evil.example/ui/", "/ui/\\\\evil", "/v1/stores"])
