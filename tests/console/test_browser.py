@@ -209,6 +209,8 @@ def test_open_a_key_and_expand_a_values_explain(console: Console, page: tuple[Pa
     explained.get_by_text("/tags/t").first.wait_for()  # htmx swapped in the explain: the tag that set it
     assert "main.conf" in explained.inner_text()
     assert explained.locator("tr.winner").inner_text().startswith("/tags/t")  # the layer whose value won
+    graph = tab.get_by_role("group", name="two steps each way")  # its links reach a screen reader
+    assert graph.get_by_role("link", name="/tags/t").count() == 1
     shot(tab, "key", full_page=True)
     assert problems == []
 
