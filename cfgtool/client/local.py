@@ -25,7 +25,7 @@ from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.store.refmemo import RefMemo
-from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials, stall_bound
+from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials
 from cfgtool.versions.artifact import Artifact, compact_json
 from cfgtool.versions.artifact_rows import values_at
 from cfgtool.versions.names import CURRENT, version_spec
@@ -260,10 +260,10 @@ class ConfigClient:
             if url != self.location:  # a clone an older cfgtool made kept the credential in its config
                 shutil.rmtree(named(self.location), ignore_errors=True)
             if (clone / "HEAD").exists():
-                self._git(clone, *FETCH, env=env)  # branches may move; tags never do
+                self._git(clone, *FETCH, url=url, env=env)  # branches may move; tags never do
             else:
                 private_dir(clone.parent)
-                self._git(clone.parent, "clone", "--quiet", "--bare", "--", url, str(clone), env=env)
+                self._git(clone.parent, "clone", "--quiet", "--bare", "--", url, str(clone), url=url, env=env)
             memo = RefMemo(clone, self._cache)
         try:
             memo.add_file(memo.repo.root / self.store / SETTINGS_FILE)  # the tag prefixes, before a first commit
@@ -271,12 +271,11 @@ class ConfigClient:
             raise StoreNotFound(str(exc.message), hint=exc.hint) from exc
         return memo
 
-    def _git(self, cwd: Path, *args: str, env: Mapping[str, str]) -> None:
+    def _git(self, cwd: Path, *args: str, url: str, env: Mapping[str, str]) -> None:
         from cfgtool.store import git
 
-        url = split_credentials(self.location)[0]
         try:
-            git.transfer(cwd, *args, env=env, stall_s=stall_bound(url), shown=redact(url))
+            git.transfer(cwd, *args, url=url, env=env)
         except SourceError as exc:
             what = redact(f"cannot read {self.location}: {exc.message}")
             raise StoreNotFound(what, hint="check the URL and access") from exc

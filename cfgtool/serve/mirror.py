@@ -31,7 +31,7 @@ from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
 from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
-from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials, stall_bound
+from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path
 
@@ -104,16 +104,15 @@ class Repository:
         if self._legacy is not None:
             self._scrub(url, self._legacy)
             self._legacy = None
-        bound, shown = stall_bound(url), redact(url)
         if (self.root / "HEAD").exists():
-            git.transfer(self.root, *FETCH, env=self._env, stall_s=bound, shown=shown, cancel=self._closed)
+            git.transfer(self.root, *FETCH, url=url, env=self._env, cancel=self._closed)
             self._point_head()
             return
         private_dir(self.root.parent)
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # a clone cut short last time
         clone = ("clone", "--quiet", "--bare", "--", url, str(tmp))
-        git.transfer(self.root.parent, *clone, env=self._env, stall_s=bound, shown=shown, cancel=self._closed)
+        git.transfer(self.root.parent, *clone, url=url, env=self._env, cancel=self._closed)
         tmp.rename(self.root)
         self._point_head()
 

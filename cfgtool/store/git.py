@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cfgtool.errors import SourceError
+from cfgtool.store.urls import redact, stall_bound
 
 if TYPE_CHECKING:
     import git as gitpython
@@ -159,15 +160,15 @@ _TICK = 0.2  # seconds between two looks at a transfer's `cancel` while git says
 def transfer(
     cwd: Path,
     *args: str,
+    url: str,
     env: Mapping[str, str],
-    stall_s: float | None,
-    shown: str,
     cancel: threading.Event | None = None,
 ) -> None:
-    """Run `git clone` or `git fetch` (`args`, the subcommand first) in `cwd`; GitError when it fails.
+    """Run `git clone` or `git fetch` (`args`, the subcommand first) of `url` (without its credentials: they
+    are in `env`) in `cwd`; GitError when it fails.
 
-    With `stall_s`, git is stopped, with every process it started (ssh, a remote helper), when it shows no
-    progress for `stall_s` seconds: StalledError naming `shown` (the URL without its credentials). Progress
+    Where `urls.stall_bound(url)` watches the transfer, git is stopped, with every process it started (ssh, a
+    remote helper), when it shows no progress for that long: StalledError naming the URL. Progress
     is anything git reports with `--progress` (the remote's counting and compressing, then the objects and
     bytes received, once a second while any arrive) or any packet it traces before the pack (the refs, and the
     keepalives a server sends every few seconds while it prepares a large pack in silence). The bound is on
@@ -175,6 +176,7 @@ def transfer(
     session of its own: it has no terminal to prompt on, and stopping it reaches its children. Once `cancel` is
     set (a server stopping), git is stopped within `_TICK` seconds: GitError.
     """
+    stall_s, shown = stall_bound(url), redact(url)
     watched = stall_s is not None
     command = ["git", args[0], *(["--progress"] if watched else []), *args[1:]]
     trace, traced = os.pipe() if watched else (-1, -1)
