@@ -6,10 +6,11 @@ Usage:
 
 Half the kill points are spread over the whole run, half over its last 40% (the push and the local write).
 
-After every kill: no tag on the remote moved, the remote's versions are contiguous, every local version tag is
-on the remote with the same object, and the same command run again does the right thing (publish: the commit
-becomes the next version, once; rollback: the version that was current before the killed run is rolled back,
-and no other). Prints how many runs were killed before, during and after the push, and any failure.
+After every kill: the clone's index is not locked, no tag on the remote moved, the remote's versions are
+contiguous, every local version tag is on the remote with the same object, and the same command run again does
+the right thing (publish: the commit becomes the next version, once; rollback: the version that was current
+before the killed run is rolled back, and no other). Prints how many runs were killed before, during and after
+the push, and any failure.
 `tests/versions/test_kill_sweep.py` runs a few dozen of these points in the suite.
 """
 
@@ -35,7 +36,9 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 
 def git(cwd: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    proc = subprocess.run(("git", *args), cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(("git", *args), cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
     return proc.stdout.strip()
 
 
@@ -116,7 +119,9 @@ class Sweep:
             return True
 
     def check(self, before: dict[str, str]) -> dict[str, str]:
-        """The remote's tags, after asserting that none moved and the versions are contiguous."""
+        """The remote's tags, after asserting that none moved and the versions are contiguous, and that the
+        clone's index is not locked (a kill must not stop the user's next `git commit`)."""
+        assert not (self.work / ".git" / "index.lock").exists(), "the killed run left .git/index.lock behind"
         after = remote_tags(self.bare)
         moved = {ref: oid for ref, oid in before.items() if after.get(ref) != oid}
         assert not moved, f"tags moved or deleted on the remote: {moved}"

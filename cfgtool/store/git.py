@@ -44,6 +44,12 @@ _KEEP_GIT_ENV = {
 }
 
 
+# Added to every git command: git takes no lock it can do without. A read such as `git status` otherwise
+# rewrites the index under `.git/index.lock` to refresh it, and a process killed then (a CI runner cancelling a
+# job) leaves that lock behind, so the user's next `git commit` fails.
+_NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
+
+
 class GitError(SourceError):
     """git failed, or is not installed (exit 2)."""
 
@@ -137,7 +143,7 @@ def run_git(
                 status, out, err = runner.execute(
                     ["git", *args],
                     istream=stdin,
-                    env=dict(env) if env else None,
+                    env={**_NO_OPTIONAL_LOCKS, **(env or {})},
                     with_extended_output=True,
                     with_exceptions=False,
                     stdout_as_string=False,
@@ -187,7 +193,7 @@ def transfer(
             handle = _runner(cwd).execute(
                 command,
                 as_process=True,
-                env={**env, **extra},
+                env={**env, **_NO_OPTIONAL_LOCKS, **extra},
                 start_new_session=True,
                 pass_fds=(traced,) if watched else (),
             )
@@ -396,7 +402,7 @@ def cat_blobs(root: Path, oids: Iterable[str]) -> dict[str, bytes]:
         with _clean_environ():
             # keep GitPython's handle alive while reading: dropping it terminates the process
             batch = ["git", "cat-file", "--batch", "--buffer"]
-            handle = runner.execute(batch, as_process=True, istream=subprocess.PIPE)
+            handle = runner.execute(batch, as_process=True, istream=subprocess.PIPE, env=_NO_OPTIONAL_LOCKS)
     except _gitpython().GitCommandNotFound as err:
         raise GitError("git is not installed or not on PATH", hint="install git") from err
     proc = handle.proc
@@ -452,13 +458,11 @@ def ls_files_tracked(root: Path, directory: str) -> dict[str, bool]:
 
 def differs_from_head(root: Path, directory: str) -> bool:
     """Whether the content of tracked files under `directory` ('' = everything) in the work tree differs from
-    HEAD (staged or not); untracked files are not looked at. Cheaper than `is_dirty`: git stops at the first
-    difference and walks no directory for untracked files."""
-    args = ["diff", "--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules", "HEAD"]
-    proc = run_git(root, *args, *(["--", directory + "/"] if directory else []), check=False)
-    if proc.returncode not in (0, 1):
-        raise GitError(f"git diff failed in {root}: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.returncode == 1
+    HEAD (staged or not); untracked files are not looked at. Cheaper than `is_dirty`: git walks no directory
+    for untracked files. Not `git diff --quiet HEAD`, which would stop at the first difference: it rewrites a
+    stale index whatever GIT_OPTIONAL_LOCKS says, and a kill then leaves `.git/index.lock` behind."""
+    args = ["status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules"]
+    return bool(run_git(root, *args, *(["--", directory + "/"] if directory else [])).stdout.strip(b"\0"))
 
 
 def listed(root: Path, paths: Sequence[str]) -> list[str]:

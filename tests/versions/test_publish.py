@@ -7,8 +7,11 @@ Every test that has a remote ends by checking that no tag on it was ever moved o
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -273,3 +276,35 @@ def test_eight_publishers_from_separate_clones_get_distinct_contiguous_versions(
     on_remote = remote.check()
     for other, r in zip(clones, results, strict=True):
         assert on_remote[f"refs/tags/config/v{r['version']}^{{}}"] == other.git("rev-parse", "HEAD")
+
+
+def test_no_command_rewrites_the_index_so_a_kill_leaves_no_lock_behind(
+    work: GitRepo, remote: RemoteWatch, run_cfgtool: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    """Reads such as `git status` rewrite a stale index under `.git/index.lock` unless told not to; a command
+    killed then (a CI runner cancelling a job) would leave the lock, and the user's next `git commit` fails.
+    Every file's timestamp is bumped before each command, so a git that may refresh the index does."""
+    index = work.root / ".git" / "index"
+    commands = [
+        ("compile",),
+        ("get", "data/tracking/PageViewEvent"),
+        ("diff", "HEAD"),
+        ("publish", "--remote", "origin", "-m", "first"),
+        ("bump",),
+        ("publish", "--remote", "origin", "-m", "second"),
+        ("versions",),
+        ("rollback", "-m", "bad", "--remote", "origin"),
+    ]
+    for args in commands:
+        if args == ("bump",):
+            bump(work, "second")
+            continue
+        before = index.read_bytes()
+        later = time.time() + 5
+        for path in (work.root / "store").rglob("*"):
+            os.utime(path, (later, later))
+        done = run_cfgtool(*args, cwd=work.root)
+        assert done.returncode == 0, (args, done.stderr)
+        assert index.read_bytes() == before, f"cfgtool {' '.join(args)} rewrote the index"
+    assert remote.tags() == ["config/rolledback/v2", "config/v1", "config/v2"]
+    assert not list((work.root / ".git").rglob("*.lock"))
