@@ -20,7 +20,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
 from cfgtool.serve.accesslog import PRINCIPAL
-from cfgtool.serve.answers import Bounded, Denied, error, version_number
+from cfgtool.serve.answers import Answer, Bounded, Denied, error, version_number
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.served import StoreState, View
 from cfgtool.serve.tokens import token_id
@@ -41,6 +41,21 @@ SECURITY_HEADERS = {
 TIMELINE_SHOWN = 200  # events on the timeline page (the newest; how many older ones there are is said)
 MAX_BODY = 4096  # bytes of a sign-in form read at most
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+REFUSALS = {  # errors the server answers before the console's routes run: a page's heading and what to do
+    431: (
+        "this address is too long",
+        "The address (with the request's headers) is over 16 KB, more than the server reads: it was perhaps pasted"
+        " twice or cut from a longer text. Open the page from the console's links, or shorten the search or key in"
+        " it.",
+    ),
+    405: (
+        "this page cannot be sent a form",
+        "The console is read-only: its pages are opened (GET), as its links and its own forms open them; only"
+        " sign-in and sign-out take a form sent to them. Open this address as a link instead; changes go through"
+        " pull requests.",
+    ),
+}
+NO_REQUEST = {"type": "http", "method": "GET", "path": "/ui/", "query_string": b"", "headers": []}
 
 
 class SignIn(Exception):
@@ -208,6 +223,17 @@ class Console:
         response = self.render(ctx, "error.html", exc.answer.status, code=exc.answer.status, message=doc["message"])
         response.headers.update(headers)
         return response
+
+    def error_page(self, found: Answer, request: Request | None) -> Response:
+        """An error the server answers before the console's routes run (`Api.error_page` under /ui), as the console's
+        error page: a request line and headers over 16 KB (431, answered before there is a request: as if for
+        /ui/, with no one signed in), a method a page does not take (405, its header naming who is signed in)."""
+        who = None
+        if request is not None and self.service.tokens is not None:
+            who = self.sessions.principal(request.cookies.get(COOKIE), self.service.tokens)
+        ctx = Context(request or Request(NO_REQUEST), self, who)
+        heading, message = REFUSALS.get(found.status, (None, json.loads(found.body)["message"]))
+        return self.render(ctx, "error.html", found.status, code=found.status, heading=heading, message=message)
 
     # -- sign-in ------------------------------------------------------------------------------------------
     async def login_form(self, request: Request) -> Response:

@@ -376,6 +376,7 @@ def routes(api: Api) -> Sequence[BaseRoute]:
     console = Console(api)
     page = console.page
     api.service.on_refresh.append(lambda: prepare(api.service))
+    api.error_pages["/ui"] = console.error_page  # a 431 or 405 under /ui is the console's page, not JSON
 
     async def to_slash(request: Request) -> Response:
         """`/ui` and `/ui/{store}`: the same address with its slash (the stores, a store's timeline)."""

@@ -13,10 +13,14 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, MutableMapping
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from cfgtool.serve.accesslog import VERSION
 from cfgtool.snapshot.model import canonical_json
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -105,6 +109,9 @@ class Bounded(Generic[K, V]):
 
 Headers = list[tuple[bytes, bytes]]
 log = logging.getLogger("cfgtool.serve")
+ErrorPage = Callable[[Answer, "Request | None"], "Response"]
+"""An error the server answers before any route runs (a 431, a 405), shown as a part's own page (the console's
+under /ui): given the JSON error and the request (None when the connection answers before it has one)."""
 
 
 class Denied(Exception):

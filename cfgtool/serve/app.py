@@ -26,6 +26,7 @@ from cfgtool.serve.answers import (
     Answer,
     Bounded,
     Denied,
+    ErrorPage,
     Headers,
     answer,
     error,
@@ -74,9 +75,11 @@ class Api:
 
     def __init__(self, service: Service, routes: Routes, parts: Sequence[Part] = ()) -> None:
         """`routes` builds the application for everything but the hot reads (`routes.starlette_app`); `parts` add
-        routes beside the API's (the console under /ui/), each given this application."""
+        routes beside the API's (the console under /ui/), each given this application, which may show the errors
+        answered before its routes run as its own pages (`error_pages`)."""
         self.service = service
         self.metrics = service.metrics
+        self.error_pages: dict[str, ErrorPage] = {}  # path prefix -> a part's page for such errors (console: /ui)
         self.starlette = routes(self, [route for part in parts for route in part(self)])
         self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
         self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
@@ -85,6 +88,14 @@ class Api:
         self._resolving_total = 0
         self._local_only = service.options.local_only  # refuse Host names of other sites (DNS rebinding)
         self.access: AccessLog | None = None  # set by the server: the access log
+
+    def error_page(self, path: str) -> ErrorPage | None:
+        """How an error answered before any route runs (431, 405) is shown at `path`: the page of the part whose
+        prefix it is under (the console's HTML under /ui), None for the API's JSON error."""
+        for prefix, page in self.error_pages.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                return page
+        return None
 
     def key(self, text: str) -> str:
         """The normalized key of a URL's `{key}` (Denied 400 for a bad one, 414 past `MAX_KEY` characters)."""

@@ -7,7 +7,8 @@ front of the parser, for the cost of a length check per received chunk (no measu
 uvicorn's h11 protocol has a head limit but serves about half as many requests a second):
 
 - the request line and headers together at most `HEAD_LIMIT` bytes: past that the bytes are never handed to
-  the parser and the answer is 431;
+  the parser and the answer is 431 (the page of the part whose path it is, from the URL read so far: the
+  console's under /ui; see `Api.error_page`);
 - a request arrives complete within `REQUEST_TIMEOUT` seconds of its first byte (or of the connection's
   opening), else 408 and the connection is closed (one sweep a second over the connections finds them, which
   costs less than a timer per request);
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from cfgtool.serve.accesslog import AccessLog
-from cfgtool.serve.answers import Answer, error
+from cfgtool.serve.answers import Answer, ErrorPage, error
 
 HEAD_LIMIT = 16 * 1024
 REQUEST_TIMEOUT = 10.0
@@ -56,6 +58,7 @@ class LimitedProtocol(HttpToolsProtocol):
 
     max_connections: ClassVar[int] = MAX_CONNECTIONS
     access: ClassVar[AccessLog | None] = None
+    error_page: ClassVar[Callable[[str], ErrorPage | None] | None] = None  # a path's page for a 431
     _sweeping: ClassVar[asyncio.TimerHandle | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -104,7 +107,7 @@ class LimitedProtocol(HttpToolsProtocol):
                     return
                 if self._in_head:
                     message = f"the request line and headers exceed {HEAD_LIMIT} bytes together"
-                    self._refuse(error(431, "headers_too_large", message))
+                    self._refuse(error(431, "headers_too_large", message), self._page_of())
                     return
                 data = data[room:]
             else:
@@ -134,15 +137,25 @@ class LimitedProtocol(HttpToolsProtocol):
         else:
             self.transport.close()
 
-    def _refuse(self, found: Answer) -> None:
-        """Answer `found` without the application and close the connection (lingering)."""
+    def _page_of(self) -> ErrorPage | None:
+        """The page of an error at the URL read so far (its path, perhaps cut short), None for the JSON error."""
+        find = type(self).error_page
+        return find(self.url.partition(b"?")[0].decode("latin-1")) if find is not None else None
+
+    def _refuse(self, found: Answer, page: ErrorPage | None = None) -> None:
+        """Answer `found` without the application (as `page` renders it, else as JSON) and close the connection
+        (lingering)."""
         self._since = None
         self._refused = True
         phrase = HTTPStatus(found.status).phrase
+        body = found.body
+        head = b"content-type: application/json\r\ncontent-length: %d\r\ncache-control: no-store\r\n" % len(body)
+        if page is not None:
+            shown = page(found, None)
+            body = bytes(shown.body)
+            head = b"".join(b"%s: %s\r\n" % pair for pair in shown.raw_headers)
         self.transport.write(
-            b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-            b"cache-control: no-store\r\nconnection: close\r\n\r\n%s"
-            % (found.status, phrase.encode(), len(found.body), found.body)
+            b"HTTP/1.1 %d %s\r\n%sconnection: close\r\n\r\n%s" % (found.status, phrase.encode(), head, body)
         )
         if self.transport.can_write_eof():
             self.transport.write_eof()
@@ -150,10 +163,14 @@ class LimitedProtocol(HttpToolsProtocol):
         else:
             self.transport.close()
         if self.access is not None:
-            self.access.refused(found.status, len(found.body))
+            self.access.refused(found.status, len(body))
 
 
-def limited(max_connections: int, access: AccessLog | None) -> type[LimitedProtocol]:
-    """The protocol class for uvicorn's `http=` with this server's connection cap and access log."""
+def limited(
+    max_connections: int, access: AccessLog | None, error_page: Callable[[str], ErrorPage | None]
+) -> type[LimitedProtocol]:
+    """The protocol class for uvicorn's `http=` with this server's connection cap, access log and the pages of its
+    errors (`Api.error_page`)."""
     logging.getLogger("uvicorn.error").addFilter(_QUIET)
-    return type("CfgtoolProtocol", (LimitedProtocol,), {"max_connections": max_connections, "access": access})
+    fields = {"max_connections": max_connections, "access": access, "error_page": staticmethod(error_page)}
+    return type("CfgtoolProtocol", (LimitedProtocol,), fields)

@@ -215,13 +215,20 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         return _response(internal(exc, request.scope))
 
     async def refused(request: Request, exc: Exception) -> Response:
-        """Starlette's one refusal, a method other than GET or HEAD (405), as a JSON error like every other."""
+        """Starlette's one refusal, a method other than GET or HEAD (405), as a JSON error like every other, or as
+        the page of the part whose path it is (`Api.error_page`: the console's under /ui)."""
         refusal = cast(HTTPException, exc)  # the handler of HTTPException only
         what = (
             f"{request.method} is not answered here: the API is read-only (GET and HEAD), but for an instance's"
             " report (POST /v1/{store}/consumers/{instance})"
         )
-        return _response(error(refusal.status_code, "method_not_allowed", what), dict(refusal.headers or {}))
+        found, headers = error(refusal.status_code, "method_not_allowed", what), dict(refusal.headers or {})
+        page = api.error_page(request.url.path)
+        if page is None:
+            return _response(found, headers)
+        response = page(found, request)
+        response.headers.update(headers)
+        return response
 
     return Starlette(routes=routes, exception_handlers={HTTPException: refused, Exception: crashed})
 

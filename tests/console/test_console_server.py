@@ -100,3 +100,42 @@ def test_the_cookie_is_secure_only_when_an_allowed_proxy_says_https(
         assert forwarded.status_code == 303 and "Secure" in forwarded.headers["set-cookie"]
         plain = proxy.post(f"{server.url}/ui/login", data={"token": token})
         assert plain.status_code == 303 and "secure" not in plain.headers["set-cookie"].lower()
+
+
+def test_errors_answered_before_the_console_runs_are_its_pages_under_ui_and_json_elsewhere(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    """A request line over 16 KB (431, answered by the connection) and a form sent to a page (405, by the router)
+    are the console's error pages under /ui/, its header naming who is signed in; the API's answers stay JSON."""
+    tokens = tmp_path / "tokens.json"
+    token = add_token(tokens, "User:alice")[1]
+    server = start_server(small.root, "--tokens", str(tokens))
+    cookie = {"cfgtool_session": httpx.post(f"{server.url}/ui/login", data={"token": token}).cookies["cfgtool_session"]}
+    long = "a" * (17 * 1024)
+
+    too_long = httpx.get(f"{server.url}/ui/small/v/1/search?q={long}", cookies=cookie)
+    assert (too_long.status_code, too_long.headers["content-type"]) == (431, "text/html; charset=utf-8")
+    assert "<h1>431: this address is too long</h1>" in too_long.text and "Open the page from" in too_long.text
+    assert too_long.headers["content-security-policy"].startswith("default-src 'self'")
+    api = httpx.get(f"{server.url}/v1/small/current/keys/{long}")
+    assert (api.status_code, api.headers["content-type"]) == (431, "application/json")
+    assert (
+        api.content
+        == b'{"error":"headers_too_large","message":"the request line and headers exceed 16384 bytes together"}'
+    )
+
+    posted = httpx.post(f"{server.url}/ui/small/", cookies=cookie, data={"x": "1"})
+    assert (posted.status_code, posted.headers["content-type"]) == (405, "text/html; charset=utf-8")
+    assert (
+        set(posted.headers["allow"].split(", ")) == {"GET", "HEAD"}
+        and "<h1>405: this page cannot be sent a form</h1>" in posted.text
+    )
+    assert "signed in as User:alice" in Page(posted.text).text
+    api = httpx.post(f"{server.url}/v1/stores", content=b"{}")
+    assert (api.status_code, api.headers["content-type"]) == (405, "application/json")
+    assert set(api.headers["allow"].split(", ")) == {"GET", "HEAD"}
+    assert api.json() == {
+        "error": "method_not_allowed",
+        "message": "POST is not answered here: the API is read-only (GET and HEAD), but for an instance's report"
+        " (POST /v1/{store}/consumers/{instance})",
+    }
