@@ -112,6 +112,24 @@ def principal(text: str) -> str:
     return f"User:{text}"
 
 
+PRINCIPAL_FORM = (
+    "a principal is User:NAME, Group:NAME or User:*, with no space, ':' or '*' in NAME; for example User:alice or"
+    " Group:ops (a bare name such as alice is User:alice)"
+)
+
+
+def checked_principal(text: str) -> str:
+    """A principal as `principal` reads it that an ACL can also name: the ACL file's own pattern (`_PRINCIPAL`, as
+    its schema's), so a name that cannot exist ("bad principal") is a UsageError saying what one looks like."""
+    try:
+        found = principal(text)
+    except UsageError as exc:
+        raise UsageError(exc.message, hint=PRINCIPAL_FORM) from None
+    if not _PRINCIPAL.fullmatch(found):
+        raise UsageError(f"{text.strip()!r} cannot be a principal", hint=PRINCIPAL_FORM)
+    return found
+
+
 @cache
 def acl_schema() -> dict[str, Any]:
     """The JSON Schema of the ACL file shipped with the package."""

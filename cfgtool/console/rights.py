@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
-from cfgtool.access.acl import principal as as_principal
+from cfgtool.access.acl import checked_principal
 from cfgtool.access.operations import KEY_OPERATIONS
 from cfgtool.errors import UsageError
 from cfgtool.serve.answers import Denied, error, not_found
@@ -42,13 +42,14 @@ async def access_page(ctx: Context) -> Response:
     asked = ctx.request.query_params.get("principal", "").strip()[:MAX_PRINCIPAL]
     host = ctx.host
     who: str | None
+    mistake = None  # what is wrong with the principal asked about, said beside the form (400) instead of an answer
     if asked:
         if not may_describe_acl:
             raise Denied(error(403, "forbidden", f"{ctx.who} may not describe the ACL, so only its own rights"))
         try:
-            who = as_principal(asked)
+            who = checked_principal(asked)
         except UsageError as exc:
-            raise Denied(error(400, "bad_request", exc.message)) from exc
+            who, mistake = None, f"{exc.message}: {exc.hint}."
         host = ctx.request.query_params.get("host", "").strip()[:64] or None
     else:
         who = ctx.who
@@ -62,6 +63,7 @@ async def access_page(ctx: Context) -> Response:
         entries = own.entries(None, key)
     return ctx.render(
         "access.html",
+        400 if mistake else 200,
         key=key,
         principal=who,
         asked=asked,
@@ -71,6 +73,7 @@ async def access_page(ctx: Context) -> Response:
         acl_file=own.acl.file,
         acl_present=own.acl.present,
         problem=problem,
+        mistake=mistake,
         may_ask=may_describe_acl,
         entries=entries,
     )

@@ -139,3 +139,25 @@ def test_errors_answered_before_the_console_runs_are_its_pages_under_ui_and_json
         "message": "POST is not answered here: the API is read-only (GET and HEAD), but for an instance's report"
         " (POST /v1/{store}/consumers/{instance})",
     }
+
+
+def test_the_access_page_says_what_a_principal_looks_like_instead_of_answering_for_one_that_cannot_exist(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    """A principal the ACL could never name (a space in it) is judged by the ACL file's own pattern: the form
+    again with the mistake and an example (400), and no rights shown."""
+    server = start_server(small.root)
+    url = f"{server.url}/ui/small/v/1/access/data/a"
+    good = httpx.get(url, params={"principal": "alice"})
+    assert good.status_code == 200 and {"access-table"} <= {t.get("class") for t in Page(good.text).all("table")}
+    for bad in ("bad principal", "Group:*", "User:", "Robot:x"):
+        found = httpx.get(url, params={"principal": bad})
+        page = Page(found.text)
+        assert (found.status_code, found.headers["content-type"]) == (400, "text/html; charset=utf-8"), bad
+        assert "a principal is User:NAME, Group:NAME or User:*" in page.text and "for example User:alice" in page.text
+        assert "access-table" not in {t.get("class") for t in page.all("table")} and "Rights of" not in page.text
+        field = next(i for i in page.all("input") if i.get("name") == "principal")
+        assert field["value"] == bad and field["aria-invalid"] == "true"
+    assert (
+        "'bad principal' cannot be a principal" in Page(httpx.get(url, params={"principal": "bad principal"}).text).text
+    )
