@@ -158,9 +158,24 @@ def run_git(
     return Completed(int(status), stdout, stderr)
 
 
-_PROGRESS = re.compile(r"^(?:remote: )?(?:Total \d|[A-Z][a-z]+(?: [a-z]+)*: +\d)")  # "Receiving objects: 50% ..."
+# A progress report ("Receiving objects:  50% (1/2)", "Enumerating objects: 5, done.", "Total 3 (delta 0), ...");
+# not a hook's "remote: Error: 3 files invalid".
+_PROGRESS = re.compile(r"^(?:remote: )?(?:Total \d+ \(delta|[A-Z][a-z]+(?: [a-z]+)*: +\d+(?:%| \(|,|$))")
 _STDERR_KEPT = 65536  # the tail of git's stderr kept for a message
 _TICK = 0.2  # seconds between two looks at a transfer's `cancel` while git says nothing
+
+
+def has_terminal() -> bool:
+    """Whether this process has a controlling terminal, where git may ask for a password or an ssh
+    passphrase (a CI job has none)."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return False
+    return True
+
+
+_WITH_PROGRESS = {"clone", "fetch", "push"}  # the subcommands that report progress with --progress
 
 
 def transfer(
@@ -169,22 +184,25 @@ def transfer(
     url: str,
     env: Mapping[str, str],
     cancel: threading.Event | None = None,
-) -> None:
-    """Run `git clone` or `git fetch` (`args`, the subcommand first) of `url` (without its credentials: they
-    are in `env`) in `cwd`; GitError when it fails.
+    check: bool = True,
+) -> Completed:
+    """Run a git command that talks to `url` (`args`, the subcommand first: clone, fetch, push, ls-remote)
+        in `cwd`, with `url`'s credentials, if any, in `env`; GitError when it fails (if `check`). Its stderr comes
+    back without progress reports.
 
-    Where `urls.stall_bound(url)` watches the transfer, git is stopped, with every process it started (ssh, a
-    remote helper), when it shows no progress for that long: StalledError naming the URL. Progress
-    is anything git reports with `--progress` (the remote's counting and compressing, then the objects and
-    bytes received, once a second while any arrive) or any packet it traces before the pack (the refs, and the
-    keepalives a server sends every few seconds while it prepares a large pack in silence). The bound is on
-    silence, not on the whole command, so a large clone that keeps receiving is never cut short. git runs in a
-    session of its own: it has no terminal to prompt on, and stopping it reaches its children. Once `cancel` is
-    set (a server stopping), git is stopped within `_TICK` seconds: GitError.
+        Where `urls.stall_bound(url)` watches the transfer, git is stopped, with every process it started (ssh, a
+        remote helper), when it shows no progress for that long: StalledError naming the URL. Progress
+        is anything git reports with `--progress` (the remote's counting and compressing, then the objects and
+        bytes sent or received, once a second while any move) or any packet it traces (the refs, and the
+        keepalives a server sends every few seconds while it prepares a large pack or runs a hook in silence). The
+        bound is on silence, not on the whole command, so a large clone that keeps receiving is never cut short.
+        git runs in a session of its own: it has no terminal to prompt on, and stopping it reaches its children.
+        Once `cancel` is set (a server stopping), git is stopped within `_TICK` seconds: GitError.
     """
     stall_s, shown = stall_bound(url), redact(url)
     watched = stall_s is not None
-    command = ["git", args[0], *(["--progress"] if watched else []), *args[1:]]
+    progress = ["--progress"] if watched and args[0] in _WITH_PROGRESS else []
+    command = ["git", args[0], *progress, *args[1:]]
     trace, traced = os.pipe() if watched else (-1, -1)
     extra = {"GIT_TRACE_PACKET": f"/dev/fd/{traced}"} if watched else {}
     try:
@@ -204,13 +222,13 @@ def transfer(
             os.close(traced)
     proc = handle.proc
     assert proc is not None
-    stderr: bytes | None = None
+    outputs: tuple[bytes, bytes] | None = None
     try:
-        stderr = _read_until_silent(proc, trace, stall_s, cancel)
-        if stderr is not None:
+        outputs = _read_until_silent(proc, trace, stall_s, cancel)
+        if outputs is not None:
             proc.wait(stall_s)
     except subprocess.TimeoutExpired:  # its output closed, yet it never ended
-        stderr = None
+        outputs = None
     finally:
         if watched:
             os.close(trace)
@@ -218,24 +236,25 @@ def transfer(
             _stop(proc)
     if cancel is not None and cancel.is_set():
         raise GitError(f"{shown}: git {args[0]} was stopped: cfgtool is stopping")
-    if stderr is None:
+    if outputs is None:
         raise StalledError(
             f"{shown} stalled: git {args[0]} received nothing for {stall_s:g} s and was stopped",
             hint="check that the remote is up and reachable; the next fetch tries again",
         )
-    if proc.returncode != 0:
-        raise GitError(f"git {args[0]} failed in {cwd}: {_without_progress(stderr)}")
+    stdout, stderr = outputs[0], _without_progress(outputs[1])
+    if check and proc.returncode != 0:
+        raise GitError(f"git {args[0]} failed in {cwd}: {stderr}")
+    return Completed(proc.returncode, stdout, stderr.encode(errors="surrogateescape"))
 
 
 def _read_until_silent(
     proc: subprocess.Popen[bytes], trace: int, stall_s: float | None, cancel: threading.Event | None
-) -> bytes | None:
-    """The tail of `proc`'s stderr once its stdout and stderr close (stdout is read too, so that neither pipe
-    fills up), or None when none of them and the packet trace `trace` (-1: none) gives a byte for `stall_s`
-    seconds, or once `cancel` is set. The trace only counts as progress: its writers (git's children too) may
-    keep it open longer."""
+) -> tuple[bytes, bytes] | None:
+    """`proc`'s stdout and the tail of its stderr once both close, or None when none of them and the packet
+    trace `trace` (-1: none) gives a byte for `stall_s` seconds, or once `cancel` is set. The trace only counts
+    as progress: its writers (git's children too) may keep it open longer."""
     assert proc.stdout is not None and proc.stderr is not None
-    kept = bytearray()
+    out, kept = bytearray(), bytearray()
     outputs = {proc.stdout.fileno(), proc.stderr.fileno()}
     with selectors.DefaultSelector() as pipes:
         for fd in (*outputs, *([trace] if trace >= 0 else [])):
@@ -258,7 +277,9 @@ def _read_until_silent(
                 elif key.fd == proc.stderr.fileno():
                     kept += chunk
                     del kept[:-_STDERR_KEPT]
-    return bytes(kept)
+                elif key.fd == proc.stdout.fileno():
+                    out += chunk
+    return bytes(out), bytes(kept)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

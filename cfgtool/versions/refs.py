@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
+from cfgtool.store.urls import fetch_env, stall_bound
 from cfgtool.versions.names import version_number
 from cfgtool.versions.tags import StoreTags, TagScheme
 
@@ -199,13 +200,40 @@ def checked_remote(root: Path, remote: str) -> str:
     )
 
 
+def _remote_url(root: Path, remote: str, push: bool) -> str:
+    """The URL git fetches `remote` from (pushes to, if `push`): `remote` itself unless it names a configured
+    remote. Of several push URLs, the first whose transfers `stall_bound` watches."""
+    if remote not in git.run_git(root, "remote").stdout.decode(errors="replace").split():
+        return remote
+    args = ["remote", "get-url", "--all", *(["--push"] if push else []), "--", remote]
+    urls = git.run_git(root, *args).stdout.decode(errors="surrogateescape").split()
+    return next((u for u in urls if stall_bound(u) is not None), urls[0] if urls else remote)
+
+
+def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
+    """Run `git args...` (fetch, push or ls-remote of `remote`) in `root`. At a terminal, as any git command:
+    git may ask there for a password or an ssh passphrase. Without one (a CI job), through `git.transfer`, so
+    that a remote that stops answering fails the command within the stall bound instead of holding the job
+    until its own timeout: RemoteUnavailable. A push stopped so may have landed; the command run again finds
+    out, and publishes or rolls back once."""
+    if git.has_terminal():
+        return git.run_git(root, *args, check=False)
+    url = _remote_url(root, remote, push=args[0] == "push")
+    try:
+        return git.transfer(root, *args, url=url, env=fetch_env(url, None), check=False)
+    except git.StalledError as err:
+        raise RemoteUnavailable(
+            f"{err.message} ({remote!r})",
+            hint="check that the remote is up and reachable, then run the command again: a version or a rollback"
+            " the remote already has is not made twice",
+        ) from err
+
+
 def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
     """Fetch every version tag and rollback marker from `remote` (with `StoreTags`, of each spelling the store's
     tags may have, so that which one applies is decided on the remote's tags), never overwriting a local tag."""
     specs = [f"{p}:{p}" for p in scheme.patterns()]
-    proc = git.run_git(
-        root, "fetch", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, *specs, check=False
-    )
+    proc = _with_remote(root, remote, "fetch", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, *specs)
     if proc.returncode == 0:
         return
     stderr = proc.stderr.decode(errors="replace")
@@ -228,8 +256,7 @@ def push_tags(root: Path, remote: str, tags: Mapping[str, str]) -> PushOutcome:
     names = list(tags)
     refs = [f"{oid}:refs/tags/{name}" for name, oid in tags.items()]
     atomic = ["--atomic"] if len(refs) > 1 else []
-    proc = git.run_git(root, "push", "--porcelain", "--no-verify", *atomic, "--end-of-options", remote, *refs,
-                       check=False)  # fmt: skip
+    proc = _with_remote(root, remote, "push", "--porcelain", "--no-verify", *atomic, "--end-of-options", remote, *refs)
     rejected: dict[str, str] = {}
     seen: set[str] = set()
     for line in proc.stdout.decode(errors="replace").splitlines():
@@ -253,7 +280,7 @@ def push_tags(root: Path, remote: str, tags: Mapping[str, str]) -> PushOutcome:
 def remote_tags(root: Path, remote: str, names: Sequence[str]) -> dict[str, str]:
     """`{name: object id}` of those of `names` that exist on `remote` (one `git ls-remote`)."""
     patterns = (f"refs/tags/{n}" for n in names)
-    proc = git.run_git(root, "ls-remote", "--tags", "--end-of-options", remote, *patterns, check=False)
+    proc = _with_remote(root, remote, "ls-remote", "--tags", "--end-of-options", remote, *patterns)
     if proc.returncode != 0:
         stderr = proc.stderr.decode(errors="replace")
         raise RemoteUnavailable(f"could not list tags on {remote!r}: {_last_lines(stderr)}")
