@@ -185,19 +185,22 @@ def transfer(
     env: Mapping[str, str],
     cancel: threading.Event | None = None,
     check: bool = True,
+    own_session: bool = True,
 ) -> Completed:
     """Run a git command that talks to `url` (`args`, the subcommand first: clone, fetch, push, ls-remote)
-        in `cwd`, with `url`'s credentials, if any, in `env`; GitError when it fails (if `check`). Its stderr comes
-    back without progress reports.
+    in `cwd`, with `url`'s credentials, if any, in `env`; GitError when it fails (if `check`). Its stderr
+    comes back without progress reports.
 
-        Where `urls.stall_bound(url)` watches the transfer, git is stopped, with every process it started (ssh, a
-        remote helper), when it shows no progress for that long: StalledError naming the URL. Progress
-        is anything git reports with `--progress` (the remote's counting and compressing, then the objects and
-        bytes sent or received, once a second while any move) or any packet it traces (the refs, and the
-        keepalives a server sends every few seconds while it prepares a large pack or runs a hook in silence). The
-        bound is on silence, not on the whole command, so a large clone that keeps receiving is never cut short.
-        git runs in a session of its own: it has no terminal to prompt on, and stopping it reaches its children.
-        Once `cancel` is set (a server stopping), git is stopped within `_TICK` seconds: GitError.
+    Where `urls.stall_bound(url)` watches the transfer, git is stopped when it shows no progress for that
+    long: StalledError naming the URL. Progress is anything git reports with `--progress` (the remote's
+    counting and compressing, then the objects and bytes sent or received, once a second while any move) or
+    any packet it traces (the refs, and the keepalives a server sends every few seconds while it prepares a
+    large pack or runs a hook in silence). The bound is on silence, not on the whole command, so a large clone
+    that keeps receiving is never cut short. With `own_session` (a server, a library), git runs in a session
+    of its own: it has no terminal to prompt on, and stopping it reaches every process it started (ssh, a
+    remote helper). Without, it stays in this process's group, so that whatever stops the group (a CI runner
+    cancelling a job) stops git too; stopping git alone ends an ssh it started as their pipes close. Once
+    `cancel` is set (a server stopping), git is stopped within `_TICK` seconds: GitError.
     """
     stall_s, shown = stall_bound(url), redact(url)
     watched = stall_s is not None
@@ -212,7 +215,7 @@ def transfer(
                 command,
                 as_process=True,
                 env={**env, **_NO_OPTIONAL_LOCKS, **extra},
-                start_new_session=True,
+                start_new_session=own_session,
                 pass_fds=(traced,) if watched else (),
             )
     except _gitpython().GitCommandNotFound as err:
@@ -233,7 +236,7 @@ def transfer(
         if watched:
             os.close(trace)
         if proc.poll() is None:  # silent too long, or this thread was interrupted
-            _stop(proc)
+            _stop(proc, own_session)
     if cancel is not None and cancel.is_set():
         raise GitError(f"{shown}: git {args[0]} was stopped: cfgtool is stopping")
     if outputs is None:
@@ -282,12 +285,15 @@ def _read_until_silent(
     return bytes(out), bytes(kept)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End git and every process of its session: SIGTERM first (git removes its lock and temporary files),
-    SIGKILL when that has not ended git within 5 s."""
+def _stop(proc: subprocess.Popen[bytes], session: bool) -> None:
+    """End git, and with `session` every process of its session: SIGTERM first (git removes its lock and
+    temporary files), SIGKILL when that has not ended git within 5 s."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
+            if session:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
             return

@@ -220,7 +220,7 @@ def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
         return git.run_git(root, *args, check=False)
     url = _remote_url(root, remote, push=args[0] == "push")
     try:
-        return git.transfer(root, *args, url=url, env=fetch_env(url, None), check=False)
+        return git.transfer(root, *args, url=url, env=fetch_env(url, None), check=False, own_session=False)
     except git.StalledError as err:
         raise RemoteUnavailable(
             f"{err.message} ({remote!r})",
