@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 from starlette.responses import RedirectResponse, Response
 
+from cfgtool.console.context import SECURITY_HEADERS
 from cfgtool.errors import CfgtoolError
 from cfgtool.serve.answers import Bounded, Denied, error, not_found, unservable, version_number
 from cfgtool.serve.visibility import HIDDEN_LAYER, Visibility
@@ -159,7 +160,7 @@ async def diff_form(ctx: Context) -> Response:
         if pair is None:
             raise not_found(f"store {state.name} has no current version")
         a, b = pair
-    return RedirectResponse(f"/ui/{quote(state.name)}/diff/{a}..{b}", status_code=303)
+    return RedirectResponse(f"/ui/{quote(state.name)}/diff/{a}..{b}", status_code=303, headers=SECURITY_HEADERS)
 
 
 async def compare_page(ctx: Context) -> Response:

@@ -7,7 +7,7 @@ cache), which hands back only what changed since the last version indexed. So a 
 changes, never every version.
 
 A version in which the key has no node of its own reads its nearest node's config, as a client would. The commits
-behind each change are `cfgtool audit KEY`'s to list; for a key that never had a node, the page asks
+behind each change are `cfgtool audit --key KEY`'s to list; for a key that never had a node, the page asks
 `cfgtool.versions.audit.audit_key` itself, which says so (and names a close key). A request that comes after a new
 version loaded and before the index took it in waits for that increment (at a server's start, for the first build).
 """

@@ -250,7 +250,7 @@ async def history(ctx: Context) -> Response:
 
 
 async def _audit(ctx: Context, key: str, path: str | None) -> KeyHistory:
-    """`cfgtool audit KEY [--path P]` of the store, off the event loop, cached until the store's next event."""
+    """`cfgtool audit --key KEY [--path P]` of the store, off the event loop, cached until the store's next event."""
     from cfgtool.versions.audit import audit_key
 
     state = ctx.state

@@ -161,3 +161,15 @@ def test_the_access_page_says_what_a_principal_looks_like_instead_of_answering_f
     assert (
         "'bad principal' cannot be a principal" in Page(httpx.get(url, params={"principal": "bad principal"}).text).text
     )
+
+
+def test_every_redirect_of_the_console_carries_its_security_headers(small: GitRepo, start_server: StartServer) -> None:
+    """docs/console.md: every answer carries the Content-Security-Policy, the redirects of its forms and short
+    addresses too (the diff form's had none)."""
+    server = start_server(small.root)
+    for url in ("/ui", "/ui/small", "/ui/small/diff", "/ui/small/diff?a=1&b=1", "/ui/small/switch?v=1&page=tree/",
+                "/ui/small/v/current/tree/", "/ui/small/v/1"):  # fmt: skip
+        found = httpx.get(f"{server.url}{url}")
+        assert found.status_code in (303, 308), url
+        assert found.headers["content-security-policy"].startswith("default-src 'self'"), url
+        assert found.headers["x-content-type-options"] == "nosniff", url
