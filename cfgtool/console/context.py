@@ -22,6 +22,7 @@ from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
 from cfgtool.serve.accesslog import PRINCIPAL
 from cfgtool.serve.answers import Answer, Bounded, Denied, error, version_number
 from cfgtool.serve.loaded import LoadedVersion
+from cfgtool.serve.protocol import HEAD_LIMIT
 from cfgtool.serve.served import StoreState, View
 from cfgtool.serve.tokens import token_id
 from cfgtool.serve.visibility import Visibility
@@ -44,9 +45,9 @@ STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; char
 REFUSALS = {  # errors the server answers before the console's routes run: a page's heading and what to do
     431: (
         "this address is too long",
-        "The address (with the request's headers) is over 16 KB, more than the server reads: it was perhaps pasted"
-        " twice or cut from a longer text. Open the page from the console's links, or shorten the search or key in"
-        " it.",
+        f"The address (with the request's headers) is over {HEAD_LIMIT // 1024} KB, more than the server reads: it"
+        " was perhaps pasted twice or cut from a longer text. Open the page from the console's links, or shorten the"
+        " search or key in it.",
     ),
     405: (
         "this page cannot be sent a form",
