@@ -49,6 +49,12 @@ REFUSALS = {  # errors the server answers before the console's routes run: a pag
         " was perhaps pasted twice or cut from a longer text. Open the page from the console's links, or shorten the"
         " search or key in it.",
     ),
+    421: (
+        "this server answers its own machine only",
+        "Without tokens it shows everything to everyone on its machine, so it answers only the machine's own names"
+        " (127.0.0.1, localhost), never another that a site could point at it. Open it as http://127.0.0.1 or"
+        " http://localhost, on the same port.",
+    ),
     405: (
         "this page cannot be sent a form",
         "The console is read-only: its pages are opened (GET), as its links and its own forms open them; only"
@@ -228,7 +234,8 @@ class Console:
     def error_page(self, found: Answer, request: Request | None) -> Response:
         """An error the server answers before the console's routes run (`Api.error_page` under /ui), as the console's
         error page: a request line and headers over 16 KB (431, answered before there is a request: as if for
-        /ui/, with no one signed in), a method a page does not take (405, its header naming who is signed in)."""
+        /ui/, with no one signed in), a method a page does not take (405, its header naming who is signed in), a
+        `Host` that names another site to a server without tokens (421)."""
         who = None
         if request is not None and self.service.tokens is not None:
             who = self.sessions.principal(request.cookies.get(COOKIE), self.service.tokens)

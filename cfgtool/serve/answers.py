@@ -110,7 +110,7 @@ class Bounded(Generic[K, V]):
 Headers = list[tuple[bytes, bytes]]
 log = logging.getLogger("cfgtool.serve")
 ErrorPage = Callable[[Answer, "Request | None"], "Response"]
-"""An error the server answers before any route runs (a 431, a 405), shown as a part's own page (the console's
+"""An error the server answers before any route runs (a 405, a 421, a 431), shown as a part's own page (the console's
 under /ui): given the JSON error and the request (None when the connection answers before it has one)."""
 
 

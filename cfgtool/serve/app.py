@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Seque
 from typing import Any
 from urllib.parse import parse_qs
 
+from starlette.requests import Request
+
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
@@ -90,7 +92,7 @@ class Api:
         self.access: AccessLog | None = None  # set by the server: the access log
 
     def error_page(self, path: str) -> ErrorPage | None:
-        """How an error answered before any route runs (431, 405) is shown at `path`: the page of the part whose
+        """How an error answered before any route runs (405, 421, 431) is shown at `path`: the page of the part whose
         prefix it is under (the console's HTML under /ui), None for the API's JSON error."""
         for prefix, page in self.error_pages.items():
             if path == prefix or path.startswith(prefix + "/"):
@@ -125,9 +127,10 @@ class Api:
         try:
             if self._local_only and not local_name(host or b""):
                 what = "this server answers its own machine's clients only: address it as 127.0.0.1 or localhost"
-                return await respond(
-                    scope, send, error(421, "misdirected_request", what), [(b"cache-control", NO_STORE)]
-                )
+                found, page = error(421, "misdirected_request", what), self.error_page(scope["path"])
+                if page is not None:  # the console's page under /ui
+                    return await page(found, Request(scope))(scope, receive, Exchange(scope, send))
+                return await respond(scope, send, found, [(b"cache-control", NO_STORE)])
             await self._route(scope, receive, send)
         except Exception as exc:  # a bug: never a traceback to the client, one line in the log
             found = internal(exc, scope)

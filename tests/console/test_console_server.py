@@ -173,3 +173,23 @@ def test_every_redirect_of_the_console_carries_its_security_headers(small: GitRe
         assert found.status_code in (303, 308), url
         assert found.headers["content-security-policy"].startswith("default-src 'self'"), url
         assert found.headers["x-content-type-options"] == "nosniff", url
+
+
+def test_a_host_of_another_site_is_refused_with_the_consoles_page_under_ui_and_json_elsewhere(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    """A server without tokens answers only its machine's own names (421 otherwise, answered before any route): a
+    person who opened the console by another name gets the console's page saying how to open it."""
+    server = start_server(small.root)
+    other = {"host": f"laptop.example:{server.port}"}
+    page = httpx.get(f"{server.url}/ui/small/v/1/key/data/a", headers=other)
+    assert (page.status_code, page.headers["content-type"]) == (421, "text/html; charset=utf-8")
+    assert "<h1>421: this server answers its own machine only</h1>" in page.text and "size" not in page.text
+    assert "Open it as http://127.0.0.1 or http://localhost" in Page(page.text).text
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    api = httpx.get(f"{server.url}/v1/small/current/keys/data/a", headers=other)
+    assert (api.status_code, api.headers["content-type"]) == (421, "application/json")
+    assert api.json() == {
+        "error": "misdirected_request",
+        "message": "this server answers its own machine's clients only: address it as 127.0.0.1 or localhost",
+    }
