@@ -52,8 +52,8 @@ REFUSALS = {  # errors the server answers before the console's routes run: a pag
     421: (
         "this server answers its own machine only",
         "Without tokens it shows everything to everyone on its machine, so it answers only the machine's own names"
-        " (127.0.0.1, localhost), never another that a site could point at it. Open it as http://127.0.0.1 or"
-        " http://localhost, on the same port.",
+        " and addresses (localhost, 127.0.0.1), never a site's name, which a page of that site could point at it."
+        " Open it as http://127.0.0.1 or http://localhost, on the same port.",
     ),
     405: (
         "this page cannot be sent a form",
