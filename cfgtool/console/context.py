@@ -239,7 +239,7 @@ class Console:
         who = None
         if request is not None and self.service.tokens is not None:
             who = self.sessions.principal(request.cookies.get(COOKIE), self.service.tokens)
-        ctx = Context(request or Request(NO_REQUEST), self, who)
+        ctx = Context(request or Request(dict(NO_REQUEST)), self, who)
         heading, message = REFUSALS.get(found.status, (None, json.loads(found.body)["message"]))
         return self.render(ctx, "error.html", found.status, code=found.status, heading=heading, message=message)
 
