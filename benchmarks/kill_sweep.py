@@ -1,6 +1,12 @@
 """Kill sweep (docs/security.md): SIGKILL `publish` and `rollback` at points spread over their run, against a
 bare remote, from one persistent clone, and check what a crashing CI runner leaves behind.
 
+The remote is reached over ssh://, through a stand-in for ssh that runs the remote's side (git-upload-pack,
+git-receive-pack) in a session of its own, as a server would: the kill takes the client and every process it
+started, never the server, which finishes or abandons its side by itself (a local path as the remote would run
+the server's side as the client's child, and the kill would leave the remote's ref locks behind, which no real
+server does). After a kill the sweep waits until the remote's side has ended.
+
 Usage:
     python -m benchmarks.kill_sweep [--publish 200] [--rollback 100] [--seed 15]
 
@@ -17,6 +23,7 @@ the push, and any failure.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import random
 import shutil
@@ -32,6 +39,14 @@ from pathlib import Path
 from benchmarks.machine import print_machine
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+SSH = """\
+#!/bin/sh
+# ssh's stand-in: `-G` (git asking which ssh this is) answers nothing; else it runs the remote command (the last
+# argument) here, as sshd would: in a session of its own, holding the lock `busy` beside it while it runs.
+[ "$1" = -G ] && exit 0
+for last; do :; done
+exec setsid -w flock "$(dirname "$0")/busy" sh -c "$last"
+"""
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -82,7 +97,12 @@ class Sweep:
         git(work, "add", "-A")
         git(work, "commit", "-qm", "store")
         git(root, "init", "-q", "--bare", str(bare))
-        git(work, "remote", "add", "origin", str(bare))
+        ssh = root / "ssh" / "ssh"
+        ssh.parent.mkdir()
+        ssh.write_text(SSH, encoding="utf-8")
+        ssh.chmod(0o755)
+        git(work, "config", "core.sshCommand", str(ssh))
+        git(work, "remote", "add", "origin", f"ssh://remote{bare}")
         git(work, "push", "-q", "origin", "main")
         sweep = cls(work, bare)
         sweep.bump("start")
@@ -116,7 +136,20 @@ class Sweep:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            self.settle()
             return True
+
+    def settle(self) -> None:
+        """Wait until the remote's side of the killed run has ended (the stand-in's lock is free)."""
+        with (self.bare.parent / "ssh" / "busy").open("a") as busy:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    fcntl.flock(busy, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    assert time.monotonic() < deadline, "the remote's side never ended"
+                    time.sleep(0.05)
 
     def check(self, before: dict[str, str]) -> dict[str, str]:
         """The remote's tags, after asserting that none moved and the versions are contiguous, and that the

@@ -1,7 +1,9 @@
 """A crashing CI runner (docs/security.md): publish and rollback SIGKILLed at points spread over their run, from a
-persistent clone, against a bare remote. After every kill no remote tag moved, the remote's versions are
-contiguous, no local version tag is missing from the remote, and running the same command again does the right
-thing. The sweep itself is `benchmarks/kill_sweep.py` (which runs hundreds of points); here a few dozen."""
+persistent clone, against a bare remote reached over ssh:// (whose side of the transfer, like a real server's, is
+not killed with the client). After every kill the clone's index is not locked, no remote tag moved, the remote's
+versions are contiguous, no local version tag is missing from the remote, and running the same command again
+does the right thing. The sweep itself is `benchmarks/kill_sweep.py` (which runs hundreds of points); here a
+few dozen."""
 
 from __future__ import annotations
 
