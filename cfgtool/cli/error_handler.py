@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cfgtool.errors import EXIT_CONFIG_ERROR, CfgtoolError
+from cfgtool.store.urls import redact
 
 if TYPE_CHECKING:
     from cfgtool.hocon.errors import HoconError
@@ -60,8 +61,10 @@ def run_handled(func: Callable[[], int]) -> int:
 
 
 def format_cfgtool_error(exc: CfgtoolError) -> str:
-    text = f"cfgtool: error: {exc.message}"
-    return f"{text}\n  hint: {exc.hint}" if exc.hint else text
+    """The message and hint, without the credentials of any URL in them (a `--remote https://user:token@...`
+    a message repeats)."""
+    text = f"cfgtool: error: {redact(exc.message)}"
+    return f"{text}\n  hint: {redact(exc.hint)}" if exc.hint else text
 
 
 def format_hocon_error(exc: HoconError) -> str:

@@ -158,10 +158,15 @@ def run_git(
     return Completed(int(status), stdout, stderr)
 
 
-# A progress report ("Receiving objects:  50% (1/2)", "Enumerating objects: 5, done.", "Total 3 (delta 0), ...");
-# not a hook's "remote: Error: 3 files invalid".
-_PROGRESS = re.compile(r"^(?:remote: )?(?:Total \d+ \(delta|[A-Z][a-z]+(?: [a-z]+)*: +\d+(?:%| \(|,|$))")
-_STDERR_KEPT = 65536  # the tail of git's stderr kept for a message
+# A progress report of a transfer ("Receiving objects:  50% (1/2)", "remote: Enumerating objects: 5, done.",
+# "Total 3 (delta 0), ..."): git's own titles only, so that no line a remote's hook prints is taken for one.
+_PROGRESS = re.compile(
+    r"^(?:remote: )?(?:(?:(?:Enumerating|Counting|Compressing|Writing|Receiving|Unpacking|Indexing|Checking) objects"
+    r"|Resolving deltas|Checking connectivity|Finding sources|Updating files): +\d|Total \d+ \(delta|Delta compression)"
+)
+# git's stderr kept for a message and for the callers that read it (a fetch's `[rejected]` lines, a hook's
+# `remote:` lines): the tail past this is all a fetch of very many tags (a line each) could outgrow.
+_STDERR_KEPT = 16 << 20
 _TICK = 0.2  # seconds between two looks at a transfer's `cancel` while git says nothing
 
 
@@ -286,17 +291,40 @@ def _read_until_silent(
 
 
 def _stop(proc: subprocess.Popen[bytes], session: bool) -> None:
-    """End git, and with `session` every process of its session: SIGTERM first (git removes its lock and
-    temporary files), SIGKILL when that has not ended git within 5 s."""
+    """End git and every process it started (ssh, a remote helper): with `session`, its session; else git and
+    its descendants, found before any of them ends (an ssh whose git ended is no longer git's child, and one
+    that waits on a silent server may never end by itself). SIGTERM first (git removes its lock and temporary
+    files), SIGKILL when that has not ended git within 5 s."""
+    family = [] if session else _descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             if session:
                 os.killpg(proc.pid, sig)
             else:
                 proc.send_signal(sig)
+        for pid in family:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
             return
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, from the parent of each process in /proc (none where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    stat = Path(entry.path, "stat").read_bytes()  # "pid (comm) state ppid ..."
+                    children.setdefault(int(stat[stat.rindex(b")") + 2 :].split()[1]), []).append(int(entry.name))
+    found, pending = [], [pid]
+    while pending:
+        below = children.get(pending.pop(), [])
+        found += below
+        pending += below
+    return found
 
 
 def _without_progress(stderr: bytes) -> str:

@@ -27,6 +27,7 @@ from cfgtool.diagnostics import Diagnostic, plural
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import Snapshot
 from cfgtool.store import git
+from cfgtool.store.urls import redact
 from cfgtool.versions.diff import ABSENT
 from cfgtool.versions.messages import check_text, format_message
 from cfgtool.versions.names import VERSION_NAMES
@@ -183,7 +184,7 @@ def publish(
         nodes=len(snap.nodes),
         publisher=who,
         principal=principal,
-        remote=remote,
+        remote=redact(remote) if remote is not None else None,  # shown: no URL's credentials
         dry_run=dry_run,
         diagnostics=tuple(d for d in result.diagnostics if d.severity == "warning"),
     )
@@ -222,7 +223,7 @@ def publish(
         n = known.highest + 1
         name = known.scheme.version_tag(n)
         if dry_run:
-            where = f" and push it to {remote}" if remote else ""
+            where = f" and push it to {redact(remote)}" if remote else ""
             reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
             return _with(base, version=n, tag=name, reason=reason, attempts=0, allowed=allowed)
         text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
@@ -337,6 +338,8 @@ def _pushed(root: Path, remote: str, name: str, oid: str) -> bool:
         return True
     if theirs is not None:
         return False
+    if outcome.stalled is not None:
+        raise outcome.stalled
     status = outcome.rejected.get(name, "rejected")
     said = f"; the remote said: {outcome.remote_said}" if outcome.remote_said else ""
     raise RemoteError(

@@ -34,6 +34,10 @@ class RemoteUnavailable(SourceError):
     """The remote cannot be read: unknown name, unreachable, no access (exit 2)."""
 
 
+class RemoteStalled(RemoteUnavailable):
+    """The remote stopped answering, and git was stopped (exit 2); a push stopped so may have landed."""
+
+
 @dataclass(frozen=True)
 class Identity:
     """Who runs the command: for the tagger line and the `publisher` / `by` metadata."""
@@ -52,6 +56,7 @@ class PushOutcome:
     ok: bool
     rejected: Mapping[str, str]  # ref -> reason, e.g. "[rejected] (already exists)"
     remote_said: str  # the `remote:` lines of stderr (a hook's message), joined
+    stalled: RemoteStalled | None = None  # the push was stopped: whether it landed, only the remote can say
 
 
 def identity(root: Path) -> Identity:
@@ -201,12 +206,12 @@ def checked_remote(root: Path, remote: str) -> str:
 
 
 def _remote_url(root: Path, remote: str, push: bool) -> str:
-    """The URL git fetches `remote` from (pushes to, if `push`): `remote` itself unless it names a configured
-    remote. Of several push URLs, the first whose transfers `stall_bound` watches."""
+    """The URL git fetches `remote` from (its first), or pushes to (of several push URLs, git pushes to each:
+    the first whose transfers `stall_bound` watches): `remote` itself unless it names a configured remote."""
     if remote not in git.run_git(root, "remote").stdout.decode(errors="replace").split():
         return remote
-    args = ["remote", "get-url", "--all", *(["--push"] if push else []), "--", remote]
-    urls = git.run_git(root, *args).stdout.decode(errors="surrogateescape").split()
+    args = ["remote", "get-url", *(["--all", "--push"] if push else []), "--", remote]
+    urls = git.run_git(root, *args).stdout.decode(errors="surrogateescape").splitlines()
     return next((u for u in urls if stall_bound(u) is not None), urls[0] if urls else remote)
 
 
@@ -222,8 +227,8 @@ def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
     try:
         return git.transfer(root, *args, url=url, env=fetch_env(url, None), check=False, own_session=False)
     except git.StalledError as err:
-        raise RemoteUnavailable(
-            f"{err.message} ({remote!r})",
+        raise RemoteStalled(
+            err.message if url == remote else f"{err.message} (remote {remote!r})",
             hint="check that the remote is up and reachable, then run the command again: a version or a rollback"
             " the remote already has is not made twice",
         ) from err
@@ -231,9 +236,12 @@ def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
 
 def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
     """Fetch every version tag and rollback marker from `remote` (with `StoreTags`, of each spelling the store's
-    tags may have, so that which one applies is decided on the remote's tags), never overwriting a local tag."""
+    tags may have, so that which one applies is decided on the remote's tags), never overwriting a local tag.
+    No automatic maintenance after it: a detached gc would outlive a cancelled job, in the user's repository."""
     specs = [f"{p}:{p}" for p in scheme.patterns()]
-    proc = _with_remote(root, remote, "fetch", "--no-tags", "--no-write-fetch-head", "--end-of-options", remote, *specs)
+    proc = _with_remote(
+        root, remote, "fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--end-of-options", remote, *specs
+    )
     if proc.returncode == 0:
         return
     stderr = proc.stderr.decode(errors="replace")
@@ -252,11 +260,17 @@ def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
 
 def push_tags(root: Path, remote: str, tags: Mapping[str, str]) -> PushOutcome:
     """Push tag objects (`{name: object id}`, no local ref needed) without force, atomically when there are
-    several; read each ref's status line."""
+    several; read each ref's status line. A push stopped for the remote's silence is an outcome too (`stalled`):
+    it may have landed, which the caller asks the remote."""
     names = list(tags)
     refs = [f"{oid}:refs/tags/{name}" for name, oid in tags.items()]
     atomic = ["--atomic"] if len(refs) > 1 else []
-    proc = _with_remote(root, remote, "push", "--porcelain", "--no-verify", *atomic, "--end-of-options", remote, *refs)
+    try:
+        proc = _with_remote(
+            root, remote, "push", "--porcelain", "--no-verify", *atomic, "--end-of-options", remote, *refs
+        )
+    except RemoteStalled as err:
+        return PushOutcome(ok=False, rejected=dict.fromkeys(names, "stalled"), remote_said="", stalled=err)
     rejected: dict[str, str] = {}
     seen: set[str] = set()
     for line in proc.stdout.decode(errors="replace").splitlines():

@@ -21,6 +21,7 @@ from cfgtool._version import __version__
 from cfgtool.access.enforce import require
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.store import git
+from cfgtool.store.urls import redact
 from cfgtool.versions.messages import check_text, format_message
 from cfgtool.versions.refs import (
     RemoteError,
@@ -138,7 +139,12 @@ def rollback(
         text = f"roll back {names.version_tag(n)}: {reason}"
         markers[name] = make_tag(root, name, known.tag(n).commit, format_message(text, meta), tagger)
     result = RollbackResult(
-        rolled_back=tuple(targets), current=max(left), tags=tuple(markers), reason=reason, by=who, remote=remote
+        rolled_back=tuple(targets),
+        current=max(left),
+        tags=tuple(markers),
+        reason=reason,
+        by=who,
+        remote=redact(remote) if remote is not None else None,  # shown and journaled: no URL's credentials
     )
     if remote is not None:
         journal.parent.mkdir(parents=True, exist_ok=True)
@@ -249,6 +255,8 @@ def _push(root: Path, remote: str, markers: dict[str, str], journal: Path) -> No
     theirs = remote_tags(root, remote, list(markers))
     if all(theirs.get(name) == oid for name, oid in markers.items()):
         return  # the push landed although its report did not say so
+    if outcome.stalled is not None:  # it may land yet: the journal stays, and the next run finishes it
+        raise outcome.stalled
     journal.unlink(missing_ok=True)
     taken = [name for name, oid in markers.items() if name in theirs and theirs[name] != oid]
     if taken:
