@@ -184,6 +184,28 @@ def test_publish_rejected_by_a_hook_gives_a_clear_error_and_leaves_no_local_tag(
     assert remote.tags() == ["config/v1"]
 
 
+def test_every_line_a_hook_prints_is_in_the_message_of_a_watched_push(work: GitRepo, remote: RemoteWatch) -> None:
+    """A file:// remote's transfers are watched, with git's progress reports on: none of the hook's own lines
+    may be taken for one of them and dropped."""
+    publish(work.root, remote="origin")
+    remote.add_hook('echo "Policy violations: 2 (see store/main.conf)" >&2\necho "Errors: 3" >&2\nexit 1\n')
+    bump(work, "2")
+    with pytest.raises(RemoteError) as err:
+        publish(work.root, remote=f"file://{remote.bare}")
+    message = str(err.value)
+    assert "Policy violations: 2 (see store/main.conf)" in message and "Errors: 3" in message, message
+    assert "Writing objects" not in message and "Total " not in message, message
+
+
+def test_no_message_shows_the_credentials_of_a_remote_url(
+    work: GitRepo, run_cfgtool: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    done = run_cfgtool("publish", "--remote", "https://deploy:tok3n@127.0.0.1:9/cfg.git", cwd=work.root)
+    assert done.returncode == 2, done.stderr
+    assert "could not fetch version tags from 'https://127.0.0.1:9/cfg.git'" in done.stderr, done.stderr
+    assert "tok3n" not in done.stdout + done.stderr and "deploy" not in done.stdout + done.stderr
+
+
 def test_publish_with_an_unreachable_remote_fails_before_creating_a_tag(work: GitRepo, tmp_path: Path) -> None:
     with pytest.raises(RemoteUnavailable, match="could not fetch version tags from") as err:
         publish(work.root, remote=str(tmp_path / "missing.git"))
