@@ -76,7 +76,7 @@ def check(
       cfgtool acl check User:release-bot publish
       cfgtool acl check User:mallory read /data/x --host 10.0.0.9 --ref origin/main
     """
-    from cfgtool.access.acl import principal as as_principal  # here, not when the CLI is built
+    from cfgtool.access.acl import checked_principal as as_principal  # here, not when the CLI is built
     from cfgtool.access.enforce import authorizer_at
 
     cli: CliContext = ctx.obj
@@ -124,7 +124,7 @@ def list_entries(
       cfgtool acl list --principal User:alice --key /data/tracking/PageViewEvent
       cfgtool acl list --format json
     """
-    from cfgtool.access.acl import principal as as_principal  # here, not when the CLI is built
+    from cfgtool.access.acl import checked_principal as as_principal  # here, not when the CLI is built
     from cfgtool.access.enforce import authorizer_at
 
     cli: CliContext = ctx.obj

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool._util.atomic import write_atomic_bytes
+from cfgtool.access.acl import checked_principal
 from cfgtool.access.acl import principal as as_principal
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.serve.answers import Bounded
@@ -159,7 +160,7 @@ def _editing(path: Path) -> Iterator[dict[str, Entry]]:
 def add_token(path: Path, principal: str) -> tuple[str, str]:
     """Create a token for `principal` (`User:x`; a bare name is a User) and store its SHA-256 in `path`
     (created if missing). Returns (the principal, the token), which is shown once and never stored."""
-    who = as_principal(principal)
+    who = checked_principal(principal)  # a name no ACL entry could name would be a token for no one
     ident = secrets.token_hex(8)
     token = f"cfgtool_{ident}_{secrets.token_urlsafe(32)}"
     created = datetime.now(UTC).isoformat(timespec="seconds")

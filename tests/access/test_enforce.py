@@ -172,6 +172,22 @@ def test_acl_check_usage_errors_exit_2(embedded_repo: GitRepo, run_cfgtool: Run)
         assert "Traceback" not in proc.stderr
 
 
+def test_a_principal_no_acl_entry_could_name_is_a_usage_error_not_an_answer(
+    embedded_repo: GitRepo, run_cfgtool: Run, tmp_path: Path
+) -> None:
+    """ "bad principal" reads as User:bad principal, which the store's `allow User:* read *` would allow."""
+    for command in (
+        ("acl", "check", "bad principal", "read", "/data/x"),
+        ("acl", "list", "--principal", "bad principal"),
+        ("token", "add", "bad principal", "--tokens", str(tmp_path / "tokens.json")),
+    ):
+        proc = run_cfgtool(*command, cwd=embedded_repo.root)
+        assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
+        assert "'bad principal' cannot be a principal" in proc.stderr, proc.stderr
+        assert "for example User:alice or Group:ops" in proc.stderr and "ALLOWED" not in proc.stdout
+    assert not (tmp_path / "tokens.json").exists()
+
+
 def test_acl_list_filters_by_principal_and_key(embedded_repo: GitRepo, run_cfgtool: Run) -> None:
     proc = run_cfgtool("acl", "list", "--principal", "User:alice", "--key", "/data/tracking/X", cwd=embedded_repo.root)
     assert proc.returncode == 0, proc.stderr
