@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
 
-from cfgtool.access.acl import Acl, parse_acl
+from cfgtool.access.acl import Acl, checked_principal, parse_acl
 from cfgtool.access.acl import principal as as_principal
 from cfgtool.access.authorizer import Authorizer, Decision
 from cfgtool.diagnostics import Diagnostic
@@ -170,11 +170,12 @@ def _denied(decision: Decision, file: str, what: str, key: str | None = None, li
 
 
 def require(repo: Path, store: str | Path, commit: str, principal: str, operation: str) -> Decision:
-    """Check `operation` on the store for `principal` under the ACL at `commit`; AccessDenied when denied."""
+    """Check `operation` on the store for `principal` under the ACL at `commit`; AccessDenied when denied, a
+    UsageError for a principal no entry could name (which `User:*` would otherwise allow)."""
     source = open_source(repo, store, commit)
     settings, settings_file = read_settings(source)
     acl, _ = acl_of(rules_of(source, settings, settings_file))
-    decision = Authorizer(acl).authorize(as_principal(principal), operation, None)
+    decision = Authorizer(acl).authorize(checked_principal(principal), operation, None)
     if not decision.allowed:
         raise AccessDenied(
             f"{decision.principal} may not {operation} this store: {decision.reason}",

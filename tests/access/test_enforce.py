@@ -173,19 +173,23 @@ def test_acl_check_usage_errors_exit_2(embedded_repo: GitRepo, run_cfgtool: Run)
 
 
 def test_a_principal_no_acl_entry_could_name_is_a_usage_error_not_an_answer(
-    embedded_repo: GitRepo, run_cfgtool: Run, tmp_path: Path
+    work: GitRepo, run_cfgtool: Run, tmp_path: Path
 ) -> None:
     """ "bad principal" reads as User:bad principal, which the store's `allow User:* read *` would allow."""
+    assert run_cfgtool("publish", cwd=work.root).returncode == 0
     for command in (
         ("acl", "check", "bad principal", "read", "/data/x"),
         ("acl", "list", "--principal", "bad principal"),
         ("token", "add", "bad principal", "--tokens", str(tmp_path / "tokens.json")),
+        ("publish", "--principal", "bad principal"),
+        ("rollback", "-m", "x", "--principal", "bad principal"),
     ):
-        proc = run_cfgtool(*command, cwd=embedded_repo.root)
+        proc = run_cfgtool(*command, cwd=work.root)
         assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
         assert "'bad principal' cannot be a principal" in proc.stderr, proc.stderr
         assert "for example User:alice or Group:ops" in proc.stderr and "ALLOWED" not in proc.stdout
     assert not (tmp_path / "tokens.json").exists()
+    assert work.git("tag", "--list").split() == ["config/v1"]  # nothing published or rolled back
 
 
 def test_acl_list_filters_by_principal_and_key(embedded_repo: GitRepo, run_cfgtool: Run) -> None:
