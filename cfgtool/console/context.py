@@ -227,7 +227,11 @@ class Console:
             who = None
         ctx = Context(request, self, who)
         headers = {k.decode(): v.decode() for k, v in exc.headers if k.lower() != b"www-authenticate"}
-        response = self.render(ctx, "error.html", exc.answer.status, code=exc.answer.status, message=doc["message"])
+        # E_NO_ACL: no version to judge or show by (none published yet, or its ACL does not load), which
+        # waiting alone will not change
+        heading = "this store has no version to show" if doc.get("error") == "E_NO_ACL" else None
+        status = exc.answer.status
+        response = self.render(ctx, "error.html", status, code=status, heading=heading, message=doc["message"])
         response.headers.update(headers)
         return response
 

@@ -429,3 +429,18 @@ def test_an_error_page_heading_says_what_kind_of_error_it_is(small_acl: GitRepo,
     ]:
         page = Page(client.get(url).text)
         assert heading in page.text, (url, page.text[:200])
+
+
+def test_a_server_with_nothing_published_says_to_publish_and_not_to_wait(
+    tmp_path: Path, make_client: MakeClient
+) -> None:
+    repo = GitRepo(tmp_path / "unpublished")
+    repo.write({"store/_CONFIG_STORE": "name: small\n", "store/main.conf": "owner = platform\n"})
+    repo.commit("a store, not published yet")
+    client = make_client(repo)
+    stores = Page(client.get("/ui/").text)
+    assert "No store to show. A store is listed once a version of it is published: run cfgtool publish" in stores.text
+    answer = client.get("/ui/small/")
+    page = Page(answer.text)
+    assert answer.status_code == 503 and "503: this store has no version to show" in page.text, page.text[:300]
+    assert "try again shortly" not in page.text and "none published" in page.text
