@@ -219,8 +219,8 @@ def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
     """Run `git args...` (fetch, push or ls-remote of `remote`) in `root`. At a terminal, as any git command:
     git may ask there for a password or an ssh passphrase. Without one (a CI job), through `git.transfer`, so
     that a remote that stops answering fails the command within the stall bound instead of holding the job
-    until its own timeout: RemoteUnavailable. A push stopped so may have landed; the command run again finds
-    out, and publishes or rolls back once."""
+    until its own timeout: RemoteStalled. A push stopped so may have landed: `push_tags` returns it as an
+    outcome, and its caller asks the remote."""
     if git.has_terminal():
         return git.run_git(root, *args, check=False)
     url = _remote_url(root, remote, push=args[0] == "push")
