@@ -81,6 +81,29 @@ def token_of(tmp_path: Path) -> Callable[[str], str]:
     return make
 
 
+def sign_in(client: TestClient, token: str) -> None:
+    """Sign `client` in with `token` (the console's sign-in form)."""
+    found = client.post("/ui/login", data={"token": token, "next": "/ui/"})
+    assert found.status_code == 303, found.text
+
+
+SignedIn = Callable[[GitRepo, str], TestClient]
+
+
+@pytest.fixture
+def signed_in(make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path) -> SignedIn:
+    """`signed_in(repo, "User:alice")`: a test client over `repo` with access control on, signed in as that
+    principal with a new token."""
+
+    def make(repo: GitRepo, principal: str) -> TestClient:
+        token = token_of(principal)
+        client = make_client(repo, tmp_path / "tokens.json")
+        sign_in(client, token)
+        return client
+
+    return make
+
+
 class Page(HTMLParser):
     """A parsed page: its elements as (tag, attributes) in order, its text, and its links."""
 

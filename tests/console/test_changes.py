@@ -9,19 +9,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from starlette.testclient import TestClient
-
 from cfgtool.versions.diff import diff
 from cfgtool.versions.diff_render import value_text
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page, settled
+from tests.console.conftest import MakeClient, Page, SignedIn, settled, sign_in
 from tests.serve.conftest import publish_change
 
 TAG_CHANGE = {"store/tags/t/main.conf": "tagged = true\nretention.days = 30\n"}
-
-
-def sign_in(client: TestClient, token: str) -> None:
-    assert client.post("/ui/login", data={"token": token, "next": "/ui/"}).status_code == 303
 
 
 def causes(page: Page) -> list[str]:
@@ -51,12 +45,10 @@ def test_the_diff_is_cfgtool_diffs_grouped_by_cause_with_its_reach(small_acl: Gi
 
 
 def test_the_diff_hides_what_the_principal_may_not_describe_also_from_the_counts(
-    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+    small_acl: GitRepo, signed_in: SignedIn
 ) -> None:
     publish_change(small_acl, {**TAG_CHANGE, "store/data/secret-project/main.conf": "size = 3\n"}, "v2")
-    token = token_of("User:alice")
-    client = make_client(small_acl, tmp_path / "tokens.json")
-    sign_in(client, token)
+    client = signed_in(small_acl, "User:alice")
     page = Page(settled(client, "/ui/small/diff/1..2").text)
     assert "secret-project" not in page.text and "classified" not in page.text
     assert not any("secret-project" in link for link in page.links)
@@ -74,9 +66,7 @@ def test_the_diff_form_and_bad_spans(small_acl: GitRepo, make_client: MakeClient
         assert found.status_code == 404 and "<h1>" in found.text, span
 
 
-def test_two_keys_side_by_side(
-    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
-) -> None:
+def test_two_keys_side_by_side(small_acl: GitRepo, make_client: MakeClient, signed_in: SignedIn) -> None:
     client = make_client(small_acl)
     page = Page(client.get("/ui/small/v/1/compare?a=/data/open&b=data/secret-project").text)
     rows = page.text.split("Path", 1)[1]
@@ -85,9 +75,7 @@ def test_two_keys_side_by_side(
     assert "tier" not in rows  # the same on both sides
     form = Page(client.get("/ui/small/v/1/compare").text)
     assert {str(i.get("name")) for i in form.all("input")} >= {"a", "b"}
-    token = token_of("User:alice")
-    client = make_client(small_acl, tmp_path / "tokens.json")
-    sign_in(client, token)
+    client = signed_in(small_acl, "User:alice")
     hidden = client.get("/ui/small/v/1/compare?a=/data/open&b=/data/secret-project")
     assert hidden.status_code == 404 and "classified" not in hidden.text
 

@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page, settled
+from tests.console.conftest import MakeClient, Page, SignedIn, settled, sign_in
 from tests.serve.conftest import publish_change
 
 PAGES = [
@@ -27,11 +27,6 @@ PAGES = [
     "/ui/small/v/1/search?q=open",
     "/ui/small/consumers",
 ]
-
-
-def sign_in(client: TestClient, token: str) -> None:
-    found = client.post("/ui/login", data={"token": token, "next": "/ui/"})
-    assert found.status_code == 303, found.text
 
 
 def walk(client: TestClient, start: list[str], limit: int = 400) -> dict[str, str]:
@@ -177,12 +172,10 @@ def test_a_revoked_token_ends_its_sessions(
 
 @pytest.mark.parametrize("who", ["User:alice", "User:admin"])
 def test_a_principal_never_sees_a_key_it_may_not_describe_on_any_page(
-    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path, who: str
+    small_acl: GitRepo, signed_in: SignedIn, who: str
 ) -> None:
     publish_change(small_acl, {"store/data/secret-project/main.conf": 'size = 5\nlabel = "classified-label"\n'}, "v2")
-    token = token_of(who)
-    client = make_client(small_acl, tmp_path / "tokens.json")
-    sign_in(client, token)
+    client = signed_in(small_acl, who)
     start = [*PAGES, "/ui/small/v/1/search?q=size", "/ui/small/v/2/search?q=classified", "/ui/small/v/1/key/tags/t",
              "/ui/small/v/1/key/", "/ui/small/history/data?path=tier", "/ui/small/diff/1..2", "/ui/small/diff",
              "/ui/small/v/2/compare?a=/data/open&b=/data", "/ui/small/v/2/access/data/open", "/ui/small/v/2/tree/data",
@@ -325,12 +318,10 @@ def test_an_explain_marks_no_visible_layer_as_the_winner_when_a_hidden_one_won(
 
 
 def test_a_key_page_says_that_it_counts_only_the_imports_the_principal_may_see(
-    tmp_path: Path, make_client: MakeClient, token_of: Callable[[str], str]
+    tmp_path: Path, signed_in: SignedIn
 ) -> None:
     """/data/open imports /tags/t, which alice may not describe: "imports nothing" would be untrue."""
-    token = token_of("User:alice")
-    client = make_client(_hidden_tag(tmp_path), tmp_path / "tokens.json")
-    sign_in(client, token)
+    client = signed_in(_hidden_tag(tmp_path), "User:alice")
     page = Page(client.get("/ui/small/v/1/key/data/open").text)
     assert "/tags/t" not in page.text
     assert "/data/open imports nothing and nothing imports it, of the keys you may see." in page.text
@@ -348,12 +339,8 @@ def _hidden_tag(tmp_path: Path) -> GitRepo:
     return repo
 
 
-def test_an_error_page_keeps_the_signed_in_header_with_its_sign_out(
-    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
-) -> None:
-    token = token_of("User:alice")
-    client = make_client(small_acl, tmp_path / "tokens.json")
-    sign_in(client, token)
+def test_an_error_page_keeps_the_signed_in_header_with_its_sign_out(small_acl: GitRepo, signed_in: SignedIn) -> None:
+    client = signed_in(small_acl, "User:alice")
     for url in ("/ui/small/v/9/tree/", "/ui/small/v/1/key/data/secret-project", "/ui/nosuch/"):
         found = client.get(url)
         assert found.status_code == 404, url

@@ -13,8 +13,7 @@ import pytest
 
 from cfgtool.console import changes, search
 from tests.conftest import GitRepo
-from tests.console.conftest import MakeClient, Page, settled
-from tests.console.test_console import sign_in
+from tests.console.conftest import MakeClient, Page, settled, sign_in
 from tests.serve.conftest import publish_change
 
 ENVELOPE_PARTS = ("c64196f2c0e1a4e7", "YWdlLWVuY3J5cHRpb24ub3Jn", "cfgtool:v1,age", "ENC[")
