@@ -204,8 +204,8 @@ def transfer(
     that keeps receiving is never cut short. With `own_session` (a server, a library), git runs in a session
     of its own: it has no terminal to prompt on, and stopping it reaches every process it started (ssh, a
     remote helper). Without, it stays in this process's group, so that whatever stops the group (a CI runner
-    cancelling a job) stops git too; stopping git alone ends an ssh it started as their pipes close. Once
-    `cancel` is set (a server stopping), git is stopped within `_TICK` seconds: GitError.
+    cancelling a job) stops git too; stopping it then reaches its descendants (`_stop`). Once `cancel` is set
+    (a server stopping), git is stopped within `_TICK` seconds: GitError.
     """
     stall_s, shown = stall_bound(url), redact(url)
     watched = stall_s is not None
