@@ -268,7 +268,8 @@ class BadReport(ValueError):
 
 
 async def _body(request: Request) -> Any:
-    """A report's JSON body, reading at most `REPORT_BYTES` of it."""
+    """A report's JSON body, reading at most `REPORT_BYTES` of it. The one JSON a client sends the server:
+    nesting deep enough to exhaust the parser's recursion (`[[[...`) is a 400 like any other bad body."""
     data = b""
     async for chunk in request.stream():
         data += chunk
@@ -276,7 +277,7 @@ async def _body(request: Request) -> Any:
             raise BadReport(413, f"a report has at most {REPORT_BYTES} bytes")
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise BadReport(400, "a report is a JSON object") from None
 
 

@@ -147,6 +147,7 @@ def test_bad_and_refused_instances_leave_no_trace(small: GitRepo, start_server: 
         (b'{"applied": 0}', 400),
         (b'{"applied": 1, "last_check": {"version": 1, "ok": "yes"}}', 400),
         (b'{"applied": 1, "pad": "' + b"x" * 5000 + b'"}', 413),
+        (b"[" * 4000 + b"]" * 4, 400),  # deeper than the parser's recursion: no 500
     ]:
         refused = httpx.post(report, content=body, timeout=10)
         assert refused.status_code == status and refused.json()["error"] in ("bad_request", "too_large"), body
