@@ -43,6 +43,7 @@ from cfgtool.client.http import (
 )
 from cfgtool.client.watch import backoff
 from cfgtool.errors import CfgtoolError
+from cfgtool.store.keys import ancestors
 
 log = logging.getLogger("cfgtool.agent")
 
@@ -64,6 +65,7 @@ class Options:
     files: list[FileSpec]
     token: str | None = None
     identity: Path | None = None
+    secrets_from: tuple[str, ...] = ()
     check: str | None = None
     reload: Reload = field(default_factory=Reload)
     settle: float = 2.0
@@ -303,16 +305,18 @@ class Agent:
             configs[key] = found.config
             if self._identities is not None:
                 try:
-                    configs[key], secret = self._open(client, found.node, found.config)
+                    configs[key], secret = self._open(found.key, found.config)
                 except SecretError as exc:
                     raise RenderError(f"{key}: {exc.message}", hint=exc.hint) from exc
                 if secret:
                     opened.add(key)
         return configs, opened
 
-    def _open(self, client: HttpConfigClient, node: str, config: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-        """`config` (read with `?secrets=sealed`) with its secrets opened, and whether it had any. Each opens
-        only if sealed for its very path in one of `node`'s layers (as the git client checks)."""
+    def _open(self, key: str, config: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """`config` (`key`'s, read with `?secrets=sealed`) with its secrets opened, and whether it had any.
+        Each opens only if sealed for its very path at `key`, an ancestor of `key`, or a node of
+        `--secrets-from`: places the agent knows itself. What the server says `key` imports is never trusted
+        here, so a spoofed or compromised server cannot route another node's secret into these files."""
         from cfgtool.access.secrets import open_envelope
         from cfgtool.hocon.resolver import render_path
 
@@ -320,7 +324,7 @@ class Agent:
         if not sealed:
             return dict(config), False
         assert self._identities is not None
-        layers = [node, *client.imports(node, recursive=True)]
+        layers = {key, *ancestors(key), *self.options.secrets_from}
         values: dict[tuple[str, ...], str | None] = {}
         for path, envelope in sealed.items():
             places = {(layer, render_path(path)) for layer in layers}

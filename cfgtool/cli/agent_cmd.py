@@ -59,6 +59,16 @@ def agent_command(
             show_default=False,
         ),
     ] = None,
+    secrets_from: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secrets-from",
+            metavar="KEY",
+            help="Also open secrets sealed for KEY (a tag the keys import); a secret opens only where it was "
+            "sealed for the file's key or an ancestor otherwise. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
     check: Annotated[
         str | None,
         typer.Option(
@@ -136,6 +146,7 @@ def agent_command(
         --check 'nginx -t -q -c "$CFGTOOL_AGENT_DIR/nginx.conf"' --signal HUP --pid-file /run/nginx.pid
     """
     from cfgtool.agent import Agent, Options, Reload, parse_file, parse_signal, parse_template
+    from cfgtool.store.keys import normalize_key
 
     specs = [parse_file(text) for text in files or ()] + [parse_template(text) for text in templates or ()]
     if not specs:
@@ -165,6 +176,7 @@ def agent_command(
         files=specs,
         token=token,
         identity=identity,
+        secrets_from=tuple(normalize_key(key, store) for key in secrets_from or ()),
         check=check,
         reload=action,
         settle=settle,

@@ -4,6 +4,8 @@ loopback ports, over real repositories, writing real files.
 `start_agent(url, *args)` runs `cfgtool agent --server URL --store small --dir DIR *args` (DIR: the test's
 `out` directory) with its own cache directory and stops it (SIGTERM) when the test ends; `run_agent` runs it
 to completion (`--once`). `files(dir)` reads the files of the version `..data` points at, resolved once.
+`hostile(upstream, answer)` starts a loopback HTTP server in front of a real one that answers as a spoofed or
+compromised server would: `answer(path)` gives the answer to send, or None to pass the request on.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import json
 import os
 import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.processes import Process, cfgtool_command, child_env, wait_for
@@ -70,6 +75,55 @@ def run_agent(tmp_path: Path, out: Path) -> RunAgent:
         return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
     return run
+
+
+Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
+Hostile = Callable[[str, Callable[[str], Answer | None]], str]
+_HOP = {"connection", "content-encoding", "content-length", "keep-alive", "transfer-encoding"}
+
+
+def forward(upstream: str, path: str) -> Answer:
+    """The real server's answer to `GET path`."""
+    reply = httpx.get(upstream + path, timeout=70)
+    return reply.status_code, {k: v for k, v in reply.headers.items() if k.lower() not in _HOP}, reply.content
+
+
+@pytest.fixture
+def hostile() -> Iterator[Hostile]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(upstream: str, answer: Callable[[str], Answer | None]) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                status, headers, body = answer(self.path) or forward(upstream, self.path)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:  # the agent's reports: taken and dropped
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
 
 
 def files(directory: Path) -> dict[str, str]:

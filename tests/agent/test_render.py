@@ -9,13 +9,14 @@ from pathlib import Path
 
 import httpx
 
-from tests.agent.conftest import RunAgent
+from tests.agent.conftest import Answer, Hostile, RunAgent, forward
 from tests.conftest import CHECKOUT, GitRepo
 from tests.serve.conftest import StartServer
 
 DEMO_IDENTITY = CHECKOUT / "examples" / "demo-age-identity.txt"
 DB = "/data/databases/identity"
 TABLE = "/data/databases/identity/emails"
+PV = "/data/tracking/PageViewEvent"
 # the clear text of the embedded store's sealed password (opened by the demo identity)
 TEMPLATE = "user={{ database.credentials.user }} password={{ database.credentials.password }}\n"
 
@@ -95,3 +96,40 @@ def test_a_failing_checks_output_is_neither_logged_nor_reported_when_the_files_h
     assert done.returncode == 1 and "exit 1" in done.stderr and "password" not in done.stderr
     [agent] = httpx.get(f"{server.url}/v1/demo/consumers", timeout=10).json()["instances"]
     assert agent["last_check"]["ok"] is False and "password" not in agent["last_check"]["message"]
+
+
+def test_a_hostile_server_cannot_route_another_nodes_secret_into_a_file(
+    published: GitRepo, start_server: StartServer, run_agent: RunAgent, hostile: Hostile, tmp_path: Path
+) -> None:
+    """A spoofed or compromised server answers PageViewEvent with the database's config, its sealed password
+    included, and claims that PageViewEvent imports the database: the agent opens a secret only where the
+    key it asked for (or an ancestor, or a node of --secrets-from) was sealed, so nothing is opened or written."""
+    server = start_server(published.root, "--cache-time", "0")
+    done = run_agent(server.url, "--once", "--file", f"db.json={DB}", "--identity", str(DEMO_IDENTITY), store="demo")
+    assert done.returncode == 0, done.stderr
+    password = json.loads((tmp_path / "out" / "db.json").read_text())["database"]["credentials"]["password"]
+
+    def answer(path: str) -> Answer | None:
+        if f"/keys{PV}" in path:  # the database's answer, as PageViewEvent's
+            return forward(server.url, path.replace(PV, DB))
+        if f"/imports{PV}" in path:  # "PageViewEvent imports the database"
+            status, headers, body = forward(server.url, path)
+            claimed = json.loads(body)
+            claimed["imports"] = [DB, *claimed["imports"]]
+            return status, headers, json.dumps(claimed).encode()
+        return None
+
+    url = hostile(server.url, answer)
+    args = ("--once", "--file", f"pv.json={PV}", "--identity", str(DEMO_IDENTITY))
+    attacked = tmp_path / "attacked"
+    done = run_agent(url, *args, store="demo", directory=attacked)
+    assert done.returncode == 1, done.stderr
+    assert f"a secret sealed for {DB} database.credentials.password (store demo) was moved to" in done.stderr
+    assert not (attacked / "pv.json").exists() and password not in done.stderr
+    written = [p.read_bytes() for p in attacked.rglob("*") if p.is_file()] if attacked.exists() else []
+    assert not any(password.encode() in data for data in written)
+
+    # named on the agent's own command line, the database's secrets open at that path in PageViewEvent's file
+    done = run_agent(url, *args, "--secrets-from", DB, store="demo", directory=tmp_path / "trusted")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "trusted" / "pv.json").read_text())["database"]["credentials"]["password"] == password
