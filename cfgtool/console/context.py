@@ -151,11 +151,17 @@ class Console:
         return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store", **SECURITY_HEADERS})
 
     @staticmethod
-    def _switcher(ctx: Context) -> list[int]:
-        """The versions the header's switcher offers (servable ones, newest first)."""
+    def _switcher(ctx: Context) -> list[tuple[int, str | None]]:
+        """The versions the header's switcher offers (servable ones, newest first), each with its note: `current`
+        or `rolled back`. A page of no one version shows the current one chosen, never the newest, which may be
+        rolled back."""
         if ctx.view is None:
             return []
-        return [p.version for p in ctx.view.published][:TIMELINE_SHOWN]
+        current = ctx.view.current
+        return [
+            (p.version, "current" if p.version == current else "rolled back" if p.rolled_back_at is not None else None)
+            for p in ctx.view.published[:TIMELINE_SHOWN]
+        ]
 
     # -- who asks -----------------------------------------------------------------------------------------
     async def principal(self, request: Request) -> str | None:

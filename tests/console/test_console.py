@@ -70,7 +70,7 @@ def test_every_page_renders_with_landmarks_and_the_security_headers(
 ) -> None:
     client = make_client(small_acl)
     for url in PAGES:
-        found = client.get(url)
+        found = settled(client, url, timeout=30)  # the search page answers 202 while its version is indexed
         assert found.status_code == 200, (url, found.text)
         assert found.headers["content-security-policy"].startswith("default-src 'self'")
         assert found.headers["x-content-type-options"] == "nosniff"
@@ -103,6 +103,24 @@ def test_the_timeline_marks_the_current_version_and_rollbacks_with_their_reason(
     live = client.get("/ui/small/live?since=0", headers={"hx-request": "true"})
     section = Page(live.text).all("section")[0]
     assert section["id"] == "timeline" and section["hx-get"] == "/ui/small/live?since=4"
+
+
+def test_the_version_switcher_chooses_the_current_version_and_marks_rolled_back_ones(
+    small_acl: GitRepo, make_client: MakeClient
+) -> None:
+    """On a page of no one version the switcher shows the current version, not the newest (rolled back); each
+    option says whether it is the current version or a rolled-back one."""
+    from cfgtool.versions import rollback
+
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 3\n"}, "bigger open data")
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 4\n"}, "even bigger")
+    rollback(small_acl.root, 3, reason="size 4 broke the loader")
+    client = make_client(small_acl)
+    for url, chosen in [("/ui/small/", "2"), ("/ui/small/consumers", "2"), ("/ui/small/v/1/tree/", "1")]:
+        html = client.get(url).text
+        options = re.findall(r'<option value="(\d+)"( selected)?>([^<]*)</option>', html)
+        assert [(n, text) for n, _, text in options] == [("3", "3 (rolled back)"), ("2", "2 (current)"), ("1", "1")]
+        assert [n for n, selected, _ in options if selected] == [chosen], url
 
 
 def test_the_tree_opens_one_level_at_a_time(small_acl: GitRepo, make_client: MakeClient) -> None:
