@@ -44,6 +44,7 @@ from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.versions.diff import ABSENT, VIA_OWN, Diff, Group, KeyChange, changed_values, diff
 from cfgtool.versions.diff_render import value_text
+from cfgtool.versions.names import PREVIOUS
 
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
@@ -158,7 +159,9 @@ async def diff_form(ctx: Context) -> Response:
     else:
         pair = latest_pair(view)
         if pair is None:
-            raise not_found(f"store {state.name} has no current version")
+            if view.current is None:
+                raise not_found(f"store {state.name} has no current version")
+            return ctx.render("diff_form.html", only=view.current)  # one version: nothing changed yet
         a, b = pair
     return RedirectResponse(f"/ui/{quote(state.name)}/diff/{a}..{b}", status_code=303, headers=SECURITY_HEADERS)
 
@@ -190,13 +193,18 @@ async def compare_page(ctx: Context) -> Response:
 
 # -- the diff, once per pair of commits ------------------------------------------------------------------------
 def latest_pair(view: View) -> tuple[int, int] | None:
-    """The versions the diff form compares by default: the good version below the current one, and the current
-    one (the current one twice when it is the first); None without a current version."""
-    if view.current is None:
+    """The versions the diff form compares by default, the store's last change: the previous good version against
+    the current one; when the current one has none below it, the newest rolled-back version above it against it
+    (what that rollback changed back). None without a current version, or when it is the only version."""
+    current = view.current
+    if current is None:
         return None
-    good = [p.version for p in view.published if p.rolled_back_at is None]
-    b = view.current
-    return max((n for n in good if n < b), default=b), b
+    before = view.named(PREVIOUS)
+    if before is not None:
+        return before, current
+    undone = (p.version for p in view.published if p.rolled_back_at is not None and p.version > current)
+    after = max(undone, default=None)
+    return None if after is None else (after, current)
 
 
 def timeline_pairs(view: View) -> list[tuple[int, int]]:
@@ -204,7 +212,7 @@ def timeline_pairs(view: View) -> list[tuple[int, int]]:
     each version against its predecessor, newest first (`AHEAD` at most, versions that compile only)."""
     pairs: list[tuple[int, int]] = []
     latest = latest_pair(view)
-    if latest is not None and latest[0] != latest[1]:
+    if latest is not None:
         pairs.append(latest)
     for b in sorted(view.versions, reverse=True):
         if len(pairs) >= AHEAD:

@@ -66,6 +66,20 @@ def test_the_diff_form_and_bad_spans(small_acl: GitRepo, make_client: MakeClient
         assert found.status_code == 404 and "<h1>" in found.text, span
 
 
+def test_the_diff_tab_opens_the_last_change(small_acl: GitRepo, make_client: MakeClient) -> None:
+    """The Diff tab never opens a version against itself: with one version it says there is nothing to compare
+    yet; when the current version has none good before it, it opens what the rollback changed back."""
+    from cfgtool.versions import rollback
+
+    client = make_client(small_acl)
+    alone = client.get("/ui/small/diff")
+    assert alone.status_code == 200 and "Nothing to compare yet" in Page(alone.text).text
+    publish_change(small_acl, TAG_CHANGE, "v2")
+    rollback(small_acl.root, 2, reason="30 days is too long")
+    client = make_client(small_acl)
+    assert client.get("/ui/small/diff").headers["location"] == "/ui/small/diff/2..1"  # the rollback's change
+
+
 def test_two_keys_side_by_side(small_acl: GitRepo, make_client: MakeClient, signed_in: SignedIn) -> None:
     client = make_client(small_acl)
     page = Page(client.get("/ui/small/v/1/compare?a=/data/open&b=data/secret-project").text)
