@@ -96,7 +96,7 @@ def _timeline(ctx: Context) -> dict[str, Any]:
         event = published.get(v.version)
         entries.append({
             "kind": "publish", "version": v, "date": v.date, "servable": v.version not in view.unservable,
-            "changed": event.changed_keys if event is not None else None,
+            "changed": ctx.seen.count(event.changed_keys) if event is not None else None,
             "effective_by": event.effective_by if event is not None else None,
         })  # fmt: skip
         if v.rolled_back is not None:  # readers read the good version below it again (as the server counts it)
@@ -104,7 +104,7 @@ def _timeline(ctx: Context) -> dict[str, Any]:
             entries.append({
                 "kind": "rollback", "version": v, "date": v.rolled_back.date,
                 "servable": v.version not in view.unservable,
-                "changed": undo.changed_keys if undo is not None else None,
+                "changed": ctx.seen.count(undo.changed_keys) if undo is not None else None,
                 "back_to": max((n for n in good if n < v.version), default=None),
             })  # fmt: skip
     entries.sort(key=lambda e: (e["date"], e["kind"] == "rollback", e["version"].version), reverse=True)
@@ -113,7 +113,6 @@ def _timeline(ctx: Context) -> dict[str, Any]:
         "more": max(0, len(entries) - TIMELINE_SHOWN),
         "current": view.current,
         "seq": feed.seq,
-        "counts_shown": ctx.seen.sees_everything,  # changed-key counts include keys others may not describe
         "idle": IDLE,
     }
 

@@ -84,7 +84,7 @@ class Api:
         self.error_pages: dict[str, ErrorPage] = {}  # path prefix -> a part's page for such errors (console: /ui)
         self.starlette = routes(self, [route for part in parts for route in part(self)])
         self._keys: Bounded[str, str] = Bounded(65536)  # URL text -> normalized key, for the hot path
-        self._feeds: Bounded[tuple[str, int, int, int | None], Answer] = Bounded(256)  # the feed's answers
+        self._feeds: Bounded[tuple[str, int, int, int | None, bool], Answer] = Bounded(256)  # the feed's answers
         self._polls: Counter[str | None] = Counter()  # waiting long polls per principal (or client address)
         self._resolving: Counter[str | None] = Counter()  # keys waiting for the resolver, per principal (or address)
         self._resolving_total = 0
@@ -334,9 +334,10 @@ class Api:
                         break
                     events = await feed.wait(since, left)  # woken by an event that is still not past `since`
         seq, current = max(feed.seq, since), state.view.current  # a `since` ahead of this server: never back
+        seen = Visibility.of_store(view, who, _host(scope))  # changed-key counts only to who sees every key
         return self._feeds.get_or_build(
-            (store, since, seq, current),
-            lambda: answer({"seq": seq, "current": current, "events": [e.to_json() for e in events]}),
+            (store, since, seq, current, seen.counts),
+            lambda: answer({"seq": seq, "current": current, "events": [e.to_json(seen.count) for e in events]}),
         )
 
     async def _named(self, scope: Scope, send: Send, store: str, name: str) -> None:

@@ -9,7 +9,7 @@ the loader hands events over with `loop.call_soon_threadsafe(feed.extend, ...)`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,13 +26,15 @@ class Event:
     effective_by: float
     seq: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, count: Callable[[int], int | None] = int) -> dict[str, Any]:
+        """The event as the feed answers it, its `changed_keys` as `count` shows it to the asker
+        (`Visibility.count`: null for one that may not describe every key)."""
         return {
             "seq": self.seq,
             "kind": self.kind,
             "version": self.version,
             "date": _iso(self.date),
-            "changed_keys": self.changed_keys,
+            "changed_keys": count(self.changed_keys),
             "effective_by": _iso(self.effective_by),
         }
 

@@ -69,7 +69,10 @@ SCHEMAS: dict[str, Schema] = {
                 ]
             },
             "store": NULLABLE_STRING,
-            "nodes": {"type": ["integer", "null"]},
+            "nodes": {
+                "type": ["integer", "null"],
+                "description": "null for a principal that may not describe every key (it would count them)",
+            },
             "cfgtool_version": NULLABLE_STRING,
             "allow_rolled_back": {
                 "type": "array",
@@ -142,7 +145,10 @@ SCHEMAS: dict[str, Schema] = {
                         "kind": {"enum": ["publish", "rollback"]},
                         "version": INT,
                         "date": {"type": "string", "format": "date-time"},
-                        "changed_keys": INT,
+                        "changed_keys": {
+                            "type": ["integer", "null"],
+                            "description": "null for a principal that may not describe every key",
+                        },
                         "effective_by": {"type": "string", "format": "date-time"},
                     },
                 ),

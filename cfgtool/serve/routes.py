@@ -32,6 +32,7 @@ from cfgtool.serve.app import Api
 from cfgtool.serve.consumers import INSTANCE, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
+from cfgtool.serve.visibility import Visibility
 from cfgtool.serve.worker import ResolverUnavailable
 
 if TYPE_CHECKING:
@@ -104,7 +105,8 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         who = await api.principal(request.headers.raw)
         state, view = api.store(request.path_params["store"], who)
         api.describe_store(state, view, who, host(request))
-        return _response(view.versions_answer, request=request)
+        counted = Visibility.of_store(view, who, host(request)).counts
+        return _response(view.versions_answer if counted else view.versions_uncounted, request=request)
 
     async def query(request: Request) -> Response:
         who = await api.principal(request.headers.raw)

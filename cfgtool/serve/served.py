@@ -43,6 +43,7 @@ class View:
     unservable: Mapping[int, str] = field(default_factory=dict)
     pinned: Mapping[int, LoadedVersion] = field(default_factory=dict)
     versions_answer: Answer = EMPTY
+    versions_uncounted: Answer = EMPTY  # the same without node counts, for who may not see them (`Visibility.counts`)
     authorizer: Authorizer | None = None  # the current version's ACL (with access control on)
     public: bool = False  # answers may be kept by shared caches (`--public-cache`, and User:* reads every key)
     acl_problem: str | None = None  # no current version, or its ACL does not load: 503 E_NO_ACL for this store
@@ -225,6 +226,7 @@ class StoreState:
             unservable=unservable,
             pinned=pinned,
             versions_answer=answer(body),
+            versions_uncounted=answer([{**v, "nodes": None} for v in body]) if self._with_acl else EMPTY,
             authorizer=authorizer,
             acl_problem=problem,
             public=public,

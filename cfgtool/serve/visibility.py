@@ -46,10 +46,28 @@ class Visibility:
             found = found[:1]
         return cls(found, who, host, loaded.nearest)
 
+    @classmethod
+    def of_store(cls, view: View, who: str | None, host: str | None) -> Visibility:
+        """The rights over a store's own answers (its versions, its change feed): judged by the current
+        version's ACL, as `describe` on the store is."""
+        judge = view.authorizer
+        return cls((judge,) if judge is not None else (), who, host)
+
     @property
     def sees_everything(self) -> bool:
         """Whether nothing is filtered: no access control, or a super user under every judging ACL."""
         return self.who is None or all(a.is_super_user(self.who) for a in self.judges)
+
+    @property
+    def counts(self) -> bool:
+        """Whether counts over all the keys of a version (its nodes, the keys an event changed) are shown:
+        only to a principal that sees everything. Such a count takes in keys others may not describe, and the
+        server keeps no list of them to count again per principal."""
+        return self.sees_everything
+
+    def count(self, n: int | None) -> int | None:
+        """A count over all the keys of a version as this principal may see it (`counts`): else None."""
+        return n if self.counts else None
 
     def may(self, operation: str, key: str) -> bool:
         """Whether every judging ACL allows `operation` on the node `key` (no nearest-node rule: for listings)."""

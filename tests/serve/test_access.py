@@ -7,6 +7,7 @@ import json
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -104,3 +105,25 @@ def test_secrets_are_hidden_or_sealed_never_clear(published: GitRepo, start_serv
     assert sealed_path["value"] == password  # ?path= honours ?secrets=sealed too
     tree = (published.root / "store/data/databases/identity/main.conf").read_text()
     assert password in tree  # the envelope as committed: the server holds no key that opens it
+
+
+def test_counts_of_keys_only_for_who_may_describe_every_key(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    # alice may describe /data/ only: how many keys an event changed, and how many nodes a version has, count
+    # /tags/t and / too, which she may not describe; a count of them tells her of keys she may not know of
+    publish_change(small, {"store/_ACL.yaml": ACL, "store/tags/u/main.conf": "hidden = yes\n"}, "an ACL")
+    tokens = tmp_path / "tokens.json"
+    alice, admin = _token(tokens, "alice"), _token(tokens, "admin")
+    server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
+
+    def get(path: str, token: str) -> Any:
+        found = httpx.get(f"{server.url}{path}", headers={"authorization": f"Bearer {token}"}, timeout=10)
+        assert found.status_code == 200, found.text
+        return found.json()
+
+    assert [e["nodes"] for e in get("/v1/small/versions", admin)] == [7, 6]
+    assert [e["nodes"] for e in get("/v1/small/versions", alice)] == [None, None]
+    assert [e["changed_keys"] for e in get("/v1/small/changes?wait=0", admin)["events"]] == [6, 1]
+    assert [e["changed_keys"] for e in get("/v1/small/changes?wait=0", alice)["events"]] == [None, None]
+    assert [e["version"] for e in get("/v1/small/changes?wait=0", alice)["events"]] == [1, 2]
