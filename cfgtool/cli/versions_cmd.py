@@ -173,6 +173,14 @@ def rollback_command(
             show_default=False,
         ),
     ] = None,
+    not_current: Annotated[
+        bool,
+        typer.Option(
+            "--not-current",
+            help="Roll back N although it is not the current version: the values of N that later versions kept"
+            " are then refused by the next publish until reverted.",
+        ),
+    ] = False,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Withdraw a bad version: mark it rolled back (tag config/rolledback/vN).
@@ -189,18 +197,33 @@ def rollback_command(
     (W_POLICY_SKIPPED_REVERT). A rollback killed midway is finished by running
     the same command again (same reason).
 
+    Rolling back N when it is not the current version needs --not-current:
+    without it, nothing changes (exit 2) and the message names N's values
+    that the current version still holds, which the next publish would
+    refuse until they are reverted.
+
     Exit status: 0 rolled back, 1 refused (or the remote rejected the marker),
-    2 usage error (e.g. an unknown version).
+    2 usage error (e.g. an unknown version, or N is not current).
 
     Examples:
       cfgtool rollback -m "retention too short for PageViewEvent"
-      cfgtool rollback 12 -m "wrong cluster" --remote origin
+      cfgtool rollback 12 -m "wrong cluster" --remote origin --not-current
       cfgtool rollback --to 9 -m "back to the last known good" --format json
     """
     cli: CliContext = ctx.obj
     from cfgtool.versions import rollback
+    from cfgtool.versions.rollback import NotCurrent
 
-    result = rollback(cli.repo, version, to=to, reason=message, remote=remote, store=cli.store, principal=principal)
+    try:
+        result = rollback(
+            cli.repo, version, to=to, reason=message, remote=remote, store=cli.store, principal=principal,
+            not_current=not_current,
+        )  # fmt: skip
+    except NotCurrent as refused:
+        if fmt is OutputFormat.JSON:
+            doc = {"rolled_back": [], "reason": refused.message, "still_held": [w.to_json() for w in refused.held]}
+            typer.echo(json.dumps(doc, indent=2))
+        raise
     typer.echo(
         json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
     )

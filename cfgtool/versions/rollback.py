@@ -12,6 +12,7 @@ push and run again (with the same reason) finishes that same rollback instead of
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from cfgtool._util.atomic import write_atomic
 from cfgtool._version import __version__
 from cfgtool.access.enforce import require
+from cfgtool.diagnostics import plural
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.store import git
 from cfgtool.store.urls import redact
@@ -35,13 +37,24 @@ from cfgtool.versions.refs import (
     require_pushed,
     write_tags,
 )
+from cfgtool.versions.sticky import Watch, still_held
 from cfgtool.versions.tags import History, read_history, scheme_for
 
 METADATA_SCHEMA = 1
+SHOWN = 50  # values named in a refusal before "... and N more"
 
 
 class RollbackRefused(CfgtoolError):
     """The rollback would leave no good version, or names a version that is already rolled back (exit 1)."""
+
+
+class NotCurrent(UsageError):
+    """`rollback N` of a good version that is not the current one, without `--not-current` (exit 2): `held`
+    are N's values the current version still holds, which the next publish would refuse."""
+
+    def __init__(self, message: str, held: Sequence[Watch], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.held = tuple(held)
 
 
 @dataclass(frozen=True)
@@ -77,11 +90,13 @@ def rollback(
     by: str | None = None,
     store: str | Path = "store",
     principal: str | None = None,
+    not_current: bool = False,
 ) -> RollbackResult:
     """Roll back `version`, or every good version above `to`, or (neither given) the current version.
 
     Refuses (RollbackRefused) when no good version would remain, when a named version is already rolled back
-    or nothing is above `to`; VersionNotFound when a named version does not exist. With `remote`, its tags are
+    or nothing is above `to`; VersionNotFound when a named version does not exist; NotCurrent when `version`
+    is a good version below the current one and `not_current` is not set. With `remote`, its tags are
     fetched first and the markers pushed without force.
     """
     if version is not None and to is not None:
@@ -117,6 +132,8 @@ def rollback(
             hint="publish a fixed version first (cfgtool publish, or cfgtool publish --ref <an older version's tag>"
             " to restore one), then roll this one back",
         )
+    if version is not None and current is not None and version != current.version and not not_current:
+        _refuse_not_current(root, store, known, version, current.version)
     tagger = identity(root)
     who = by or str(tagger)
     markers: dict[str, str] = {}
@@ -155,6 +172,28 @@ def rollback(
     if remote is not None:
         write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers, "done": True}))
     return result
+
+
+def _refuse_not_current(root: Path, store: str | Path, known: History, n: int, current: int) -> None:
+    """NotCurrent: rolling back N, which is not current, withdraws the changes N made, and the current version
+    may still hold some of them (the next publish would refuse those); say which, and ask for the flag."""
+    held = still_held(root, store, known, n)
+    lines = "".join(f"\n  {w.value_line()}" for w in held[:SHOWN])
+    more = f"\n  ... and {len(held) - SHOWN} more (cfgtool diff shows them all)" if len(held) > SHOWN else ""
+    if held:
+        what = (
+            f"the current version {current} still holds {plural(len(held), 'value')} version {n} introduced,"
+            f" which the next publish will refuse until they are reverted:{lines}{more}\n"
+        )
+    else:
+        what = f"the current version {current} holds none of the values version {n} introduced. "
+    raise NotCurrent(
+        f"version {n} is not the current version ({current} is): rolling it back withdraws the changes it"
+        f" made; {what}Nothing was rolled back",
+        held,
+        hint=f"to roll back version {n} anyway, run the command again with --not-current; to roll back the"
+        " current version, leave out the number",
+    )
 
 
 def _same_again(pending: dict[str, Any], known: History, version: int | None, to: int | None, reason: str) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,12 +67,13 @@ class Watch:
         out.update(version=self.version, reason=self.reason, by=self.by)
         return out
 
+    def value_line(self) -> str:
+        """The key, the path, the rolled-back and the good values."""
+        return f"{self.key} {self.path} = {_text(self.bad)} (good: {_text(self.good)})"
+
     def describe(self) -> str:
         """One line: the key, the path, the rolled-back and the good values, the version and why."""
-        return (
-            f"{self.key} {self.path} = {_text(self.bad)} (good: {_text(self.good)}), introduced by version"
-            f" {self.version}, rolled back by {self.by}: {self.reason}"
-        )
+        return f"{self.value_line()}, introduced by version {self.version}, rolled back by {self.by}: {self.reason}"
 
 
 def shown(value: Any) -> Any:
@@ -181,11 +182,7 @@ def watches(
         version = known.require(n)
         rolled = version.rolled_back
         assert rolled is not None
-        good_commit = known.tag(below[-1]).commit
-        pairs = _cached(cache, store, good_commit, version.commit)
-        if pairs is None:
-            pairs = introduced(load(good_commit), load(version.commit))
-            _save(cache, store, good_commit, version.commit, pairs)
+        pairs = _introduced_over(cache, store, known.tag(below[-1]).commit, version.commit, load)
         entries = [Watch(key, path, bad, good, n, rolled.reason, rolled.by) for key, path, good, bad in pairs]
         if active:
             for later in published_after(known, n):
@@ -199,6 +196,42 @@ def watches(
                 entries = [w for w in entries if same(value_of(snapshot, w.key, w.path), w.bad)]
         found += entries
     return found
+
+
+def _introduced_over(
+    cache: Path, store: str | Path, good: str, bad: str, load: Callable[[str], _Version]
+) -> list[tuple[str, str, Any, Any]]:
+    """`introduced` between the versions at commits `good` and `bad`, from the cache or computed (and kept)."""
+    pairs = _cached(cache, store, good, bad)
+    if pairs is None:
+        pairs = introduced(load(good), load(bad))
+        _save(cache, store, good, bad, pairs)
+    return pairs
+
+
+def still_held(root: Path, store: str | Path, known: History, n: int, *, cache: Path | None = None) -> list[Watch]:
+    """The values good version N introduced (over the good version below it) that the current version still
+    holds: what rolling N back would make the next publish refuse, unless a revert ships first. Empty when N
+    has no good version below it or is the current version itself."""
+    current = known.current_number
+    below = [m for m in known.numbers if m < n and not known.is_rolled_back(m)]
+    if current is None or current == n or not below:
+        return []
+    cache = cache if cache is not None else cache_root()
+    loaded: dict[str, _Version] = {}
+
+    def load(commit: str) -> _Version:
+        if commit not in loaded:
+            loaded[commit] = _Version(root, store, commit, cache)
+        return loaded[commit]
+
+    pairs = _introduced_over(cache, store, known.tag(below[-1]).commit, known.tag(n).commit, load)
+    snapshot = load(known.tag(current).commit).snapshot
+    return [
+        Watch(key, path, bad, good, n, "", "")
+        for key, path, good, bad in pairs
+        if same(value_of(snapshot, key, path), bad)
+    ]
 
 
 # -- the cache of what one version introduced over another: plain JSON, checked when read ----------------------

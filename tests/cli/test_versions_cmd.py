@@ -337,3 +337,50 @@ def test_get_of_a_key_without_a_node_suggests_a_close_sibling(run_cfgtool: Run, 
     assert "did you mean /data/tracking/PageViewEvent?" in typo.stderr
     new = run_cfgtool("get", "/data/tracking/BrandNewTopic", "owner", cwd=two.root)
     assert new.returncode == 0 and "did you mean" not in new.stderr
+
+
+# ------------------------------------------------------------------------------------------ rolling back an old version
+
+
+def release(run: Run, repo: GitRepo, files: dict[str, str], message: str) -> None:
+    """Commit `files` and publish them through the CLI."""
+    repo.write(files)
+    repo.commit(message)
+    proc = run("publish", "-m", message, cwd=repo.root)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.fixture
+def four(run_cfgtool: Run, store_repo: GitRepo) -> GitRepo:
+    """Versions 1 to 4 of a small store: v2 sets /a x = 2 and /b y = 1, v3 changes /b y, v4 adds /c."""
+    release(run_cfgtool, store_repo, {"store/a/main.conf": "x = 1\n", "store/b/main.conf": "y = 0\n"}, "one")
+    release(run_cfgtool, store_repo, {"store/a/main.conf": "x = 2\n", "store/b/main.conf": "y = 1\n"}, "two")
+    release(run_cfgtool, store_repo, {"store/b/main.conf": "y = 5\n"}, "three")
+    release(run_cfgtool, store_repo, {"store/c/main.conf": "z = 1\n"}, "four")
+    return store_repo
+
+
+def test_rolling_back_an_old_version_needs_not_current(run_cfgtool: Run, four: GitRepo) -> None:
+    tags = four.git("tag", "--list")
+    refused = run_cfgtool("rollback", "2", "-m", "wrong cluster", cwd=four.root)
+    assert refused.returncode == 2, refused.stderr
+    assert "version 2 is not the current version (4 is)" in refused.stderr
+    assert "still holds 1 value version 2 introduced" in refused.stderr
+    assert "/a x = 2 (good: 1)" in refused.stderr  # /b y was changed again by v3: no longer v2's
+    assert "/b" not in refused.stderr and "--not-current" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert four.git("tag", "--list") == tags  # nothing changed
+
+    code, doc = run_json(run_cfgtool, four, "rollback", "2", "-m", "wrong cluster")
+    assert code == 2 and doc["rolled_back"] == []
+    assert [(h["key"], h["path"], h["rolled_back_value"], h["good_value"]) for h in doc["still_held"]] == [
+        ("/a", "x", 2, 1)
+    ]
+
+    done = run_cfgtool("rollback", "2", "--not-current", "-m", "wrong cluster", cwd=four.root)
+    assert done.returncode == 0, done.stderr
+    assert "config/rolledback/v2" in four.git("tag", "--list")
+    four.write({"store/d/main.conf": "w = 1\n"})
+    four.commit("five")
+    held = run_cfgtool("publish", "-m", "five", cwd=four.root)
+    assert held.returncode == 1 and "/a x = 2 (good: 1)" in held.stderr  # as the refusal said

@@ -95,14 +95,14 @@ def test_rollback_keeps_the_rolled_back_version_readable(three: GitRepo) -> None
 
 
 def test_rollback_a_named_version_that_is_not_current(three: GitRepo) -> None:
-    result = rollback(three.root, 2, reason="wrong cluster")
+    result = rollback(three.root, 2, not_current=True, reason="wrong cluster")
     assert (result.rolled_back, result.current) == ((2,), 3)
     assert statuses(three) == [(3, "current"), (2, "rolled_back"), (1, "good")]
 
 
 def test_rollback_to_marks_every_good_version_above(three: GitRepo, remote: RemoteWatch) -> None:
     release(three, 4)
-    rollback(three.root, 3, reason="earlier problem", remote="origin")
+    rollback(three.root, 3, not_current=True, reason="earlier problem", remote="origin")
     result = rollback(three.root, to=1, reason="back to the last known good", remote="origin")
     assert (result.rolled_back, result.current) == ((4, 2), 1)
     assert statuses(three) == [(4, "rolled_back"), (3, "rolled_back"), (2, "rolled_back"), (1, "current")]
@@ -124,9 +124,9 @@ def test_rollback_refuses_to_leave_no_good_version(three: GitRepo, remote: Remot
 
 
 def test_rollback_refuses_a_version_already_rolled_back(three: GitRepo) -> None:
-    rollback(three.root, 2, reason="first time")
+    rollback(three.root, 2, not_current=True, reason="first time")
     with pytest.raises(RollbackRefused, match=r"version 2 is already rolled back \(by Test .*: first time\)"):
-        rollback(three.root, 2, reason="second time")
+        rollback(three.root, 2, not_current=True, reason="second time")
 
 
 def test_rollback_refuses_an_unknown_version(three: GitRepo) -> None:
@@ -137,7 +137,7 @@ def test_rollback_refuses_an_unknown_version(three: GitRepo) -> None:
 
 
 def test_rollback_to_refuses_a_rolled_back_or_current_target(three: GitRepo) -> None:
-    rollback(three.root, 2, reason="bad")
+    rollback(three.root, 2, not_current=True, reason="bad")
     with pytest.raises(RollbackRefused, match="version 2 is rolled back itself"):
         rollback(three.root, to=2, reason="x")
     with pytest.raises(RollbackRefused, match="no good version above 3"):
