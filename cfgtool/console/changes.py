@@ -184,10 +184,7 @@ async def compare_page(ctx: Context) -> Response:
             raise Denied(error(403, "forbidden", f"{ctx.who} may not read {key}"))
         found = await ctx.console.api.key_answer(state, loaded, key, ctx.who, ctx.host)
         configs.append(json.loads(found.body)["config"])  # secrets [hidden], as the API
-    rows = [
-        {"path": path, "a": _text(old), "b": _text(new), "kind": _kind(old, new)}
-        for path, old, new in changed_values(configs[0], configs[1])
-    ]
+    rows = [{"path": path, "a": _text(a), "b": _text(b)} for path, a, b in changed_values(configs[0], configs[1])]
     return ctx.render("compare.html", a=keys[0], b=keys[1], rows=rows)
 
 

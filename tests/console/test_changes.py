@@ -87,6 +87,12 @@ def test_two_keys_side_by_side(small_acl: GitRepo, make_client: MakeClient, sign
     assert "2 values differ" in page.text
     assert re.search(r"label \"open-data\" \"classified-label\"", rows) and re.search(r"size 1 2", rows)
     assert "tier" not in rows  # the same on both sides
+    table = re.search(
+        r"<table.*</table>", client.get("/ui/small/v/1/compare?a=/data/open&b=/data/secret-project").text, re.S
+    )
+    assert table and not re.search(
+        r"<(del|ins)\b|class=\"(added|removed|changed)\"", table.group(0)
+    )  # no side reads as deleted
     form = Page(client.get("/ui/small/v/1/compare").text)
     assert {str(i.get("name")) for i in form.all("input")} >= {"a", "b"}
     client = signed_in(small_acl, "User:alice")
