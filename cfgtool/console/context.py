@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -116,6 +117,7 @@ class Console:
         self.env.filters["value"] = _value_text
         self.env.filters["iso"] = _iso
         self.env.filters["hocon_name"] = _hocon_name
+        self.env.filters["breakable"] = _breakable
         self.env.tests["defined_value"] = lambda value: value is not ABSENT
         self.env.globals["kind_of"] = _kind_of
         self.static = _static_files()
@@ -323,6 +325,11 @@ def _iso(date: Any) -> str:
 def _hocon_name(name: str) -> str:
     """A field name as one element of a HOCON path (quoted unless plain)."""
     return name if name and all(c.isalnum() or c in "-_" for c in name) else json.dumps(name)
+
+
+def _breakable(text: str) -> Markup:
+    """A key or path, escaped, that a narrow column wraps after a `/` (`<wbr>`), never inside a name."""
+    return Markup("/<wbr>").join(escape(part) for part in str(text).split("/"))
 
 
 def _kind_of(value: Any) -> str:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 CHROMIUM = Path(os.environ.get("CFGTOOL_CHROMIUM", "/usr/bin/chromium-headless-shell"))
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "docs" / "images"
 ACL = """\
 super_users: [User:admin]
 allow_everyone_if_no_acl_found: false
@@ -35,6 +36,13 @@ acls:
   - {principal: User:alice, operation: alter, key: /data/, pattern: prefixed, permission: allow}
   - {principal: User:guest, operation: all, key: /data/b, permission: deny}
 """
+
+LONG_KEY = "/services/checkout-payments-gateway"  # a key whose layers' names are long
+LONG = {
+    "store/services/checkout-payments-gateway/main.conf": "size = 3\n",
+    "store/services/checkout-payments-gateway/includes": "/tags/regional-settlement-and-reconciliation\n",
+    "store/tags/regional-settlement-and-reconciliation/main.conf": "retention.days = 90\n",
+}
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
 pytestmark = [
@@ -56,10 +64,12 @@ class Console:
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    """A store `small` with versions 1-4: an ACL, two changes, version 4 rolled back; served with tokens."""
+    """A store `small` with versions 1-4: an ACL, a key with long layer names, two changes, version 4 rolled
+    back; served with tokens."""
     base = tmp_path_factory.mktemp("console")
     repo = GitRepo(base / "small")
-    publish_change(repo, {**SMALL, "store/_ACL.yaml": ACL}, "first version of the small store")
+    first = {**SMALL, "store/_ACL.yaml": ACL, **LONG}
+    publish_change(repo, first, "first version of the small store")
     publish_change(repo, {"store/tags/t/main.conf": "tagged = true\nretention.days = 30\n"}, "tag t keeps 30 days")
     publish_change(repo, {"store/data/b/main.conf": "size = 2\nowner = payments\n"}, "b is owned by payments")
     bad = publish_change(repo, {"store/data/main.conf": "tier = bronze\n"}, "cheaper tier for all data")
@@ -270,5 +280,52 @@ def test_narrow_screen_and_keyboard(console: Console, browser: Browser) -> None:
         shot(tab, "timeline-narrow-dark", full_page=True)
         tab.keyboard.press("Tab")
         assert tab.evaluate("document.activeElement.textContent").strip() == "Skip to content"
+    finally:
+        context.close()
+
+
+BROKEN_WORDS = """selector => {
+  const broken = [];
+  for (const element of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.data.matchAll(/[^\\s\\/-]+[\\/-]?/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(word[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_headers_and_layer_names_never_break_inside_a_word(console: Console, browser: Browser, width: int) -> None:
+    """The consumers table's headers and an explain's layer names wrap between words or after a path's `/` (or
+    their table scrolls), never inside a word; nothing is wider than the screen."""
+    import httpx
+
+    admin = {"authorization": f"Bearer {console.tokens['admin']}"}
+    with httpx.Client(base_url=console.url, headers=admin) as http:
+        for n in range(3):
+            instance = {"cfgtool-instance": f"checkout-payments-gateway-{n}.eu-west-1.internal:4242"}
+            assert http.get(f"/v1/small/versions/3/keys{LONG_KEY}", headers=instance).status_code == 200
+            check = {"version": 3, "ok": False, "message": "check command exited 1: " + "refused " * 20}
+            report = http.post(
+                f"/v1/small/consumers/{instance['cfgtool-instance']}", json={"applied": 3, "last_check": check}
+            )
+            assert report.status_code < 300, report.text
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    tab = context.new_page()
+    try:
+        sign_in(tab, console, who="admin", target="/ui/small/consumers")
+        assert tab.evaluate(BROKEN_WORDS, "table th") == []
+        assert tab.evaluate("document.documentElement.scrollWidth") <= width
+        tab.goto(console.url + f"/ui/small/v/3/explain{LONG_KEY}?path=retention.days")
+        assert tab.evaluate(BROKEN_WORDS, "table.layers th, table.layers td") == []
+        assert tab.evaluate("document.documentElement.scrollWidth") <= width
     finally:
         context.close()
