@@ -29,7 +29,7 @@ from tests.spark.conftest import JAVA_OPTIONS, spark_missing
 CHECKOUT = Path(__file__).resolve().parents[1]
 README = CHECKOUT / "README.md"
 SETUP_COMMANDS = [
-    "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/cfgtool compile",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[serve,spark]' && .venv/bin/cfgtool compile",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[dev,spark]' && .venv/bin/python -m pytest",
 ]
 NOT_COMMANDS = {"text", "hocon", "yaml"}  # blocks that show files or output, never something to run

@@ -107,7 +107,8 @@ def _environment() -> Any:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError as exc:
         raise UsageError(
-            "--template needs Jinja2, the optional extra 'agent'", hint="pip install 'cfgtool[agent]'"
+            "--template needs Jinja2, the optional extra 'agent'",
+            hint="in your cfgtool checkout: pip install -e '.[agent]'",
         ) from exc
 
     return ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)

@@ -180,7 +180,7 @@ def serve_command(
     if missing is not None:
         raise UsageError(
             f"cfgtool serve needs the optional extra 'serve' ({missing} is not installed)",
-            hint="pip install 'cfgtool[serve]'",
+            hint="in your cfgtool checkout: pip install -e '.[serve]'",
         )
     from cfgtool.serve.service import is_loopback
 

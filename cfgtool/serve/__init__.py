@@ -1,5 +1,6 @@
 """`cfgtool serve` (docs/serving.md): published versions of a repository's stores over HTTP/JSON, with Keystone
-freshness for `current` reads and a Kafka-style change feed. An optional extra: `pip install 'cfgtool[serve]'`.
+freshness for `current` reads and a Kafka-style change feed. An optional extra: `pip install -e '.[serve]'` in a
+cfgtool checkout.
 
 - `timeline`: the pure function from (versions with dates, now, T, store, key) to the visible version and
   max-age; `feed`: the change feed and its long polls; `store`, `loaded`, `source`: versions in memory,

@@ -3,7 +3,7 @@
 `ConfigLoader` (loader.py) pins the version and builds DataFrames; `attach` types its columns (columns.py),
 keeps each lookup for the application (tables.py) and on disk (stored.py), and joins in Spark (join.py);
 `SnapshotView` (view.py) is what executors receive. pyspark, pyarrow and pandas are imported lazily: without
-them, constructing a loader says to install `cfgtool[spark]`; unpickling a `SnapshotView` on an executor imports
+them, constructing a loader says to install the `spark` extra; unpickling a `SnapshotView` on an executor imports
 only view.py. The pyspark boundary is typed `Any`.
 """
 

@@ -63,7 +63,7 @@ def _require(module: str) -> Any:
     except ImportError as exc:
         raise SparkNotInstalled(
             f"the Spark loader needs {module.split('.')[0]}, which is not installed",
-            hint="pip install 'cfgtool[spark]'",
+            hint="in your cfgtool checkout: pip install -e '.[spark]'",
         ) from exc
 
 

@@ -156,7 +156,7 @@ def test_serve_without_the_extra_names_it_and_exits_2(small: GitRepo, tmp_path: 
         [*cfgtool_command(), "serve", "--repo", str(small.root)], env=env, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 2, proc.stderr
-    assert "pip install 'cfgtool[serve]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert "pip install -e '.[serve]'" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_serve_refuses_a_public_address_without_tokens(small: GitRepo, tmp_path: Path) -> None:

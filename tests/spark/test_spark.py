@@ -243,7 +243,7 @@ def test_loader_without_pyspark_names_the_extra(monkeypatch: pytest.MonkeyPatch,
         return real(name, package)
 
     monkeypatch.setattr(importlib, "import_module", no_pyarrow)
-    with pytest.raises(SparkNotInstalled, match=r"pip install 'cfgtool\[spark\]'"):
+    with pytest.raises(SparkNotInstalled, match=r"pip install -e '\.\[spark\]'"):
         ConfigLoader(spark, tmp_path)
 
 
