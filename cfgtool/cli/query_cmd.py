@@ -262,6 +262,7 @@ def _answer(
     cli: CliContext = ctx.obj
     if ref is None and version is None:
         answer = query_key(cli.repo, cli.store, None, text, parse_variables(variables))
+        _note_working_tree(answer)
     else:  # a commit: its version artifact when cached (one key read from it), else compiled once and cached
         from cfgtool.store.keys import normalize_key
 
@@ -269,6 +270,27 @@ def _answer(
         answer = KeyAnswer(normalize_key(text, reading.snapshot.name), reading, None)
     _refuse(answer.key, answer.errors(), answer.store_errors())
     return answer
+
+
+def _note_working_tree(answer: KeyAnswer) -> None:
+    """Say on stderr that a working tree answered when the current version may answer otherwise (as `compile`
+    names its source): a reader who meant the published config adds --version current."""
+    from cfgtool.compile.compiler import CompileResult
+    from cfgtool.versions.tags import unlike_current
+
+    result = answer.result
+    if not isinstance(result, CompileResult):
+        return
+    source = result.store.source
+    dirty = source.dirty
+    current = unlike_current(source.repo_root, source.store, source.commit, dirty)
+    if current is not None:
+        state = "uncommitted changes" if dirty else f"HEAD {(source.commit or '')[:7]}, not published"
+        typer.echo(
+            f"cfgtool: note: answered from the working tree ({state}); current version is {current.version}:"
+            " add --version current",
+            err=True,
+        )
 
 
 def _graph(

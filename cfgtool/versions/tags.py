@@ -421,6 +421,25 @@ def current_version(repo: Path | None = None, store: str | Path = "store") -> Ve
     return history(repo, store).current
 
 
+def unlike_current(repo: Path, store: str, commit: str | None, dirty: bool) -> Version | None:
+    """The current version when a read of the working tree may answer otherwise than it: the store (`store`,
+    repo-relative) has uncommitted changes (`dirty`), or its tree at HEAD (`commit`) is not the current version's.
+    None when nothing is published or the two hold the same store."""
+    current = history(repo, store).current
+    if current is None:
+        return None
+    if dirty or commit is None:
+        return current
+    head = _store_tree(repo, commit, store)
+    return None if head is not None and head == _store_tree(repo, current.commit, store) else current
+
+
+def _store_tree(root: Path, commit: str, store: str) -> str | None:
+    """The id of the store directory's tree at `commit` (the commit's whole tree for a store at the root)."""
+    proc = git.run_git(root, "rev-parse", "--verify", "--quiet", f"{commit}:{store}", check=False)
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
 def resolve_version(repo: Path | None, version: int | str, store: str | Path = "store") -> str:
     """The commit of version N (rolled back or not) or of the one `current` / `previous` names;
     VersionNotFound when there is no such version."""

@@ -451,6 +451,28 @@ def test_query_reads_a_published_version_with_version_option(
     assert both.returncode == 2 and "--ref and --version" in both.stderr
 
 
+def test_get_from_a_working_tree_unlike_the_current_version_says_so_on_stderr(run_cfgtool: Run, shop: GitRepo) -> None:
+    get = ("get", "/data/orders", "owner")
+    assert run_cfgtool(*get, cwd=shop.root).stderr == ""  # nothing published: nothing to mistake it for
+    publish(shop.root, message="v1")
+    assert run_cfgtool(*get, cwd=shop.root).stderr == ""  # the working tree holds the current version's store
+    shop.write({"data/orders/main.conf": "owner = finance\n"}, under="store/")
+    edited = run_cfgtool(*get, cwd=shop.root)
+    assert (edited.returncode, edited.stdout) == (0, "finance\n")
+    assert edited.stderr == (
+        "cfgtool: note: answered from the working tree (uncommitted changes); current version is 1:"
+        " add --version current\n"
+    )
+    for pinned in (("--version", "current"), ("--ref", "HEAD")):
+        asked = run_cfgtool(*get, *pinned, cwd=shop.root)
+        assert (asked.stdout, asked.stderr) == ("sales\n", "")  # asked for a version or ref: no note
+    head = shop.commit("finance owns orders")
+    committed = run_cfgtool(*get, cwd=shop.root)
+    assert f"working tree (HEAD {head[:7]}, not published); current version is 1" in committed.stderr
+    publish(shop.root, message="v2")
+    assert run_cfgtool(*get, cwd=shop.root).stderr == ""
+
+
 def test_datasets_of_a_key_without_a_node_is_an_error_with_a_suggestion(run_cfgtool: Run, shop: GitRepo) -> None:
     proc = run_cfgtool("datasets", "/tags/dc/wesd", "--var", "dc=west", cwd=shop.root)
     assert proc.returncode == 1
