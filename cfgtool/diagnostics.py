@@ -53,6 +53,7 @@ CODES: dict[str, str] = {
     "E_SECRET_CONCAT": "A secret is concatenated into a string, which would put it in clear.",
     "W_SECRET_UNKNOWN": "A schema reaches a $ref that cannot be resolved: whether values there are secret is unknown.",
     "W_RULES_CHANGED": "A change edits rule files (settings, schemas, policies, ACL); they apply once merged.",
+    "W_GATE_CHANGED": "A change edits a file that decides how CI runs (workflows, requirements, hooks, code owners).",
     "W_ACL_PREFIX": "A prefixed ACL key does not end with '/', so it also matches keys that merely start alike.",
 }
 

@@ -3,12 +3,12 @@
 Each key prefix (or literal key) that ACL entries allow principals to `alter` (or `all`) becomes the store
 directory it names (`/data/tracking/` prefixed -> `/store/data/tracking/`; a literal key owns its node's own
 files, `/store/data/orders/*`), owned by those principals; the rule files (settings, schemas, policy code,
-recipients, the workflows and requirements) are owned by the principals allowed `alter_store`, the ACL file by
-those allowed `alter_acl`, and both by the super users. Principals become GitHub names through the ACL's
-`github:` map; a group without a name is its members' names. Deny entries and entries limited to a host cannot
-be expressed there (the pull-request check enforces them). GitHub takes the last matching line, so broader
-paths come first and the rule files last. With "Require review from Code Owners" in the branch protection,
-a change then needs a review by one of the owners of every path it touches.
+recipients, and the files that decide how CI runs: `cfgtool.validate.gate`) are owned by the principals allowed
+`alter_store`, the ACL file by those allowed `alter_acl`, and both by the super users. Principals become GitHub
+names through the ACL's `github:` map; a group without a name is its members' names. Deny entries and entries
+limited to a host cannot be expressed there (the pull-request check enforces them). GitHub takes the last
+matching line, so broader paths come first and the rule files last. With "Require review from Code Owners" in
+the branch protection, a change then needs a review by one of the owners of every path it touches.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import CfgtoolError
 from cfgtool.store.nodes import read_settings
 from cfgtool.store.sources import open_source
+from cfgtool.validate.gate import GATE_DIRS, GATE_FILES, GATE_NESTED
 from cfgtool.validate.rules import Rules, rules_of
 
 CODEOWNERS = ".github/CODEOWNERS"
@@ -95,9 +96,10 @@ def codeowners(acl: Acl, rules: Rules) -> Codeowners:
         rule_paths.append(f"/{rules.schemas_dir}/")
     for top in rules.packages():
         rule_paths += [f"/{top}/", f"/{top}.py"]
-    rule_paths += ["/.github/", "/requirements.txt"]
+    rule_paths += [f"/{d}/" for d in GATE_DIRS] + [_file(p) for p in (*GATE_FILES, *GATE_NESTED)]
     lines += [""] if owned else []
-    lines += ["# The rules: settings, schemas, policy code, recipients, workflows and requirements; then the ACL."]
+    lines += ["# The rules: settings, schemas, policy code, recipients, and the files that decide how CI runs"]
+    lines += ["# (workflows, requirements, hooks, code owners); then the ACL."]
     lines += [_line(path, store_owners, names) for path in dict.fromkeys(rule_paths)]
     lines.append(_line(_file(rules.acl_file), acl_owners, names))
     if names.unmapped:

@@ -28,6 +28,7 @@ from cfgtool.store.graph import Graph
 from cfgtool.store.nodes import Store, discover, read_settings
 from cfgtool.store.settings import assignments, chosen_values
 from cfgtool.store.sources import Source, StoreNotFoundError, open_source
+from cfgtool.validate.gate import gate_changes
 from cfgtool.validate.rules import Rules, rule_changes, rules_of
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def compile_store(
             principal=principal, progress=progress,
         )  # fmt: skip
         added = rule_changes({}, result.rules.files(), None)  # no trusted rules yet: its own, flagged
+        added += _gate_changes(source, base_snapshot)
         return replace(result, diagnostics=result.diagnostics + tuple(added))
     based = compile_source(base_source, variables, check_variables=False, validate=False, progress=progress)
     rolled_back = None
@@ -115,6 +117,7 @@ def compile_store(
         source, variables, check_variables=check_variables, validate=validate, base=based.snapshot,
         principal=principal, trusted=based.rules, progress=progress, reverts=rolled_back,
     )  # fmt: skip
+    result = replace(result, diagnostics=result.diagnostics + tuple(_gate_changes(source, based.snapshot)))
     if principal is None:
         return result
     changed_rules = [d.file for d in result.diagnostics if d.code == "W_RULES_CHANGED" and d.file]
@@ -122,6 +125,13 @@ def compile_store(
         based.rules, (based.store, based.included), (result.store, result.included), principal, changed_rules
     )
     return replace(result, diagnostics=result.diagnostics + tuple(denied))
+
+
+def _gate_changes(source: Source, base: Snapshot) -> list[Diagnostic]:
+    """W_GATE_CHANGED for the files that decide how CI runs which `source` changes against the base."""
+    if base.source.commit is None:
+        return []
+    return gate_changes(source.repo_root, base.source.commit, source.commit if source.ref is not None else None)
 
 
 def absent_store(store: str, ref: str, commit: str | None) -> Snapshot:
