@@ -53,8 +53,8 @@ def run_command(command: str, directory: Path, version: int) -> tuple[int, str]:
 def check(command: str, directory: Path, version: int, secret: bool = False) -> None:
     """`--check`: CheckFailed unless `command` exits 0 on the staged files of `version`. When the files hold
     opened secrets (`secret`), the message leaves the command's output out: it goes to the log and to the
-    server's consumers report, which everyone who may describe the store reads, and a checker quoting the
-    line it refuses would quote a password."""
+    server's consumers report, which everyone who may read the files' keys reads (and the server serves them
+    their secrets `[hidden]`), and a checker quoting the line it refuses would quote a password."""
     status, output = run_command(command, directory, version)
     if status != 0:
         shown = "its output is not shown, as the files hold opened secrets" if secret else output or "no output"

@@ -245,14 +245,14 @@ class Agent:
             self._write(client, version)
         except (CheckFailed, RenderError, layout.LayoutError) as exc:
             if not isinstance(exc, layout.LayoutError):
-                self._report(Check(version, False, exc.message))
+                self._report(Check(version, False, exc.message, tuple(self.keys)))
             if strict or isinstance(exc, layout.LayoutError):
                 raise
             self.refused = version
             kept = f"{self.options.directory} keeps version {self.applied}" if self.applied else "nothing written"
             log.error("version %d not applied: %s (%s)", version, exc.message, kept)
         else:
-            self._report(Check(version, True))
+            self._report(Check(version, True, keys=tuple(self.keys)))
         finally:
             client.close()
 

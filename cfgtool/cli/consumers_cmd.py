@@ -61,6 +61,8 @@ def _check(check: Any) -> str:
         return "-"
     state = "ok" if check.get("ok") else "FAILED"
     message = f": {check['message']}" if check.get("message") else ""
+    if check.get("withheld"):
+        message = ": (output withheld: it concerns keys you may not read)"
     return f"{state} (version {check.get('version')}){message}"
 
 

@@ -323,12 +323,14 @@ def request_headers(token: str | None, instance: str | None = None, kind: str = 
 
 
 class Check(NamedTuple):
-    """The outcome of an instance's last attempt to apply a version: which one, whether it worked, and why not
-    (a short text, at most 500 characters)."""
+    """The outcome of an instance's last attempt to apply a version: which one, whether it worked, why not (a
+    short text, at most 500 characters) and the keys it rendered. The server shows the text only to those who
+    may read every one of those keys (with no keys named, to super users only): it may quote their values."""
 
     version: int
     ok: bool
     message: str | None = None
+    keys: tuple[str, ...] | None = None
 
 
 def report_applied(
@@ -351,6 +353,8 @@ def report_applied(
     if check is not None:
         message = check.message[:500] if check.message else None
         doc["last_check"] = {"version": check.version, "ok": check.ok, "message": message}
+        if check.keys is not None:
+            doc["last_check"]["keys"] = list(check.keys)
     body = json.dumps(doc).encode()
     path = f"/v1/{quote(store, safe='')}/consumers/{quote(headers['Cfgtool-Instance'], safe='')}"
     connection = Connection(location.rstrip("/"), timeout)

@@ -287,7 +287,7 @@ async def consumers(ctx: Context) -> Response:
     instances, counts = ctx.console.service.consumers[ctx.state.name].summary(time.time())
     return ctx.render(
         "consumers.html",
-        instances=[i.to_json() for i in instances[:CONSUMERS_SHOWN]],  # only the rows shown are converted
+        instances=[i.to_json(ctx.seen) for i in instances[:CONSUMERS_SHOWN]],  # only the rows shown are converted
         more=max(len(instances) - CONSUMERS_SHOWN, 0),
         by_version=sorted(counts.items(), reverse=True),
         total=len(instances),

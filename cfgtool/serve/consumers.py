@@ -15,6 +15,12 @@ least recently heard one is dropped) and `MAX_PER_PRINCIPAL` per principal (its 
 dropped: one token inventing ids cannot push the other principals' instances out, nor make every listing
 hold a hundred thousand of its inventions), and forgotten after `FORGET_AFTER` seconds of silence. Noting a request
 costs a dictionary update on the event loop; the listing is built when asked for.
+
+A report's text (a check's output, a template's render error) is data of the keys it was rendered from: it may
+quote their values. A report names those keys (`last_check.keys`, the agent's `--file` and `--template` keys),
+and a listing shows its message only to a principal that may read every one of them under the current ACL;
+one that names no keys shows its message to super users only. Others see `"message": null` with `"withheld":
+true`, and only the named keys they may describe (`shown_check`).
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cfgtool.snapshot.model import canonical_json
+
+if TYPE_CHECKING:
+    from cfgtool.serve.visibility import Visibility
 
 MAX_INSTANCES = 100_000
 MAX_PER_PRINCIPAL = 10_000  # without tokens every instance has the same principal (None): the same bound
@@ -34,6 +43,7 @@ FORGET_AFTER = 24 * 3600.0
 INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.client.http.INSTANCE), on bytes
 USER_AGENT = re.compile(rb"cfgtool/[!-~]{1,40} \((client|watch|agent|cli)\)")
 MESSAGE_LIMIT = 500  # characters of a reported check's message kept
+CHECK_KEYS = 100  # keys a report may name
 
 
 @dataclass(slots=True)
@@ -47,16 +57,20 @@ class Instance:
     version: int | None  # the version it reads (or, once it reported, the one it applied)
     last_contact: float
     reported: bool = False
-    last_check: dict[str, Any] | None = None  # {"version", "ok", "message", "at"}
+    last_check: dict[str, Any] | None = None  # {"version", "ok", "message", "keys", "at"}
     json: str | None = None  # `to_json()` as canonical JSON, built when listed and dropped by any change
 
-    def fragment(self) -> str:
-        """Its canonical JSON, built once per change (a listing of thousands mostly joins kept strings)."""
+    def fragment(self, seen: Visibility | None = None) -> str:
+        """Its canonical JSON as `seen`'s principal may see it (None: everything), built once per change for
+        whoever sees it whole (a listing of thousands mostly joins kept strings)."""
+        if self.last_check is not None and seen is not None and not seen.sees_everything:
+            return canonical_json(self.to_json(seen))
         if self.json is None:
             self.json = canonical_json(self.to_json())
         return self.json
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, seen: Visibility | None = None) -> dict[str, Any]:
+        """The instance as `seen`'s principal may see it (None: everything; `shown_check`)."""
         return {
             "id": self.id,
             "principal": self.principal,
@@ -65,8 +79,22 @@ class Instance:
             "version": self.version,
             "reported": self.reported,
             "last_contact": _iso(self.last_contact),
-            "last_check": self.last_check,
+            "last_check": self.last_check if seen is None else shown_check(self.last_check, seen),
         }
+
+
+def shown_check(check: dict[str, Any] | None, seen: Visibility) -> dict[str, Any] | None:
+    """A reported check as `seen`'s principal may see it: only the keys it names that the principal may
+    describe, and its message only when it may read every one of them (a check that names no keys: only a
+    principal that sees everything). `withheld` says that a message was left out."""
+    if check is None or seen.sees_everything:
+        return check
+    keys = check.get("keys")
+    readable = keys is not None and all(seen.verdict(key, "read") == 200 for key in keys)
+    shown = {**check, "keys": None if keys is None else seen.keys(keys)}
+    if check["message"] is not None and not readable:
+        shown.update(message=None, withheld=True)
+    return shown
 
 
 def _iso(t: float) -> str:
@@ -170,12 +198,23 @@ class Consumers:
         found = self.instances(now)
         return found, Counter(i.version for i in found if i.version is not None)
 
-    def listing(self, now: float) -> bytes:
-        """`GET /v1/{store}/consumers` as canonical JSON: `{"by_version": {"N": count}, "instances": [...]}`."""
+    def listing(self, now: float, seen: Visibility | None = None) -> bytes:
+        """`GET /v1/{store}/consumers` as canonical JSON: `{"by_version": {"N": count}, "instances": [...]}`,
+        each instance as `seen`'s principal may see it (None: everything)."""
         found, counts = self.summary(now)
         by_version = canonical_json({str(n): counts[n] for n in counts})
-        instances = ",".join([i.fragment() for i in found])
+        instances = ",".join([i.fragment(seen) for i in found])
         return f'{{"by_version":{by_version},"instances":[{instances}]}}'.encode()
 
 
-__all__ = ["FORGET_AFTER", "INSTANCE", "MAX_INSTANCES", "MAX_PER_PRINCIPAL", "Consumers", "Instance", "kind_of"]
+__all__ = [
+    "CHECK_KEYS",
+    "FORGET_AFTER",
+    "INSTANCE",
+    "MAX_INSTANCES",
+    "MAX_PER_PRINCIPAL",
+    "Consumers",
+    "Instance",
+    "kind_of",
+    "shown_check",
+]

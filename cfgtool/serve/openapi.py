@@ -170,7 +170,17 @@ SCHEMAS: dict[str, Schema] = {
                     {"type": "null"},
                     _obj(
                         ["version", "ok", "message", "at"],
-                        {"version": INT, "ok": {"type": "boolean"}, "message": NULLABLE_STRING, "at": STRING},
+                        {
+                            "version": INT,
+                            "ok": {"type": "boolean"},
+                            "message": {
+                                **NULLABLE_STRING,
+                                "description": "null (and `withheld`) unless the asker may read every key in `keys`",
+                            },
+                            "keys": {"type": ["array", "null"], "items": STRING},
+                            "withheld": {"type": "boolean"},
+                            "at": STRING,
+                        },
                     ),
                 ]
             },
@@ -197,6 +207,13 @@ SCHEMAS: dict[str, Schema] = {
                                 "version": {"type": "integer", "minimum": 1, "maximum": 999_999_999},
                                 "ok": {"type": "boolean"},
                                 "message": {**NULLABLE_STRING, "description": "kept to 500 characters"},
+                                "keys": {
+                                    "type": ["array", "null"],
+                                    "items": STRING,
+                                    "maxItems": 100,
+                                    "description": "the keys the files were rendered from: who may read them all"
+                                    " reads `message`",
+                                },
                             },
                         ),
                     ]

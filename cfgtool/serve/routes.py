@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.serve.answers import (
     Answer,
@@ -29,11 +30,12 @@ from cfgtool.serve.answers import (
     version_number,
 )
 from cfgtool.serve.app import Api
-from cfgtool.serve.consumers import INSTANCE, MESSAGE_LIMIT, kind_of
+from cfgtool.serve.consumers import CHECK_KEYS, INSTANCE, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
 from cfgtool.serve.visibility import Visibility
 from cfgtool.serve.worker import ResolverUnavailable
+from cfgtool.store.keys import normalize_key
 
 if TYPE_CHECKING:
     from cfgtool.serve.loaded import LoadedVersion
@@ -144,7 +146,10 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         who = await api.principal(request.headers.raw)
         state, view = api.store(request.path_params["store"], who)
         api.describe_store(state, view, who, host(request))
-        listing = service.consumers[state.name].listing(time.time())
+        seen = None
+        if who is not None and view.current is not None:  # a report's text only to who may read its keys
+            seen = Visibility.of(view, await api.version(state, view.current), who, host(request))
+        listing = service.consumers[state.name].listing(time.time(), seen)
         return _response(prebuilt(listing), {"cache-control": "no-store"})
 
     async def report(request: Request) -> Response:
@@ -289,8 +294,22 @@ def _version(value: Any, what: str) -> int:
     return value
 
 
+def _keys(value: Any) -> list[str] | None:
+    """A report's `last_check.keys`: the keys its files were rendered from, normalized (None: not said)."""
+    if value is None:
+        return None
+    what = f'last_check.keys is a list of at most {CHECK_KEYS} keys, such as ["/data/a"]'
+    if not isinstance(value, list) or len(value) > CHECK_KEYS or not all(isinstance(k, str) for k in value):
+        raise BadReport(400, what)
+    try:
+        return sorted({normalize_key(k, None) for k in value})
+    except CfgtoolError as exc:
+        raise BadReport(400, f"{what}: {exc.message}") from None
+
+
 def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
-    """(applied, last check) of a report `{"applied": N | null, "last_check": {"version", "ok", "message"}}`."""
+    """(applied, last check) of a report `{"applied": N | null, "last_check": {"version", "ok", "message",
+    "keys"}}`."""
     if not isinstance(doc, dict) or "applied" not in doc:
         raise BadReport(400, 'a report is {"applied": N | null, "last_check": {...}}')
     applied = None if doc["applied"] is None else _version(doc["applied"], "applied")
@@ -301,7 +320,8 @@ def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
     if not isinstance(check, dict) or not isinstance(check.get("ok"), bool) or not isinstance(message, str | None):
         raise BadReport(400, 'last_check is {"version": N, "ok": true | false, "message": text | null}')
     kept = {"version": _version(check.get("version"), "last_check.version"), "ok": check["ok"],
-            "message": None if message is None else message[:MESSAGE_LIMIT]}  # fmt: skip
+            "message": None if message is None else message[:MESSAGE_LIMIT],
+            "keys": _keys(check.get("keys"))}  # fmt: skip
     return applied, kept
 
 

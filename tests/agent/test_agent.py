@@ -223,6 +223,7 @@ def test_a_failing_check_keeps_the_old_files_and_the_next_good_version_lands(
     assert reported["kind"] == "agent" and reported["version"] == 1 and reported["reported"] is True
     assert reported["last_check"]["version"] == bad and reported["last_check"]["ok"] is False
     assert "the check failed" in reported["last_check"]["message"]
+    assert reported["last_check"]["keys"] == ["/data/a"]  # whose readers alone may read the check's output
     assert len([d for d in out.iterdir() if d.name.startswith("..") and not d.is_symlink()]) == 1  # staged removed
     good = publish_change(small, {"store/data/a/main.conf": "size = 3\n"}, "good")
     wait_for(lambda: version_on_disk(out) == good, 30, f"version {good}", agent)

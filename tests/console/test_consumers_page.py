@@ -7,10 +7,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
 from tests.conftest import GitRepo
+from tests.console.conftest import MakeClient, sign_in
 from tests.serve.conftest import Server, StartServer
 
 INSTANCES = 1_200  # more than the page lists
@@ -53,3 +56,23 @@ def test_the_consumers_page_lists_the_first_rows_of_the_api_s_listing_and_counts
     shown = re.findall(r'<th scope="row"><code>([^<]*)</code>', page.text)
     assert shown == [i["id"] for i in listing["instances"][:SHOWN]]
     assert f"{INSTANCES:,} instances" in page.text and "the first 500 listed" in page.text
+
+
+def test_the_consumers_page_shows_a_reports_text_only_to_who_may_read_its_keys(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A check's output quotes the config it checked: alice may not read /data/secret-project, so she sees that
+    the check failed, not what it said, nor the key; the admin sees both."""
+    admin, alice = token_of("User:admin"), token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    report = {"applied": 1, "last_check": {"version": 1, "ok": False, "message": 'label = "classified-label"',
+                                           "keys": ["/data/open", "/data/secret-project"]}}  # fmt: skip
+    sent = client.post("/v1/small/consumers/agent-1", json=report, headers={"authorization": f"Bearer {admin}"})
+    assert sent.status_code == 200, sent.text
+    sign_in(client, alice)
+    page = client.get("/ui/small/consumers")
+    assert page.status_code == 200 and "agent-1" in page.text and "failed (version 1)" in page.text
+    assert "classified" not in page.text and "secret-project" not in page.text
+    assert "output withheld" in page.text
+    sign_in(client, admin)
+    assert "classified-label" in client.get("/ui/small/consumers").text

@@ -221,3 +221,53 @@ def test_cfgtool_consumers_prints_a_table(
     assert doc["by_version"] == {"1": 2}
     missing = run_cfgtool("consumers", server.url, "--store", "nope")
     assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+REPORTS_ACL = """\
+super_users: [User:admin]
+acls:
+  - {principal: User:agent, operation: read, key: /, pattern: prefixed, permission: allow}
+  - {principal: User:alice, operation: read, key: /data/, pattern: prefixed, permission: allow}
+  - {principal: User:carol, operation: describe, key: /data/, pattern: prefixed, permission: allow}
+"""
+
+
+def test_a_reports_text_goes_only_to_who_may_read_every_key_it_concerns(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    # a check's output and a render error quote the configs they were made from: carol may describe /data/b
+    # but not read it, and nobody but the agent and the admin may even describe /tags/t
+    publish_change(small, {"store/_ACL.yaml": REPORTS_ACL}, "acl")
+    tokens = tmp_path / "tokens.json"
+    agent, alice, carol, admin = (_token(tokens, f"User:{who}") for who in ("agent", "alice", "carol", "admin"))
+    server = start_server(small.root, *FAST, "--tokens", str(tokens))
+    report_applied(server.url, "small", 1, Check(2, False, "size = 2 is refused", ("/data/b",)),
+                   instance="agent-1", token=agent)  # fmt: skip
+    report_applied(server.url, "small", 1, Check(2, False, "tagged = true is refused", ("/data/a", "/tags/t")),
+                   instance="agent-2", token=agent)  # fmt: skip
+    report_applied(server.url, "small", 1, Check(2, False, "no keys named"), instance="watch-1", token=agent)
+
+    def checks(token: str) -> dict[str, tuple[str | None, list[str] | None, bool]]:
+        found = by_id(listing(server, authorization=f"Bearer {token}"))
+        return {i: (c["message"], c["keys"], c.get("withheld", False)) for i, c in
+                ((i, v["last_check"]) for i, v in found.items())}  # fmt: skip
+
+    assert checks(admin) == {
+        "agent-1": ("size = 2 is refused", ["/data/b"], False),
+        "agent-2": ("tagged = true is refused", ["/data/a", "/tags/t"], False),
+        "watch-1": ("no keys named", None, False),
+    }
+    assert checks(alice) == {
+        "agent-1": ("size = 2 is refused", ["/data/b"], False),
+        "agent-2": (None, ["/data/a"], True),  # /tags/t: not even named to her
+        "watch-1": (None, None, True),
+    }
+    assert checks(carol) == {
+        "agent-1": (None, ["/data/b"], True),
+        "agent-2": (None, ["/data/a"], True),
+        "watch-1": (None, None, True),
+    }
+    bad = {"applied": 1, "last_check": {"version": 1, "ok": False, "message": "m", "keys": ["not a key//"]}}
+    refused = httpx.post(f"{server.url}/v1/small/consumers/agent-3", json=bad,
+                         headers={"authorization": f"Bearer {agent}"}, timeout=10)  # fmt: skip
+    assert refused.status_code == 400 and "last_check.keys" in refused.json()["message"]
