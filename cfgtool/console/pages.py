@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     from cfgtool.versions.audit import KeyHistory
 
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
-CONSUMERS_SHOWN = 500  # instances listed (most recently heard first); the rest counted
+CONSUMERS_SHOWN = 500  # instances listed (in the fair order of the JSON API's listing); the rest counted
+MORE_PRINCIPALS = 10  # principals named, with their counts, among the instances not listed
 LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
 IDLE = "cfgtool-timeline-idle"  # the event a live-update request without news fires on the timeline: ask again
 
@@ -289,6 +291,7 @@ async def consumers(ctx: Context) -> Response:
         "consumers.html",
         instances=[i.to_json(ctx.seen) for i in instances[:CONSUMERS_SHOWN]],  # only the rows shown are converted
         more=max(len(instances) - CONSUMERS_SHOWN, 0),
+        more_of=Counter(i.principal for i in instances[CONSUMERS_SHOWN:]).most_common(MORE_PRINCIPALS),
         by_version=sorted(counts.items(), reverse=True),
         total=len(instances),
         widest=max(counts.values(), default=0),

@@ -30,6 +30,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from cfgtool.snapshot.model import canonical_json
@@ -81,6 +82,19 @@ class Instance:
             "last_contact": _iso(self.last_contact),
             "last_check": self.last_check if seen is None else shown_check(self.last_check, seen),
         }
+
+
+def fair(instances: list[Instance]) -> list[Instance]:
+    """`instances` (most recently heard first) in rounds: the most recently heard instance of each client (a
+    principal at an address), then the second of each, and so on, the clients in the order they were last
+    heard. One token inventing hundreds of ids from one host fills one place per round, so the first rows of a
+    listing (the console's page) still show every other client's instances."""
+    clients: dict[tuple[str | None, str | None], list[Instance]] = {}
+    for instance in instances:
+        clients.setdefault((instance.principal, instance.address), []).append(instance)
+    if len(clients) == len(instances):
+        return instances
+    return [i for rank in zip_longest(*clients.values()) for i in rank if i is not None]
 
 
 def shown_check(check: dict[str, Any] | None, seen: Visibility) -> dict[str, Any] | None:
@@ -193,10 +207,10 @@ class Consumers:
         return self.summary(now)[1]
 
     def summary(self, now: float) -> tuple[list[Instance], Counter[int]]:
-        """What a listing shows: the instances heard within `forget_after` (most recently heard first) and how
-        many of them run each version (the JSON API and the console's page both list this)."""
+        """What a listing shows: the instances heard within `forget_after` in fair order (`fair`) and how many
+        of them run each version (the JSON API and the console's page both list this)."""
         found = self.instances(now)
-        return found, Counter(i.version for i in found if i.version is not None)
+        return fair(found), Counter(i.version for i in found if i.version is not None)
 
     def listing(self, now: float, seen: Visibility | None = None) -> bytes:
         """`GET /v1/{store}/consumers` as canonical JSON: `{"by_version": {"N": count}, "instances": [...]}`,
@@ -215,6 +229,7 @@ __all__ = [
     "MAX_PER_PRINCIPAL",
     "Consumers",
     "Instance",
+    "fair",
     "kind_of",
     "shown_check",
 ]

@@ -76,3 +76,29 @@ def test_the_consumers_page_shows_a_reports_text_only_to_who_may_read_its_keys(
     assert "output withheld" in page.text
     sign_in(client, admin)
     assert "classified-label" in client.get("/ui/small/consumers").text
+
+
+def test_a_flood_of_one_principal_leaves_every_other_principals_instances_on_the_page(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    """600 made-up instances of one token, reported after the real ones, would fill the 500 rows listed: the
+    page lists each client's instances in rounds, and counts the flood's rest."""
+    admin, flood = token_of("User:admin"), token_of("User:alice")
+    client = make_client(small_acl, tmp_path / "tokens.json")
+    for name, token in (("web-1", admin), ("web-2", admin)):
+        assert (
+            client.get(
+                "/v1/small/current/keys/data/open",
+                headers={"authorization": f"Bearer {token}", "cfgtool-instance": name},
+            ).status_code
+            == 200
+        )
+    for n in range(600):
+        sent = client.post(f"/v1/small/consumers/fake-{n}", json={"applied": 1},
+                           headers={"authorization": f"Bearer {flood}"})  # fmt: skip
+        assert sent.status_code == 200, sent.text
+    sign_in(client, admin)
+    page = client.get("/ui/small/consumers")
+    shown = re.findall(r'<th scope="row"><code>([^<]*)</code>', page.text)
+    assert len(shown) == SHOWN and {"web-1", "web-2"} <= set(shown)
+    assert "102 more instances not listed: 102 of User:alice" in page.text

@@ -271,3 +271,20 @@ def test_a_reports_text_goes_only_to_who_may_read_every_key_it_concerns(
     refused = httpx.post(f"{server.url}/v1/small/consumers/agent-3", json=bad,
                          headers={"authorization": f"Bearer {agent}"}, timeout=10)  # fmt: skip
     assert refused.status_code == 400 and "last_check.keys" in refused.json()["message"]
+
+
+def test_a_flood_of_one_client_does_not_push_the_others_down_the_listing() -> None:
+    consumers = Consumers()
+    for n in range(3):
+        consumers.note(f"web-{n}", "User:web", "agent", f"10.0.0.{n}", 1, now=1000.0 + n)
+    consumers.note("cron-1", "User:cron", "client", "10.0.1.1", 1, now=1003.0)
+    consumers.note("cron-2", "User:cron", "client", "10.0.1.1", 1, now=1004.0)
+    for n in range(600):  # one token, one host, hundreds of invented ids, all heard after the others
+        consumers.note(f"fake-{n}", "User:flood", "agent", "10.6.6.6", 1, now=1010.0 + n / 1000)
+    found, counts = consumers.summary(1100.0)
+    assert counts == {1: 605} and len(found) == 605
+    # a round: the most recently heard of each client (principal and address), clients by their last contact
+    assert [i.id for i in found[:6]] == ["fake-599", "cron-2", "web-2", "web-1", "web-0", "fake-598"]
+    assert [i.id for i in found[6:8]] == ["cron-1", "fake-597"]
+    listed = json.loads(consumers.listing(1100.0))["instances"]
+    assert [i["id"] for i in listed] == [i.id for i in found]
