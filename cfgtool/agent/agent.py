@@ -38,6 +38,9 @@ from cfgtool.client.http import (
     HttpConfigClient,
     OfflineWarning,
     ServerUnavailable,
+    answer_int,
+    feed_state,
+    get_json,
     report_applied,
     request_headers,
 )
@@ -47,7 +50,7 @@ from cfgtool.store.keys import ancestors
 
 log = logging.getLogger("cfgtool.agent")
 
-_MAX_AGE = re.compile(r"max-age=(\d+)")
+_MAX_AGE = re.compile(r"max-age=([0-9]{1,9})\b")
 _LATE = 0.05  # seconds after a checkpoint to ask again, so that it has surely passed
 
 
@@ -190,41 +193,28 @@ class Agent:
                 raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check --token-file and the ACL")
             if status not in (200, 304):
                 raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
-            version = reply.get("Cfgtool-Version")
+            version = answer_int(reply.get("Cfgtool-Version"), f"{path}: the Cfgtool-Version header")
             max_age = _MAX_AGE.search(reply.get("Cache-Control") or "")
-            if version is None or not version.isdigit():
-                raise ServerUnavailable(f"{path}: the answer names no version", hint="is this a cfgtool server?")
             until = time.monotonic() + (int(max_age.group(1)) if max_age else 0)
-            found[key] = self._seen[key] = _Seen(reply.get("ETag"), int(version), until)
+            found[key] = self._seen[key] = _Seen(reply.get("ETag"), version, until)
         return found
 
     def _sync(self) -> tuple[int, int | None]:
         """(seq, current version) of the store now, from `/v1/stores`."""
-        stores = self._json(self._reads, "/v1/stores")
-        entry = next((s for s in stores if isinstance(s, dict) and s.get("name") == self.options.store), None)
+        stores = get_json(self._reads, "/v1/stores", self._headers)
+        listed = stores if isinstance(stores, list) else []
+        entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == self.options.store), None)
         if entry is None:
             raise ServerUnavailable(
                 f"{self.location} serves no store {self.options.store!r}", hint="GET /v1/stores lists them"
             )
-        return int(entry["seq"]), None if entry.get("current") is None else int(entry["current"])
+        return feed_state(entry, f"/v1/stores: store {self.options.store!r}")
 
     def _poll(self, seq: int, wait: float) -> tuple[int, int | None]:
         """(seq, current version) once the feed moves past `seq` or `wait` seconds pass."""
-        store = quote(self.options.store, safe="")
-        feed = self._json(self._feed, f"/v1/{store}/changes?since={seq}&wait={wait:.3f}")
-        current = feed.get("current")
-        return max(seq, int(feed["seq"])), None if current is None else int(current)
-
-    def _json(self, connection: Connection, path: str) -> Any:
-        status, _, data = connection.get(path, self._headers)
-        if status in (401, 403):
-            raise AccessDenied(_message(data, f"{path}: HTTP {status}"), hint="check --token-file and the ACL")
-        if status != 200:
-            raise ServerUnavailable(_message(data, f"{path}: HTTP {status}"), hint="see the server's /healthz")
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise ServerUnavailable(f"{path}: the answer is not JSON", hint="is this a cfgtool server?") from exc
+        path = f"/v1/{quote(self.options.store, safe='')}/changes?since={seq}&wait={wait:.3f}"
+        new, current = feed_state(get_json(self._feed, path, self._headers), path)
+        return max(seq, new), current
 
     # -- applying -----------------------------------------------------------------------------------------
     def _apply(self, version: int, *, strict: bool) -> None:
@@ -369,7 +359,7 @@ class Agent:
 def _message(body: Any, default: str) -> str:
     try:
         found = json.loads(body) if isinstance(body, bytes) else body
-    except ValueError:
+    except (ValueError, RecursionError):
         return default
     message = found.get("message") if isinstance(found, dict) else None
     return str(message) if message else default

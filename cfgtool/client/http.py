@@ -227,7 +227,7 @@ class Connection:
         slowly cannot stretch it."""
         limit = self._max_bytes
         length = response.getheader("Content-Length")
-        if length is not None and length.strip().isdigit() and int(length) > limit:
+        if length is not None and _COUNT.fullmatch(length.strip()) and int(length) > limit:
             raise AnswerTooLarge(
                 f"{self.location} answers {int(length):,} bytes, more than max_bytes={limit:,}",
                 hint="raise max_bytes= if the answer is expected",
@@ -553,7 +553,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
                 raise StoreNotFound(f"store {self.store!r} has no current version", hint="publish one first")
         elif wanted == PREVIOUS:
             below = [v for v in versions if v.get("status") == "good" and v.get("servable", True)]
-            chosen = max(below, key=lambda v: int(v["version"])) if below and current is not None else None
+            chosen = max(below, key=lambda v: answer_int(v.get("version"), path)) if below and current else None
             if chosen is None:
                 raise VersionNotFound(
                     f"store {self.store!r} has no previous version (no good version below the current one)",
@@ -563,14 +563,15 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
             chosen = next((v for v in versions if v.get("version") == wanted), None)
             if chosen is None:
                 raise VersionNotFound(f"store {self.store!r} has no version {wanted}", hint="GET /v1/{store}/versions")
+        number = answer_int(chosen.get("version"), f"{path}: version")
         if self.offline:
             warnings.warn(
-                f"{self.location} is unreachable: reading store {self.store!r} version {chosen['version']} from the"
+                f"{self.location} is unreachable: reading store {self.store!r} version {number} from the"
                 " cache (the newest version it holds)",
                 OfflineWarning,
                 stacklevel=4,
             )
-        return int(chosen["version"]), str(chosen.get("commit", ""))
+        return number, str(chosen.get("commit", ""))
 
     def _stores_hint(self) -> str:
         try:
@@ -676,10 +677,47 @@ def _tail(key: str) -> str:
 
 
 def _json(data: bytes, path: str) -> Any:
+    """A server's JSON answer; ServerUnavailable for one that is not JSON or nests past the parser's recursion."""
     try:
         return json.loads(data) if data else None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ServerUnavailable(f"{path}: the server's answer is not JSON", hint="is this a cfgtool server?") from exc
+
+
+def get_json(connection: Connection, path: str, headers: Mapping[str, str]) -> Any:
+    """The JSON answer of `GET path` (the change feed, the list of stores): AccessDenied for 401 and 403,
+    ServerUnavailable for any other status but 200 and for an answer that is not JSON."""
+    status, _, data = connection.get(path, headers)
+    body = _json(data, path) if status != 200 else None
+    if status in (401, 403):
+        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check the token and the ACL")
+    if status != 200:
+        raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    return _json(data, path)
+
+
+_COUNT = re.compile(r"[0-9]{1,18}")
+
+
+def answer_int(value: object, what: str) -> int:
+    """A version or sequence number read from a server's answer (a JSON number, or header text such as
+    `Cfgtool-Version`). Anything else (text, a float, a boolean, the digits of another script that `int()` would
+    take, thousands of digits) is ServerUnavailable, so a broken or hostile server costs a retry, not a crash."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**18:
+        return value
+    if isinstance(value, str) and _COUNT.fullmatch(value):
+        return int(value)
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+    raise ServerUnavailable(f"{what} is not a version or sequence number: {shown}", hint="is this a cfgtool server?")
+
+
+def feed_state(doc: object, what: str) -> tuple[int, int | None]:
+    """(seq, current version) of a store's entry in `/v1/stores` or of a change feed's answer: the one reading
+    of both, checked (`answer_int`)."""
+    if not isinstance(doc, dict):
+        raise ServerUnavailable(f"{what} is not a JSON object", hint="is this a cfgtool server?")
+    seq, current = answer_int(doc.get("seq"), f"{what}: seq"), doc.get("current")
+    return seq, None if current is None else answer_int(current, f"{what}: current")
 
 
 def _message(body: Any, default: str) -> str:
@@ -723,8 +761,11 @@ __all__ = [
     "HttpConfigClient",
     "OfflineWarning",
     "ServerUnavailable",
+    "answer_int",
     "consumers",
     "default_instance",
+    "feed_state",
+    "get_json",
     "is_server_url",
     "report_applied",
     "request_headers",

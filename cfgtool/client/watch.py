@@ -28,14 +28,12 @@ which version every watching process runs.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 from urllib.parse import quote
 
 from cfgtool.client.http import (
@@ -44,6 +42,8 @@ from cfgtool.client.http import (
     Connection,
     HttpConfigClient,
     ServerUnavailable,
+    feed_state,
+    get_json,
     report_applied,
     request_headers,
 )
@@ -141,29 +141,23 @@ class Watcher:
 
     def _sync(self) -> tuple[int, int | None]:
         """(seq, current version) of the store now, from `/v1/stores`."""
-        stores = self._json("/v1/stores")
-        entry = next((s for s in stores if isinstance(s, dict) and s.get("name") == self.store), None)
+        stores = get_json(self._http, "/v1/stores", self._headers)
+        listed = stores if isinstance(stores, list) else []
+        entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == self.store), None)
         if entry is None:
             raise ServerUnavailable(f"the server has no store {self.store!r}", hint="GET /v1/stores lists them")
-        current = None if entry.get("current") is None else int(entry["current"])
+        seq, current = feed_state(entry, f"/v1/stores: store {self.store!r}")
         if not self._initial and self.version is None:
             self.version = current  # not handed over: only later versions are
-        return int(entry["seq"]), current
+        return seq, current
 
     def _poll(self, seq: int) -> tuple[int, int | None]:
         """(seq, current version) once the feed moves past `seq`; (seq, the last version) when the poll times out."""
-        feed = self._json(f"/v1/{quote(self.store, safe='')}/changes?since={seq}&wait={self._wait:g}")
-        new_seq = int(feed["seq"])
+        path = f"/v1/{quote(self.store, safe='')}/changes?since={seq}&wait={self._wait:g}"
+        new_seq, current = feed_state(get_json(self._http, path, self._headers), path)
         if new_seq <= seq:
             return seq, self.version  # timed out, or a lagging replica: nothing new
-        current = feed.get("current")
-        return new_seq, None if current is None else int(current)  # None: no good version left to pin
-
-    def _json(self, path: str) -> Any:
-        status, _, data = self._http.get(path, self._headers)
-        if status != 200:
-            raise ServerUnavailable(f"{path} answered HTTP {status}", hint="see the server's /healthz")
-        return json.loads(data)
+        return new_seq, current  # current None: no good version left to pin
 
     def _hand_over(self, version: int) -> None:
         client = HttpConfigClient(

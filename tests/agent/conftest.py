@@ -10,6 +10,7 @@ compromised server would: `answer(path)` gives the answer to send, or None to pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -98,12 +99,13 @@ def hostile() -> Iterator[Hostile]:
 
             def do_GET(self) -> None:
                 status, headers, body = answer(self.path) or forward(upstream, self.path)
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                with contextlib.suppress(OSError):  # a client that hung up on a hostile answer
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
 
             def do_POST(self) -> None:  # the agent's reports: taken and dropped
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -16,15 +16,19 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from cfgtool.serve.timeline import last_checkpoint
 from cfgtool.versions import rollback
 from tests.agent.conftest import (
     STORE,
+    Answer,
+    Hostile,
     RunAgent,
     StartAgent,
     files,
+    forward,
     free_port,
     read_json,
     version_on_disk,
@@ -346,6 +350,59 @@ def test_the_files_stay_while_the_server_is_away_and_catch_up_after(
     asked = time.monotonic()
     assert agent.stop() == 0  # SIGTERM cuts the long poll: the agent ends at once, exit 0
     assert time.monotonic() - asked < 15  # a loaded machine's exit; before, the long poll's whole 30 s
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000  # JSON nested past the parser's recursion
+JSON = {"Content-Type": "application/json"}
+
+
+def _attack(upstream: str, kind: str, path: str) -> Answer | None:
+    """A hostile server's answer to `path`: `Cfgtool-Version: ²` (which `int()` takes for 2), a change feed whose
+    `seq` is no integer, or a list of stores nested 200,000 deep; None for the honest answer."""
+    if kind == "version" and "/current/keys/" in path:
+        status, headers, body = forward(upstream, path)
+        kept = {name: value for name, value in headers.items() if name.lower() != "cfgtool-version"}
+        return status, {**kept, "Cfgtool-Version": "\u00b2"}, body
+    if kind == "seq" and "/changes?" in path:
+        return 200, JSON, b'{"seq": "7.5", "current": 1}'
+    if kind == "deep" and (path in ("/v1/stores", f"/v1/{STORE}/versions") or "/changes?" in path):
+        return 200, JSON, DEEP
+    return None
+
+
+@pytest.mark.parametrize("kind", ["version", "seq", "deep"])
+def test_a_hostile_answer_keeps_the_files_and_the_agent_retries(
+    small: GitRepo, start_server: StartServer, start_agent: StartAgent, hostile: Hostile, out: Path, kind: str
+) -> None:
+    server = start_server(small.root, *FAST)
+    attacks: list[str] = []
+    url = hostile(server.url, lambda path: _attack(server.url, attacks[0], path) if attacks else None)
+    agent = start_agent(url, "--settle", "0", "--file", "a.json=/data/a", "--file", "b.json=/data/b")
+    wait_for(lambda: version_on_disk(out) == 1, 30, "version 1", agent)
+    attacks.append(kind)
+    publish_change(small, {"store/data/a/main.conf": "size = 5\n"}, "v2")  # wakes the long poll under way
+    wait_for(lambda: "; retrying in" in agent.log(), 30, "a retry", agent)
+    assert agent.proc.poll() is None and "Traceback" not in agent.log()
+    assert version_on_disk(out) in (1, 2) and set(files(out)) == {"a.json", "b.json"}  # a whole version
+    attacks.clear()
+    version = publish_change(small, {"store/data/a/main.conf": "size = 9\n"}, "v3")
+    wait_for(lambda: version_on_disk(out) == version, 60, f"version {version} after the attack", agent)
+    assert '"size": 9' in files(out)["a.json"]
+
+
+def test_once_refuses_hostile_answers_with_a_message(
+    small: GitRepo, start_server: StartServer, run_agent: RunAgent, hostile: Hostile, out: Path
+) -> None:
+    server = start_server(small.root, *FAST)
+
+    def answer(path: str) -> Answer | None:
+        return _attack(server.url, "version", path) or _attack(server.url, "deep", path)
+
+    done = run_agent(hostile(server.url, answer), "--once", "--file", "a.json=/data/a")
+    assert done.returncode == 1, done.stderr
+    assert "the Cfgtool-Version header is not a version or sequence number: '\u00b2'" in done.stderr
+    assert "nothing of store 'small' is cached" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_usage_errors_are_clear(run_agent: RunAgent, tmp_path: Path) -> None:

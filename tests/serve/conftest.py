@@ -5,12 +5,16 @@
 `cache=` names one, to share a snapshot cache between servers), reads the port it bound from its first line
 on stderr, waits until `/healthz` answers 200 (or, with `ready=False`, until it answers at all) and stops
 it (SIGTERM) when the test ends. `published` is a copy of the embedded store with version 1 published.
+`misbehaving(answer)` starts a loopback HTTP server in this process that writes its answers by hand.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -118,3 +122,45 @@ def small(tmp_path: Path) -> GitRepo:
     repo = GitRepo(tmp_path / "small")
     publish_change(repo, dict(SMALL), "v1")
     return repo
+
+
+class Misbehaving:
+    """A real HTTP server on a free loopback port, in this process: `answer(handler)` writes each answer by hand
+    (raw bytes on the socket), and `paths` records what was asked, with the Authorization header."""
+
+    def __init__(self, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
+        self.paths: list[tuple[str, str | None]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.paths.append((self.path, self.headers.get("Authorization")))
+                with contextlib.suppress(OSError):
+                    answer(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def misbehaving() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], Misbehaving]]:
+    started: list[Misbehaving] = []
+
+    def start(answer: Callable[[BaseHTTPRequestHandler], None]) -> Misbehaving:
+        started.append(Misbehaving(answer))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()

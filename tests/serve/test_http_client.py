@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -192,48 +189,6 @@ def test_http_client_refuses_variables_it_cannot_apply(small: GitRepo, start_ser
 # -- what a server can make the client do: real servers on loopback that misbehave on purpose -----------------
 
 
-class Misbehaving:
-    """A real HTTP server on a free loopback port, in this process: `answer(handler)` writes each answer by hand
-    (raw bytes on the socket), and `paths` records what was asked, with the Authorization header."""
-
-    def __init__(self, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
-        self.paths: list[tuple[str, str | None]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                outer.paths.append((self.path, self.headers.get("Authorization")))
-                with contextlib.suppress(OSError):
-                    answer(self)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def misbehaving() -> Iterator[Callable[[Callable[[BaseHTTPRequestHandler], None]], Misbehaving]]:
-    started: list[Misbehaving] = []
-
-    def start(answer: Callable[[BaseHTTPRequestHandler], None]) -> Misbehaving:
-        started.append(Misbehaving(answer))
-        return started[-1]
-
-    yield start
-    for server in started:
-        server.close()
-
-
 VERSIONS = json.dumps([{"version": 1, "status": "current", "commit": "c0ffee"}]).encode()
 
 
@@ -266,6 +221,36 @@ def test_http_client_refuses_an_answer_over_max_bytes(misbehaving: Any, tmp_path
     assert HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", max_bytes=2**23).version == 1
     with pytest.raises(AnswerTooLarge):  # the error's own type, where nothing wraps it
         Connection(server.url, 10, max_bytes=2**20).get("/v1/demo/versions", {})
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000  # JSON nested past the parser's recursion
+
+
+@pytest.mark.parametrize(
+    ("length", "body"),
+    [
+        (None, VERSIONS.replace(b"1", '"\u00b2"'.encode(), 1)),  # "version": "²", which int() takes for 2
+        (None, VERSIONS.replace(b"1", b'"1.5e3"', 1)),
+        (None, DEEP),
+        ("\u00b2", VERSIONS),  # a Content-Length that int() takes for 2 (http.client does not: read to the end)
+    ],
+    ids=["unicode digit", "float text", "deep", "unicode length"],
+)
+def test_http_client_hostile_answers_are_read_or_refused_never_a_crash(
+    misbehaving: Any, tmp_path: Path, length: str | None, body: bytes
+) -> None:
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {length or len(body)}\r\n"
+        handler.wfile.write(head.encode("latin-1") + b"\r\n" + body)
+        handler.wfile.flush()
+
+    server = misbehaving(answer)
+    if body == VERSIONS:
+        assert HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", offline="error").version == 1
+        return
+    with pytest.raises(ServerUnavailable, match=r"is not JSON|is not a version or sequence number"):
+        HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", offline="error")
 
 
 @pytest.mark.parametrize("where", ["headers", "body", "body without length"])

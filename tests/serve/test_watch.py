@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import queue
 import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import cfgtool
 from cfgtool import HttpConfigClient
+from cfgtool.client.http import ServerUnavailable
 from cfgtool.client.watch import MAX_BACKOFF, MIN_BACKOFF, backoff
 from cfgtool.errors import CfgtoolError
 from tests.conftest import GitRepo
@@ -89,6 +92,25 @@ def test_watch_callback_errors_do_not_stop_it(small: GitRepo, start_server: Star
         publish_change(small, {"store/data/b/main.conf": "size = 4\n"}, "v2")
         assert seen.get(timeout=WAIT) == 2
         assert watcher.running
+
+
+@pytest.mark.parametrize("stores", [b'[{"name": "small", "seq": "7.5"}]', b"[" * 200_000 + b"]" * 200_000])
+def test_watch_retries_hostile_answers(misbehaving: Any, tmp_path: Path, stores: bytes) -> None:
+    """A `seq` that is no integer, or JSON nested past the parser's recursion: an error to retry, and the watch
+    goes on (it used to end its thread on the deep answer)."""
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(stores)}\r\n\r\n"
+        handler.wfile.write(head.encode() + stores)
+
+    server = misbehaving(answer)
+    with cfgtool.watch(server.url, "small", print, wait=1, cache_dir=tmp_path / "c") as watcher:
+        deadline = time.monotonic() + WAIT
+        while watcher.last_error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # a thread that ends on the error has ended by now
+        assert isinstance(watcher.last_error, ServerUnavailable) and watcher.running
 
 
 def test_watch_backoff_is_jittered_between_1_and_120_seconds() -> None:
