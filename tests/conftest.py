@@ -82,14 +82,17 @@ class GitRepo:
 
 @pytest.fixture(autouse=True, scope="session")
 def private_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Point the parse cache (and the CLI subprocesses, which inherit the environment) at a fresh directory."""
-    old = os.environ.get("CFGTOOL_CACHE_DIR")
+    """Point the parse cache and the cache key (and the CLI subprocesses, which inherit the environment) at a
+    fresh directory, away from the user's own."""
+    old = {name: os.environ.get(name) for name in ("CFGTOOL_CACHE_DIR", "CFGTOOL_CACHE_KEY_FILE")}
     os.environ["CFGTOOL_CACHE_DIR"] = str(tmp_path_factory.mktemp("parse-cache"))
+    os.environ["CFGTOOL_CACHE_KEY_FILE"] = str(tmp_path_factory.mktemp("cache-key") / "cache.key")
     yield
-    if old is None:
-        del os.environ["CFGTOOL_CACHE_DIR"]
-    else:
-        os.environ["CFGTOOL_CACHE_DIR"] = old
+    for name, value in old.items():
+        if value is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,24 +1,71 @@
 """Where cfgtool keeps its caches, and how their directories are made: cheap to import, since a cached read
-(`cfgtool get --ref`, a `ConfigClient` start) needs the location before anything else."""
+(`cfgtool get --ref`, a `ConfigClient` start) needs the location before anything else.
+
+A cache directory owned by another user or writable by group or others is not used, as ssh refuses such a key
+file: whoever else can write it could plant entries. `checked_root` warns once and hands out a private temporary
+directory for this process instead, so every cache still works, without reuse between runs.
+"""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
+import stat
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 MB = 1024 * 1024
 STALE_TEMPORARY_S = 24 * 3600  # a temporary cache file older than this was left by a killed writer
 
+_warned: set[str] = set()
+_stand_in: list[Path] = []
+
 
 def cache_root() -> Path:
-    """`$CFGTOOL_CACHE_DIR`, else `$XDG_CACHE_HOME/cfgtool`, else `~/.cache/cfgtool`."""
+    """`$CFGTOOL_CACHE_DIR`, else `$XDG_CACHE_HOME/cfgtool`, else `~/.cache/cfgtool` (`checked_root`)."""
     explicit = os.environ.get("CFGTOOL_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        return checked_root(Path(explicit))
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cfgtool"
+    return checked_root(Path(base) / "cfgtool")
+
+
+def checked_root(path: Path) -> Path:
+    """`path`, the root of a cache directory, unless another user owns it or group or others may write it: then
+    a private temporary directory of this process, removed when it exits (warned about once)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return path  # nothing there yet: private_dir creates it 0700
+    why = loose(info, directory=True) if stat.S_ISDIR(info.st_mode) else "it is not a directory"
+    if why is None:
+        return path
+    warn_once(f"dir {path}", f"cache directory {path} is not used: {why} (make it yours, mode 0700)")
+    if not _stand_in:
+        _stand_in.append(Path(tempfile.mkdtemp(prefix="cfgtool-cache-")))
+        atexit.register(shutil.rmtree, _stand_in[0], True)
+    return _stand_in[0]
+
+
+def loose(info: os.stat_result, *, directory: bool) -> str | None:
+    """Why a file or directory with these attributes is not this user's alone, None when it is: owned by another
+    user, or writable (a file: also readable) by group or others."""
+    if info.st_uid != os.geteuid():
+        return f"it is owned by uid {info.st_uid}, not by you"
+    if info.st_mode & (0o022 if directory else 0o077):
+        return f"its mode is {stat.S_IMODE(info.st_mode):04o}, open to group or others"
+    return None
+
+
+def warn_once(subject: str, message: str) -> None:
+    """Print `message` on stderr the first time this process says something about `subject`."""
+    if subject not in _warned:
+        _warned.add(subject)
+        print(f"cfgtool: warning: {message}", file=sys.stderr, flush=True)
 
 
 def private_dir(path: Path) -> None:

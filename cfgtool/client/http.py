@@ -5,12 +5,12 @@ http(s) URL with nothing after the host and port (`http://host:8750`, `http://ho
 server; every other location, including `https://git.example.com/configs.git`, is a git repository that the git
 client clones. A server behind a path prefix is reached with `HttpConfigClient(url, ...)` directly.
 
-The client pins the store's current version at construction (one conditional GET of `/v1/{store}/versions`,
-which also gives the commit) and from then on reads only `versions/{N}/...`, so a pinned process never mixes
-versions. Every answer is kept in memory and in the cache (`cache_root()/http`, msgpack plain data, written
-atomically): a `versions/{N}/...` answer never changes, so a cached one is used without asking; the versions list
-is asked for with `If-None-Match`, so an unchanged one costs a 304. When the server is unreachable at
-construction, `offline="cache"` (the default) pins the version the server last named as current, from the cache,
+The client pins the store's current version at construction (one conditional GET of `/v1/{store}/versions`, which
+also gives the commit) and from then on reads only `versions/{N}/...`, so a pinned process never mixes versions.
+Every answer is kept in memory and in the cache (`cache_root()/http`, msgpack plain data sealed with the user's
+cache key, written atomically): a `versions/{N}/...` answer never changes, so a cached one is used without asking;
+the versions list is asked for with `If-None-Match`, so an unchanged one costs a 304. When the server is unreachable
+at construction, `offline="cache"` (the default) pins the version the server last named as current, from the cache,
 and warns (`OfflineWarning`); `offline="error"` raises `ServerUnavailable`. Only the standard library speaks HTTP
 here: a client needs none of the server's dependencies. Secrets arrive as "[hidden]", as the server serves them.
 
@@ -48,7 +48,8 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
 from cfgtool._util.atomic import write_atomic_bytes
-from cfgtool._util.cachedir import cache_root, private_dir
+from cfgtool._util.cacheauth import seal, unseal
+from cfgtool._util.cachedir import cache_root, checked_root, private_dir
 from cfgtool._util.codec import DAMAGED, pack, unpack
 from cfgtool._version import __version__
 from cfgtool.client.local import ConfigClient, StoreNotFound, compact_json
@@ -62,7 +63,7 @@ from cfgtool.versions import VersionNotFound
 from cfgtool.versions.names import CURRENT, PREVIOUS, version_spec
 
 Offline = Literal["cache", "error"]
-_FORMAT = 1  # the layout of a cache entry: {"format", "path", "etag", "body", "sha256"}
+_FORMAT = 2  # the layout of a cache entry: {"format", "path", "etag", "body"}, sealed (cacheauth)
 
 
 class ServerUnavailable(SourceError):
@@ -453,7 +454,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         self._headers = request_headers(token, instance, kind)
         self.instance = self._headers["Cfgtool-Instance"]
         self._memory: dict[str, Any] = {}
-        root = Path(cache_dir) if cache_dir is not None else cache_root()
+        root = checked_root(Path(cache_dir)) if cache_dir is not None else cache_root()
         self._dir = root / "http" / cache_name(self.location, store, token)
         self.version, self.commit = self._choose(version, offline)
 
@@ -633,30 +634,32 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
     def _file(self, path: str) -> Path:
         return self._dir / f"{hashlib.sha256(path.encode()).hexdigest()[:40]}.msgpack"
 
+    def _purpose(self, path: str) -> str:
+        """What a cache entry is sealed for: this server, store and principal (the directory), and `path`."""
+        return f"http {self._dir.name} {path}"
+
     def _entry(self, path: str) -> dict[str, Any] | None:
-        """The cache entry of `path`; a missing, damaged or foreign one is None (a miss)."""
+        """The cache entry of `path`; a missing, damaged, forged or foreign one is None (a miss). An answer is
+        used without asking the server, so only a sealed one is believed (`cacheauth`)."""
         try:
-            entry = unpack(self._file(path).read_bytes())
+            data = unseal(self._purpose(path), self._file(path).read_bytes())
+            entry = unpack(data) if data is not None else None
         except (OSError, *DAMAGED):
             return None
-        ok = isinstance(entry, dict) and entry.get("format") == _FORMAT and entry.get("path") == path
-        body = entry.get("body") if ok else None
-        if not isinstance(body, bytes) or entry.get("sha256") != hashlib.sha256(body).hexdigest():
-            return None  # damaged (a flipped byte can still be JSON: the checksum says so)
-        checked: dict[str, Any] = entry
-        return checked
+        if not isinstance(entry, dict) or entry.get("format") != _FORMAT or entry.get("path") != path:
+            return None
+        return entry if isinstance(entry.get("body"), bytes) else None
 
     def _cached(self, path: str) -> _Answer | None:
         return _decode(self._entry(path))
 
     def _store(self, path: str, etag: str | None, data: bytes) -> None:
         """Keep an answer in the cache (atomically; a cache that cannot be written costs time only)."""
-        sha = hashlib.sha256(data).hexdigest()
         try:
-            private_dir(self._dir)
-            write_atomic_bytes(
-                self._file(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data, "sha256": sha})
-            )
+            sealed = seal(self._purpose(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data}))
+            if sealed is not None:
+                private_dir(self._dir)
+                write_atomic_bytes(self._file(path), sealed)
         except (OSError, ValueError, TypeError):
             pass
 

@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from cfgtool._util.cachedir import cache_root, private_dir
+from cfgtool._util.cachedir import cache_root, checked_root, private_dir
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
@@ -101,7 +101,7 @@ class ConfigClient:
             self._identities = load_identities(identity)
         self.store = store
         self.variables = dict(variables or {})
-        self._cache = Path(cache_dir) if cache_dir is not None else cache_root()
+        self._cache = checked_root(Path(cache_dir)) if cache_dir is not None else cache_root()
         memo = self._refs()
         self.repo = memo.repo.root
         self.version, self.commit = self._pin(memo, version)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from cfgtool._util.cachedir import cache_root
+from cfgtool._util.cachedir import cache_root, checked_root
 from cfgtool.client.local import ConfigClient, compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
@@ -97,7 +97,8 @@ class ConfigLoader:
         self.store = store
         self.variables = {**_conf_variables(spark), **(variables or {})}
         self._identity = identity
-        self.cache = Path(cache_dir) if cache_dir is not None else cache_root()  # the client's, and `stored`'s
+        # the client's, and `stored`'s
+        self.cache = checked_root(Path(cache_dir)) if cache_dir is not None else cache_root()
         if isinstance(version, str):  # N, or the number `current` / `previous` stands for now (then pinned as N)
             named = version_spec(version)
             version = (

@@ -318,24 +318,24 @@ def _candidates(old: Snapshot, new: Snapshot, changed: Set[str]) -> set[str] | N
 # ------------------------------------------------------------------------------------------ comparison
 
 
-def same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any, *, by_value: bool = False) -> bool:
     """Strict equality of resolved values: types must match (`1`, `1.0` and `true` differ); key order is
-    ignored."""
+    ignored. `by_value`: numbers compare by value (`1` is `1.0`), a boolean still only equals a boolean."""
     if a is b:
         return True
     t = type(a)
     if t is not type(b):
-        return False
+        return by_value and t in (int, float) and type(b) in (int, float) and bool(a == b)
     if t is dict:
         if len(a) != len(b):
             return False
         for k, v in a.items():
             w = b.get(k, ABSENT)
-            if w is ABSENT or not same(v, w):
+            if w is ABSENT or not same(v, w, by_value=by_value):
                 return False
         return True
     if t is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same(x, y, by_value=by_value) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 

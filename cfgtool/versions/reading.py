@@ -123,15 +123,17 @@ def validation_error(
     A query reads a version without validating it, but a tag made by hand never went through `publish`'s
     checks: the server never serves such a version, and `ConfigClient` never pins it. This is the one check
     both use, run once per (commit, store, variables): the verdict is kept in the cache beside the version's
-    artifact.
+    artifact, sealed (`cacheauth`): it decides what is served and pinned, so a damaged or forged one is a miss.
     """
+    from cfgtool._util.cacheauth import seal, unseal
+
     verdict = artifact_path(cache, commit, snapshot.store, variables).with_suffix(".validated")
-    try:
-        found = verdict.read_text(encoding="utf-8")
-        return found or None
-    except OSError:
-        pass
-    from cfgtool._util.atomic import write_atomic
+    purpose = f"validated {verdict.name}"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        found = unseal(purpose, verdict.read_bytes())
+        if found is not None:
+            return found.decode("utf-8", "surrogatepass") or None
+    from cfgtool._util.atomic import write_atomic_bytes
     from cfgtool.compile.compiler import validate_snapshot
     from cfgtool.store.nodes import discover
     from cfgtool.store.sources import open_source
@@ -142,8 +144,10 @@ def validation_error(
     rules = rules_of(source, store.settings, store.settings_file)
     errors = [d for d in validate_snapshot(store, snapshot, rules) if d.severity == "error"]
     error = f"{errors[0].location}: {errors[0].code} {errors[0].message}" if errors else ""
-    with contextlib.suppress(OSError):
-        write_atomic(verdict, error)
+    sealed = seal(purpose, error.encode("utf-8", "surrogatepass"))
+    if sealed is not None:
+        with contextlib.suppress(OSError):
+            write_atomic_bytes(verdict, sealed)
     return error or None
 
 

@@ -13,7 +13,10 @@ value there (the revert has shipped), or was published with `--allow-rolled-back
 Versions are read from their compiled artifacts in the cache (compiled once and written on a miss); one SQL
 join of two artifacts finds the nodes whose stored JSON differs, so only those are decoded and walked. What a
 version introduced over another is kept in a small JSON file of the cache, so the next publish reads only that.
-Secrets are compared by their sealed envelopes and always shown as [hidden].
+Values are compared as values: a number is watched whatever its spelling (`5184000000.0` is `5184000000`), but
+`true` is not `1`. Secrets are compared by their sealed envelopes and always shown as [hidden]: the same clear
+text sealed again is another envelope, so it evades a watch (docs/versions.md says why that is a limit of a
+safety net, not a hole in a boundary).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfgtool._util.atomic import write_atomic
+from cfgtool._util.atomic import write_atomic_bytes
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.cachedir import cache_root, private_dir
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool._version import __version__
@@ -133,7 +137,8 @@ def introduced(good: _Version, bad: _Version) -> list[tuple[str, str, Any, Any]]
             seen.add(path)
             old = Sealed(g_sealed[path]) if path in g_sealed else old
             new = Sealed(b_sealed[path]) if path in b_sealed else new
-            out.append((key, path, old, new))
+            if not same(old, new, by_value=True):  # `5` written as `5.0` introduced nothing to watch
+                out.append((key, path, old, new))
         for path in sorted(g_sealed.keys() | b_sealed.keys()):
             if path not in seen and g_sealed.get(path) != b_sealed.get(path):
                 old = Sealed(g_sealed[path]) if path in g_sealed else ABSENT
@@ -193,7 +198,7 @@ def watches(
                     entries = []
                     break
                 snapshot = load(known.tag(later).commit).snapshot
-                entries = [w for w in entries if same(value_of(snapshot, w.key, w.path), w.bad)]
+                entries = [w for w in entries if same(value_of(snapshot, w.key, w.path), w.bad, by_value=True)]
         found += entries
     return found
 
@@ -230,13 +235,13 @@ def still_held(root: Path, store: str | Path, known: History, n: int, *, cache: 
     return [
         Watch(key, path, bad, good, n, "", "")
         for key, path, good, bad in pairs
-        if same(value_of(snapshot, key, path), bad)
+        if same(value_of(snapshot, key, path), bad, by_value=True)
     ]
 
 
-# -- the cache of what one version introduced over another: plain JSON, checked when read ----------------------
+# -- the cache of what one version introduced over another: plain JSON, sealed (cacheauth) ---------------------
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2  # 2: sealed with the user's cache key instead of a checksum
 
 
 def _cache_file(cache: Path, store: str | Path, good: str, bad: str) -> tuple[Path, dict[str, Any]]:
@@ -264,24 +269,27 @@ def _decode(item: Any) -> Any:
 
 
 def _save(cache: Path, store: str | Path, good: str, bad: str, pairs: list[tuple[str, str, Any, Any]]) -> None:
-    """Remember what `bad` introduced over `good` (one small file; a failure to write only costs a recompute)."""
+    """Remember what `bad` introduced over `good` (one small sealed file; a failure to write only costs a
+    recompute)."""
     path, head = _cache_file(cache, store, good, bad)
     body = json.dumps([[k, p, _encode(g), _encode(b)] for k, p, g, b in pairs], ensure_ascii=False)
     with contextlib.suppress(OSError, ValueError, TypeError):
-        private_dir(path.parent)
-        write_atomic(path, json.dumps({**head, "sha256": hashlib.sha256(body.encode()).hexdigest()}) + "\n" + body)
+        sealed = seal(f"watches {path.name}", (json.dumps(head) + "\n" + body).encode("utf-8"))
+        if sealed is not None:
+            private_dir(path.parent)
+            write_atomic_bytes(path, sealed)
 
 
 def _cached(cache: Path, store: str | Path, good: str, bad: str) -> list[tuple[str, str, Any, Any]] | None:
     """What `bad` introduced over `good`, from the cache; None (a miss) for a missing, damaged, truncated,
-    foreign or stale entry."""
+    forged, foreign or stale entry: it decides what publish refuses, so only a sealed one is believed."""
     path, head = _cache_file(cache, store, good, bad)
     try:
-        first, _, body = path.read_text(encoding="utf-8").partition("\n")
-        stored = json.loads(first)
-        if type(stored) is not dict or stored.pop("sha256", None) != hashlib.sha256(body.encode()).hexdigest():
+        data = unseal(f"watches {path.name}", path.read_bytes())
+        if data is None:
             return None
-        if stored != head:
+        first, _, body = data.decode("utf-8").partition("\n")
+        if json.loads(first) != head:
             return None
         out = []
         for key, p, good_item, bad_item in json.loads(body):
@@ -309,7 +317,7 @@ def relapses(active: Iterable[Watch], candidate: Snapshot) -> list[Watch]:
     version that introduced it."""
     out: dict[tuple[str, str, str], Watch] = {}
     for w in active:
-        if same(value_of(candidate, w.key, w.path), w.bad):
+        if same(value_of(candidate, w.key, w.path), w.bad, by_value=True):
             ident = (w.key, w.path, _canonical(w.bad))
             if ident not in out or w.version < out[ident].version:
                 out[ident] = w
@@ -323,7 +331,7 @@ def reverts(every: Sequence[Watch], base: Snapshot) -> dict[str, dict[str, tuple
     change to revert there."""
     out: dict[str, dict[str, tuple[Any, Any, int]]] = {}
     for w in every:
-        if not isinstance(w.bad, Sealed) and same(value_of(base, w.key, w.path), w.bad):
+        if not isinstance(w.bad, Sealed) and same(value_of(base, w.key, w.path), w.bad, by_value=True):
             plain = tuple(MISSING if v is ABSENT else v for v in (w.bad, w.good))
             out.setdefault(w.key, {}).setdefault(w.path, (*plain, w.version))
     return out
@@ -340,8 +348,20 @@ def store_reverts(root: Path, store: str | Path, base: Snapshot) -> dict[str, di
 
 
 def _canonical(value: Any) -> str:
+    """One text for values `same(..., by_value=True)` finds equal."""
     if value is ABSENT:
         return ""
     if isinstance(value, Sealed):
         return "sealed:" + (value.envelope or "")
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(_by_value(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _by_value(value: Any) -> Any:
+    """`value` with every whole float as the int it equals (`5184000000.0` is `5184000000`)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is dict:
+        return {k: _by_value(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_by_value(v) for v in value]
+    return value

@@ -4,6 +4,7 @@ the tag) or refuses it when asked for by number, and `cfgtool get --version` pri
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -67,3 +68,23 @@ def test_get_prints_the_error_of_a_version_with_errors(bad_current: GitRepo, run
     assert "version 3" in got.stderr and "E_SCHEMA" in got.stderr and "Traceback" not in got.stderr
     good = run_cfgtool("get", "/data/b", "size", "--version", "2", cwd=bad_current.root)
     assert good.returncode == 0 and good.stdout.strip() == "3", good.stderr
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [b"", b"\xff\xfe not text", b"E_SCHEMA planted", hashlib.sha256(b"").digest()],
+    ids=["empty-says-valid", "not-utf8", "text-says-invalid", "checksum-as-tag"],
+)
+def test_a_planted_verdict_is_a_miss(bad_current: GitRepo, tmp_path: Path, planted: bytes) -> None:
+    """Whoever can write the cache rewrites every cached verdict: the bad hand-made version 3 is still refused,
+    the good version 2 still read, and nothing crashes."""
+    cache = tmp_path / "cache"
+    with pytest.warns(SkippedVersionWarning):
+        ConfigClient(bad_current.root, cache_dir=cache)
+    verdicts = list(cache.rglob("*.validated"))
+    assert len(verdicts) == 2  # versions 3 and 2
+    for verdict in verdicts:
+        verdict.write_bytes(planted)
+    with pytest.raises(VersionHasErrors, match="E_SCHEMA"):
+        ConfigClient(bad_current.root, cache_dir=cache, version=3)
+    assert ConfigClient(bad_current.root, cache_dir=cache, version=2).get_value("/data/b", "size") == 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import time
 import warnings
@@ -137,15 +139,40 @@ def test_http_client_damaged_cache_entries_are_misses(
     HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
     damaged = 0
     for path in (tmp_path / "c" / "http").rglob("*.msgpack"):
-        entry = unpack(path.read_bytes())
-        if b'"size":1' in entry["body"]:  # still JSON and msgpack, but not what the server said
-            entry["body"] = entry["body"].replace(b'"size":1', b'"size":7')
-            path.write_bytes(pack(entry))
+        raw = path.read_bytes()
+        if b'"size":1' in raw:  # still JSON and msgpack, but not what the server said
+            path.write_bytes(raw.replace(b'"size":1', b'"size":7'))
             damaged += 1
     assert damaged == 1
     again = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
     assert again.get_value("/data/a", "size") == 1
     assert (again.requests, again.not_modified) == (2, 1)  # the list revalidated, the damaged answer refetched
+
+
+def entry_of(data: bytes) -> dict[str, Any] | None:
+    with contextlib.suppress(Exception):
+        entry = unpack(data)
+        if isinstance(entry, dict) and "body" in entry:
+            return entry
+    return None
+
+
+def test_http_client_forged_cache_entries_are_misses(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    """Whoever can write the cache rewrites a `versions/N` answer, with its checksum right (as a checksummed
+    entry holds it, and as a tag made without the user's key): the client asks the server instead."""
+    server = start_server(small.root, *FAST)
+    HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
+    (path,) = (p for p in (tmp_path / "c" / "http").rglob("*.msgpack") if b'"size":1' in p.read_bytes())
+    raw = path.read_bytes()
+    entry = next(e for e in map(entry_of, (raw[32:], raw)) if e is not None)  # the map, after a tag if there is one
+    entry["body"] = entry["body"].replace(b'"size":1', b'"size":7')
+    entry["sha256"] = hashlib.sha256(entry["body"]).hexdigest()
+    forged = pack(entry)
+    for planted in (forged, hashlib.sha256(forged).digest() + forged):
+        path.write_bytes(planted)
+        again = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+        assert again.get_value("/data/a", "size") == 1
+        assert again.requests == 2  # the list, and the forged answer asked for again
 
 
 def test_http_client_offline_pins_the_newest_cached_version_and_warns(

@@ -243,10 +243,48 @@ def test_a_damaged_or_foreign_watch_cache_entry_is_a_miss(
     first = ok(run_cfgtool("publish", cwd=repo.root, env=env), 1)
     assert "/data/a partitions = 96 (good: 64)" in first
     (entry,) = (tmp_path / "own-cache").glob("watches-v*/*.json")
-    head, _, body = entry.read_text(encoding="utf-8").partition("\n")
-    forged = json.loads(head)
-    forged["good"] = forged["bad"]  # an entry of another pair of versions, saying nothing was introduced
-    forged["sha256"] = hashlib.sha256(b"[]").hexdigest()
-    for planted in (head + "\n" + body[: len(body) // 2], "not json", json.dumps(forged) + "\n[]", ""):
-        entry.write_text(planted, encoding="utf-8")
+    sealed = entry.read_bytes()
+    for planted in (sealed[: len(sealed) // 2], b"not json", sealed[:-1] + b"]", b""):
+        entry.write_bytes(planted)
         assert ok(run_cfgtool("publish", cwd=repo.root, env=env), 1) == first
+
+
+def test_a_forged_watch_list_does_not_let_a_rolled_back_value_through(
+    run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch], tmp_path: Path
+) -> None:
+    """Whoever can write the cache rewrites the entry to say the rolled-back version introduced nothing, with
+    every checksum right (in the layout of a checksummed entry, and with a checksum where the key's tag goes):
+    publish still refuses."""
+    repo, _ = demo
+    env = {"CFGTOOL_CACHE_DIR": str(tmp_path / "own-cache")}
+    ok(run_cfgtool("publish", "--remote", "origin", "-m", "v1", cwd=repo.root, env=env))
+    change(repo, {"data/a/main.conf": conf(96)}, "more partitions")
+    ok(run_cfgtool("publish", "--remote", "origin", "-m", "v2", cwd=repo.root, env=env))
+    ok(run_cfgtool("rollback", "-m", "bad partitions", cwd=repo.root, env=env))
+    change(repo, {"main.conf": "owner = platform\n"}, "unrelated")
+    first = ok(run_cfgtool("publish", cwd=repo.root, env=env), 1)
+    assert "/data/a partitions = 96 (good: 64)" in first
+    (entry,) = (tmp_path / "own-cache").glob("watches-v*/*.json")
+    raw = entry.read_bytes()
+    stored = json.loads(raw[raw.index(b'{"format"') :].partition(b"\n")[0])
+    stored.pop("sha256", None)
+    head = json.dumps(stored)
+    checksummed = json.dumps({**stored, "sha256": hashlib.sha256(b"[]").hexdigest()}) + "\n[]"
+    data = (head + "\n[]").encode()
+    for planted in (checksummed.encode(), hashlib.sha256(data).digest() + data):
+        entry.write_bytes(planted)
+        assert ok(run_cfgtool("publish", cwd=repo.root, env=env), 1) == first
+
+
+def test_a_watched_number_is_matched_by_value_and_a_boolean_is_not_a_number(
+    run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]
+) -> None:
+    repo, _ = demo
+    publish(run_cfgtool, repo, "-m", "v1")
+    change(repo, {"data/a/main.conf": conf(64, extra="ttl = 5184000000\nflag = 1\n")}, "longer ttl")
+    publish(run_cfgtool, repo, "-m", "v2")
+    ok(run_cfgtool("rollback", "-m", "bad ttl", "--remote", "origin", cwd=repo.root))
+    change(repo, {"data/a/main.conf": conf(64, extra="ttl = 5184000000.0\nflag = true\n")}, "the same ttl, respelled")
+    out = publish(run_cfgtool, repo, status=1)
+    assert "/data/a ttl = " in out and "/data/a flag" not in out
+    assert "still holds 1 value that rolled-back version 2" in out  # ttl, not flag: true is not 1

@@ -1,0 +1,114 @@
+"""Cache entries that decide something, authenticated: an HMAC-SHA256 under a per-user key kept outside the cache.
+
+A checksum only finds damage: whoever can write a cache directory (a shared CI cache, another local user) can
+also write a matching checksum. An entry that decides anything (a version's validation verdict, a rollback watch
+list, a server's answer used without asking it again) is therefore sealed with `seal` and opened with `unseal`:
+a tag of 32 bytes, HMAC-SHA256 over the entry's purpose (what it is and which slot it fills, so an entry moved to
+another slot does not verify) and its bytes, then the bytes. An entry without a valid tag is a miss.
+
+The key is 32 random bytes in `$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else
+`~/.config/cfgtool/cache.key`: never under the cache directory, so copying or planting a cache carries no key.
+It is created on first use (mode 0600, atomically: two processes that start together read the same key), and,
+as ssh treats a private key, one owned by another user or readable or writable by group or others is refused with
+a warning: the authenticated entries are then misses, and none is written.
+
+The same rule keeps a cache directory owned by another user or writable by others out of use (`cachedir`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import os
+from hashlib import sha256
+from pathlib import Path
+
+from cfgtool._util.cachedir import loose, warn_once
+
+KEY_FILE_VARIABLE = "CFGTOOL_CACHE_KEY_FILE"
+KEY_BYTES = 32
+TAG_BYTES = 32
+
+_keys: dict[str, bytes | None] = {}
+
+
+def key_path() -> Path:
+    """`$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else `~/.config/cfgtool/cache.key`."""
+    explicit = os.environ.get(KEY_FILE_VARIABLE)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "cfgtool" / "cache.key"
+
+
+def cache_key() -> bytes | None:
+    """This user's cache key, created on first use; None when it is refused or cannot be had (then
+    authenticated entries are misses and none is written). Read once per process."""
+    path = key_path()
+    name = str(path)
+    if name not in _keys:
+        _keys[name] = _load(path)
+    return _keys[name]
+
+
+def _load(path: Path) -> bytes | None:
+    for _ in range(2):  # absent: create it, then read what is there (ours, or a racing process's)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            _create(path)
+            continue
+        except OSError as exc:
+            warn_once(f"key {path}", f"cache key {path} cannot be read ({exc.strerror}): authenticated caches are off")
+            return None
+        with os.fdopen(fd, "rb") as file:
+            why = loose(os.fstat(file.fileno()), directory=False)
+            key = file.read(KEY_BYTES + 1)
+        if why is None and len(key) == KEY_BYTES:
+            return key
+        why = why or f"it does not hold {KEY_BYTES} bytes (remove it: a new one is made)"
+        hint = f"chmod 600 {path}" if "mode" in why else f"remove {path}"
+        warn_once(f"key {path}", f"cache key {path} is refused: {why}; authenticated caches are off ({hint})")
+        return None
+    return None
+
+
+def _create(path: Path) -> None:
+    """Write a new random key at `path` unless one appears there first: written to a temporary file (0600),
+    then linked into place, which fails rather than replaces when another process was quicker."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(os.urandom(KEY_BYTES))
+                file.flush()
+                os.fsync(file.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+        finally:
+            temporary.unlink()
+
+
+def _tag(key: bytes, purpose: str, data: bytes) -> bytes:
+    mac = hmac.new(key, purpose.encode("utf-8", "surrogateescape") + b"\0", sha256)
+    mac.update(data)
+    return mac.digest()
+
+
+def seal(purpose: str, data: bytes) -> bytes | None:
+    """`data` with its tag in front, for the cache entry that `purpose` names; None when there is no key (write
+    nothing then)."""
+    key = cache_key()
+    return None if key is None else _tag(key, purpose, data) + data
+
+
+def unseal(purpose: str, entry: bytes) -> bytes | None:
+    """The data of a sealed cache `entry` for `purpose`; None (a miss) when its tag does not verify: damaged,
+    truncated, forged, written for another purpose or slot, or under another key."""
+    key = cache_key()
+    if key is None or len(entry) < TAG_BYTES:
+        return None
+    data = entry[TAG_BYTES:]
+    return data if hmac.compare_digest(entry[:TAG_BYTES], _tag(key, purpose, data)) else None
