@@ -76,7 +76,18 @@ def holds(root: Path, files: Mapping[str, Content]) -> bool:
                 return False
     except OSError:
         return False
-    return all(os.path.islink(root / name) for name in files)
+    return all(_foreign(root, name) is None and os.path.islink(root / name) for name in files)
+
+
+def _foreign(root: Path, name: str) -> str | None:
+    """What stands at `root/name` that is not the agent's own link through `..data` (None: its link, or
+    nothing): a file of its own, or a link elsewhere (planted, or left by another tool), through which the path
+    would go on reading something else whatever version `..data` holds."""
+    path = root / name
+    if path.is_symlink():
+        target = os.readlink(path)
+        return None if target == f"{DATA}/{name}" else f"a link to {target}"
+    return "a file of its own" if path.exists() else None
 
 
 def stage(root: Path, version: int, files: Mapping[str, Content]) -> Path:
@@ -85,9 +96,10 @@ def stage(root: Path, version: int, files: Mapping[str, Content]) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() // 1000 % 1_000_000:06d}Z"
     new = root / f"..{version}_{stamp}"
     for name in files:
-        if (root / name).exists() and not (root / name).is_symlink():
+        found = _foreign(root, name)
+        if found is not None:
             raise LayoutError(
-                f"{root / name} is a file of its own, not a link through {DATA}: the agent does not replace it",
+                f"{root / name} is {found}, not the agent's link through {DATA}: the agent does not replace it",
                 hint="remove it, or give the agent a directory of its own",
             )
     try:
