@@ -467,12 +467,17 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         key = self._key(key)
         body = self._read(f"keys{_tail(key)}" + ("?secrets=sealed" if sealed else ""))
         exists = bool(body.get("exists"))
-        if strict and not exists:
-            raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")
         # a key without a node reads as its nearest ancestor, the first layer of its linearization
         # (docs/resolution.md#keys-without-a-node)
         node = key if exists else str(body.get("node") or self.imports(key, recursive=True)[0])
+        if strict and not exists:
+            raise KeyNotFound.no_node(key, self.store, node, self._near(key))
         return Lookup(key, node, exists, body.get("config") or {})
+
+    def _near(self, key: str) -> str | None:
+        """The server's did-you-mean for `key` (which has no node): a node it may describe with a close key."""
+        near = self._read(f"keys{_tail(key)}").get("did_you_mean")
+        return near if isinstance(near, str) else None
 
     def explain(self, key: str, path: str) -> Explanation:
         """The server's explanation of the value at `path` (docs/resolution.md#provenance)."""
@@ -753,6 +758,7 @@ def _explanation(body: Mapping[str, Any]) -> Explanation:
         origin=origin(body.get("origin")),
         sources=sources,
         layers=layers,
+        did_you_mean=str(body["did_you_mean"]) if isinstance(body.get("did_you_mean"), str) else None,
     )
 
 

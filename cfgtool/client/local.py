@@ -151,20 +151,36 @@ class ConfigClient:
         """Whether `key` has a node of its own (else it reads as its nearest ancestor)."""
         return self.lookup(key).exists
 
-    def get(self, key: str, strict: bool = False) -> Mapping[str, Any]:
-        """The resolved config of `key`; `strict` raises KeyNotFound for a key without a node."""
-        return self.lookup(key, strict).config
+    def get(self, key: str, *, nearest: bool = False) -> Mapping[str, Any]:
+        """The resolved config of `key`. A key without a node raises KeyNotFound (naming a node with a close key)
+        unless `nearest`: then it reads as its nearest ancestor's (docs/resolution.md#keys-without-a-node)."""
+        return self._lookup(key, nearest).config
 
-    def get_value(self, key: str, path: str, default: Any = MISSING, strict: bool = False) -> Any:
-        """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound unless `default`."""
-        from cfgtool.hocon import split_path
+    def get_value(self, key: str, path: str, default: Any = MISSING, *, nearest: bool = False) -> Any:
+        """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound when it is not set, unless
+        `default`, and for a key without a node, unless `nearest` (as `get`)."""
+        from cfgtool.hocon import quoted_path, split_path
 
-        value = value_at(self.get(key, strict), split_path(path))
+        config = self._lookup(key, nearest).config
+        value = value_at(config, split_path(path))
         if value is MISSING:
             if default is not MISSING:
                 return default
-            raise KeyNotFound(f"{key} has no value at {path} (version {self.version})", hint="check the path")
+            near = quoted_path(config, path)
+            said = f"; did you mean {near}?" if near is not None else ""
+            raise KeyNotFound(f"{key} has no value at {path} (version {self.version}){said}", hint="check the path")
         return value
+
+    def _lookup(self, key: str, nearest: bool) -> Lookup:
+        """`lookup(key)`, or KeyNotFound for a key without a node unless `nearest`."""
+        found = self.lookup(key)
+        if not found.exists and not nearest:
+            raise KeyNotFound.no_node(found.key, self.store, found.node, self._near(found.key))
+        return found
+
+    def _near(self, key: str) -> str | None:
+        """A node whose key is close to `key` (which has no node), for the did-you-mean of KeyNotFound."""
+        return self.snapshot.near_node(key)
 
     def explain(self, key: str, path: str) -> Explanation:
         """Which file and line set the value, what it overrode, how each layer was reached (the provenance of

@@ -24,6 +24,7 @@ if _typing.TYPE_CHECKING:
     from cfgtool.hocon.api import parse as parse
     from cfgtool.hocon.api import parse_file as parse_file
     from cfgtool.hocon.api import parse_value as parse_value
+    from cfgtool.hocon.api import quoted_path as quoted_path
     from cfgtool.hocon.api import read_file as read_file
     from cfgtool.hocon.api import resolve as resolve
     from cfgtool.hocon.api import split_path as split_path
@@ -47,6 +48,7 @@ __all__ = [
     "parse",
     "parse_file",
     "parse_value",
+    "quoted_path",
     "read_file",
     "resolve",
     "split_path",
@@ -70,6 +72,7 @@ _make_lazy(
         "parse": ("cfgtool.hocon.api", "parse"),
         "parse_file": ("cfgtool.hocon.api", "parse_file"),
         "parse_value": ("cfgtool.hocon.api", "parse_value"),
+        "quoted_path": ("cfgtool.hocon.api", "quoted_path"),
         "read_file": ("cfgtool.hocon.api", "read_file"),
         "resolve": ("cfgtool.hocon.api", "resolve"),
         "split_path": ("cfgtool.hocon.api", "split_path"),

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.plain import MISSING, value_at
 from cfgtool.hocon.errors import E_INCLUDE, E_LIMIT, E_SYNTAX, E_UNRESOLVED_REF, HoconError
 from cfgtool.hocon.fastparse import parse_fast
 from cfgtool.hocon.lexer import parse_path_expression
@@ -152,6 +153,39 @@ def split_path(path: PathLike) -> tuple[str, ...]:
     if isinstance(path, str):
         return parse_path_expression(path, Origin("<path>", 1, 1))
     return tuple(path)
+
+
+def quoted_path(config: Mapping[str, Any] | None, path: PathLike) -> str | None:
+    """The path expression of a value in plain `config` whose keys, joined by dots, spell what `path` does, when
+    `path` itself is not set there: `kafka.config.retention.ms` -> `kafka.config."retention.ms"` (a did-you-mean
+    for a dotted name that exists only quoted). None when there is no such value. Each (object, position) is
+    tried once, so the search is linear in the path's parts times the objects on the way."""
+    parts = split_path(path)
+    seen: set[tuple[int, int]] = set()
+
+    def walk(node: Any, i: int) -> tuple[str, ...] | None:
+        if i == len(parts):
+            return ()
+        if not isinstance(node, Mapping) or (id(node), i) in seen:
+            return None
+        seen.add((id(node), i))
+        longest, names, name = max(map(len, node), default=0), [], parts[i]
+        for j in range(i + 1, len(parts) + 1):  # no name longer than the object's longest key
+            if name in node:
+                names.append((name, j))
+            if j == len(parts) or len(name) >= longest:
+                break
+            name += "." + parts[j]
+        for name, j in reversed(names):  # the longest name first: fewer quoted keys to write
+            rest = walk(node[name], j)
+            if rest is not None:
+                return (name, *rest)
+        return None
+
+    if not parts or value_at(config, parts) is not MISSING:
+        return None
+    found = walk(config or {}, 0)
+    return render_path(found) if found is not None else None
 
 
 def find(node: Node, path: PathLike) -> Node | None:

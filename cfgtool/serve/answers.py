@@ -44,9 +44,10 @@ def prebuilt(body: bytes, status: int = 200) -> Answer:
     return Answer(status, body, b'"sha256:' + hashlib.sha256(body).hexdigest().encode("ascii") + b'"')
 
 
-def error(status: int, code: str, message: str) -> Answer:
-    """docs/serving.md's error body: `{"error": CODE, "message": ...}`."""
-    return answer({"error": code, "message": message}, status)
+def error(status: int, code: str, message: str, did_you_mean: str | None = None) -> Answer:
+    """docs/serving.md's error body: `{"error": CODE, "message": ...}`, and `did_you_mean` when there is one."""
+    near = {"did_you_mean": did_you_mean} if did_you_mean is not None else {}
+    return answer({"error": code, "message": message, **near}, status)
 
 
 def etag_matches(if_none_match: bytes | None, etag: bytes) -> bool:

@@ -22,7 +22,7 @@ from starlette.requests import Request
 
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool.errors import CfgtoolError
-from cfgtool.hocon import HoconError, split_path
+from cfgtool.hocon import HoconError, quoted_path, split_path
 from cfgtool.serve.accesslog import NOTHING_SENT, PRINCIPAL, SENT, VERSION, AccessLog, Exchange
 from cfgtool.serve.answers import (
     Answer,
@@ -60,6 +60,7 @@ IMMUTABLE = b"private, max-age=31536000, immutable"
 PUBLIC_IMMUTABLE = b"public, max-age=31536000, immutable"
 STALE_IF_ERROR = 86400  # seconds a cache may serve a `current` answer while the server fails
 NO_STORE = b"no-store"
+NO_NODE = (b"cfgtool-node", b"none")  # the header of every answer about a key without a node
 MAX_WAIT = 55.0
 DEFAULT_WAIT = "30"
 CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostile long ones are not kept)
@@ -408,9 +409,13 @@ class Api:
         else:
             headers, version = [(b"cache-control", PUBLIC_IMMUTABLE if view.public else IMMUTABLE)], None
         loaded = view.pinned.get(number) or await self.version(state, number)
+        rights = None
         if who is not None:  # (anyone may read everything without tokens)
-            self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
-        plain = loaded.keys.get(key) or await self.key_answer(state, loaded, key, who, _host(scope))
+            rights = self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
+        plain = loaded.keys.get(key)
+        if plain is None:  # a key without a node: say so in a header, and name a close node it may describe
+            plain = self._suggesting(loaded, key, await self.key_answer(state, loaded, key, who, _host(scope)), rights)
+            headers.append(NO_NODE)
         if query:
             sealed = query.get("secrets") == ["sealed"]
             if sealed:
@@ -461,19 +466,35 @@ class Api:
             if not self._resolving[holder]:
                 del self._resolving[holder]
 
+    @staticmethod
+    def _suggesting(loaded: LoadedVersion, key: str, plain: Answer, seen: Visibility | None) -> Answer:
+        """The answer `plain` for `key` (which has no node) with `did_you_mean`: a node with a close key, when
+        there is one that the principal may describe (none may appear that it may not)."""
+        near = loaded.near_node(key)
+        if near is None or (seen is not None and not seen.describes(near)):
+            return plain
+        return loaded.cached(("near", key, near), lambda: {**json.loads(plain.body), "did_you_mean": near})
+
     def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
-        """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`)."""
+        """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`), with
+        its `exists` and `did_you_mean`; a 404 that says which quoted path is set when `path` is not."""
         try:
             parts = split_path(path)
         except HoconError as exc:
             raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
-        value = value_at(json.loads(plain.body)["config"], parts)
+        doc = json.loads(plain.body)
+        value, exists, near = value_at(doc["config"], parts), doc["exists"], doc.get("did_you_mean")
         if value is MISSING:
-            raise not_found(f"{path} is not set in the config of {key} (version {loaded.version})")
+            said = f"{path} is not set in the config of {key} (version {loaded.version})"
+            if not exists:
+                said += f"; {key} has no node" + (f" (did you mean {near}?)" if near else "")
+            quoted = quoted_path(doc["config"], parts)
+            raise Denied(error(404, "not_found", said, quoted), [] if exists else [NO_NODE])
         return loaded.cached(
-            ("value", key, path, sealed),
-            lambda: {"store": loaded.store, "key": key, "version": loaded.version, "path": path, "value": value},
-        )
+            ("value", key, path, sealed, near),
+            lambda: {"store": loaded.store, "key": key, "version": loaded.version, "path": path, "value": value,
+                     "exists": exists, **({"did_you_mean": near} if near else {})},
+        )  # fmt: skip
 
 
 def _host(scope: Scope) -> str | None:

@@ -19,7 +19,7 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import split_path
 from cfgtool.serve.answers import Answer, Bounded, answer
 from cfgtool.serve.worker import build_body, etag
-from cfgtool.store.keys import depth, nearest
+from cfgtool.store.keys import depth, near_node, nearest
 from cfgtool.store.queries import Relations
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class LoadedVersion:
         self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
         self._phantoms: Bounded[str, Answer] = Bounded(4096, _size, CACHED_BYTES)
         self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024, _size, CACHED_BYTES)
+        self._near: Bounded[str, tuple[str | None]] = Bounded(4096)  # key without a node -> (did-you-mean,)
 
     def _build(self, key: str, exists: bool, config: bytes) -> Answer:
         body = build_body(self._head, self._tail, key, exists, config)
@@ -71,6 +72,13 @@ class LoadedVersion:
     def nearest(self, key: str) -> str:
         """`key` if it has a node, else its nearest ancestor that has one (linear in the key's length)."""
         return nearest(key, self.nodes, self._depth)
+
+    def near_node(self, key: str) -> str | None:
+        """A node whose key is close to `key` (which has no node), for a did-you-mean (`keys.near_node`; kept)."""
+        found = self._near.get(key)
+        if found is None:
+            found = self._near.put(key, (near_node(key, self.nearest, self.relations.child_names),))
+        return found[0]
 
     def key_answer(self, key: str) -> Answer | None:
         """The answer for `key` (normalized), a node or not; None when it must be resolved for its own name

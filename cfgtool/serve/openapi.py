@@ -33,6 +33,11 @@ INT: Schema = {"type": "integer"}
 KEYS: Schema = {"type": "array", "items": STRING}
 ORIGIN: Schema = {"oneOf": [{"type": "null"}, _obj(["file", "line", "col"], {"file": STRING, "line": INT, "col": INT})]}
 
+DID_YOU_MEAN_KEY: Schema = {
+    "type": "string",
+    "description": "when `exists` is false: a node with a close key that the principal may describe",
+}
+
 SCHEMAS: dict[str, Schema] = {
     "Error": _obj(
         ["error"],
@@ -40,6 +45,10 @@ SCHEMAS: dict[str, Schema] = {
             "error": {"type": "string", "description": "a stable code: `not_found`, `E_NO_ACL`, `E_INTERNAL`, ..."},
             "message": {"type": "string", "description": "what went wrong, for a person"},
             "id": {"type": "string", "description": "with `E_INTERNAL`: the id of the server's log line"},
+            "did_you_mean": {
+                "type": "string",
+                "description": 'with a `?path=` that is not set: the quoted path that is (`a."b.c"` for `a.b.c`)',
+            },
         },
     ),
     "Redirect": _obj(
@@ -91,11 +100,20 @@ SCHEMAS: dict[str, Schema] = {
             "commit": STRING,
             "exists": {"type": "boolean", "description": "false: the key has no node, `config` is its nearest's"},
             "config": {"type": "object", "description": "the resolved config; a secret is `[hidden]` or sealed"},
+            "did_you_mean": DID_YOU_MEAN_KEY,
         },
     ),
     "KeyValue": _obj(
-        ["store", "key", "version", "path", "value"],
-        {"store": STRING, "key": STRING, "version": INT, "path": STRING, "value": {}},
+        ["store", "key", "version", "path", "value", "exists"],
+        {
+            "store": STRING,
+            "key": STRING,
+            "version": INT,
+            "path": STRING,
+            "value": {},
+            "exists": {"type": "boolean", "description": "false: the key has no node, `value` is its nearest's"},
+            "did_you_mean": DID_YOU_MEAN_KEY,
+        },
     ),
     "Tags": _obj(["key", "exists", "tags"], {"key": STRING, "exists": {"type": "boolean"}, "tags": KEYS}),
     "Datasets": _obj(["tag", "datasets"], {"tag": STRING, "datasets": KEYS}),
@@ -123,6 +141,7 @@ SCHEMAS: dict[str, Schema] = {
                 "type": "array",
                 "items": _obj(["layer"], {"layer": STRING, "reached": STRING, "origin": ORIGIN}),
             },
+            "did_you_mean": {"type": "string", "description": "when `found` is false: the quoted path that is set"},
             "hidden_layers": {
                 "type": "integer",
                 "minimum": 0,
@@ -251,6 +270,9 @@ HEADERS: dict[str, Schema] = {
     "Content-Location": _header("the `versions/{N}/...` URL of a `current` answer"),
     "WWW-Authenticate": _header('`Bearer realm="cfgtool"`'),
     "Location": _header("the `versions/{N}/...` URL that `current` or `previous` names now"),
+    "Cfgtool-Node": _header(
+        "`none` on every answer about a key that has no node (it reads as its nearest ancestor)", {"enum": ["none"]}
+    ),
     "Retry-After": _header("seconds to wait before trying again", {"type": "string", "pattern": "^[0-9]+$"}),
 }
 
@@ -270,7 +292,7 @@ def _headers(*names: str, required: tuple[str, ...] = ()) -> dict[str, Schema]:
 RESPONSES: dict[str, Schema] = {
     "NotModified": {
         "description": "the `If-None-Match` tag is still the answer's: the same headers, no body",
-        "headers": _headers("ETag", "Cache-Control", required=("ETag",)),
+        "headers": _headers("ETag", "Cache-Control", "Cfgtool-Node", required=("ETag",)),
     },
     "BadRequest": _error(
         "`bad_key`, `bad_path`, `bad_request` or `not_a_tag`: the request cannot be answered (`bad_request` also "
@@ -285,7 +307,9 @@ RESPONSES: dict[str, Schema] = {
     "NotFound": _error(
         "`not_found`: no such store, version, key, value or endpoint, or one the principal may not even describe, "
         "or a version whose compile reports errors (`version N cannot be served: its compile reports errors`; "
-        "the errors go only to super users, in `/healthz`)"
+        "the errors go only to super users, in `/healthz`); a `?path=` that is not set has `did_you_mean` when a "
+        "quoted path is, and `Cfgtool-Node: none` when the key has no node",
+        _headers("Cfgtool-Node"),
     ),
     "Unresolved": _error("`unresolved`: the key's node did not resolve in that version"),
     "UriTooLong": _error("`key_too_long`: the key is longer than 1,024 characters"),
@@ -427,12 +451,13 @@ def _query(kind: str, schema: str) -> Schema:
     return op
 
 
-VERSION_HEADERS = _headers("ETag", "Cache-Control", required=("ETag", "Cache-Control"))
+VERSION_HEADERS = _headers("ETag", "Cache-Control", "Cfgtool-Node", required=("ETag", "Cache-Control"))
 CURRENT_HEADERS = _headers(
     "ETag",
     "Cache-Control",
     "Cfgtool-Version",
     "Content-Location",
+    "Cfgtool-Node",
     required=("ETag", "Cache-Control", "Cfgtool-Version"),
 )
 KEY_ANSWER: Schema = {"anyOf": [_ref("schemas", "KeyConfig"), _ref("schemas", "KeyValue")]}

@@ -122,6 +122,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         seen = api.check(view, loaded, who, "read" if kind == "explain" else "describe", key, host(request), missing)
         recursive = request.query_params.get("recursive", "0") in ("1", "true")
         path = request.query_params.get("path")
+        headers = {"cache-control": immutable(view), **({} if key in loaded.nodes else {"cfgtool-node": "none"})}
         if kind == "explain":
             if path is None:
                 raise Denied(error(400, "bad_request", "explain needs ?path=P (a HOCON path)"))
@@ -132,14 +133,14 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
             found = await explain_answer(api, state, loaded, key, path, who, host(request))
             if who is not None:
                 found = answer(seen.explain(json.loads(found.body), state.path))
-            return _response(found, {"cache-control": immutable(view)}, request)
+            return _response(found, headers, request)
         needs_node = kind in ("datasets", "imported-by") or (kind == "imports" and not recursive)
         if needs_node and key not in loaded.nodes:
             raise not_found(missing)
         found = await asyncio.to_thread(query_answer, loaded, kind, key, recursive)
         if who is not None:  # drop what the principal may not describe
             found = answer(seen.query(json.loads(found.body)))
-        return _response(found, {"cache-control": immutable(view)}, request)
+        return _response(found, headers, request)
 
     async def consumers(request: Request) -> Response:
         """Who reads which version of the store, as this server heard it (`describe` on the store)."""

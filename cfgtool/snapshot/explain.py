@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cfgtool._util.plain import MISSING, value_at
-from cfgtool.hocon import Origin, split_path
+from cfgtool.hocon import Origin, quoted_path, split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.snapshot.layers import intrinsic_of, intrinsic_value
@@ -38,6 +38,7 @@ class Explanation:
     origin: Origin | None  # the assignment that won
     sources: tuple[Origin, ...]  # what a substituted or concatenated value was built from
     layers: tuple[LayerValue, ...]  # every layer, highest priority first
+    did_you_mean: str | None = None  # when not found: the quoted path that is set (`hocon.quoted_path`)
 
     @property
     def overridden(self) -> tuple[LayerValue, ...]:
@@ -60,7 +61,9 @@ class Explanation:
                 return {"file": INTRINSIC_FILE, "line": 0, "col": 0, "intrinsic": intrinsic[0], "value": intrinsic[1]}
             return {"file": o.file, "line": o.line, "col": o.col}
 
+        near = {"did_you_mean": self.did_you_mean} if self.did_you_mean is not None else {}
         return {
+            **near,
             "key": self.key,
             "node": self.node,
             "exists": self.exists,
@@ -84,6 +87,8 @@ class Explanation:
         lines = [head]
         if not self.found:
             lines.append("  not set in any layer")
+            if self.did_you_mean is not None:
+                lines.append(f"  did you mean {self.did_you_mean}?")
         else:
             lines.append(f"  = {json.dumps(self.value, ensure_ascii=False)}")
             if self.origin is not None:
@@ -134,4 +139,5 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
         origin=node.origins.get(name),
         sources=tuple(node.sources.get(name, ())),
         layers=tuple(layers),
+        did_you_mean=quoted_path(read.config, path) if value is MISSING else None,
     )

@@ -40,7 +40,18 @@ PHANTOMS_KEPT = 1024  # keys without a node resolved again for the intrinsics, r
 
 
 class KeyNotFound(CfgtoolError):
-    """A strict read asked for a key that has no node."""
+    """A read asked for a key that has no node (unless it asked for the nearest ancestor on purpose), or for a
+    value that is not set."""
+
+    @classmethod
+    def no_node(cls, key: str, store: str, node: str, near: str | None, how: str = "nearest=True") -> KeyNotFound:
+        """The error of a program's read of `key`, which has no node (its nearest is `node`; `near`, a node with a
+        close key): a misspelled key must never read as its ancestor's config. `how` says how a reader asks for
+        the nearest ancestor on purpose."""
+        said = f"{key} has no node in store {store!r} (it would read {node}'s config)"
+        if near is not None:
+            said += f"; did you mean {near}?"
+        return cls(said, hint=f"check the key, or ask for its nearest ancestor's config on purpose ({how})")
 
 
 class Deferred:
@@ -198,7 +209,7 @@ class Snapshot(StoreQueries):
         node = self.nearest_node(key)
         exists = node == key
         if strict and not exists:
-            raise KeyNotFound(f"{key} has no node in store {self.store!r}", hint="check the key, or read it leniently")
+            raise KeyNotFound.no_node(key, self.store, node, self.near_node(key))
         snap = self.nodes[node]
         if snap.config is None:
             raise CfgtoolError(f"{node} did not compile, so {key} cannot be read", hint="run `cfgtool compile`")

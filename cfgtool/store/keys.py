@@ -7,8 +7,10 @@ leading `/`.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Container
+from bisect import bisect_left
+from collections.abc import Callable, Container, Sequence
 from functools import lru_cache
 
 from cfgtool.errors import UsageError
@@ -112,6 +114,40 @@ def nearest(key: str, nodes: Container[str], deepest: int) -> str:
     while found not in nodes:
         found = parent(found) or ROOT
     return found
+
+
+NEAR_CUTOFF = 0.8  # difflib's ratio a name must reach to be suggested for another
+NEAR_COMPARED = 1000  # sibling names compared per segment at most: those nearest in sorted order beyond this
+
+
+def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Sequence[str]]) -> str | None:
+    """A node whose key is close to `key` (which has no node), for a did-you-mean, or None. `nearest` gives a
+    key's nearest node, `names` the sorted names of a node's children. From the nearest node down, each missing
+    segment is replaced by its closest sibling name (case aside), until the key names a node; None when some
+    segment has no close sibling. Bounded: at most `NEAR_COMPARED` names per segment, and no more segments than
+    the deepest node has."""
+    node = nearest(key)
+    if node == key:
+        return None
+    while node != key:
+        segment, _, rest = key[len(node) :].lstrip("/").partition("/")
+        match = _closest(segment, names(node))
+        if match is None:
+            return None
+        key = join(node, match) + (f"/{rest}" if rest else "")
+        node = nearest(key)
+    return key
+
+
+def _closest(word: str, names: Sequence[str]) -> str | None:
+    """The name of sorted `names` closest to `word` (ignoring case) at `NEAR_CUTOFF` or above, or None."""
+    if len(names) > NEAR_COMPARED:  # a huge folder: the names around where `word` sorts
+        at = bisect_left(names, word)
+        start = max(0, min(at - NEAR_COMPARED // 2, len(names) - NEAR_COMPARED))
+        names = names[start : start + NEAR_COMPARED]
+    lowered = {name.lower(): name for name in reversed(names)}
+    found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=NEAR_CUTOFF)
+    return lowered[found[0]] if found else None
 
 
 def depth(key: str) -> int:

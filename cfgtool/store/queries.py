@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.store.keys import ROOT, is_under, parent
+from cfgtool.store.keys import ROOT, is_under, last_segment, near_node, parent
 
 
 class UnresolvableKeyError(CfgtoolError):
@@ -102,6 +102,21 @@ class StoreQueries(ABC):
     def children(self, key: str) -> list[str]:
         """Keys of the child nodes of `key`, sorted (none for a key without a node)."""
         return sorted(self._children.get(key, ()))
+
+    def near_node(self, key: str) -> str | None:
+        """A node whose key is close to `key` when `key` has no node (a did-you-mean: `keys.near_node`), or None."""
+        return near_node(key, self.nearest_node, self.child_names)
+
+    def child_names(self, key: str) -> Sequence[str]:
+        """The names of the child nodes of `key`, sorted (kept: a did-you-mean asks again)."""
+        found = self._sorted_names.get(key)
+        if found is None:
+            found = self._sorted_names[key] = sorted(map(last_segment, self._children.get(key, ())))
+        return found
+
+    @cached_property
+    def _sorted_names(self) -> dict[str, list[str]]:
+        return {}
 
     def keys(self, prefix: str = ROOT) -> list[str]:
         """Every node key that is `prefix` or under it, sorted."""

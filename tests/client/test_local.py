@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -58,9 +59,25 @@ def test_client_key_without_a_node_inherits_with_its_own_name(published: GitRepo
     phantom = client.lookup("/data/tracking/NewTopic")
     assert phantom.exists is False and phantom.node == "/data/tracking"
     assert phantom.config["kafka"]["topic"] == "NewTopic"  # ${cfgtool.name} of the key itself
-    with pytest.raises(KeyNotFound):
-        client.get("/data/tracking/NewTopic", strict=True)
+    assert client.get("/data/tracking/NewTopic", nearest=True) == phantom.config
     assert client.exists(TOPIC)
+
+
+def test_client_reads_of_a_key_without_a_node_fail_unless_asked_for_the_nearest(
+    published: GitRepo, tmp_path: Path
+) -> None:
+    client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    typo = "/data/tracking/PageVeiwEvent"
+    for read in (lambda: client.get(typo), lambda: client.get_value(typo, "kafka.partitions")):
+        with pytest.raises(KeyNotFound, match=f"{typo} has no node .*did you mean {TOPIC}\\?"):
+            read()
+    with pytest.raises(KeyNotFound, match="has no node") as raised:
+        client.get("/data/tracking/NewTopic")
+    assert "did you mean" not in str(raised.value) and "nearest=True" in str(raised.value)
+    assert client.get_value(typo, "kafka.partitions", nearest=True) == 8  # /data/tracking's, on purpose
+    assert client.get_value(typo, "kafka.partitions", None, nearest=True) == 8
+    with pytest.raises(KeyNotFound, match=re.escape('did you mean kafka.config."retention.ms"?')):
+        client.get_value(TOPIC, "kafka.config.retention.ms")
 
 
 def test_client_queries_and_explain(published: GitRepo, tmp_path: Path) -> None:

@@ -127,3 +127,24 @@ def test_counts_of_keys_only_for_who_may_describe_every_key(
     assert [e["changed_keys"] for e in get("/v1/small/changes?wait=0", admin)["events"]] == [6, 1]
     assert [e["changed_keys"] for e in get("/v1/small/changes?wait=0", alice)["events"]] == [None, None]
     assert [e["version"] for e in get("/v1/small/changes?wait=0", alice)["events"]] == [1, 2]
+
+
+def test_a_did_you_mean_names_only_a_node_the_principal_may_describe(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    acl = ACL + "  - {principal: User:intern, operation: describe, key: /data/a/secretive, permission: deny}\n"
+    publish_change(small, {"store/_ACL.yaml": acl, "store/data/a/secretive/main.conf": "size = 3\n"}, "an ACL")
+    tokens = tmp_path / "tokens.json"
+    alice, intern = _token(tokens, "alice"), _token(tokens, "intern")
+    server = start_server(small.root, "--tokens", str(tokens), "--cache-time", "0")
+
+    def get(token: str, **params: str) -> httpx.Response:
+        headers = {"authorization": f"Bearer {token}"}
+        return httpx.get(f"{server.url}/v1/small/versions/2/keys/data/a/secretiv", headers=headers, params=params)
+
+    assert get(alice).json()["did_you_mean"] == "/data/a/secretive"
+    assert get(alice, path="size").json()["did_you_mean"] == "/data/a/secretive"
+    for answer in (get(intern), get(intern, path="tier")):  # it reads /data/a's config, and learns of no other node
+        assert answer.status_code == 200 and answer.json()["exists"] is False, answer.text
+        assert "did_you_mean" not in answer.json() and "secretive" not in answer.text
+        assert answer.headers["cfgtool-node"] == "none"

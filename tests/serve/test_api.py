@@ -49,7 +49,9 @@ def test_key_answers_have_the_design_shape_and_the_etag_of_their_canonical_body(
         assert root["key"] == "/" and root["exists"] is True
 
         value = http.get("/v1/small/versions/1/keys/data/a", params={"path": "retention.days"})
-        assert value.json() == {"store": "small", "key": "/data/a", "version": 1, "path": "retention.days", "value": 7}
+        assert value.json() == {
+            "store": "small", "key": "/data/a", "version": 1, "path": "retention.days", "value": 7, "exists": True
+        }  # fmt: skip
         unset = http.get("/v1/small/versions/1/keys/data/a", params={"path": "no.such"})
         assert unset.status_code == 404 and unset.json()["error"] == "not_found"
 
@@ -205,3 +207,58 @@ def test_every_store_of_the_repository_is_served_by_its_name(small: GitRepo, sta
     one = start_server(small.root, "--store", "stores/second")
     assert [s["name"] for s in httpx.get(f"{one.url}/v1/stores").json()] == ["other"]
     assert httpx.get(f"{one.url}/v1/small/current/keys/").status_code == 404
+
+
+KAFKA = {
+    "store/_CONFIG_STORE": "name: demo\n",
+    "store/data/kafka/main.conf": 'partitions = 12\nkafka.config { "retention.ms" = 86400000 }\n',
+    "store/data/kafka/order-created/main.conf": "partitions = 64\n",
+}
+
+
+def test_a_key_without_a_node_says_so_in_every_form_and_names_a_close_node(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    repo = GitRepo(tmp_path / "kafka")
+    publish_change(repo, KAFKA, "v1")
+    server = start_server(repo.root, "--cache-time", "0")
+    typo, near = "data/kafka/order-creatd", "/data/kafka/order-created"
+    with httpx.Client(base_url=server.url) as http:
+        for prefix in ("/v1/demo/current/keys/", "/v1/demo/versions/1/keys/"):
+            whole = http.get(prefix + typo)
+            assert whole.json()["exists"] is False and whole.json()["did_you_mean"] == near
+            assert whole.headers["cfgtool-node"] == "none"
+            again = http.get(prefix + typo, headers={"if-none-match": whole.headers["etag"]})
+            assert again.status_code == 304 and again.headers["cfgtool-node"] == "none"
+            value = http.get(prefix + typo, params={"path": "partitions"})
+            assert value.json() == {
+                "store": "demo", "key": "/" + typo, "version": 1, "path": "partitions", "value": 12,
+                "exists": False, "did_you_mean": near,
+            }  # fmt: skip
+            assert value.headers["cfgtool-node"] == "none"
+            real = http.get(prefix + near[1:], params={"path": "partitions"})
+            assert real.json()["exists"] is True and "did_you_mean" not in real.json()
+            assert "cfgtool-node" not in real.headers
+        inherits = http.get("/v1/demo/versions/1/keys/data/kafka/payments")  # no node, and none close to it
+        assert inherits.json()["exists"] is False and "did_you_mean" not in inherits.json()
+        assert inherits.headers["cfgtool-node"] == "none"
+        explained = http.get("/v1/demo/versions/1/explain/" + typo, params={"path": "partitions"})
+        assert explained.json()["exists"] is False and explained.headers["cfgtool-node"] == "none"
+
+
+def test_an_unset_dotted_path_names_the_quoted_path_that_is_set(tmp_path: Path, start_server: StartServer) -> None:
+    repo = GitRepo(tmp_path / "kafka")
+    publish_change(repo, KAFKA, "v1")
+    server = start_server(repo.root, "--cache-time", "0")
+    with httpx.Client(base_url=server.url) as http:
+        unset = http.get("/v1/demo/versions/1/keys/data/kafka", params={"path": "kafka.config.retention.ms"})
+        assert unset.status_code == 404 and unset.json()["did_you_mean"] == 'kafka.config."retention.ms"'
+        assert "cfgtool-node" not in unset.headers
+        phantom = http.get("/v1/demo/versions/1/keys/data/kafka/new", params={"path": "kafka.config.retention.ms"})
+        assert phantom.status_code == 404 and phantom.json()["did_you_mean"] == 'kafka.config."retention.ms"'
+        assert phantom.headers["cfgtool-node"] == "none" and "/data/kafka/new has no node" in phantom.json()["message"]
+        explained = http.get("/v1/demo/versions/1/explain/data/kafka", params={"path": "kafka.config.retention.ms"})
+        assert explained.json()["found"] is False
+        assert explained.json()["did_you_mean"] == 'kafka.config."retention.ms"'
+        quoted = http.get("/v1/demo/versions/1/explain/data/kafka", params={"path": 'kafka.config."retention.ms"'})
+        assert quoted.json()["found"] is True and "did_you_mean" not in quoted.json()

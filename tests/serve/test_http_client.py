@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import time
 import warnings
 from http.server import BaseHTTPRequestHandler
@@ -27,6 +28,7 @@ from cfgtool.client.http import (
 from cfgtool.client.local import StoreNotFound
 from cfgtool.errors import CfgtoolError
 from cfgtool.serve.tokens import add_token
+from cfgtool.snapshot.model import KeyNotFound
 from tests.conftest import GitRepo
 from tests.serve.conftest import Server, StartServer, publish_change
 
@@ -94,8 +96,20 @@ def test_http_client_reads_as_the_git_client(published: GitRepo, start_server: S
     assert http.datasets("/tags/priority/HIGH") == git.datasets("/tags/priority/HIGH")
     phantom = http.lookup("/data/tracking/NoSuchEvent")
     assert (phantom.exists, phantom.node) == (False, "/data/tracking")
-    assert plain(phantom.config) == plain(git.get("/data/tracking/NoSuchEvent"))
+    assert plain(phantom.config) == plain(git.get("/data/tracking/NoSuchEvent", nearest=True))
     assert http.exists(key) and not http.exists("/data/tracking/NoSuchEvent")
+    typo = "/data/tracking/PageVeiwEvent"
+    said = f"{typo} has no node .*did you mean {key}\\?"
+    for client in (http, git):  # a misspelled key fails alike over both, naming the close node
+        with pytest.raises(KeyNotFound, match=said):
+            client.get(typo)
+        with pytest.raises(KeyNotFound, match=said):
+            client.get_value(typo, "kafka.partitions")
+        assert client.get_value(typo, "kafka.partitions", nearest=True) == 8
+        with pytest.raises(KeyNotFound, match=re.escape('did you mean kafka.config."retention.ms"?')):
+            client.get_value(key, "kafka.config.retention.ms")
+    assert http.explain(key, "kafka.config.retention.ms") == git.explain(key, "kafka.config.retention.ms")
+    assert git.explain(key, "kafka.config.retention.ms").did_you_mean == 'kafka.config."retention.ms"'
 
 
 def test_http_client_pins_and_never_mixes_versions_across_a_publish(
