@@ -181,6 +181,18 @@ def rollback_command(
             " are then refused by the next publish until reverted.",
         ),
     ] = False,
+    cancel: Annotated[
+        int | None,
+        typer.Option(
+            "--cancel",
+            metavar="N",
+            min=1,
+            help="Cancel the rollback of version N (made by mistake): tag config/restored/vN makes N good again"
+            " and ends its watch. Needs the same permission as a rollback.",
+            show_default=False,
+            autocompletion=complete_version_numbers,
+        ),
+    ] = None,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Withdraw a bad version: mark it rolled back (tag config/rolledback/vN).
@@ -202,20 +214,49 @@ def rollback_command(
     that the current version still holds, which the next publish would
     refuse until they are reverted.
 
-    Exit status: 0 rolled back, 1 refused (or the remote rejected the marker),
-    2 usage error (e.g. an unknown version, or N is not current).
+    A rollback made by mistake is undone with --cancel N: the marker
+    config/restored/vN (no tag is deleted) makes N good again (current again
+    when it is the highest) and ends its watch. Marker names are never reused,
+    so a version whose rollback was cancelled cannot be rolled back again:
+    publish a revert instead.
+
+    Exit status: 0 rolled back (or restored), 1 refused (or the remote rejected
+    the marker), 2 usage error (e.g. an unknown version, or N is not current).
 
     Examples:
       cfgtool rollback -m "retention too short for PageViewEvent"
       cfgtool rollback 12 -m "wrong cluster" --remote origin --not-current
       cfgtool rollback --to 9 -m "back to the last known good" --format json
+      cfgtool rollback --cancel 12 -m "rolled back the wrong version" --remote origin
     """
     cli: CliContext = ctx.obj
+    from cfgtool.errors import UsageError
+
+    if cancel is not None:
+        if version is not None or to is not None or not_current:
+            raise UsageError(
+                "--cancel N names the one version whose rollback to cancel: give no N, --to or --not-current"
+            )
+        from cfgtool.versions.rollback import cancel as cancel_rollback
+
+        result = cancel_rollback(cli.repo, cancel, reason=message, remote=remote, store=cli.store, principal=principal)
+    else:
+        result = _rollback(cli, version, to, message, remote, principal, not_current, fmt)
+    typer.echo(
+        json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
+    )
+
+
+def _rollback(
+    cli: CliContext, version: int | None, to: int | None, message: str, remote: str | None, principal: str | None,
+    not_current: bool, fmt: OutputFormat,
+) -> RollbackResult:  # fmt: skip
+    """`rollback`, with the refusal of a version that is not current also printed as JSON."""
     from cfgtool.versions import rollback
     from cfgtool.versions.rollback import NotCurrent
 
     try:
-        result = rollback(
+        return rollback(
             cli.repo, version, to=to, reason=message, remote=remote, store=cli.store, principal=principal,
             not_current=not_current,
         )  # fmt: skip
@@ -224,9 +265,6 @@ def rollback_command(
             doc = {"rolled_back": [], "reason": refused.message, "still_held": [w.to_json() for w in refused.held]}
             typer.echo(json.dumps(doc, indent=2))
         raise
-    typer.echo(
-        json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
-    )
 
 
 def versions_command(
@@ -302,11 +340,12 @@ def render_published(result: PublishResult) -> str:
 
 
 def render_rollback(result: RollbackResult) -> str:
-    numbers = ", ".join(str(n) for n in result.rolled_back)
+    numbers = ", ".join(str(n) for n in result.rolled_back or result.restored)
     where = f", pushed to {result.remote}" if result.remote else " (local only: push the tags, or use --remote)"
-    noun = "version" if len(result.rolled_back) == 1 else "versions"
+    noun = "version" if len(result.rolled_back or result.restored) == 1 else "versions"
+    done = f"cancelled the rollback of {noun}" if result.restored else f"rolled back {noun}"
     return (
-        f"rolled back {noun} {numbers}{where}\n"
+        f"{done} {numbers}{where}\n"
         f"  markers    {', '.join(result.tags)}\n"
         f"  reason     {result.reason}\n"
         f"  by         {result.by}\n"
@@ -342,6 +381,8 @@ def render_versions(shown: Sequence[Version], total: int, width: int | None = No
     extra: dict[int, str] = {}
     for v in shown:
         status: str = "rolled back" if v.rolled_back else v.status
+        if v.restored is not None:
+            status += " (restored)"
         if v.allow_rolled_back:  # published with --allow-rolled-back
             status += " (re-released " + ", ".join(f"v{n}" for n in v.allow_rolled_back) + ")"
         rows.append((str(v.version), _date(v), v.commit[:7], status))
@@ -350,6 +391,13 @@ def render_versions(shown: Sequence[Version], total: int, width: int | None = No
         if v.rolled_back is not None:
             rb = v.rolled_back
             said = f"    rolled back by {_name(rb.by)} on {rb.date.isoformat(' ', 'minutes')}: {rb.reason}"
+            extra[len(rows) - 1] = _cut(said.splitlines()[0], width)
+        if v.restored is not None:
+            rs = v.restored
+            said = (
+                f"    rolled back by {_name(rs.rolled_back.by)}, restored by {_name(rs.by)} on"
+                f" {rs.date.isoformat(' ', 'minutes')}: {rs.reason}"
+            )
             extra[len(rows) - 1] = _cut(said.splitlines()[0], width)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     who, room = max(map(len, publishers)), max(map(len, messages))

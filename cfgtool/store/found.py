@@ -18,10 +18,11 @@ from cfgtool.store.settings import SETTINGS_FILE
 
 DEFAULT_STORE_DIR = "store"  # where `cfgtool init` puts the store, and the CLI's default --store
 _PACKAGE_MARK = "__init__.py"
-# A name fit for one component of a tag name (`config/<name>/v3`): git's ref rules, kept plain, and not the
-# word the default rollback markers use (`config/rolledback/v3` is a rollback marker of `config/v3`).
+# A name fit for one component of a tag name (`config/<name>/v3`): git's ref rules, kept plain, and not a
+# word the default markers use (`config/rolledback/v3` is a rollback marker of `config/v3`, `config/restored/v3`
+# cancels it).
 _REF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*(?:\.[A-Za-z0-9_+-]+)*")
-_RESERVED = frozenset({"rolledback"})
+_RESERVED = frozenset({"rolledback", "restored"})
 
 
 def store_name(name: str | None, path: str) -> str:
@@ -50,7 +51,8 @@ def tag_name_part(name: str, path: str) -> str:
     where = posixpath.join(path, SETTINGS_FILE) if path else SETTINGS_FILE
     raise SourceError(
         f"the store {path or '.'}/ is named {name!r}, which cannot be part of its version tags (config/{name}/vN)",
-        hint=f"set `name:` in {where} to letters, digits, '-', '_', '+' or single dots (not 'rolledback')",
+        hint=f"set `name:` in {where} to letters, digits, '-', '_', '+' or single dots (not 'rolledback' or"
+        " 'restored')",
     )
 
 

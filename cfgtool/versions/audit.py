@@ -45,9 +45,10 @@ _NODE_FILES = frozenset((MAIN_FILE, *INCLUDES_FILES))
 
 @dataclass(frozen=True)
 class AuditEvent:
-    """A publish or a rollback: which version, by whom, when, and the message or reason."""
+    """A publish, a rollback or the cancelling of one (`restore`): which version, by whom, when, and the message
+    or reason."""
 
-    kind: Literal["publish", "rollback"]
+    kind: Literal["publish", "rollback", "restore"]
     version: int
     by: str
     date: datetime
@@ -129,16 +130,20 @@ class KeyHistory:
 
 
 def audit(repo: Path | None = None, since: datetime | None = None, store: str | Path = "store") -> AuditEvents:
-    """Every publish and rollback (on or after `since`), newest first."""
+    """Every publish, rollback and cancelled rollback (on or after `since`), newest first."""
     events = []
+    order = {"publish": 0, "rollback": 1, "restore": 2}
     for v in history(repo, store).listing(all=True):
         events.append(AuditEvent("publish", v.version, v.publisher or "unknown", v.date, v.message, v.tag, v.commit))
-        if v.rolled_back is not None:
-            rb = v.rolled_back
+        rb = v.rolled_back or (v.restored.rolled_back if v.restored is not None else None)
+        if rb is not None:
             events.append(AuditEvent("rollback", v.version, rb.by, rb.date, rb.reason or None, rb.tag, v.commit))
+        if v.restored is not None:
+            rs = v.restored
+            events.append(AuditEvent("restore", v.version, rs.by, rs.date, rs.reason or None, rs.tag, v.commit))
     if since is not None:
         events = [e for e in events if e.date >= _aware(since)]
-    events.sort(key=lambda e: (e.date, e.version, e.kind == "rollback"), reverse=True)
+    events.sort(key=lambda e: (e.date, e.version, order[e.kind]), reverse=True)
     return AuditEvents(tuple(events))
 
 

@@ -128,10 +128,10 @@ def local_tags(root: Path, names: Sequence[str]) -> dict[str, str]:
 
 
 def local_only(root: Path, remote: str, scheme: TagScheme) -> list[str]:
-    """The version tags and rollback markers of `scheme` in this repository that `remote` lacks (run after a
-    fetch); another store's `config/<name>/vN`, which the plain pattern also matches, is not counted."""
+    """The version tags and rollback and restored markers of `scheme` in this repository that `remote` lacks
+    (run after a fetch); another store's `config/<name>/vN`, which the plain pattern also matches, is not counted."""
     out = git.run_git(root, "for-each-ref", "--format=%(refname)", *scheme.patterns()).stdout.decode()
-    prefixes = (scheme.version_prefix, scheme.rollback_prefix)
+    prefixes = scheme.prefixes
     local = [
         name
         for name in (ref.removeprefix("refs/tags/") for ref in out.split())

@@ -59,7 +59,8 @@ class NotCurrent(UsageError):
 
 @dataclass(frozen=True)
 class RollbackResult:
-    """The versions rolled back (highest first), the current version afterwards, and the markers created."""
+    """The versions rolled back (highest first) or whose rollback was cancelled (`restored`), the current
+    version afterwards, and the markers created."""
 
     rolled_back: tuple[int, ...]
     current: int
@@ -67,17 +68,35 @@ class RollbackResult:
     reason: str
     by: str
     remote: str | None = None
+    restored: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """docs/versions.md's `rollback` object plus the marker tags, the reason and who."""
+        """docs/versions.md's `rollback` object plus the marker tags, the reason, who and what was restored."""
         return {
             "rolled_back": list(self.rolled_back),
+            "restored": list(self.restored),
             "current": self.current,
             "tags": list(self.tags),
             "reason": self.reason,
             "by": self.by,
             "remote": self.remote,
         }
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What one run asks for: roll back `version`, every good version above `to`, or the current one; or
+    (`cancel`) cancel the rollback of `version`."""
+
+    version: int | None
+    to: int | None
+    reason: str
+    cancel: bool = False
+    not_current: bool = False
+
+    @property
+    def what(self) -> str:
+        return "cancelling a rollback" if self.cancel else "a rollback"
 
 
 def rollback(
@@ -95,16 +114,40 @@ def rollback(
     """Roll back `version`, or every good version above `to`, or (neither given) the current version.
 
     Refuses (RollbackRefused) when no good version would remain, when a named version is already rolled back
-    or nothing is above `to`; VersionNotFound when a named version does not exist; NotCurrent when `version`
-    is a good version below the current one and `not_current` is not set. With `remote`, its tags are
-    fetched first and the markers pushed without force.
+    (or was, and its rollback was cancelled: marker names are never reused) or nothing is above `to`;
+    VersionNotFound when a named version does not exist; NotCurrent when `version` is a good version below the
+    current one and `not_current` is not set. With `remote`, its tags are fetched first and the markers pushed
+    without force.
     """
     if version is not None and to is not None:
         raise UsageError("give either a version to roll back or --to N, not both")
-    if not reason.strip():
-        raise UsageError("a rollback needs a reason", hint='say why with -m "REASON"; it is shown in `versions`')
+    return _run(repo, _Ask(version, to, reason, not_current=not_current), remote, by, store, principal)
+
+
+def cancel(
+    repo: Path | None,
+    version: int,
+    *,
+    reason: str,
+    remote: str | None = None,
+    by: str | None = None,
+    store: str | Path = "store",
+    principal: str | None = None,
+) -> RollbackResult:
+    """Cancel the rollback of `version` (one made by mistake): the create-only restored marker makes it good
+    again and ends its watch; no tag is deleted. The same permission, journal and remote handling as
+    `rollback`. RollbackRefused when the version is not rolled back or its rollback is already cancelled."""
+    return _run(repo, _Ask(version, None, reason, cancel=True), remote, by, store, principal)
+
+
+def _run(
+    repo: Path | None, ask: _Ask, remote: str | None, by: str | None, store: str | Path, principal: str | None
+) -> RollbackResult:
+    """Write the markers `ask` needs: checked, journaled, pushed without force, then written here."""
+    if not ask.reason.strip():
+        raise UsageError(f"{ask.what} needs a reason", hint='say why with -m "REASON"; it is shown in `versions`')
     root = git.locate(repo if repo is not None else Path.cwd()).root
-    check_text(reason, "reason")
+    check_text(ask.reason, "reason")
     if remote is not None:
         remote = checked_remote(root, remote)
     scheme = scheme_for(root, store)
@@ -114,16 +157,49 @@ def rollback(
     if remote is not None:
         fetch_tags(root, remote, scheme)
         if pending is not None and not pending.get("done"):
-            return _finish(root, remote, journal, pending, version, reason)
+            return _finish(root, remote, journal, pending, ask)
     known = read_history(root, scheme)
     if remote is not None:
         require_pushed(root, remote, known.scheme)
-    if pending is not None and _same_again(pending, known, version, to, reason):
+    if pending is not None and _same_again(pending, known, ask):
         return _result(pending)  # the previous run did it all but was killed before it could say so
-    targets = _targets(known, version, to)
+    targets = _restore_targets(known, ask) if ask.cancel else _targets(known, ask.version, ask.to)
     current = known.current
-    if principal is not None and current is not None:  # the current version's ACL decides (docs/access.md#the-acl)
-        require(root, store, current.commit, principal, "rollback")
+    judge = current or known.get(targets[0])  # with no current version, the version that becomes current
+    if principal is not None and judge is not None:  # the current version's ACL decides (docs/access.md#the-acl)
+        require(root, store, judge.commit, principal, "rollback")
+    if ask.cancel:
+        after = max(targets[0], current.version if current is not None else 0)
+    else:
+        after = _after_rollback(root, store, known, ask, targets)
+    tagger = identity(root)
+    who = by or str(tagger)
+    markers = {name: make_tag(root, name, commit, text, tagger) for name, commit, text in
+               _markers(known, ask, targets, who)}  # fmt: skip
+    result = RollbackResult(
+        rolled_back=() if ask.cancel else tuple(targets),
+        restored=tuple(targets) if ask.cancel else (),
+        current=after,
+        tags=tuple(markers),
+        reason=ask.reason,
+        by=who,
+        remote=redact(remote) if remote is not None else None,  # shown and journaled: no URL's credentials
+    )
+    if remote is not None:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers}))
+        _push(root, remote, markers, journal, ask)
+    if not write_tags(root, markers):
+        done = "had its rollback cancelled" if ask.cancel else "was rolled back"
+        raise RollbackRefused(f"version {targets[0]} {done} meanwhile by another process in this repository")
+    if remote is not None:
+        write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers, "done": True}))
+    return result
+
+
+def _after_rollback(root: Path, store: str | Path, known: History, ask: _Ask, targets: list[int]) -> int:
+    """The current version once `targets` are rolled back; RollbackRefused when none would be left, NotCurrent
+    for a good version below the current one without `not_current`."""
     left = [n for n in known.numbers if not known.is_rolled_back(n) and n not in targets]
     if not left:
         shown = ", ".join(str(n) for n in targets)
@@ -132,16 +208,20 @@ def rollback(
             hint="publish a fixed version first (cfgtool publish, or cfgtool publish --ref <an older version's tag>"
             " to restore one), then roll this one back",
         )
-    if version is not None and current is not None and version != current.version and not not_current:
-        _refuse_not_current(root, store, known, version, current.version)
-    tagger = identity(root)
-    who = by or str(tagger)
-    markers: dict[str, str] = {}
+    current = known.current_number
+    if ask.version is not None and current is not None and ask.version != current and not ask.not_current:
+        _refuse_not_current(root, store, known, ask.version, current)
+    return max(left)
+
+
+def _markers(known: History, ask: _Ask, targets: list[int], who: str) -> list[tuple[str, str, str]]:
+    """(tag name, commit, message) of each marker to write: a rollback marker per target, or (cancel) the
+    restored marker."""
     names = known.scheme
+    out = []
     for n in targets:
-        name = names.rollback_tag(n)
         meta = {
-            "kind": "rollback",
+            "kind": "restore" if ask.cancel else "rollback",
             "schema": METADATA_SCHEMA,
             "version": n,
             "tag": names.version_tag(n),
@@ -149,29 +229,36 @@ def rollback(
             "name": names.name,
             "commit": known.tag(n).commit,
             "by": who,
-            "reason": reason,
-            "after": known.highest,  # versions above it were published after this rollback (`sticky`)
+            "reason": ask.reason,
+            "after": known.highest,  # versions above it were published after this marker (`sticky`, `readers`)
             "cfgtool_version": __version__,
         }
-        text = f"roll back {names.version_tag(n)}: {reason}"
-        markers[name] = make_tag(root, name, known.tag(n).commit, format_message(text, meta), tagger)
-    result = RollbackResult(
-        rolled_back=tuple(targets),
-        current=max(left),
-        tags=tuple(markers),
-        reason=reason,
-        by=who,
-        remote=redact(remote) if remote is not None else None,  # shown and journaled: no URL's credentials
-    )
-    if remote is not None:
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers}))
-        _push(root, remote, markers, journal)
-    if not write_tags(root, markers):
-        raise RollbackRefused(f"version {targets[0]} was rolled back meanwhile by another process in this repository")
-    if remote is not None:
-        write_atomic(journal, json.dumps({"result": result.to_json(), "markers": markers, "done": True}))
-    return result
+        if ask.cancel:
+            meta["rollback"] = names.rollback_tag(n)
+            name, text = names.restored_tag(n), f"cancel the rollback of {names.version_tag(n)}: {ask.reason}"
+        else:
+            name, text = names.rollback_tag(n), f"roll back {names.version_tag(n)}: {ask.reason}"
+        out.append((name, known.tag(n).commit, format_message(text, meta)))
+    return out
+
+
+def _restore_targets(known: History, ask: _Ask) -> list[int]:
+    """[N] for cancelling N's rollback; RollbackRefused when N is not rolled back (now)."""
+    assert ask.version is not None
+    n = ask.version
+    found = known.require(n)
+    if found.restored is not None:
+        rs = found.restored
+        raise RollbackRefused(
+            f"the rollback of version {n} is already cancelled (by {rs.by} on {rs.date:%Y-%m-%d %H:%M}: {rs.reason})",
+            hint="`cfgtool versions` shows every version's status",
+        )
+    if found.rolled_back is None:
+        raise RollbackRefused(
+            f"version {n} is not rolled back: there is no rollback to cancel",
+            hint="`cfgtool versions` shows which versions are rolled back",
+        )
+    return [n]
 
 
 def _refuse_not_current(root: Path, store: str | Path, known: History, n: int, current: int) -> None:
@@ -196,19 +283,21 @@ def _refuse_not_current(root: Path, store: str | Path, known: History, n: int, c
     )
 
 
-def _same_again(pending: dict[str, Any], known: History, version: int | None, to: int | None, reason: str) -> bool:
-    """Whether this run repeats the journaled, finished rollback: the same reason and versions, and nothing
-    published or rolled back since (the current version is still the one it left)."""
+def _same_again(pending: dict[str, Any], known: History, ask: _Ask) -> bool:
+    """Whether this run repeats the journaled, finished run: the same kind, reason and versions, and nothing
+    published, rolled back or restored since (the current version is still the one it left)."""
     r = pending["result"]
     current = known.current
-    asked = [version] if version is not None else None
+    done = [int(n) for n in r.get("restored" if ask.cancel else "rolled_back", ())]
+    asked = [ask.version] if ask.version is not None else None
     return (
-        r.get("reason") == reason
-        and to is None
-        and asked in (None, r.get("rolled_back"))
+        r.get("reason") == ask.reason
+        and ask.to is None
+        and bool(done)
+        and asked in (None, done)
         and current is not None
         and current.version == r.get("current")
-        and all(known.is_rolled_back(int(n)) for n in r.get("rolled_back", ()))
+        and all(known.is_rolled_back(n) != ask.cancel for n in done)
     )
 
 
@@ -217,6 +306,7 @@ def _result(pending: dict[str, Any]) -> RollbackResult:
     return RollbackResult(
         rolled_back=tuple(int(n) for n in r["rolled_back"]), current=int(r["current"]), tags=tuple(r["tags"]),
         reason=str(r["reason"]), by=str(r["by"]), remote=r.get("remote"),
+        restored=tuple(int(n) for n in r.get("restored", ())),
     )  # fmt: skip
 
 
@@ -231,24 +321,26 @@ def _pending(journal: Path) -> dict[str, Any] | None:
     return None
 
 
-def _finish(
-    root: Path, remote: str, journal: Path, pending: dict[str, Any], version: int | None, reason: str
-) -> RollbackResult:
-    """Finish the journaled rollback when this run asks for the same one; else say how to finish it."""
+def _finish(root: Path, remote: str, journal: Path, pending: dict[str, Any], ask: _Ask) -> RollbackResult:
+    """Finish the journaled run when this run asks for the same one; else say how to finish it."""
     r = pending["result"]
     markers = {str(k): str(v) for k, v in pending["markers"].items()}
-    versions = [int(n) for n in r["rolled_back"]]
-    if r["reason"] != reason or (version is not None and version not in versions):
+    restoring = bool(r.get("restored"))
+    versions = [int(n) for n in r["restored" if restoring else "rolled_back"]]
+    version = ask.version
+    if restoring != ask.cancel or r["reason"] != ask.reason or (version is not None and version not in versions):
         shown = ", ".join(str(n) for n in versions)
+        what = "cancelling of the rollback" if restoring else "rollback"
+        again = f"--cancel {versions[0]}" if restoring else str(versions[0])
         raise RollbackRefused(
-            f"an interrupted rollback of version {shown} ({r['reason']!r}) is unfinished in this repository",
-            hint=f"finish it first: cfgtool rollback {versions[0]} -m {json.dumps(r['reason'])} --remote {remote}"
+            f"an interrupted {what} of version {shown} ({r['reason']!r}) is unfinished in this repository",
+            hint=f"finish it first: cfgtool rollback {again} -m {json.dumps(r['reason'])} --remote {remote}"
             f" (or delete {journal} if it must not happen)",
         )
     theirs = remote_tags(root, remote, list(markers))
     missing = {name: oid for name, oid in markers.items() if name not in theirs}
     if missing:
-        _push(root, remote, missing, journal)
+        _push(root, remote, missing, journal, ask)
     write_tags(root, {name: oid for name, oid in markers.items() if theirs.get(name, oid) == oid})
     write_atomic(journal, json.dumps({**pending, "done": True}))
     return _result(pending)
@@ -256,6 +348,24 @@ def _finish(
 
 def _targets(known: History, version: int | None, to: int | None) -> list[int]:
     """The versions to mark, highest first."""
+    targets = _chosen(known, version, to)
+    again = [n for n in targets if n in known.restorations]
+    if again:
+        n = again[0]
+        rs = known.require(n).restored
+        assert rs is not None
+        raise RollbackRefused(
+            f"version {n} was rolled back once already, and that rollback was cancelled (by {rs.by} on"
+            f" {rs.date:%Y-%m-%d %H:%M}: {rs.reason}); its marker {rs.rolled_back.tag} exists and tags are never"
+            " moved or reused, so it cannot be rolled back again",
+            hint="publish a version that reverts its changes (or `cfgtool publish --ref <the good version's tag>`"
+            " to publish the good version's content again)",
+        )
+    return targets
+
+
+def _chosen(known: History, version: int | None, to: int | None) -> list[int]:
+    """The versions a rollback names, highest first."""
     if version is not None:
         found = known.require(version)
         if found.rolled_back is not None:
@@ -285,9 +395,9 @@ def _targets(known: History, version: int | None, to: int | None) -> list[int]:
     return [current.version]
 
 
-def _push(root: Path, remote: str, markers: dict[str, str], journal: Path) -> None:
-    """Push the marker objects; RollbackRefused when someone else rolled one back meanwhile, else RemoteError
-    (the journal is dropped then: nothing was rolled back)."""
+def _push(root: Path, remote: str, markers: dict[str, str], journal: Path, ask: _Ask) -> None:
+    """Push the marker objects; RollbackRefused when someone else wrote one meanwhile, else RemoteError
+    (the journal is dropped then: nothing was done)."""
     outcome = push_tags(root, remote, markers)
     if outcome.ok:
         return
@@ -300,12 +410,13 @@ def _push(root: Path, remote: str, markers: dict[str, str], journal: Path) -> No
     taken = [name for name, oid in markers.items() if name in theirs and theirs[name] != oid]
     if taken:
         raise RollbackRefused(
-            f"{', '.join(taken)} already exists on {remote!r}: another rollback got there first; nothing was pushed",
-            hint="`cfgtool versions` (after a fetch) shows who rolled it back and why",
+            f"{', '.join(taken)} already exists on {remote!r}: another run got there first; nothing was pushed",
+            hint="`cfgtool versions` (after a fetch) shows who wrote it and why",
         )
     status = "; ".join(f"{name}: {why}" for name, why in outcome.rejected.items()) or "rejected"
     said = f"; the remote said: {outcome.remote_said}" if outcome.remote_said else ""
     raise RemoteError(
-        f"the remote {remote!r} refused the rollback markers ({status}){said}. Nothing was rolled back",
+        f"the remote {remote!r} refused the markers ({status}){said}. Nothing was"
+        f" {'restored' if ask.cancel else 'rolled back'}",
         hint="ask the remote's administrators whether this repository accepts tag pushes from you",
     )

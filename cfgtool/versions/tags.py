@@ -2,17 +2,19 @@
 status.
 
 Version N is the annotated tag `<version_tag_prefix>N` (default `config/vN`); its rollback marker is the
-annotated tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`). Both carry machine-readable metadata
-in the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`). The current version is
-the highest N without a rollback marker. Nothing here writes: creating tags is `refs.py`'s job.
+annotated tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`), and the marker that cancels that
+rollback is `config/restored/vN` (the rollback prefix with `restored` for `rolledback`). All carry
+machine-readable metadata in the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`).
+A version is rolled back while it has a rollback marker and no restored marker; the current version is the
+highest N that is not rolled back. Nothing here writes: creating tags is `refs.py`'s job.
 
 Several stores in one repository each have their own versions (`StoreTags`). The plain spelling `config/vN`
 belongs to one store: the one named by the metadata of the lowest plain version tag that names a store, or,
 before any plain tag exists, the repository's only store (with several: the one at `store/`, where `cfgtool
 init` puts it, else the first by path). Every other store uses `config/<name>/vN` and
-`config/<name>/rolledback/vN`; a store that has such tags keeps them, so no tag is ever renamed. A store
-whose `_CONFIG_STORE` sets the prefixes uses those. A tag whose metadata names another store is never taken
-for one's own.
+`config/<name>/rolledback/vN` (and `config/<name>/restored/vN`); a store that has such tags keeps them, so no
+tag is ever renamed. A store whose `_CONFIG_STORE` sets the prefixes uses those. A tag whose metadata names
+another store is never taken for one's own.
 
 One `for-each-ref` lists 10,000 tags with their targets, taggers, dates and messages in a few tens of
 milliseconds; reading tag objects one by one (or through GitPython) takes seconds.
@@ -61,14 +63,20 @@ class VersionNotFound(SourceError):
 
 @dataclass(frozen=True)
 class TagScheme:
-    """How one store's versions are named in git: `version_prefix` + N and `rollback_prefix` + N (tag names,
-    no refs/tags/). `path` and `name` identify the store (its repo-relative directory and its `_CONFIG_STORE`
-    name): a tag whose metadata names another store is not one of its versions. None: any tag is."""
+    """How one store's versions are named in git: `version_prefix` + N, `rollback_prefix` + N and
+    `restored_prefix` + N (tag names, no refs/tags/; the restored prefix follows the rollback one unless given).
+    `path` and `name` identify the store (its repo-relative directory and its `_CONFIG_STORE` name): a tag
+    whose metadata names another store is not one of its versions. None: any tag is."""
 
     version_prefix: str = "config/v"
     rollback_prefix: str = "config/rolledback/v"
     path: str | None = None
     name: str | None = None
+    restored_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.restored_prefix:
+            object.__setattr__(self, "restored_prefix", restored_prefix(self.version_prefix, self.rollback_prefix))
 
     @classmethod
     def of(cls, settings: Settings) -> TagScheme:
@@ -80,9 +88,17 @@ class TagScheme:
     def rollback_tag(self, n: int) -> str:
         return f"{self.rollback_prefix}{n}"
 
-    def patterns(self) -> tuple[str, str]:
-        """The refs to read or fetch: every tag under either prefix."""
-        return f"refs/tags/{self.version_prefix}*", f"refs/tags/{self.rollback_prefix}*"
+    def restored_tag(self, n: int) -> str:
+        return f"{self.restored_prefix}{n}"
+
+    @property
+    def prefixes(self) -> tuple[str, str, str]:
+        """The version, rollback and restored prefixes."""
+        return self.version_prefix, self.rollback_prefix, self.restored_prefix
+
+    def patterns(self) -> tuple[str, ...]:
+        """The refs to read or fetch: every tag under any of the prefixes."""
+        return tuple(f"refs/tags/{prefix}*" for prefix in self.prefixes)
 
     def claims_all(self, text: str) -> bool:
         """Whether every `"store":` in `text` (tag messages, metadata compact JSON) is followed by this store's
@@ -151,6 +167,21 @@ class StoreTags:
         return tuple(p for scheme in self.candidates() for p in scheme.patterns())
 
 
+def restored_prefix(version_prefix: str, rollback_prefix: str) -> str:
+    """The prefix of the markers that cancel rollbacks: the rollback prefix with its `rolledback` part spelled
+    `restored` (`config/rolledback/v` -> `config/restored/v`), else with a `restored/` part before its last
+    one; a prefix that would take the version prefix's place gets `restored-` appended instead."""
+    head, slash, last = rollback_prefix.rpartition("/")
+    parts = head.split("/") if slash else []
+    if "rolledback" in parts:
+        i = len(parts) - 1 - parts[::-1].index("rolledback")
+        parts[i] = "restored"
+        found = "/".join(parts) + "/" + last
+    else:
+        found = "/".join([*parts, "restored", last])
+    return found if found != version_prefix else f"{rollback_prefix}restored-"
+
+
 class Tag(NamedTuple):
     """One annotated (or lightweight) tag as read from git: `object` is the tag object (lightweight: the commit)."""
 
@@ -178,6 +209,21 @@ class RolledBack:
 
 
 @dataclass(frozen=True)
+class Restored:
+    """Who cancelled a version's rollback, when, and why (from its restored marker), and that rollback."""
+
+    by: str
+    date: datetime
+    reason: str
+    tag: str
+    rolled_back: RolledBack
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"by": self.by, "date": self.date.isoformat(), "reason": self.reason, "tag": self.tag}
+        return {**out, "rolled_back": self.rolled_back.to_json()}
+
+
+@dataclass(frozen=True)
 class Version:
     """A published version: the tag, the commit it names, its date (the tagger date) and what was published."""
 
@@ -195,6 +241,7 @@ class Version:
     cfgtool_version: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     principal: str | None = None  # who released it (`publish --principal`), next to the git identity
+    restored: Restored | None = None  # a rollback of it that was cancelled (it is good again)
 
     @property
     def good(self) -> bool:
@@ -224,6 +271,7 @@ class Version:
             "nodes": self.nodes,
             "cfgtool_version": self.cfgtool_version,
             "allow_rolled_back": self.allow_rolled_back,
+            "restored": self.restored.to_json() if self.restored else None,
         }
 
 
@@ -242,11 +290,15 @@ class History:
         markers: dict[int, int],
         highest: int = 0,
         metadata: Mapping[int, Mapping[str, Any]] | None = None,
+        restored: dict[int, int] | None = None,
     ) -> None:
         self.scheme = scheme
         self._columns = columns
         self._tag_rows = tags  # N -> row of its version tag
-        self._marker_rows = markers  # N -> row of its rollback marker (a marker may exist without its version)
+        self._rollback_rows = markers  # N -> row of its rollback marker (a marker may exist without its version)
+        self._restored_rows = {n: r for n, r in (restored or {}).items() if n in markers}  # N -> its restored marker
+        # N -> the rollback marker in force: not cancelled by a restored marker
+        self._marker_rows = {n: r for n, r in markers.items() if n not in self._restored_rows}
         self._highest = highest  # the highest N under the prefixes, another store's tags included
         self._metadata = metadata or {}  # row -> its decoded metadata, where already decoded
         self._built: dict[int, Tag] = {}  # row -> Tag
@@ -265,8 +317,8 @@ class History:
         if not all and len(numbers) > DEFAULT_SHOWN:
             older = [current] if current is not None and current not in numbers[:DEFAULT_SHOWN] else []
             numbers = numbers[:DEFAULT_SHOWN] + older
-        markers = self._marker_rows
-        self._build([self._tag_rows[n] for n in numbers] + [markers[n] for n in numbers if n in markers])
+        markers = [self._rollback_rows, self._restored_rows]
+        self._build([self._tag_rows[n] for n in numbers] + [m[n] for m in markers for n in numbers if n in m])
         return [self._version(n, current) for n in numbers]
 
     @property
@@ -282,9 +334,22 @@ class History:
 
     @property
     def markers(self) -> Mapping[int, Tag]:
-        """Every rollback marker by N (a marker may exist without its version tag)."""
+        """Every rollback marker in force by N (a marker may exist without its version tag): those of the
+        versions rolled back now, not the ones a restored marker cancelled."""
         self._build(list(self._marker_rows.values()))
         return {n: self._built[r] for n, r in self._marker_rows.items()}
+
+    @property
+    def rollback_markers(self) -> Mapping[int, Tag]:
+        """Every rollback marker by N, cancelled or not."""
+        self._build(list(self._rollback_rows.values()))
+        return {n: self._built[r] for n, r in self._rollback_rows.items()}
+
+    @property
+    def restorations(self) -> Mapping[int, Tag]:
+        """Every restored marker (a rollback cancelled) by N."""
+        self._build(list(self._restored_rows.values()))
+        return {n: self._built[r] for n, r in self._restored_rows.items()}
 
     def tag(self, n: int) -> Tag:
         """The version tag of N (KeyError when there is none)."""
@@ -302,7 +367,7 @@ class History:
     def highest(self) -> int:
         """The highest N used by any version tag or marker under this store's prefixes (0 when none), another
         store's included (their names are taken): the next version is one more."""
-        return max(self._highest, *self._tag_rows, *self._marker_rows, 0)
+        return max(self._highest, *self._tag_rows, *self._rollback_rows, 0)
 
     @property
     def current(self) -> Version | None:
@@ -361,14 +426,15 @@ class History:
         tag = self.tag(n)
         marker_row = self._marker_rows.get(n)
         meta = tag.metadata
-        rolled_back = None
+        rolled_back = restored = None
         status: Status = "current" if n == current else "good"
         if marker_row is not None:
-            marker = self._tag(marker_row)
             status = "rolled_back"
-            by = _str(marker.metadata.get("by")) or _person(marker)
-            reason = _str(marker.metadata.get("reason")) or marker.text
-            rolled_back = RolledBack(by=by, date=marker.date, reason=reason, tag=marker.name)
+            rolled_back = _rolled_back(self._tag(marker_row))
+        elif n in self._restored_rows:
+            marker = self._tag(self._restored_rows[n])
+            undone = _rolled_back(self._tag(self._rollback_rows[n]))
+            restored = Restored(date=marker.date, tag=marker.name, rolled_back=undone, **_said(marker))
         nodes = meta.get("nodes")
         return _new_version(
             version=n,
@@ -385,6 +451,7 @@ class History:
             cfgtool_version=_str(meta.get("cfgtool_version")),
             metadata=meta,
             principal=_str(meta.get("principal")),
+            restored=restored,
         )
 
     def _tag(self, row: int) -> Tag:
@@ -477,21 +544,23 @@ def read_history(root: Path, scheme: TagScheme | StoreTags) -> History:
         chosen = _choose(root, scheme, candidates, numbered, meta)
     elif isinstance(scheme, StoreTags) and scheme.custom is None and not _owns_plain(root, scheme, numbered[0], meta):
         scheme.named()  # raises: the store needs its own tags, and its name cannot spell them
-    picked, (tags, markers) = candidates[chosen], numbered[chosen]
+    picked, (tags, markers, restored) = candidates[chosen], numbered[chosen]
     highest = max((*tags, *markers), default=0)
-    return History(picked, columns, meta.owned(picked, tags), meta.owned(picked, markers), highest, meta.decoded)
+    owned = [meta.owned(picked, rows) for rows in (tags, markers, restored)]
+    return History(picked, columns, owned[0], owned[1], highest, meta.decoded, owned[2])
 
 
-def _numbered(
-    columns: Sequence[Sequence[str]], schemes: Sequence[TagScheme]
-) -> list[tuple[dict[int, int], dict[int, int]]]:
-    """For each scheme, `({N: row} of the version tags, {N: row} of the rollback markers)` under its prefixes
-    (one pass over the rows)."""
+_Rows = tuple[dict[int, int], dict[int, int], dict[int, int]]  # {N: row} of version tags, rollback and restored markers
+
+
+def _numbered(columns: Sequence[Sequence[str]], schemes: Sequence[TagScheme]) -> list[_Rows]:
+    """For each scheme, `{N: row}` of its version tags, its rollback markers and its restored markers (one pass
+    over the rows)."""
     refs, otypes, peeled_types = columns[_REF], columns[_TYPE], columns[_PEELED_TYPE]
-    found: list[tuple[dict[int, int], dict[int, int]]] = [({}, {}) for _ in schemes]
+    found: list[_Rows] = [({}, {}, {}) for _ in schemes]
     prefixes: list[tuple[str, dict[int, int]]] = []
-    for scheme, (tags, markers) in zip(schemes, found, strict=True):
-        prefixes += [("refs/tags/" + scheme.version_prefix, tags), ("refs/tags/" + scheme.rollback_prefix, markers)]
+    for scheme, rows in zip(schemes, found, strict=True):
+        prefixes += [("refs/tags/" + prefix, into) for prefix, into in zip(scheme.prefixes, rows, strict=True)]
     for i, ref in enumerate(refs):
         if otypes[i] != "commit" and not (otypes[i] == "tag" and peeled_types[i] == "commit"):
             continue  # a tag of a tree, blob or another tag: not a version
@@ -544,18 +613,18 @@ def _choose(
     root: Path,
     store: StoreTags,
     candidates: Sequence[TagScheme],
-    numbered: Sequence[tuple[dict[int, int], dict[int, int]]],
+    numbered: Sequence[_Rows],
     meta: _Metadata,
 ) -> int:
     """Which of (plain, named) applies: the named one once the store has tags there, else the plain one when
     the store owns it."""
-    named_tags, named_markers = numbered[1]
+    named_tags, named_markers, _ = numbered[1]
     if meta.owned(candidates[1], named_tags) or meta.owned(candidates[1], named_markers):
         return 1
     return 0 if _owns_plain(root, store, numbered[0], meta) else 1
 
 
-def _owns_plain(root: Path, store: StoreTags, plain: tuple[dict[int, int], dict[int, int]], meta: _Metadata) -> bool:
+def _owns_plain(root: Path, store: StoreTags, plain: _Rows, meta: _Metadata) -> bool:
     """Whether `config/vN` is the store's: the lowest plain version tag that names a store names it; with
     none, the store is the repository's only one (or, with several, the one at `store/`, else the first)."""
     tags = plain[0]
@@ -658,6 +727,16 @@ def _new_version(**fields: Any) -> Version:
     version = object.__new__(Version)
     version.__dict__.update(fields)
     return version
+
+
+def _said(marker: Tag) -> dict[str, str]:
+    """Who wrote a marker and why: its metadata's `by` and `reason`, else its tagger and message."""
+    meta = marker.metadata
+    return {"by": _str(meta.get("by")) or _person(marker), "reason": _str(meta.get("reason")) or marker.text}
+
+
+def _rolled_back(marker: Tag) -> RolledBack:
+    return RolledBack(date=marker.date, tag=marker.name, **_said(marker))
 
 
 def _person(tag: Tag) -> str:

@@ -137,6 +137,12 @@ def test_publish_and_rollback_need_the_right_under_the_current_version_s_acl(wor
     assert tags(work) == ["config/v1", "config/v2"]
     assert run_cfgtool("rollback", "-m", "bad", "--principal", "bob", cwd=work.root).returncode == 0
     assert "config/rolledback/v2" in tags(work)
+    # cancelling that rollback takes the same right, judged by the now current version 1's ACL
+    cancel = ("rollback", "--cancel", "2", "-m", "fine after all", "--principal")
+    refused = run_cfgtool(*cancel, "bob", cwd=work.root)
+    assert refused.returncode == 1 and "User:bob may not rollback" in refused.stderr, refused.stderr
+    assert run_cfgtool(*cancel, "dave", cwd=work.root).returncode == 0
+    assert "config/restored/v2" in tags(work)
 
 
 @pytest.mark.parametrize(

@@ -384,3 +384,65 @@ def test_rolling_back_an_old_version_needs_not_current(run_cfgtool: Run, four: G
     four.commit("five")
     held = run_cfgtool("publish", "-m", "five", cwd=four.root)
     assert held.returncode == 1 and "/a x = 2 (good: 1)" in held.stderr  # as the refusal said
+
+
+def test_a_cancelled_rollback_makes_the_version_good_again(run_cfgtool: Run, four: GitRepo, tmp_path: Path) -> None:
+    from tests.remotes import add_origin
+
+    remote = add_origin(four, tmp_path / "remote.git")
+    four.git("push", "-q", "origin", "refs/tags/*:refs/tags/*")
+    rolled = run_cfgtool("rollback", "-m", "looked bad", "--remote", "origin", cwd=four.root)
+    assert rolled.returncode == 0, rolled.stderr
+    four.write({"store/c/main.conf": "z = 1\nw = 2\n"})
+    four.commit("five, still with v4's /c")
+    assert run_cfgtool("publish", "--dry-run", cwd=four.root).returncode == 1  # the watch on v4's values
+
+    code, doc = run_json(run_cfgtool, four, "rollback", "--cancel", "4", "-m", "it was fine", "--remote", "origin")
+    assert code == 0, doc
+    assert (doc["rolled_back"], doc["restored"], doc["current"], doc["tags"]) == ([], [4], 4, ["config/restored/v4"])
+    assert "config/restored/v4" in remote.tags() and "config/rolledback/v4" in remote.tags()  # nothing deleted
+    listed = json.loads(run_cfgtool("versions", "--format", "json", cwd=four.root).stdout)
+    assert (listed[0]["version"], listed[0]["status"], listed[0]["rolled_back"]) == (4, "current", None)
+    assert listed[0]["restored"]["reason"] == "it was fine"
+    assert listed[0]["restored"]["rolled_back"]["reason"] == "looked bad"
+    text = run_cfgtool("versions", cwd=four.root).stdout.splitlines()
+    assert "current (restored)" in text[1] and "restored by Test" in text[2] and text[2].endswith(": it was fine")
+    events = json.loads(run_cfgtool("audit", "--format", "json", cwd=four.root).stdout)["events"]
+    assert [(e["kind"], e["version"]) for e in events[:3]] == [("restore", 4), ("rollback", 4), ("publish", 4)]
+    assert run_cfgtool("publish", "--dry-run", cwd=four.root).returncode == 0  # the watch ended
+
+    again = run_cfgtool("rollback", "-m", "bad after all", cwd=four.root)
+    assert again.returncode == 1 and "cannot be rolled back again" in again.stderr
+    twice = run_cfgtool("rollback", "--cancel", "4", "-m", "x", cwd=four.root)
+    assert twice.returncode == 1 and "already cancelled" in twice.stderr
+    good = run_cfgtool("rollback", "--cancel", "3", "-m", "x", cwd=four.root)
+    assert good.returncode == 1 and "version 3 is not rolled back" in good.stderr
+    mixed = run_cfgtool("rollback", "3", "--cancel", "4", "-m", "x", cwd=four.root)
+    assert mixed.returncode == 2 and "--cancel N" in mixed.stderr
+    remote.check()
+
+
+def test_a_cancel_killed_after_its_push_is_finished_by_running_it_again(
+    run_cfgtool: Run, four: GitRepo, tmp_path: Path
+) -> None:
+    from tests.remotes import add_origin
+
+    remote = add_origin(four, tmp_path / "remote.git")
+    four.git("push", "-q", "origin", "refs/tags/*:refs/tags/*")
+    assert run_cfgtool("rollback", "-m", "looked bad", "--remote", "origin", cwd=four.root).returncode == 0
+    cancel = ("rollback", "--cancel", "4", "-m", "it was fine", "--remote", "origin")
+    assert run_cfgtool(*cancel, cwd=four.root).returncode == 0
+    # as if killed between the push and the local tag: the remote has the marker, this clone does not
+    four.git("tag", "-d", "config/restored/v4")
+    journal = four.root / ".git" / "cfgtool" / "rollback-journal.json"
+    state = json.loads(journal.read_text(encoding="utf-8"))
+    journal.write_text(json.dumps({k: v for k, v in state.items() if k != "done"}), encoding="utf-8")
+
+    other = run_cfgtool("rollback", "-m", "something else", "--remote", "origin", cwd=four.root)
+    assert other.returncode == 1, other.stderr
+    assert "an interrupted cancelling of the rollback of version 4" in other.stderr
+    assert 'cfgtool rollback --cancel 4 -m "it was fine" --remote origin' in other.stderr
+    again = run_cfgtool(*cancel, "--format", "json", cwd=four.root)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["restored"] == [4]
+    assert four.git("rev-parse", "config/restored/v4") == remote.check()["refs/tags/config/restored/v4"]

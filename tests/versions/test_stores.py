@@ -115,3 +115,38 @@ def test_a_store_name_that_cannot_be_in_a_tag_name_is_refused(repo: GitRepo, run
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot be part of its version tags" in proc.stderr and "Traceback" not in proc.stderr
     assert repo.git("tag") == ""
+
+
+def test_another_store_s_restored_markers_are_its_own(repo: GitRepo, tmp_path: Path, run_cfgtool: Run) -> None:
+    repo.write(TWO)
+    repo.commit("two stores")
+    origin = add_origin(repo, tmp_path / "remote.git")
+    for n in (1, 2):
+        repo.write({"other/main.conf": f"owner = other-{n}\n", "store/main.conf": f"owner = demo-{n}\n"})
+        repo.commit(f"both change {n}")
+        for store in ("store", "other"):
+            assert run_cfgtool("--store", store, "publish", "--remote", "origin", cwd=repo.root).returncode == 0
+    for store in ("store", "other"):
+        assert (
+            run_cfgtool("--store", store, "rollback", "--remote", "origin", "-m", "bad", cwd=repo.root).returncode == 0
+        )
+    cancel = ("--store", "other", "rollback", "--cancel", "2", "--remote", "origin", "-m", "fine", "--format", "json")
+    assert _json(run_cfgtool(*cancel, cwd=repo.root))["tags"] == ["config/other/restored/v2"]  # type: ignore[index]
+    assert "config/other/restored/v2" in origin.tags() and not any(
+        t.startswith("config/restored/") for t in origin.tags()
+    )
+    statuses = [
+        (v["version"], v["status"])
+        for v in _json(run_cfgtool("--store", "other", "versions", "--format", "json", cwd=repo.root))
+    ]  # type: ignore[index, union-attr]
+    assert statuses == [(2, "current"), (1, "good")]
+    plain = _json(run_cfgtool("--store", "store", "versions", "--format", "json", cwd=repo.root))
+    assert [(v["version"], v["status"]) for v in plain] == [(2, "rolled_back"), (1, "current")]  # type: ignore[index, union-attr]
+
+
+def test_a_store_named_like_the_restored_markers_is_refused(repo: GitRepo, run_cfgtool: Run) -> None:
+    repo.write({**TWO, "restored/_CONFIG_STORE": "", "restored/main.conf": "x = 1\n"})
+    repo.commit("a store whose directory name is taken by the restored markers")
+    proc = run_cfgtool("--store", "restored", "publish", cwd=repo.root)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot be part of its version tags" in proc.stderr and "Traceback" not in proc.stderr
