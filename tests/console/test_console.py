@@ -123,6 +123,26 @@ def test_the_version_switcher_chooses_the_current_version_and_marks_rolled_back_
         assert [n for n, selected, _ in options if selected] == [chosen], url
 
 
+def test_the_timeline_shows_the_changed_key_counts_the_change_feed_gives_the_same_principal(
+    small_acl: GitRepo, make_client: MakeClient, token_of: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A signed-in principal sees each event's changed-key count exactly when `/v1/{store}/changes` gives it to
+    them (a super user), and the same number; alice, who may not describe every key, sees none in either."""
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 3\n"}, "bigger open data")
+    for who, shown in (("User:admin", True), ("User:alice", False)):
+        token = token_of(who)
+        client = make_client(small_acl, tmp_path / "tokens.json")
+        feed = client.get("/v1/small/changes?since=0", headers={"authorization": f"Bearer {token}"}).json()
+        counts = [e["changed_keys"] for e in feed["events"]]
+        assert counts == ([6, 1] if shown else [None, None]), who
+        sign_in(client, token)
+        text = Page(client.get("/ui/small/").text).text
+        assert (
+            bool(re.search(r"\b1 key changed\b", text)) is shown
+            and bool(re.search(r"\b6 keys changed\b", text)) is shown
+        )
+
+
 def test_the_tree_opens_one_level_at_a_time(small_acl: GitRepo, make_client: MakeClient) -> None:
     client = make_client(small_acl)
     root = Page(client.get("/ui/small/v/1/tree/").text)
