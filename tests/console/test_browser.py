@@ -4,6 +4,8 @@ Playwright for Python drives Debian's `chromium-headless-shell` (no browser down
 where either is missing (`.ci/run` installs the browser). Every page a test opens must log no console error, no
 failed request and no Content-Security-Policy violation (Chromium reports those on the console). With
 `CFGTOOL_SCREENSHOTS=1` the tests also write the screenshots that docs/console.md shows, into docs/images/.
+axe-core (from npm: `.ci/run` installs it into .venv-ci/axe, `CFGTOOL_AXE` names another axe.min.js) checks
+every kind of page in the light and the dark scheme; that test skips, saying why, without it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 CHROMIUM = Path(os.environ.get("CFGTOOL_CHROMIUM", "/usr/bin/chromium-headless-shell"))
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "docs" / "images"
+# axe-core from npm (`.ci/run` installs it there; CFGTOOL_AXE names another axe.min.js)
+AXE = Path(os.environ.get("CFGTOOL_AXE", ROOT / ".venv-ci" / "axe" / "node_modules" / "axe-core" / "axe.min.js"))
 ACL = """\
 super_users: [User:admin]
 allow_everyone_if_no_acl_found: false
@@ -174,7 +178,7 @@ def test_timeline_marks_the_rollback_and_follows_it_to_the_diff(console: Console
     shot(tab, "timeline", full_page=True)
     rolled.get_by_role("link", name=re.compile("diff|what changed")).click()
     tab.wait_for_url(console.url + "/ui/small/diff/3..4")
-    cause = tab.locator("section.cause").first
+    cause = tab.locator("article.cause").first
     assert "tier" in cause.inner_text() and '"gold"' in cause.locator("del").inner_text()
     assert '"bronze"' in cause.locator("ins").inner_text()
     assert re.search(r"2\s+keys", cause.inner_text())  # /data/a and /data/b, through /data: the change's reach
@@ -189,7 +193,7 @@ def test_a_diff_not_computed_ahead_shows_itself_once_computed(
     turns into the diff by itself, with scripts (htmx) and without (a meta refresh)."""
     tab, problems = page
     sign_in(tab, console, target="/ui/small/diff/1..4")
-    tab.locator("section.cause").first.wait_for(timeout=60_000)
+    tab.locator("article.cause").first.wait_for(timeout=60_000)
     assert tab.title() == "small: diff 1..4 · cfgtool console"
     assert "tier" in tab.locator("main").inner_text()
     assert problems == []
@@ -200,7 +204,7 @@ def test_a_diff_not_computed_ahead_shows_itself_once_computed(
         if "being computed" in plain.title():  # most often: two compiles take longer than the page waits
             assert "is being computed" in plain.get_by_role("status").inner_text()
             shot(plain, "diff-pending")
-        plain.locator("section.cause").first.wait_for(timeout=60_000)
+        plain.locator("article.cause").first.wait_for(timeout=60_000)
         assert plain.title() == "small: diff 2..4 · cfgtool console"
     finally:
         context.close()
@@ -282,6 +286,60 @@ def test_narrow_screen_and_keyboard(console: Console, browser: Browser) -> None:
         assert tab.evaluate("document.activeElement.textContent").strip() == "Skip to content"
     finally:
         context.close()
+
+
+AXE_PAGES = [  # every kind of console page, each with what it shows at its fullest (signed in as admin)
+    "/ui/",
+    "/ui/small/",
+    "/ui/small/v/3/tree/",
+    "/ui/small/v/3/tree/data",
+    "/ui/small/v/3/key/data/a",
+    "/ui/small/v/3/explain/data/a?path=retention.days",
+    "/ui/small/history/data/a?path=tier",
+    "/ui/small/v/3/search?q=payments",
+    "/ui/small/v/3/compare?a=/data/a&b=/data/b",
+    "/ui/small/diff/3..4",
+    "/ui/small/consumers",
+    "/ui/small/v/3/access/data/b?principal=guest",
+    "/ui/small/v/9/tree/",  # an error page
+]
+
+
+def serious_violations(tab: Page) -> list[str]:
+    """axe-core's serious and critical violations on the page, as `rule: selector` lines."""
+    tab.add_script_tag(path=str(AXE))
+    found = tab.evaluate("axe.run(document, {resultTypes: ['violations']}).then(r => r.violations)")
+    return [
+        f"{v['id']} ({v['impact']}): {', '.join(str(n['target']) for n in v['nodes'][:5])}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.mark.skipif(not AXE.exists(), reason=f"no axe-core at {AXE} (.ci/run installs it with npm; or CFGTOOL_AXE)")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_page_is_clean_of_serious_accessibility_violations(
+    console: Console, browser: Browser, scheme: str
+) -> None:
+    """axe-core (WCAG 2 A and AA, and its best practices) finds no serious or critical violation on any kind of
+    page, in the light scheme and the dark one: an explain opened on the key page, the sign-in page included."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme, bypass_csp=True)
+    tab = context.new_page()
+    try:
+        tab.goto(console.url + "/ui/login")
+        found = {"/ui/login": serious_violations(tab)}
+        sign_in(tab, console, who="admin", target="/ui/")
+        for url in AXE_PAGES:
+            tab.goto(console.url + url)
+            if "/diff/" in url:
+                tab.locator("article.cause").first.wait_for(timeout=60_000)
+            if "/key/" in url:
+                tab.locator("details.leaf summary").first.click()
+                tab.locator(".explained table").first.wait_for()
+            found[url] = serious_violations(tab)
+    finally:
+        context.close()
+    assert {url: v for url, v in found.items() if v} == {}
 
 
 BROKEN_WORDS = """selector => {

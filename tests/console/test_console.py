@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
@@ -231,6 +233,88 @@ def test_a_principal_never_sees_a_key_it_may_not_describe_on_any_page(
     for url in [*(f"/ui/small/v/1/{p}" for p in pages), "/ui/small/history/data/secret-project"]:
         found = client.get(url)  # 404 as a version that does not exist; only the asked key is echoed
         assert found.status_code == 404 and "secret-project" not in found.text.replace("/data/secret-project", ""), url
+
+
+class Outline(HTMLParser):
+    """A page's nesting as far as accessibility checks need it: controls inside a `summary` (itself one) and the
+    landmarks (named sections, navs, asides, forms) with their accessible names."""
+
+    VOID: ClassVar = frozenset(
+        {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+    )
+    CONTROLS: ClassVar = frozenset({"a", "button", "input", "select", "textarea", "details"})
+    LANDMARKS: ClassVar = {
+        "section": "region",
+        "nav": "navigation",
+        "aside": "complementary",
+        "form": "form",
+        "main": "main",
+    }
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.open: list[tuple[str, dict[str, str | None]]] = []
+        self.texts: dict[str, list[str]] = {}  # element id -> its text
+        self.landmarks: list[tuple[str, dict[str, str | None]]] = []
+        self.nested: list[str] = []
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag in self.CONTROLS and any(t == "summary" for t, _ in self.open):
+            self.nested.append(f"<{tag}> in <summary>")
+        if tag in self.LANDMARKS:
+            self.landmarks.append((self.LANDMARKS[tag], found))
+        if found.get("id"):
+            self.texts[str(found["id"])] = []
+        if tag not in self.VOID:
+            self.open.append((tag, found))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.open:
+            if self.open.pop()[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        for _, attrs in self.open:
+            if attrs.get("id"):
+                self.texts[str(attrs["id"])].append(data)
+
+    def repeated_landmarks(self) -> list[str]:
+        """Landmarks of one role sharing an accessible name (a screen reader's landmark list can't tell them
+        apart); a section or form without a name is no landmark."""
+        names: list[str] = []
+        for role, attrs in self.landmarks:
+            label = attrs.get("aria-label")
+            if attrs.get("aria-labelledby"):
+                label = " ".join("".join(self.texts.get(i, [])) for i in str(attrs["aria-labelledby"]).split())
+            if label is None and role in ("region", "form"):
+                continue
+            names.append(f"{role}: {' '.join((label or '').split())}")
+        return sorted({n for n in names if names.count(n) > 1})
+
+
+def test_no_page_nests_a_control_in_a_summary_or_repeats_a_landmark(
+    small_acl: GitRepo, make_client: MakeClient
+) -> None:
+    """Every page and fragment: no link or other control inside a `summary` (the tree's toggles), and no two
+    landmarks of one role with one name (a diff's causes of the same path)."""
+    publish_change(
+        small_acl,
+        {"store/data/open/main.conf": "size = 3\n", "store/data/secret-project/main.conf": "size = 5\n"},
+        "v2",
+    )
+    client = make_client(small_acl)
+    diff = settled(client, "/ui/small/diff/1..2").text
+    assert diff.count('<code class="path">size</code>') == 2  # two causes: the same path, two changes
+    bodies = walk(client, [*PAGES, "/ui/small/diff/1..2", "/ui/small/v/2/tree/data", "/ui/small/v/2/key/tags/t"])
+    problems = {}
+    for url, body in bodies.items():
+        outline = Outline(body)
+        if outline.nested or outline.repeated_landmarks():
+            problems[url] = sorted(set(outline.nested)) + outline.repeated_landmarks()
+    assert len(bodies) > 20 and problems == {}
 
 
 def test_secrets_are_hidden_on_every_page(published: GitRepo, make_client: MakeClient) -> None:
