@@ -69,6 +69,7 @@ class Options:
     token: str | None = None
     identity: Path | None = None
     secrets_from: tuple[str, ...] = ()
+    env_prefix: str = ""
     check: str | None = None
     reload: Reload = field(default_factory=Reload)
     settle: float = 2.0
@@ -265,7 +266,7 @@ class Agent:
 
     def _write(self, client: HttpConfigClient, version: int) -> None:
         configs, opened = self._configs(client)
-        files = contents(self.options.files, configs, opened)
+        files = contents(self.options.files, configs, opened, self.options.env_prefix)
         if version == self.applied and layout.holds(self.options.directory, files):
             self.written, self.refused = True, None
             return  # the files on disk are these already: no swap, no reload

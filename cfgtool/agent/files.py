@@ -15,7 +15,7 @@ from typing import Any
 from cfgtool.access.secrets import is_envelope
 from cfgtool.agent.layout import DATA, Content
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.snapshot.formats import Format, render
+from cfgtool.snapshot.formats import Format, UnsafeVariable, render
 from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.store.keys import ROOT
 
@@ -132,14 +132,17 @@ def _compile(spec: FileSpec) -> Any:
         ) from exc
 
 
-def render_file(spec: FileSpec, config: Mapping[str, Any]) -> bytes:
+def render_file(spec: FileSpec, config: Mapping[str, Any], env_prefix: str = "") -> bytes:
     """The bytes of `spec`'s file for `config` (a key's config, secrets opened or `[hidden]`); RenderError when
-    the template fails or the config does not fit the format. The template file is read again each time, so
-    an edited template applies from the next version on."""
+    the template fails or the config does not fit the format (an env file's variable that would be read as
+    code included: `env_prefix` starts every name). The template file is read again each time, so an edited
+    template applies from the next version on."""
     if spec.template is None:
         assert spec.fmt is not None
         try:
-            return render(config, spec.fmt).encode("utf-8")
+            return render(config, spec.fmt, env_prefix=env_prefix).encode("utf-8")
+        except UnsafeVariable as exc:
+            raise RenderError(f"{spec.name}: {spec.key}: {exc.message}", hint=exc.hint) from exc
         except (ValueError, TypeError, RecursionError) as exc:
             raise RenderError(f"{spec.name}: the config of {spec.key} does not fit {spec.fmt.value}: {exc}") from exc
     from jinja2 import TemplateError
@@ -169,9 +172,12 @@ def _template_line(exc: BaseException) -> int | None:
     return found if isinstance(found, int) else None
 
 
-def contents(specs: list[FileSpec], configs: Mapping[str, Mapping[str, Any]], opened: set[str]) -> dict[str, Content]:
-    """Every file of a version: `configs` by key; the keys in `opened` hold opened secrets (mode 0600 files)."""
-    return {spec.name: Content(render_file(spec, configs[spec.key]), spec.key in opened) for spec in specs}
+def contents(
+    specs: list[FileSpec], configs: Mapping[str, Mapping[str, Any]], opened: set[str], env_prefix: str = ""
+) -> dict[str, Content]:
+    """Every file of a version: `configs` by key; the keys in `opened` hold opened secrets (mode 0600 files);
+    `env_prefix` starts the names of env files."""
+    return {spec.name: Content(render_file(spec, configs[spec.key], env_prefix), spec.key in opened) for spec in specs}
 
 
 def sealed_paths(config: Mapping[str, Any]) -> dict[tuple[str, ...], str]:

@@ -69,6 +69,15 @@ def agent_command(
             show_default=False,
         ),
     ] = None,
+    env_prefix: Annotated[
+        str,
+        typer.Option(
+            "--env-prefix",
+            metavar="PREFIX",
+            help="Start every variable of env files with PREFIX (APP_): without one, a variable that a shell, "
+            "the dynamic linker or a runtime reads as code (LD_PRELOAD, BASH_ENV, PYTHONPATH, ...) is refused.",
+        ),
+    ] = "",
     check: Annotated[
         str | None,
         typer.Option(
@@ -146,6 +155,7 @@ def agent_command(
         --check 'nginx -t -q -c "$CFGTOOL_AGENT_DIR/nginx.conf"' --signal HUP --pid-file /run/nginx.pid
     """
     from cfgtool.agent import Agent, Options, Reload, parse_file, parse_signal, parse_template
+    from cfgtool.snapshot.formats import check_env_prefix
     from cfgtool.store.keys import normalize_key
 
     specs = [parse_file(text) for text in files or ()] + [parse_template(text) for text in templates or ()]
@@ -161,6 +171,7 @@ def agent_command(
             token = token_file.read_text(encoding="utf-8").strip()
         except OSError as exc:
             raise UsageError(f"--token-file {token_file}: {exc.strerror}", hint="check the path") from exc
+    check_env_prefix(env_prefix)
     if identity is not None and not identity.is_file():
         raise UsageError(f"--identity {identity}: no such file", hint="pass an age identity file")
     action = Reload(
@@ -177,6 +188,7 @@ def agent_command(
         token=token,
         identity=identity,
         secrets_from=tuple(normalize_key(key, store) for key in secrets_from or ()),
+        env_prefix=env_prefix,
         check=check,
         reload=action,
         settle=settle,

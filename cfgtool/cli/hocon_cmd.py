@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cfgtool.snapshot.formats import Format, render
+from cfgtool.snapshot.formats import Format, check_env_prefix, render
 
 
 def hocon(
@@ -23,6 +23,15 @@ def hocon(
         Format,
         typer.Option("--format", "-f", help="Output format; properties flattens to a.b.c=value lines."),
     ] = Format.JSON,
+    env_prefix: Annotated[
+        str,
+        typer.Option(
+            "--env-prefix",
+            metavar="PREFIX",
+            help="Start every variable of --format env with PREFIX (APP_): without one, a variable that a shell, "
+            "the dynamic linker or a runtime reads as code (LD_PRELOAD, BASH_ENV, PYTHONPATH, ...) is refused.",
+        ),
+    ] = "",
 ) -> None:
     """Parse standalone HOCON files, merge them (the first file wins), resolve once and print the config.
 
@@ -35,4 +44,5 @@ def hocon(
     """
     from cfgtool.compile.standalone import resolve_files  # here, not when the CLI is built
 
-    typer.echo(render(resolve_files(files).value, fmt), nl=False)
+    check_env_prefix(env_prefix)
+    typer.echo(render(resolve_files(files).value, fmt, env_prefix=env_prefix), nl=False)

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Any
 
+from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon.render import to_hocon
 
 
@@ -34,8 +35,9 @@ def deep_recursion() -> AbstractContextManager[None]:
     return allowance()
 
 
-def render(value: Any, fmt: Format) -> str:
-    """`value` as text in `fmt`. Object keys keep their order."""
+def render(value: Any, fmt: Format, *, env_prefix: str = "") -> str:
+    """`value` as text in `fmt`. Object keys keep their order; `env_prefix` starts every name of the env
+    format (`to_env`)."""
     if fmt is Format.JSON:
         return to_json(value)
     if fmt is Format.HOCON:
@@ -45,7 +47,7 @@ def render(value: Any, fmt: Format) -> str:
         return to_yaml(value)
     if fmt is Format.ENV:
         with deep_recursion():
-            return to_env(value)
+            return to_env(value, env_prefix)
     with deep_recursion():
         return to_properties(value)
 
@@ -101,27 +103,106 @@ def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
         yield prefix, str(value)
 
 
-def to_env(value: Any) -> str:
+def to_env(value: Any, prefix: str = "") -> str:
     """Environment lines `A_B_C='value'`, as a POSIX shell sources them and systemd's `EnvironmentFile=`
     reads them.
 
-    Names are the flattened paths (as `to_properties` makes them) upper-cased, every character other than
-    an ASCII letter, digit or `_` turned into `_`, with a leading `_` before a digit. Values are single-quoted
-    (a `'` inside is written `'\\''`); null is an empty value. Two paths that come out as the same name are
-    an error rather than one silently hiding the other.
+    Names are `prefix` then the flattened paths (as `to_properties` makes them) upper-cased, every character
+    other than an ASCII letter, digit or `_` turned into `_`, with a leading `_` before a digit. Values are
+    single-quoted (a `'` inside is written `'\\''`); null is an empty value. Two paths that come out as the
+    same name are an error rather than one silently hiding the other (ValueError), and so is a name that a
+    shell, the dynamic linker or a language runtime reads as code (UnsafeVariable, see `unsafe_variable`).
     """
+    check_env_prefix(prefix)
     lines: list[str] = []
     seen: dict[str, str] = {}
     for key, text in _flatten(value, ""):
-        name = _ENV_NAME.sub("_", key).upper() or "_"
+        name = prefix + (_ENV_NAME.sub("_", key).upper() or "_")
         if name[0].isdigit():
             name = "_" + name
         if name in seen:
             raise ValueError(f"{seen[name]!r} and {key!r} are both the environment variable {name}")
+        reader = unsafe_variable(name)
+        if reader is not None:
+            raise UnsafeVariable(
+                f"the path {key!r} becomes the environment variable {name}, which {reader} reads as code or as"
+                " where to load code from: a config would run as a program",
+                hint=f"choose another --env-prefix than {prefix!r}"
+                if prefix
+                else f"prefix every name: --env-prefix APP_ (then APP_{name}), or rename the path",
+            )
         seen[name] = key
         quoted = text.replace("'", _QUOTE)
         lines.append(f"{name}='{quoted}'\n")
     return "".join(lines)
+
+
+class UnsafeVariable(CfgtoolError):
+    """The env format would write a variable that a shell, the dynamic linker or a language runtime reads as
+    code (`LD_PRELOAD`, `BASH_ENV`, `PYTHONPATH`, ...): the config would become a program."""
+
+
+# Variables read as code, or as where to load code from, by a shell, the C library's dynamic linker or a
+# language runtime; by prefix (a family) and by name. Sources: bash(1) and dash(1), ld.so(8) and dyld(1),
+# glibc's secure-execution list (unsecvars.h), python(1), perlrun(1), ruby(1), node(1), the JVM's launcher,
+# git(1), lua(1), php(1), .NET startup hooks and profilers, erl(1), OpenSSL's config(5). Not exhaustive: an
+# env file that a shell sources should always have a prefix of its own.
+_UNSAFE_PREFIXES = {
+    "LD_": "the dynamic linker",
+    "DYLD_": "the macOS dynamic linker",
+    "GLIBC_": "the C library",
+    "BASH_": "bash",
+    "PYTHON": "Python",
+    "PERL": "Perl",
+    "RUBY": "Ruby",
+    "GEM_": "RubyGems",
+    "NODE_": "Node.js",
+    "NPM_CONFIG_": "npm",
+    "JAVA_": "the JVM or its launch scripts",
+    "_JAVA_": "the JVM",
+    "GIT_": "git",
+    "LUA_": "Lua",
+    "PHP": "PHP",
+    "DOTNET_": ".NET",
+    "CORECLR_": ".NET",
+    "COR_": ".NET",
+    "ERL_": "Erlang",
+    "OPENSSL_": "OpenSSL",
+}
+_UNSAFE_NAMES = {
+    **dict.fromkeys(
+        ("ENV", "SHELLOPTS", "BASHOPTS", "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "IFS", "PATH"),
+        "a shell",
+    ),
+    **dict.fromkeys(("CDPATH", "GLOBIGNORE", "FPATH", "HOME", "ZDOTDIR", "INPUTRC", "SHELL"), "a shell"),
+    **dict.fromkeys(("GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES"), "the C library"),
+    **dict.fromkeys(("JDK_JAVA_OPTIONS", "CLASSPATH"), "the JVM"),
+    "ELIXIR_ERL_OPTIONS": "Elixir",
+    **dict.fromkeys(
+        ("EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "LESSCLOSE", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS"),
+        "a program that runs it",
+    ),
+}
+
+
+def unsafe_variable(name: str) -> str | None:
+    """Who reads the environment variable `name` as code (or as where to load code from), None for a name
+    outside the families this knows (`_UNSAFE_PREFIXES`, `_UNSAFE_NAMES`)."""
+    upper = name.upper()
+    found = _UNSAFE_NAMES.get(upper)
+    return found or next((who for prefix, who in _UNSAFE_PREFIXES.items() if upper.startswith(prefix)), None)
+
+
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def check_env_prefix(prefix: str) -> None:
+    """UsageError unless `prefix` (`--env-prefix`) is empty or starts an environment variable's name."""
+    if prefix and not _PREFIX.fullmatch(prefix):
+        raise UsageError(
+            f"--env-prefix {prefix!r} cannot start an environment variable's name",
+            hint="ASCII letters, digits and _, not starting with a digit, at most 64: --env-prefix APP_",
+        )
 
 
 _ENV_NAME = re.compile(r"[^A-Za-z0-9_]")

@@ -11,7 +11,7 @@ import httpx
 
 from tests.agent.conftest import Answer, Hostile, RunAgent, forward
 from tests.conftest import CHECKOUT, GitRepo
-from tests.serve.conftest import StartServer
+from tests.serve.conftest import StartServer, publish_change
 
 DEMO_IDENTITY = CHECKOUT / "examples" / "demo-age-identity.txt"
 DB = "/data/databases/identity"
@@ -133,3 +133,23 @@ def test_a_hostile_server_cannot_route_another_nodes_secret_into_a_file(
     done = run_agent(url, *args, "--secrets-from", DB, store="demo", directory=tmp_path / "trusted")
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "trusted" / "pv.json").read_text())["database"]["credentials"]["password"] == password
+
+
+def test_an_env_file_never_writes_a_variable_read_as_code(
+    small: GitRepo, start_server: StartServer, run_agent: RunAgent, out: Path
+) -> None:
+    """`ld_preload` in a config would be LD_PRELOAD in an env file that a shell sources before it starts the
+    program: the dynamic linker would load whatever the config names. Refused, or written under --env-prefix."""
+    publish_change(small, {"store/data/a/main.conf": 'size = 1\nld_preload = "/tmp/evil.so"\n'}, "v2")
+    server = start_server(small.root, "--cache-time", "0")
+    done = run_agent(server.url, "--once", "--file", "a.env=/data/a", "--file", "a.json=/data/a")
+    assert done.returncode == 1, done.stderr
+    assert "a.env: /data/a: the path 'ld_preload' becomes the environment variable LD_PRELOAD" in done.stderr
+    assert "hint: prefix every name: --env-prefix APP_ (then APP_LD_PRELOAD)" in done.stderr
+    assert not (out / "a.env").exists() and not (out / "a.json").exists()
+
+    done = run_agent(server.url, "--once", "--file", "a.env=/data/a", "--env-prefix", "APP_")
+    assert done.returncode == 0, done.stderr
+    written = (out / "a.env").read_text()
+    assert "APP_LD_PRELOAD='/tmp/evil.so'\n" in written and "APP_SIZE='1'\n" in written
+    assert "\nLD_PRELOAD" not in written and not written.startswith("LD_")

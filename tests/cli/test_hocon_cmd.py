@@ -155,3 +155,15 @@ def test_global_options_are_accepted_before_the_command(run_cfgtool: Run, tmp_pa
     proc = run_cfgtool("--repo", str(tmp_path), "--store", "elsewhere", "hocon", name)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"x": 1}
+
+
+def test_format_env_refuses_a_variable_read_as_code_unless_prefixed(run_cfgtool: Run, tmp_path: Path) -> None:
+    name = write(tmp_path / "app.conf", 'ld_preload = "/tmp/evil.so"\nname = x\n')
+    proc = run_cfgtool("hocon", name, "--format", "env", cwd=tmp_path)
+    assert_clean_failure(proc, 1)
+    assert "environment variable LD_PRELOAD, which the dynamic linker reads as code" in proc.stderr
+    assert "--env-prefix APP_ (then APP_LD_PRELOAD)" in proc.stderr
+    proc = run_cfgtool("hocon", name, "--format", "env", "--env-prefix", "APP_", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "APP_LD_PRELOAD='/tmp/evil.so'\nAPP_NAME='x'\n"
+    assert_clean_failure(run_cfgtool("hocon", name, "-f", "env", "--env-prefix", "9", cwd=tmp_path), 2)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cfgtool.snapshot.formats import Format, render, to_env, to_json, to_properties, to_yaml
+from cfgtool.errors import UsageError
+from cfgtool.snapshot.formats import Format, UnsafeVariable, render, to_env, to_json, to_properties, to_yaml
 
 SAMPLE = {"z": 1, "a": {"list": [1, "two", None], "flag": False, "f": 1.5}, "é": "ü"}
 
@@ -89,3 +90,31 @@ def test_to_env_is_what_a_shell_sources() -> None:
 def test_to_env_refuses_two_paths_with_one_name() -> None:
     with pytest.raises(ValueError, match=r"'a\.b' and 'a_b' are both the environment variable A_B"):
         to_env({"a": {"b": 1}, "a_b": 2})
+
+
+CODE = [  # paths whose variable a shell, the dynamic linker or a runtime reads as code (or where to load it from)
+    *("ld_preload", "ld_library_path", "ld_audit", "dyld_insert_libraries", "glibc_tunables", "gconv_path"),
+    *("bash_env", "env", "ps4", "prompt_command", "ifs", "path", "shellopts", "bashopts", "bash_func_ls%%"),
+    *("perl5opt", "perl5lib", "node_options", "pythonpath", "pythonstartup", "rubyopt", "rubylib"),
+    *("java_tool_options", "_java_options", "jdk_java_options", "classpath", "git_ssh_command", "lua_init"),
+    *("phprc", "dotnet_startup_hooks", "openssl_conf", "erl_aflags", "lessopen", "editor", "pager", "home"),
+]
+
+
+@pytest.mark.parametrize("path", CODE)
+def test_to_env_refuses_a_variable_read_as_code_and_takes_it_under_a_prefix(path: str) -> None:
+    name = path.upper().replace("%", "_")
+    with pytest.raises(UnsafeVariable, match=rf"environment variable {name}, which .* reads as code") as refused:
+        to_env({"ok": 1, path: "/tmp/evil"})
+    assert refused.value.hint == f"prefix every name: --env-prefix APP_ (then APP_{name}), or rename the path"
+    assert to_env({"ok": 1, path: "/tmp/evil"}, "APP_") == f"APP_OK='1'\nAPP_{name}='/tmp/evil'\n"
+
+
+def test_to_env_refuses_a_prefix_that_makes_code_of_every_name() -> None:
+    with pytest.raises(UnsafeVariable, match="LD_NAME, which the dynamic linker") as refused:
+        to_env({"name": "x"}, "LD_")
+    assert refused.value.hint == "choose another --env-prefix than 'LD_'"
+    for bad in ("1APP", "APP-", "A P", "\u00c9"):
+        with pytest.raises(UsageError, match="cannot start an environment variable's name"):
+            to_env({"name": "x"}, bad)
+    assert to_env({"name": "x", "tier": None}) == "NAME='x'\nTIER=''\n"  # names outside the families pass
