@@ -131,6 +131,16 @@ def serve_command(
         int,
         typer.Option("--max-connections", metavar="N", min=1, help="Open connections at most; more are refused (429)."),
     ] = 10_000,
+    max_client_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-client-connections",
+            metavar="N",
+            min=1,
+            help="Open connections of one client address at most; more are refused (429). The proxies named by "
+            "--forwarded-allow-ips are not capped.",
+        ),
+    ] = 500,
     public_cache: Annotated[
         bool,
         typer.Option(
@@ -163,8 +173,10 @@ def serve_command(
 
     Every request is logged as one JSON line (stderr, or --access-log FILE).
     Limits: 16 KB of request line and headers (431), 10 s for a request to
-    arrive (408), --max-connections open connections and 100 waiting long
-    polls per principal (429), 1,024-character keys (414).
+    arrive (408), --max-connections open connections (when all are taken, a
+    newcomer takes the place of one never answered), --max-client-connections
+    of one address and 100 waiting long polls per principal (429),
+    1,024-character keys (414).
 
     Examples:
       cfgtool serve
@@ -211,6 +223,7 @@ def serve_command(
         forwarded_allow_ips=proxies,
         access_log=access_log,
         max_connections=max_connections,
+        max_client_connections=max_client_connections,
         public_cache=public_cache,
         public_metrics=public_metrics,
     )

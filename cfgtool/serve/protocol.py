@@ -12,7 +12,15 @@ uvicorn's h11 protocol has a head limit but serves about half as many requests a
 - a request arrives complete within `REQUEST_TIMEOUT` seconds of its first byte (or of the connection's
   opening), else 408 and the connection is closed (one sweep a second over the connections finds them, which
   costs less than a timer per request);
-- at most `max_connections` open connections: one more is answered 429 and closed at once;
+- at most `per_client` open connections from one client address (the socket's peer; a proxy named by
+  `--forwarded-allow-ips` is not capped): one more is answered 429 and closed, so a single client cannot
+  hold the server's connections;
+- at most `max_connections` open connections. When they are all taken, a new connection takes the place of
+  the oldest one that has not yet had an answer below 400 and has no request in flight (a client holding
+  connections open without using them, or that only earns refusals): that one is closed. Connections that
+  were answered (authenticated clients, probes) keep theirs, and a newcomer (a `/healthz` probe, a client
+  with a token) still gets in while someone holds the rest. Only when no connection can be reclaimed is the
+  newcomer answered 429 and closed;
 - a request the parser rejects (a garbage request line, a bad header) is a JSON 400 `bad_request` with its
   access-log line, instead of uvicorn's plain-text answer and its own warning line in the server's log.
 
@@ -27,16 +35,18 @@ import asyncio
 import logging
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from cfgtool.serve.accesslog import AccessLog
+from cfgtool.serve.accesslog import NOTHING_SENT, SENT, AccessLog
 from cfgtool.serve.answers import Answer, ErrorPage, error
 
 HEAD_LIMIT = 16 * 1024
 REQUEST_TIMEOUT = 10.0
 MAX_CONNECTIONS = 10_000
+PER_CLIENT = 500  # open connections of one client address
+RECLAIM_LOOK = 64  # the oldest unanswered connections looked at for one to reclaim
 LINGER = 2.0  # seconds a refused connection is read (and its bytes dropped) before it is closed
 SWEEP = 1.0  # seconds between two looks for requests past REQUEST_TIMEOUT
 INVALID = "Invalid HTTP request received."  # uvicorn's warning (and plain-text answer) for what llhttp rejects
@@ -57,9 +67,16 @@ class LimitedProtocol(HttpToolsProtocol):
     class uvicorn instantiates, with the server's connection cap and access log)."""
 
     max_connections: ClassVar[int] = MAX_CONNECTIONS
+    per_client: ClassVar[int] = PER_CLIENT
+    uncapped: ClassVar[Callable[[str], bool]] = staticmethod(lambda address: False)  # the proxies
     access: ClassVar[AccessLog | None] = None
     error_page: ClassVar[Callable[[str], ErrorPage | None] | None] = None  # a path's page for a 431
     _sweeping: ClassVar[asyncio.TimerHandle | None] = None
+    # the admitted connections (not those refused and lingering): how many, how many per client address, and
+    # those not yet answered below 400, oldest first (the ones a newcomer may take the place of)
+    _admitted: ClassVar[list[int]] = [0]
+    _of: ClassVar[dict[str | None, int]] = {}
+    _unanswered: ClassVar[dict[LimitedProtocol, None]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -68,16 +85,53 @@ class LimitedProtocol(HttpToolsProtocol):
         self._since: float | None = None  # when the request being received began (None: none is)
         self._lingering: asyncio.TimerHandle | None = None
         self._refused = False
+        self._address: str | None = None
+        self._counted = False  # admitted, and counted in `_admitted` and `_of`
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
+        cls = type(self)
+        address = self.client[0] if self.client else None
+        held = cls._of.get(address, 0)
+        if address is not None and held >= cls.per_client and not cls.uncapped(address):
+            what = f"{address} holds {held} connections: at most {cls.per_client} per client address"
+            self._refuse(error(429, "too_many_connections", what))
+            return
+        if cls._admitted[0] >= cls.max_connections and not cls._reclaim():
             self._refuse(error(429, "too_many_connections", f"the server holds {self.max_connections} connections"))
             return
+        self._address, self._counted = address, True
+        cls._admitted[0] += 1
+        cls._of[address] = held + 1
+        cls._unanswered[self] = None
         self._since = self.loop.time()
-        cls = type(self)
         if cls._sweeping is None:
             cls._sweeping = self.loop.call_later(SWEEP, cls._sweep, self.loop, self.connections)
+
+    @classmethod
+    def _reclaim(cls) -> bool:
+        """Close the oldest admitted connection that was never answered below 400 and has no request in
+        flight, making room for a new one; False when none of the oldest `RECLAIM_LOOK` is such."""
+        for _, connection in zip(range(RECLAIM_LOOK), cls._unanswered, strict=False):
+            if connection.cycle is None or connection.cycle.response_complete:
+                connection._uncount()
+                connection.transport.close()
+                return True
+        return False
+
+    def _uncount(self) -> None:
+        """No longer count this connection among the admitted (it is closing)."""
+        if not self._counted:
+            return
+        self._counted = False
+        cls = type(self)
+        cls._admitted[0] -= 1
+        left = cls._of[self._address] - 1
+        if left:
+            cls._of[self._address] = left
+        else:
+            del cls._of[self._address]
+        cls._unanswered.pop(self, None)
 
     @classmethod
     def _sweep(cls, loop: asyncio.AbstractEventLoop, connections: set[Any]) -> None:
@@ -89,6 +143,7 @@ class LimitedProtocol(HttpToolsProtocol):
         cls._sweeping = loop.call_later(SWEEP, cls._sweep, loop, connections)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
         self._since = None
         if self._lingering is not None:
             self._lingering.cancel()
@@ -122,6 +177,14 @@ class LimitedProtocol(HttpToolsProtocol):
         self._since = None
         self._in_head, self._head = True, 0
         super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        """An answer below 400 (a client with a valid token, a probe) makes the connection one that a newcomer
+        never takes the place of."""
+        sent = cast(tuple[int, int, bytes | None], self.scope.get(SENT, NOTHING_SENT))
+        if self._counted and 0 < sent[0] < 400:
+            type(self)._unanswered.pop(self, None)
+        super().on_response_complete()
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request the parser rejects, as a JSON error like every other."""
@@ -167,10 +230,23 @@ class LimitedProtocol(HttpToolsProtocol):
 
 
 def limited(
-    max_connections: int, access: AccessLog | None, error_page: Callable[[str], ErrorPage | None]
+    max_connections: int,
+    access: AccessLog | None,
+    error_page: Callable[[str], ErrorPage | None],
+    per_client: int = PER_CLIENT,
+    uncapped: Callable[[str], bool] = lambda address: False,
 ) -> type[LimitedProtocol]:
-    """The protocol class for uvicorn's `http=` with this server's connection cap, access log and the pages of its
-    errors (`Api.error_page`)."""
+    """The protocol class for uvicorn's `http=` with this server's connection caps (in all, and per client
+    address but those `uncapped`: the proxies), access log and the pages of its errors (`Api.error_page`)."""
     logging.getLogger("uvicorn.error").addFilter(_QUIET)
-    fields = {"max_connections": max_connections, "access": access, "error_page": staticmethod(error_page)}
+    fields = {
+        "max_connections": max_connections,
+        "per_client": per_client,
+        "uncapped": staticmethod(uncapped),
+        "access": access,
+        "error_page": staticmethod(error_page),
+        "_admitted": [0],
+        "_of": {},
+        "_unanswered": {},
+    }
     return type("CfgtoolProtocol", (LimitedProtocol,), fields)

@@ -147,13 +147,15 @@ def run(options: Options, parts: Sequence[Part] = ()) -> None:
         api = Api(service, starlette_app, parts)
         api.access = AccessLog(stream)
         proxies = list(options.forwarded_allow_ips)
-        app = ForwardedFor(cast(Any, api), proxies) if proxies else api  # uvicorn types its apps narrowly
+        forwarded = ForwardedFor(cast(Any, api), proxies) if proxies else None  # uvicorn types its apps narrowly
+        app = forwarded if forwarded is not None else api
+        uncapped = forwarded.trusted_hosts.__contains__ if forwarded is not None else (lambda address: False)
         config = uvicorn.Config(
             app,
             host=options.host,
             port=options.port,
             loop="uvloop",
-            http=limited(max_connections, api.access, api.error_page),
+            http=limited(max_connections, api.access, api.error_page, options.max_client_connections, uncapped),
             lifespan="off",
             access_log=False,
             log_level="warning",

@@ -47,6 +47,7 @@ class Options:
     forwarded_allow_ips: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
     access_log: Path | None = None  # the access log's file (None: stderr)
     max_connections: int = 10_000
+    max_client_connections: int = 500  # open connections of one client address (proxies named above: no cap)
     public_cache: bool = False  # Cache-Control public: shared caches (nginx, Varnish) may keep answers
     public_metrics: bool = False  # /metrics answers everyone even with tokens (a scraper inside a trusted network)
 

@@ -107,10 +107,25 @@ def test_a_request_that_does_not_arrive_within_10_s_is_closed(small: GitRepo, st
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
+def _answered(server: Server, source: str = "127.0.0.1") -> socket.socket:
+    """A keep-alive connection from `source` that has had one answer (`/healthz`, 200)."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30, source_address=(source, 0))
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < _length(data):
+        data += sock.recv(65536)
+    assert data.startswith(b"HTTP/1.1 200"), data
+    return sock
+
+
+def _length(data: bytes) -> int:
+    head = data.partition(b"\r\n\r\n")[0].lower()
+    return int(head.split(b"content-length:")[1].split(b"\r\n")[0]) if b"content-length:" in head else 0
+
+
 def test_connections_past_the_cap_are_refused_with_429(small: GitRepo, start_server: StartServer) -> None:
     server = start_server(small.root, "--max-connections", "20")
-    held = [_connect(server) for _ in range(20)]
-    time.sleep(0.5)
+    held = [_answered(server) for _ in range(20)]  # answered: none of them is reclaimed for a newcomer
     with _connect(server) as extra:
         status, body = _answer(extra)
     assert status == 429 and body["error"] == "too_many_connections"
@@ -120,6 +135,43 @@ def test_connections_past_the_cap_are_refused_with_429(small: GitRepo, start_ser
     while (status := httpx.get(f"{server.url}/healthz").status_code) == 429 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert status == 200
+
+
+def _silent(server: Server, source: str) -> socket.socket:
+    """A connection from `source` that sends nothing (it holds a slot until the 10 s request timeout)."""
+    return socket.create_connection(("127.0.0.1", server.port), timeout=30, source_address=(source, 0))
+
+
+def test_one_address_holds_at_most_its_share_of_connections(small: GitRepo, start_server: StartServer) -> None:
+    server = start_server(small.root, "--max-client-connections", "5")
+    held = [_silent(server, "127.0.0.2") for _ in range(5)]
+    with _silent(server, "127.0.0.2") as extra:
+        status, body = _answer(extra)
+    assert status == 429 and body["error"] == "too_many_connections"
+    assert "127.0.0.2 holds 5 connections: at most 5 per client address" in body["message"]
+    assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200  # another address: served
+    for sock in held:
+        sock.close()
+
+
+def test_connections_held_unused_make_room_for_a_newcomer(small: GitRepo, start_server: StartServer) -> None:
+    # every slot held by connections that never sent a request: a probe and a client still get in, each in the
+    # place of the oldest of them, while the clients that were answered keep theirs
+    server = start_server(small.root, "--max-connections", "20")
+    answered = [_answered(server, "127.0.0.3") for _ in range(2)]
+    held = [_silent(server, f"127.0.0.{2 + n % 2 * 2}") for n in range(18)]  # from two addresses
+    time.sleep(0.5)
+    newcomers = [_answered(server) for _ in range(2)]  # kept open: each takes a slot for good
+    with httpx.Client(base_url=server.url, timeout=10) as client:  # and a third, reading a key
+        assert client.get("/v1/small/current/keys/data/a").status_code == 200
+        time.sleep(0.5)
+        closed = [sock for sock in select.select(held, [], [], 0)[0] if not sock.recv(1)]
+    assert sorted(held.index(sock) for sock in closed) == [0, 1, 2]  # the oldest
+    for sock in [*answered, *newcomers]:  # still open: they answer again
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        assert _answer(sock)[0] == 200
+    for sock in held:
+        sock.close()
 
 
 def test_at_most_100_long_polls_wait_per_principal(small: GitRepo, start_server: StartServer) -> None:
