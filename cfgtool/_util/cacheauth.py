@@ -97,6 +97,16 @@ def _tag(key: bytes, purpose: str, data: bytes) -> bytes:
     return mac.digest()
 
 
+def derived_key(purpose: str) -> bytes | None:
+    """A key for `purpose` alone, derived from the user's cache key (None without one): for an entry checked
+    piece by piece (a version artifact's rows) rather than as a whole."""
+    key = cache_key()
+    if key is None:
+        return None
+    message = b"\xffderive\0" + purpose.encode("utf-8", "surrogateescape")  # \xff: never UTF-8, never a seal's
+    return hmac.new(key, message, sha256).digest()
+
+
 def seal(purpose: str, data: bytes) -> bytes | None:
     """`data` with its tag in front, for the cache entry that `purpose` names; None when there is no key (write
     nothing then)."""

@@ -13,12 +13,14 @@ any number of concurrent readers; plain data. Opening a version and reading one 
 indexed lookup, not the unpacking of the whole store (docs/scaling.md, "Reading a version", has the figures);
 readers of the whole store pay a little more than a single file would cost them. Configs stay JSON text, so
 `config_json()` needs no encoding, and the values at a few paths of every node (the Spark loader's lookup,
-`config_values`) are extracted by SQLite's JSON functions without decoding the configs in Python. A CRC per
-column (key included) finds damage, not a planted file: the cache directory is private.
+`config_values`) are extracted by SQLite's JSON functions without decoding the configs in Python. Each stored
+text has a keyed check (`RowSeal`, in the `*_crc` columns: a MAC under the user's cache key and the artifact's
+name, key included), which finds damage and a forged or moved row alike, and costs a read of one key nothing
+measurable.
 
 Written once, to a temporary file renamed into place, and never changed afterwards: readers open it read-only
 and `immutable` (no locks), and a reader keeps reading the file it opened while a writer replaces it. Every
-row carries a CRC of its stored text, and the header names the format, the cfgtool version, the commit, the
+row carries the check of its stored text, and the header names the format, the cfgtool version, the commit, the
 store and the variables: an artifact that is damaged, truncated, foreign or stale is a miss (docs/security.md). A
 damage found only while reading (a lazily read row) switches the reader to `recover`, a fresh compile, so
 the answer is never wrong.
@@ -40,13 +42,23 @@ from urllib.parse import quote
 from cfgtool._version import __version__
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.snapshot.model import Reading, Snapshot, SourceInfo, node_hash
-from cfgtool.versions.artifact_rows import Damaged, Nodes, Secrets, Texts, crc, crc_ok, sqlite_path, strings, values_at
+from cfgtool.versions.artifact_rows import (
+    Damaged,
+    Nodes,
+    RowSeal,
+    Secrets,
+    Texts,
+    row_seal,
+    sqlite_path,
+    strings,
+    values_at,
+)
 
 if TYPE_CHECKING:
     from cfgtool.hocon import Resolved
     from cfgtool.hocon.values import Node
 
-FORMAT = 3  # 3: the header holds the rules' blob ids (the digest covers them); older artifacts are misses
+FORMAT = 4  # 3: the header holds the rules' blob ids; 4: rows checked by a keyed MAC, not a CRC
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -96,6 +108,9 @@ def write_artifact(
         "diagnostics": [d.to_json() for d in diagnostics],
     }
     head_text = json.dumps(head, ensure_ascii=False)
+    seal = row_seal(path.name)
+    if seal is None:
+        raise ValueError("no cache key: artifacts are not written")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
@@ -105,9 +120,9 @@ def write_artifact(
             con.execute("PRAGMA synchronous=OFF")
             con.executescript(_SCHEMA)
             con.execute("BEGIN")
-            con.executemany("INSERT INTO meta VALUES (?, ?)", [("head", head_text), ("crc", str(crc(head_text)))])
-            con.executemany("INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)", _node_rows(snapshot))
-            con.executemany("INSERT INTO texts VALUES (?, ?, ?)", _text_rows(snapshot.texts))
+            con.executemany("INSERT INTO meta VALUES (?, ?)", [("head", head_text), ("crc", str(seal.of(head_text)))])
+            con.executemany("INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)", _node_rows(snapshot, seal))
+            con.executemany("INSERT INTO texts VALUES (?, ?, ?)", _text_rows(snapshot.texts, seal))
             con.execute("COMMIT")
         finally:
             con.close()
@@ -117,7 +132,7 @@ def write_artifact(
         raise
 
 
-def _node_rows(snapshot: Snapshot) -> Iterator[tuple[str, str | None, int, str, int, str, int]]:
+def _node_rows(snapshot: Snapshot, seal: RowSeal) -> Iterator[tuple[str, str | None, int, str, int, str, int]]:
     """Each node's row: its config (what `config_json` reads), what every read needs, and how its layers were
     reached (only `explain` reads that), each with a CRC of its own."""
     secrets = snapshot.secrets
@@ -130,16 +145,16 @@ def _node_rows(snapshot: Snapshot) -> Iterator[tuple[str, str | None, int, str, 
             ensure_ascii=False,
         )  # fmt: skip
         reached = json.dumps(list(snap.reached), ensure_ascii=False)
-        yield key, config, crc(key, config), node, crc(key, node), reached, crc(key, reached)
+        yield key, config, seal.of(key, config), node, seal.of(key, node), reached, seal.of(key, reached)
 
 
-def _text_rows(texts: Mapping[str, str]) -> Iterator[tuple[str, str, int]]:
+def _text_rows(texts: Mapping[str, str], seal: RowSeal) -> Iterator[tuple[str, str, int]]:
     for path in texts:
         try:
             text = texts[path]
         except KeyError:  # listed but absent (an include of a missing file)
             continue
-        yield path, text, crc(path, text)
+        yield path, text, seal.of(path, text)
 
 
 # -- reading ---------------------------------------------------------------------------------------------
@@ -149,9 +164,12 @@ class Artifact:
     """An opened artifact (see `open_artifact`): its diagnostics and a `Snapshot` whose nodes, texts and
     secrets are read from the file when first asked for."""
 
-    def __init__(self, con: sqlite3.Connection, head: Mapping[str, Any], diagnostics: tuple[Diagnostic, ...]) -> None:
+    def __init__(
+        self, con: sqlite3.Connection, head: Mapping[str, Any], diagnostics: tuple[Diagnostic, ...], seal: RowSeal
+    ) -> None:
         self._con = con
-        con.create_function("cfgtool_crc_ok", 3, crc_ok, deterministic=True)
+        self.seal = seal
+        con.create_function("cfgtool_crc_ok", 3, seal.ok, deterministic=True)
         self._lock = threading.Lock()  # one connection, shared by the threads of a server
         self._head = head
         self.diagnostics = diagnostics
@@ -184,7 +202,7 @@ class Artifact:
         out: dict[str, str] = {}
         try:
             for key, config, stored in self._rows("SELECT key, config, config_crc FROM nodes", ()):
-                if stored != crc(key, config):
+                if stored != self.seal.of(key, config):
                     raise Damaged(key)
                 if config is not None:
                     out[key] = config
@@ -261,7 +279,7 @@ class Artifact:
         try:
             rows = self._rows("SELECT reached, reached_crc FROM nodes WHERE key = ?", (key,))
             text, stored = rows[0]
-            if stored != crc(key, text):
+            if stored != self.seal.of(key, text):
                 raise Damaged(key)
             found = json.loads(text)
             if not strings(found):
@@ -297,10 +315,11 @@ def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str
         )
     except (sqlite3.Error, OSError, ValueError):
         return None
+    seal = row_seal(path.name)
     try:
         meta = dict(con.execute("SELECT name, value FROM meta").fetchall())
         head_text = meta["head"]
-        if meta.get("crc") != str(crc(head_text)):
+        if seal is None or meta.get("crc") != str(seal.of(head_text)):
             raise ValueError("damaged header")
         head = json.loads(head_text)
         expected = {"format": FORMAT, "cfgtool": __version__, "commit": commit, "store": store,
@@ -316,7 +335,7 @@ def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str
     except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         con.close()
         return None
-    return Artifact(con, head, diagnostics)
+    return Artifact(con, head, diagnostics, seal)
 
 
 NodeDiff = tuple[str, Any, Any, Mapping[str, Any], Mapping[str, Any]]
@@ -345,14 +364,15 @@ def differing(old: Path, new: Path) -> list[NodeDiff] | None:
             rows = con.execute(sql, (hidden, hidden)).fetchall()
         finally:
             con.close()
+        seals = (row_seal(old.name), row_seal(new.name))
         out: list[NodeDiff] = []
         for key, *sides in rows:
             decoded: list[Any] = []
-            for config, config_crc, node, node_crc in (sides[:4], sides[4:]):
+            for seal, (config, config_crc, node, node_crc) in zip(seals, (sides[:4], sides[4:]), strict=True):
                 if node is None:
                     decoded += [None, {}]
                     continue
-                if crc(key, config) != config_crc or crc(key, node) != node_crc:
+                if seal is None or seal.of(key, config) != config_crc or seal.of(key, node) != node_crc:
                     return None
                 sealed = json.loads(node)[5] if config is not None and hidden in config else None
                 decoded += [json.loads(config) if config is not None else None, sealed or {}]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from functools import partial
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cfgtool.snapshot.model import NodeSnapshot, Snapshot
@@ -25,16 +25,33 @@ class Damaged(Exception):
     """An artifact row does not read back as written (internal: the reader recovers)."""
 
 
-def crc(*parts: str | None) -> int:
-    """A CRC of a row's stored text (its key among the parts): damage, not tampering, is what it finds."""
-    return zlib.crc32("\0".join(p if p is not None else "\1" for p in parts).encode("utf-8", "surrogatepass"))
+class RowSeal:
+    """The keyed check of an artifact's rows (`cfgtool._util.cacheauth`): a 64-bit BLAKE2b MAC of a row's stored
+    text, its key among the parts, under a key derived from the user's cache key and the artifact's name, so a
+    row can be neither forged nor moved from another artifact. Damage and tampering are what it finds."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def of(self, *parts: str | None) -> int:
+        """The check of a row whose stored text (its key among the parts) is `parts`."""
+        data = "\0".join(p if p is not None else "\1" for p in parts).encode("utf-8", "surrogatepass")
+        return int.from_bytes(blake2b(data, key=self._key, digest_size=8).digest(), "big", signed=True)
+
+    def ok(self, key: str, stored: bytes | None, expected: int) -> bool:
+        """Whether `of(key, text)` is `expected`, given the text as SQLite stores it (UTF-8 bytes, None for
+        NULL): SQLite calls this for each row, and the bytes need no decoding to be checked."""
+        mac = blake2b(f"{key}\0".encode("utf-8", "surrogatepass"), key=self._key, digest_size=8)
+        mac.update(stored if stored is not None else b"\1")
+        return int.from_bytes(mac.digest(), "big", signed=True) == expected
 
 
-def crc_ok(key: str, stored: bytes | None, expected: int) -> bool:
-    """Whether `crc(key, text)` is `expected`, given the text as SQLite stores it (UTF-8 bytes, None for
-    NULL): SQLite calls this for each row, and the bytes need no decoding to be checked."""
-    head = zlib.crc32(f"{key}\0".encode("utf-8", "surrogatepass"))
-    return zlib.crc32(stored if stored is not None else b"\1", head) == expected
+def row_seal(name: str) -> RowSeal | None:
+    """The `RowSeal` of the artifact file `name`; None without a cache key (no artifact is read or written)."""
+    from cfgtool._util.cacheauth import derived_key
+
+    key = derived_key(f"artifact {name}")
+    return None if key is None else RowSeal(key)
 
 
 # A path segment SQLite's JSON path can name as `."segment"`: it compares the segment with a key as written in
@@ -62,6 +79,8 @@ def values_at(values: Sequence[Any], parts: tuple[str, ...]) -> list[Any]:
 
 class Rows(Protocol):
     """What the mappings read from: an open version artifact (`cfgtool.versions.artifact.Artifact`)."""
+
+    seal: RowSeal
 
     @property
     def is_recovered(self) -> bool:
@@ -167,7 +186,8 @@ class Nodes(Mapping[str, NodeSnapshot]):
 
     def _decode(self, key: str, config_text: str | None, ccrc: int, node_text: str, ncrc: int) -> NodeSnapshot:
         """The NodeSnapshot of one row, its every field checked (Damaged otherwise)."""
-        if ccrc != crc(key, config_text) or ncrc != crc(key, node_text):
+        seal = self._artifact.seal
+        if ccrc != seal.of(key, config_text) or ncrc != seal.of(key, node_text):
             raise Damaged(key)
         try:
             config = json.loads(config_text) if config_text is not None else None
@@ -245,7 +265,7 @@ class Texts(Mapping[str, str]):
             if not rows:
                 raise KeyError(path)
             text, stored = rows[0]
-            if type(text) is not str or stored != crc(path, text):
+            if type(text) is not str or stored != self._artifact.seal.of(path, text):
                 raise Damaged(path)
         except Damaged:
             return self._artifact.recovered().texts[path]

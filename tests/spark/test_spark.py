@@ -15,7 +15,7 @@ from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys, tables
 from cfgtool.versions import publish, rollback
 from cfgtool.versions.artifact import FORMAT
-from cfgtool.versions.artifact_rows import crc
+from cfgtool.versions.artifact_rows import row_seal
 from tests.conftest import copy_embedded
 from tests.spark.conftest import set_partitions
 
@@ -270,9 +270,11 @@ def test_configs_ships_the_client_json_cache(spark: Any, tmp_path: Path, cache: 
     assert all(rows[k].config == compact_json(loader.client.get(k)) for k in wanted)
     assert all(r.config == compact_json(loader.client.get(r.key)) for r in loader.configs().collect())
     (cached,) = (cache / f"versions-v{FORMAT}").glob("*.sqlite")  # the version artifact holds each config's JSON
-    with sqlite3.connect(cached) as con:  # planted (with their CRCs): read back as stored, not encoded again
+    seal = row_seal(cached.name)
+    assert seal is not None
+    with sqlite3.connect(cached) as con:  # planted (with their checks): read back as stored, not encoded again
         for key, text in ((TOPIC, '{"from":"cache"}'), (plain, '{"plain":1}')):
-            con.execute("UPDATE nodes SET config = ?, config_crc = ? WHERE key = ?", (text, crc(key, text), key))
+            con.execute("UPDATE nodes SET config = ?, config_crc = ? WHERE key = ?", (text, seal.of(key, text), key))
     con.close()
     again = ConfigLoader(spark, repo.root, cache_dir=cache).configs(wanted).collect()
     expected = {TOPIC: '{"from":"cache"}', PHANTOM: rows[PHANTOM].config, child: '{"plain":1}'}

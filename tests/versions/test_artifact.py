@@ -4,10 +4,12 @@ after opening is recovered by a compile; readers keep reading while the file is 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from cfgtool.snapshot.model import Snapshot
 from cfgtool.spark.columns import column_kind
 from cfgtool.versions import publish
 from cfgtool.versions.artifact import FORMAT, artifact_path, compact_json, open_artifact, write_artifact
-from cfgtool.versions.artifact_rows import crc, sqlite_path, values_at
+from cfgtool.versions.artifact_rows import RowSeal, row_seal, sqlite_path, values_at
 from tests.conftest import GitRepo, copy_embedded
 
 TOPIC = "/data/tracking/PageViewEvent"
@@ -132,7 +134,8 @@ def test_an_artifact_from_before_the_digest_covered_the_rules_is_a_miss(
         head = json.loads(con.execute("SELECT value FROM meta WHERE name = 'head'").fetchone()[0])
         del head["rules"]
         text = json.dumps({**head, "format": FORMAT - 1}, ensure_ascii=False)
-        con.executemany("UPDATE meta SET value = ? WHERE name = ?", [(text, "head"), (str(crc(text)), "crc")])
+        check = str(sealed(path).of(text))
+        con.executemany("UPDATE meta SET value = ? WHERE name = ?", [(text, "head"), (check, "crc")])
     con.close()
     commit = compiled.snapshot.source.commit
     assert commit is not None
@@ -152,9 +155,23 @@ def test_an_artifact_of_another_commit_store_or_variables_is_a_miss(compiled: Co
     assert open_artifact(elsewhere, commit="1" * 40, store="store", variables={}) is None
 
 
-def hostile(config: str) -> tuple[str, int]:
-    """A row's config that its CRC vouches for (made on purpose, not by damage)."""
-    return config, rows_module.crc(TOPIC, config)
+VOUCHED = object()  # stands for the row's check, made by whoever holds the key (on purpose, not by damage)
+
+
+def sealed(path: Path) -> RowSeal:
+    seal = row_seal(path.name)
+    assert seal is not None
+    return seal
+
+
+def hostile(config: str) -> tuple[str, object]:
+    """A row's config that its check vouches for (written so by cfgtool's own key, not damaged)."""
+    return config, VOUCHED
+
+
+def vouched(path: Path, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`args` with VOUCHED replaced by the check of the config before it, in the artifact at `path`."""
+    return tuple(sealed(path).of(TOPIC, args[i - 1]) if a is VOUCHED else a for i, a in enumerate(args))
 
 
 @pytest.mark.parametrize(
@@ -172,7 +189,7 @@ def test_a_row_found_damaged_after_opening_is_recovered_by_a_compile(
     expected = ConfigClient(embedded.root, cache_dir=tmp_path).get(TOPIC)
     (path,) = (tmp_path / f"versions-v{FORMAT}").glob("*.sqlite")
     with sqlite3.connect(path) as con:
-        con.execute(sql, args)
+        con.execute(sql, vouched(path, args))
     con.close()
     compiles: list[int] = []
     original = ConfigClient._compile
@@ -248,13 +265,14 @@ def _artifact_of(configs: list[Any]) -> Any:
 
     con = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     con.executescript(_SCHEMA)
+    seal = RowSeal(b"k" * 32)
     for i, config in enumerate(configs):
         key, text = f"/n{i}", compact_json(config) if config is not None else None
         con.execute(
             "INSERT INTO nodes VALUES (?, ?, ?, '[]', ?, '[]', ?)",
-            (key, text, rows_module.crc(key, text), rows_module.crc(key, "[]"), rows_module.crc(key, "[]")),
+            (key, text, seal.of(key, text), seal.of(key, "[]"), seal.of(key, "[]")),
         )
-    return Artifact(con, {}, ())
+    return Artifact(con, {}, (), seal)
 
 
 def _paths_in(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -302,8 +320,24 @@ def test_config_values_of_a_damaged_row_are_those_of_a_compile(
     assert expected[1][0][expected[0].index(TOPIC)] == 128
     (path,) = (tmp_path / f"versions-v{FORMAT}").glob("*.sqlite")
     with sqlite3.connect(path) as con:
-        con.execute(sql, args)
+        con.execute(sql, vouched(path, args))
     con.close()
     client = ConfigClient(embedded.root, cache_dir=tmp_path)
     assert client.config_values(paths) == expected
     assert client._artifact is not None and client._artifact.is_recovered  # answered by a compile
+
+
+def test_a_forged_row_is_not_believed(embedded: GitRepo, tmp_path: Path) -> None:
+    """Whoever can write the cache rewrites a config with a check it can compute (the CRC-32 that used to
+    guard rows, or an unkeyed BLAKE2b): the client reads the real config, never the planted one."""
+    expected = ConfigClient(embedded.root, cache_dir=tmp_path).get(TOPIC)
+    (path,) = (tmp_path / f"versions-v{FORMAT}").glob("*.sqlite")
+    text = '{"planted":true}'
+    data = f"{TOPIC}\0{text}".encode()
+    for check in (zlib.crc32(data), int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)):
+        with sqlite3.connect(path) as con:
+            con.execute("UPDATE nodes SET config = ?, config_crc = ? WHERE key = ?", (text, check, TOPIC))
+        con.close()
+        again = ConfigClient(embedded.root, cache_dir=tmp_path)
+        assert again.get(TOPIC) == expected
+        assert json.loads(again.config_json()[TOPIC]) == expected
