@@ -7,6 +7,7 @@ agent holds an identity; then a file holding an opened secret is written mode 06
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,9 +101,14 @@ def parse_template(text: str) -> FileSpec:
     return spec
 
 
+JINJA2_FLOOR = (3, 1, 6)  # 3.1.5 and 3.1.6 fix sandbox escapes (str.format through a reference, the attr filter)
+
+
 def _environment() -> Any:
-    """Jinja2's sandbox: templates reach the config's values and Jinja's filters, not Python's internals."""
+    """Jinja2's sandbox: templates reach the config's values and Jinja's filters, not Python's internals. A
+    Jinja2 older than `JINJA2_FLOOR` is refused: its sandbox has known escapes."""
     try:
+        import jinja2
         from jinja2 import StrictUndefined
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError as exc:
@@ -110,8 +116,26 @@ def _environment() -> Any:
             "--template needs Jinja2, the optional extra 'agent'",
             hint="in your cfgtool checkout: pip install -e '.[agent]'",
         ) from exc
-
+    version = str(getattr(jinja2, "__version__", "") or _installed("jinja2"))
+    found = tuple(int(part) for part in re.findall(r"[0-9]+", version)[:3])
+    if found < JINJA2_FLOOR:
+        floor = ".".join(map(str, JINJA2_FLOOR))
+        raise UsageError(
+            f"--template needs Jinja2 {floor} or later; {version or 'an unknown version'} is installed, whose"
+            " sandbox has known escapes (a template could run code in the agent)",
+            hint=f"upgrade it: pip install -U 'jinja2>={floor}' (in your cfgtool checkout: pip install -e '.[agent]')",
+        )
     return ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+def _installed(name: str) -> str:
+    """The installed version of distribution `name`, "" when it has no metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return ""
 
 
 def _compile(spec: FileSpec) -> Any:

@@ -4,13 +4,18 @@ stay `[hidden]` without `--identity` and open into files of mode 0600 with it. R
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import httpx
 
 from tests.agent.conftest import Answer, Hostile, RunAgent, forward
 from tests.conftest import CHECKOUT, GitRepo
+from tests.processes import cfgtool_command, child_env
 from tests.serve.conftest import StartServer, publish_change
 
 DEMO_IDENTITY = CHECKOUT / "examples" / "demo-age-identity.txt"
@@ -153,3 +158,25 @@ def test_an_env_file_never_writes_a_variable_read_as_code(
     written = (out / "a.env").read_text()
     assert "APP_LD_PRELOAD='/tmp/evil.so'\n" in written and "APP_SIZE='1'\n" in written
     assert "\nLD_PRELOAD" not in written and not written.startswith("LD_")
+
+
+def test_a_jinja2_with_known_sandbox_escapes_is_refused(tmp_path: Path, out: Path) -> None:
+    """Jinja2 before 3.1.6 has sandbox escapes (a template reaching `str.format` through a reference, the `attr`
+    filter): the agent refuses to render templates with one, and says to upgrade. The old Jinja2 here is the
+    installed one, copied, with the version 3.1.5 it would say."""
+    import jinja2
+
+    old = tmp_path / "old"
+    shutil.copytree(Path(jinja2.__file__).parent, old / "jinja2")
+    init = old / "jinja2" / "__init__.py"
+    init.write_text(re.sub(r'__version__ = "[^"]*"', '__version__ = "3.1.5"', init.read_text()))
+    template = tmp_path / "a.txt.j2"
+    template.write_text("size={{ size }}\n")
+    paths = os.pathsep.join(p for p in (str(old), os.environ.get("PYTHONPATH", "")) if p)
+    command = [*cfgtool_command(), "agent", "--server", "http://127.0.0.1:9", "--store", "small", "--dir", str(out)]
+    command += ["--once", "--template", f"a.txt={template}:/data/a"]
+    done = subprocess.run(command, capture_output=True, text=True, env=child_env(tmp_path / "cache", {"PYTHONPATH": paths}))
+    assert done.returncode == 2, done.stderr
+    assert "--template needs Jinja2 3.1.6 or later; 3.1.5 is installed, whose sandbox has known escapes" in done.stderr
+    assert "upgrade it: pip install -U 'jinja2>=3.1.6'" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
