@@ -175,7 +175,8 @@ def test_a_jinja2_with_known_sandbox_escapes_is_refused(tmp_path: Path, out: Pat
     paths = os.pathsep.join(p for p in (str(old), os.environ.get("PYTHONPATH", "")) if p)
     command = [*cfgtool_command(), "agent", "--server", "http://127.0.0.1:9", "--store", "small", "--dir", str(out)]
     command += ["--once", "--template", f"a.txt={template}:/data/a"]
-    done = subprocess.run(command, capture_output=True, text=True, env=child_env(tmp_path / "cache", {"PYTHONPATH": paths}))
+    env = child_env(tmp_path / "cache", {"PYTHONPATH": paths})
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     assert done.returncode == 2, done.stderr
     assert "--template needs Jinja2 3.1.6 or later; 3.1.5 is installed, whose sandbox has known escapes" in done.stderr
     assert "upgrade it: pip install -U 'jinja2>=3.1.6'" in done.stderr and "Traceback" not in done.stderr
