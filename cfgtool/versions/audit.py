@@ -20,13 +20,14 @@ import difflib
 import itertools
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from cfgtool.compile.compiler import compile_store
+from cfgtool.diagnostics import plural
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import HoconError, split_path
 from cfgtool.snapshot.model import Snapshot
@@ -37,6 +38,7 @@ from cfgtool.store.keys import normalize_key, parent
 from cfgtool.store.nodes import MAIN_FILE
 from cfgtool.versions.diff import ABSENT, changed_values, same
 from cfgtool.versions.diff_render import value_text
+from cfgtool.versions.readers import Step, StepKind, steps
 from cfgtool.versions.tags import Version, history, store_path
 
 _RELATIVE = re.compile(r"\d+\s+(second|minute|hour|day|week|month|year)s?\s+ago", re.IGNORECASE)
@@ -89,8 +91,10 @@ class Commit:
 
 @dataclass(frozen=True)
 class ValueChangeEvent:
-    """Version `version` changed the value from `old` to `new` (ABSENT: not set); `commits` are the commits
-    since the previous version that touched the files the key resolves from, newest first."""
+    """What readers read went from `old` to `new` (ABSENT: not set): version `version` was published over
+    `previous` (the version readers had before it), or (`kind` rollback / restore) rolled back or restored,
+    readers going from `previous` to `current`. `commits` are, for a publish, the commits since `previous` that
+    touched the files the key resolves from, newest first."""
 
     version: int
     tag: str
@@ -99,9 +103,11 @@ class ValueChangeEvent:
     old: Any
     new: Any
     commits: tuple[Commit, ...]
-    previous: int | None  # the version compared with (None: the first version)
+    previous: int | None  # the version readers had before (None: none)
     exists: bool  # whether the key has a node of its own at this version
-    rolled_back: bool
+    rolled_back: bool  # whether the version is rolled back now
+    kind: StepKind = "publish"
+    current: int | None = None  # the version readers had after (a publish: `version`)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": self.version, "date": self.date.isoformat()}
@@ -111,8 +117,10 @@ class ValueChangeEvent:
             out["new"] = self.new
         out["commits"] = [c.to_json() for c in self.commits]
         out.update(
-            tag=self.tag, commit=self.commit, previous=self.previous, exists=self.exists, rolled_back=self.rolled_back
-        )
+            kind=self.kind, tag=self.tag, commit=self.commit, previous=self.previous,
+            current=self.version if self.kind == "publish" else self.current, exists=self.exists,
+            rolled_back=self.rolled_back,
+        )  # fmt: skip
         return out
 
 
@@ -181,78 +189,80 @@ def audit_key(
     store: str | Path = "store",
     variables: Mapping[str, str] | None = None,
 ) -> KeyHistory:
-    """Every version (on or after `since`) in which the resolved config of `key`, or the value at `path`
-    in it, changed; newest first. Rolled-back versions count: they were live. A key without a node reads
-    what it inherits (docs/resolution.md#keys-without-a-node), as a client would."""
+    """Every change (on or after `since`) of what readers read for `key`, or the value at `path` in it; newest
+    first. A version's change is counted against the version readers had before it (`readers.seen_before`),
+    never against a rolled-back one; a rollback or a restore that changed it is an event too. Rolled-back
+    versions count: they were live. A key without a node reads what it inherits
+    (docs/resolution.md#keys-without-a-node), as a client would."""
     root = git.locate(repo if repo is not None else Path.cwd()).root
     parts = _split(path)
-    versions = sorted(history(root, store), key=lambda v: v.version)
-    start = next((i for i, v in enumerate(versions) if since is None or v.date >= _aware(since)), len(versions))
-    baseline = versions[start - 1] if start > 0 else None
-    chain = versions[start:]
+    known = history(root, store)
+    versions = {v.version: v for v in known}
+    wanted = [s for s in steps(known) if since is None or s.date >= _aware(since)]
     reader = _Reader(root, store, variables, key, parts)
     shown_path = path_name(parts) if parts else None
-    if not chain:
-        if baseline is not None:
-            reader.read(baseline.commit)  # still check the key
+    needed = {n for s in wanted for n in (s.version, s.before, s.after) if n is not None}
+    if not needed:
+        if known.current_number is not None:
+            reader.read(known.tag(known.current_number).commit)  # still check the key
             reader.require_node()
         return KeyHistory(reader.key or key, shown_path, ())
-
-    changes = _changed_files(root, [v.commit for v in [*([baseline] if baseline else []), *chain]], reader.store_dir)
-    found: list[_Found] = []
-    prev = baseline
-    value: Any = ABSENT
-    relevant = _Relevant(everything=True)
-    if baseline is not None:
-        read = reader.read(baseline.commit)
-        if read is not None:
-            value, _, relevant = read
-    pending: set[str] = set()
-    for version in chain:
-        if prev is not None:
-            if prev.commit != version.commit:
-                pending |= changes.get((prev.commit, version.commit), set())
-            if not any(map(relevant, pending)):
-                prev = version
-                continue
-        read = reader.read(version.commit)
-        if read is None:  # the key does not resolve at this version (a broken publish): keep the last value
-            prev = version
-            continue
-        new, exists, now = read
-        if not same(new, value):
-            # the first version has no earlier files to compare: only the files it resolves from count
-            found.append(_Found(prev, version, value, new, exists, now if prev is None else relevant | now))
-        value, relevant, pending, prev = new, now, set(), version
-
+    values = _values(root, reader, [v for n, v in sorted(versions.items()) if n >= min(needed)])
     reader.require_node()
-    between = _commits_between(root, [(f.prev.commit if f.prev else None, f.version.commit) for f in found], baseline)
-    events = [
-        ValueChangeEvent(
-            version=f.version.version,
-            tag=f.version.tag,
-            commit=f.version.commit,
-            date=f.version.date,
-            old=f.old,
-            new=f.new,
-            commits=tuple(commit for commit, files in commits if any(map(f.relevant, files))),
-            previous=f.prev.version if f.prev is not None else None,
-            exists=f.exists,
-            rolled_back=f.version.rolled_back is not None,
-        )
-        for f, commits in zip(found, between, strict=True)
-    ]
+    found = changed_steps(wanted, lambda n: values[n][0] if n in values else ABSENT)
+    publishes = [(s, old, new) for s, old, new in found if s.kind == "publish"]
+    ranges = [(versions[s.before].commit if s.before else None, versions[s.version].commit) for s, _, _ in publishes]
+    between = iter(_commits_between(root, ranges, versions[min(needed)] if all(r[0] for r in ranges) else None))
+    events = []
+    for s, old, new in found:
+        version, (_, exists, now) = versions[s.version], values[s.version]
+        commits: tuple[Commit, ...] = ()
+        if s.kind == "publish":
+            relevant = now | values[s.before][2] if s.before is not None else now
+            commits = tuple(c for c, files in next(between) if any(map(relevant, files)))
+        events.append(ValueChangeEvent(
+            version=s.version, tag=version.tag, commit=version.commit, date=s.date, old=old, new=new,
+            commits=commits, previous=s.before, exists=exists, rolled_back=version.rolled_back is not None,
+            kind=s.kind, current=s.after,
+        ))  # fmt: skip
     return KeyHistory(reader.key or key, shown_path, tuple(reversed(events)))
 
 
-@dataclass(frozen=True)
-class _Found:
-    prev: Version | None
-    version: Version
-    old: Any
-    new: Any
-    exists: bool
-    relevant: _Relevant
+def changed_steps(wanted: list[Step], value: Callable[[int], Any]) -> list[tuple[Step, Any, Any]]:
+    """(step, old, new) for each of `wanted` after which readers read another value than before: `value(N)` is
+    the value at version N (ABSENT where unset). The one rule `audit_key` and the console's history share."""
+    out = []
+    for s in wanted:
+        if s.before == s.after and s.kind != "publish":
+            continue  # readers went on reading the same version
+        old = value(s.before) if s.before is not None else ABSENT
+        new = value(s.after if s.kind != "publish" else s.version) if s.after is not None else ABSENT
+        if not same(old, new):
+            out.append((s, old, new))
+    return out
+
+
+def _values(root: Path, reader: _Reader, chain: list[Version]) -> dict[int, tuple[Any, bool, _Relevant]]:
+    """Version N -> (the value at N or ABSENT, whether the key has a node there, the files it resolves from),
+    for each version of `chain` (ascending). A version none of whose changes since the last one read touch those
+    files keeps the last value unread; one where the key does not resolve (a broken publish) keeps it too."""
+    changes = _changed_files(root, [v.commit for v in chain], reader.store_dir)
+    out: dict[int, tuple[Any, bool, _Relevant]] = {}
+    last: tuple[Any, bool, _Relevant] = (ABSENT, False, _Relevant(everything=True))
+    prev: Version | None = None
+    pending: set[str] = set()
+    for version in chain:
+        if prev is not None and prev.commit != version.commit:
+            pending |= changes.get((prev.commit, version.commit), set())
+        prev = version
+        if version is not chain[0] and not any(map(last[2], pending)):
+            out[version.version] = last
+            continue
+        read = reader.read(version.commit)
+        if read is not None:
+            last, pending = read, set()
+        out[version.version] = last
+    return out
 
 
 @dataclass(frozen=True)
@@ -432,17 +442,25 @@ def render_history_text(found: KeyHistory, since: datetime | None = None) -> str
     if not found.history:
         after = f" since {_when(_aware(since))} (--since)" if since is not None else ""
         return f"{what}: no version changed it{after}\n"
-    lines = [f"{what}: changed in {len(found.history)} version{'s' if len(found.history) != 1 else ''}"]
+    kinds = [h.kind for h in found.history]
+    counts = [
+        plural(kinds.count(k), noun) for k, noun in (("rollback", "rollback"), ("restore", "restore")) if k in kinds
+    ]
+    lines = [f"{what}: changed in {' and '.join([plural(kinds.count('publish'), 'version'), *counts])}"]
     for h in found.history:
-        base = f"since v{h.previous}" if h.previous is not None else "first version"
-        flags = "  (rolled back)" if h.rolled_back else ""
-        lines += ["", f"v{h.version}  {_when(h.date)}  {h.commit[:7]}  ({base}){flags}"]
+        if h.kind == "publish":
+            base = f"since v{h.previous}" if h.previous is not None else "first version"
+            flags = "  (rolled back)" if h.rolled_back else ""
+            lines += ["", f"v{h.version}  {_when(h.date)}  {h.commit[:7]}  ({base}){flags}"]
+        else:
+            done = "rolled back" if h.kind == "rollback" else "restored"
+            lines += ["", f"v{h.version} {done}  {_when(h.date)}  (readers went from v{h.previous} to v{h.current})"]
         if found.path is not None:
             lines.append(f"    {value_text(h.old)} -> {value_text(h.new)}")
         else:
             lines += [f"    {p}: {value_text(o)} -> {value_text(n)}" for p, o, n in changed_values(h.old, h.new)]
         lines += [f"    {c.sha[:7]} {_when(c.date)} {c.author}: {c.subject}" for c in h.commits]
-        if not h.commits:
+        if not h.commits and h.kind == "publish":
             lines.append("    (no commit in between touched its files)")
     return "\n".join(lines) + "\n"
 

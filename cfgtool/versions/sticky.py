@@ -39,6 +39,7 @@ from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.snapshot.model import Snapshot
 from cfgtool.versions.artifact import NodeDiff, differing
 from cfgtool.versions.diff import ABSENT, changed_values, same
+from cfgtool.versions.readers import marker_after
 from cfgtool.versions.tags import History
 
 
@@ -304,12 +305,8 @@ def _cached(cache: Path, store: str | Path, good: str, bad: str) -> list[tuple[s
 def published_after(known: History, n: int) -> list[int]:
     """The good versions published after N's rollback, oldest first: above the highest version the marker
     records (a marker written before it did: tagged at or after the marker's date)."""
-    marker = known.markers[n]
-    after = marker.metadata.get("after")
-    later = [m for m in known.numbers if m > n and not known.is_rolled_back(m)]
-    if isinstance(after, int) and not isinstance(after, bool):
-        return [m for m in later if m > after]
-    return [m for m in later if known.tag(m).date >= marker.date]
+    after = marker_after(known, known.markers[n], n)
+    return [m for m in known.numbers if m > after and not known.is_rolled_back(m)]
 
 
 def relapses(active: Iterable[Watch], candidate: Snapshot) -> list[Watch]:

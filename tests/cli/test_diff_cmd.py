@@ -153,10 +153,14 @@ def test_audit_key_path_json_and_text(run_cfgtool: Run, shop: GitRepo) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert (data["key"], data["path"]) == ("/data/orders", "retention")
-    assert [(h["version"], h.get("old"), h["new"]) for h in data["history"]] == [(2, "30d", "90d"), (1, None, "30d")]
-    assert [c["subject"] for c in data["history"][0]["commits"]] == ["gold keeps 90 days"]
+    assert [(h["kind"], h["version"], h.get("old"), h["new"]) for h in data["history"]] == [
+        ("rollback", 2, "90d", "30d"),  # readers went back to version 1's value
+        ("publish", 2, "30d", "90d"),
+        ("publish", 1, None, "30d"),
+    ]
+    assert [c["subject"] for c in data["history"][1]["commits"]] == ["gold keeps 90 days"]
     text = run_cfgtool(*args).stdout
-    assert text.startswith("/data/orders retention: changed in 2 versions")
+    assert text.startswith("/data/orders retention: changed in 2 versions and 1 rollback")
     assert '"30d" -> "90d"' in text and "gold keeps 90 days" in text and "(rolled back)" in text
 
 

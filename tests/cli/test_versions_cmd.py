@@ -446,3 +446,28 @@ def test_a_cancel_killed_after_its_push_is_finished_by_running_it_again(
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["restored"] == [4]
     assert four.git("rev-parse", "config/restored/v4") == remote.check()["refs/tags/config/restored/v4"]
+
+
+# ------------------------------------------------------------------------------------------ what readers saw
+
+
+def test_a_revert_after_a_rollback_is_compared_with_what_readers_had(run_cfgtool: Run, four: GitRepo) -> None:
+    """v5 sets /b y = 7, is rolled back (readers back on v4's 5), and v6 reverts it and changes /a x: v6 is
+    compared with v4, so it changed /a only, and /b y's history is v5's change and its rollback."""
+    release(run_cfgtool, four, {"store/b/main.conf": "y = 7\n"}, "five")
+    assert run_cfgtool("rollback", "-m", "y = 7 is bad", cwd=four.root).returncode == 0
+    release(run_cfgtool, four, {"store/b/main.conf": "y = 5\n", "store/a/main.conf": "x = 3\n"}, "six")
+
+    b = json.loads(run_cfgtool("audit", "--key", "/b", "--path", "y", "--format", "json", cwd=four.root).stdout)
+    assert [(h["kind"], h["version"], h.get("old"), h["new"], h["previous"], h["current"]) for h in b["history"]] == [
+        ("rollback", 5, 7, 5, 5, 4),
+        ("publish", 5, 5, 7, 4, 5),
+        ("publish", 3, 1, 5, 2, 3),
+        ("publish", 2, 0, 1, 1, 2),
+        ("publish", 1, None, 0, None, 1),
+    ]
+    a = json.loads(run_cfgtool("audit", "--key", "/a", "--path", "x", "--format", "json", cwd=four.root).stdout)
+    six = a["history"][0]
+    assert (six["version"], six["previous"], six["old"], six["new"]) == (6, 4, 2, 3)
+    text = run_cfgtool("audit", "--key", "/b", "--path", "y", cwd=four.root).stdout
+    assert "v5 rolled back" in text and "(readers went from v5 to v4)" in text and "v6" not in text

@@ -108,29 +108,38 @@ def test_audit_key_path_lists_each_version_that_changed_it_with_the_commits(vers
 def test_audit_key_commits_are_only_those_touching_the_keys_files(versioned: Versioned) -> None:
     """v3 holds two commits; only the one that edited SearchQueryEvent's main.conf is listed for it."""
     found = audit_key(versioned.root, SEARCH, "description")
-    v3 = found.history[0]
-    assert (v3.version, v3.previous, v3.rolled_back) == (3, 2, True)
+    undone, v3 = found.history[:2]
+    assert (undone.kind, undone.version, undone.previous, undone.current, undone.commits) == ("rollback", 3, 3, 2, ())
+    assert (undone.old, undone.new) == (v3.new, v3.old)  # readers read v2's description again
+    assert (v3.kind, v3.version, v3.previous, v3.rolled_back) == ("publish", 3, 2, True)
     assert v3.new.startswith("One search") and v3.old.startswith("A search")
     assert [c.sha for c in v3.commits] == [versioned.c4]
 
 
 def test_audit_key_whole_config_and_text(versioned: Versioned) -> None:
     found = audit_key(versioned.root, SEARCH)
-    assert [h.version for h in found.history] == [3, 2, 1]
-    assert found.history[1].new["retention"]["ms"] == DAYS_60
+    assert [(h.kind, h.version) for h in found.history] == [
+        ("rollback", 3),
+        ("publish", 3),
+        ("publish", 2),
+        ("publish", 1),
+    ]
+    assert found.history[2].new["retention"]["ms"] == DAYS_60
     text = render_history_text(found)
-    assert text.startswith(f"{SEARCH}: changed in 3 versions\n")
+    assert text.startswith(f"{SEARCH}: changed in 3 versions and 1 rollback\n")
+    assert "v3 rolled back  2024-03-04 11:00 +0000  (readers went from v3 to v2)" in text
     assert f"retention.ms: {DAYS_90} -> {DAYS_60}" in text
     assert "(rolled back)" in text and "Shorter LONG retention" in text
 
 
 def test_audit_key_of_a_new_dataset_starts_from_what_it_inherited(versioned: Versioned) -> None:
     found = audit_key(versioned.root, "/data/tracking/NewEvent", "owner")
-    assert [(h.version, h.old, h.new, h.exists) for h in found.history] == [
-        (3, "tracking-infra", "new-team", True),
-        (1, ABSENT, "tracking-infra", False),
+    assert [(h.kind, h.version, h.old, h.new, h.exists) for h in found.history] == [
+        ("rollback", 3, "new-team", "tracking-infra", True),
+        ("publish", 3, "tracking-infra", "new-team", True),
+        ("publish", 1, ABSENT, "tracking-infra", False),
     ]
-    assert [c.subject for c in found.history[0].commits] == ["Add NewEvent, drop ConnectionInviteEvent"]
+    assert [c.subject for c in found.history[1].commits] == ["Add NewEvent, drop ConnectionInviteEvent"]
 
 
 def test_audit_key_since_compares_with_the_version_before(versioned: Versioned) -> None:

@@ -1,0 +1,82 @@
+"""What readers saw: every publish, rollback and cancelled rollback of a store, in the order they happened, with
+the version new readers had just before and just after each (docs/versions.md#what-changed-is-what-readers-saw).
+
+A version's changes are counted against the version readers had when it was published (`seen_before`), never
+against a rolled-back version they no longer read: after version 3 is rolled back and version 4 reverts it, 4
+changed what 2 had. A rollback is a step of its own (readers went from 3 back to 2), and so is the cancelling of
+one. `cfgtool audit --key`, the console's timeline, diff links and key history, and the server's change feed
+all take their "previous version" from here.
+
+The order comes from the tags alone, so every reader of the same tags agrees: version N is published after
+N - 1; a rollback or restored marker records the highest version that existed when it was written (`after` in its
+metadata), so it comes after that version's publish and before the next one's. A marker made by hand, without
+that record, comes after every version tagged before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from cfgtool.versions.tags import History, Tag
+
+StepKind = Literal["publish", "rollback", "restore"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One event readers could notice: `version` published, rolled back or restored at `date`, and the version
+    new readers had just `before` and just `after` it (None: none was good). A step that changes nothing for
+    readers (the rollback of a version that was not current) has `before == after`."""
+
+    kind: StepKind
+    version: int
+    date: datetime
+    before: int | None
+    after: int | None
+
+
+def steps(known: History, skip: Collection[int] = ()) -> list[Step]:
+    """Every publish, rollback and restore of `known`'s versions, oldest first. Versions in `skip` (ones a
+    server never serves) are left out: no reader ever had them."""
+    order: list[tuple[int, int, datetime, int, StepKind]] = []  # (after, publish 0 / marker 1, date, N, kind)
+    for n in known.numbers:
+        if n not in skip:
+            order.append((n, 0, known.tag(n).date, n, "publish"))
+    markers: list[tuple[StepKind, Mapping[int, Tag]]] = [
+        ("rollback", known.rollback_markers),
+        ("restore", known.restorations),
+    ]
+    for kind, found in markers:
+        for n, marker in found.items():
+            if n in known.numbers and n not in skip:
+                order.append((marker_after(known, marker, n), 1, marker.date, n, kind))
+    order.sort(key=lambda item: (*item[:4], item[4] == "restore"))
+    good: set[int] = set()
+    out: list[Step] = []
+    current: int | None = None
+    for _, _, date, n, kind in order:
+        if kind == "rollback":
+            good.discard(n)
+        else:
+            good.add(n)
+        before, current = current, max(good, default=None)
+        out.append(Step(kind, n, date, before, current))
+    return out
+
+
+def seen_before(known: History, skip: Collection[int] = ()) -> dict[int, int | None]:
+    """Version N -> the version readers had when N was published (None: none), for every version not skipped:
+    what N's changes are counted against."""
+    return {s.version: s.before for s in steps(known, skip) if s.kind == "publish"}
+
+
+def marker_after(known: History, marker: Tag, n: int) -> int:
+    """The highest version published before `marker` (of version N, so at least N): the `after` its metadata
+    records, else (a marker made by hand) the highest version tagged before the marker's date."""
+    after = marker.metadata.get("after")
+    if not isinstance(after, int) or isinstance(after, bool):
+        after = max((m for m in known.numbers if known.tag(m).date < marker.date), default=n)
+    return max(after, n)
