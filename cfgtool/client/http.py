@@ -469,10 +469,15 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         exists = bool(body.get("exists"))
         # a key without a node reads as its nearest ancestor, the first layer of its linearization
         # (docs/resolution.md#keys-without-a-node)
-        node = key if exists else str(body.get("node") or self.imports(key, recursive=True)[0])
+        node = key if exists else str(body.get("node") or next(iter(self.imports(key, recursive=True)), ""))
+        config = body.get("config") or {}
+        if not node or not isinstance(config, dict):
+            raise ServerUnavailable(
+                f"the server's answer for {key} names no node or no config object", hint="is this a cfgtool server?"
+            )
         if strict and not exists:
             raise KeyNotFound.no_node(key, self.store, node, self._near(key))
-        return Lookup(key, node, exists, body.get("config") or {})
+        return Lookup(key, node, exists, config)
 
     def _near(self, key: str) -> str | None:
         """The server's did-you-mean for `key` (which has no node): a node it may describe with a close key."""
@@ -481,7 +486,13 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
 
     def explain(self, key: str, path: str) -> Explanation:
         """The server's explanation of the value at `path` (docs/resolution.md#provenance)."""
-        return _explanation(self._read(f"explain{_tail(self._key(key))}?path={quote(path, safe='')}"))
+        tail = f"explain{_tail(self._key(key))}?path={quote(path, safe='')}"
+        try:
+            return _explanation(self._read(tail))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ServerUnavailable(
+                f"the server's {tail} answer is not an explanation", hint="is this a cfgtool server?"
+            ) from exc
 
     def imports(self, key: str, recursive: bool = False) -> list[str]:
         """Explicit imports, highest priority first; `recursive`: L(key) without the key

@@ -294,6 +294,32 @@ def test_http_client_hostile_answers_are_read_or_refused_never_a_crash(
         HttpConfigClient(server.url, store="demo", cache_dir=tmp_path / "c", offline="error")
 
 
+def test_http_client_hostile_reads_are_server_errors_never_crashes(misbehaving: Any, tmp_path: Path) -> None:
+    """A key answered with a list for its config, or with no node and no layers, and an explanation with a line
+    that is no number: ServerUnavailable, as for any answer no cfgtool server sends."""
+    answers = {
+        "/v1/demo/versions": VERSIONS,
+        "/v1/demo/versions/1/keys/data/x": b'{"key": "/data/x", "exists": true, "config": [1, 2]}',
+        "/v1/demo/versions/1/keys/data/y": b'{"key": "/data/y", "exists": false, "config": {}}',
+        "/v1/demo/versions/1/imports/data/y?recursive=1": b'{"imports": []}',
+        "/v1/demo/versions/1/explain/data/x?path=a": b'{"key": "/data/x", "origin": {"file": "f", "line": "x"}}',
+    }
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        body = answers[handler.path]
+        handler.close_connection = True
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        handler.wfile.write(head.encode() + body)
+
+    client = HttpConfigClient(misbehaving(answer).url, store="demo", cache_dir=tmp_path / "c", offline="error")
+    with pytest.raises(ServerUnavailable, match="answer for /data/x names no node or no config object"):
+        client.lookup("/data/x")
+    with pytest.raises(ServerUnavailable, match="answer for /data/y names no node or no config object"):
+        client.lookup("/data/y")
+    with pytest.raises(ServerUnavailable, match="is not an explanation"):
+        client.explain("/data/x", "a")
+
+
 @pytest.mark.parametrize("where", ["headers", "body", "body without length"])
 def test_http_client_timeout_is_a_total_deadline(misbehaving: Any, tmp_path: Path, where: str) -> None:
     def trickle(handler: BaseHTTPRequestHandler) -> None:  # one byte every 0.5 s for 20 s, each well within timeout
