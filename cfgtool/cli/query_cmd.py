@@ -87,32 +87,43 @@ def get(
             help="Output format: text (HOCON, or the bare value of a scalar), json, hocon, yaml or properties.",
         ),
     ] = GetFormat.TEXT,
+    nearest: Annotated[
+        bool,
+        typer.Option("--nearest", help="Read a key without a node as its nearest ancestor, on purpose."),
+    ] = False,
 ) -> None:
     """Print the resolved config of KEY, or the value at PATH in it.
 
-    A key without a node of its own prints the config it inherits from its
-    nearest ancestor, and says so on stderr. A PATH that is not set is exit 1.
+    A key without a node of its own is exit 1, naming a node with a close
+    key: a typo must not read as its ancestor's config. With --nearest it
+    prints the config it inherits from its nearest ancestor, and says so on
+    stderr. A PATH that is not set is exit 1.
 
     Examples:
       cfgtool get /data/tracking/PageViewEvent
       cfgtool get demo:/data/tracking/PageViewEvent kafka.partitions
       cfgtool get /data/tracking/LoginEvent -f yaml --var local_cluster.name=lva1
     """
+    from cfgtool.snapshot.model import KeyNotFound
+
     answer = _answer(ctx, key, ref, version, variables)
-    key = answer.key
+    key, snap = answer.key, answer.snapshot
+    node = snap.nearest_node(key)
+    if node != key and not nearest:
+        raise KeyNotFound.no_node(key, snap.name or snap.store, node, answer.near_node(), how="--nearest")
     if path is None:
-        read = answer.snapshot.lookup(key)
+        read = snap.lookup(key)
         _note_phantom(read.key, read.node, read.exists, answer)
         value: Any = read.config
     else:
         from cfgtool.snapshot.explain import explain
 
-        found = explain(answer.snapshot, key, _path(path))
+        found = explain(snap, key, _path(path))
         _note_phantom(found.key, found.node, found.exists, answer)
         if not found.found:
-            raise CfgtoolError(
-                f"{found.path} is not set in the config of {key}", hint=f"list what is set with `cfgtool get {key}`"
-            )
+            near = f"; did you mean {found.did_you_mean}?" if found.did_you_mean else ""
+            hint = f"list what is set with `cfgtool get {key}`"
+            raise CfgtoolError(f"{found.path} is not set in the config of {key}{near}", hint=hint)
         value = found.value
     typer.echo(_render_value(value, fmt), nl=False)
 
@@ -140,6 +151,7 @@ def explain_command(
 
     answer = _answer(ctx, key, ref, version, variables)
     found = explain(answer.snapshot, answer.key, _path(path))
+    _note_phantom(found.key, found.node, found.exists, answer)
     typer.echo(to_json(found.to_json()) if fmt is QueryFormat.JSON else found.render_text(), nl=False)
     if not found.found:
         raise typer.Exit(1)
@@ -371,15 +383,13 @@ def _path(text: str) -> str:
 
 def _note_phantom(key: str, node: str, exists: bool, answer: KeyAnswer) -> bool:
     """Say on stderr when KEY has no node and the answer comes from its nearest ancestor
-    (docs/resolution.md#keys-without-a-node), and name a sibling node with a close name: a typo reads as a valid,
+    (docs/resolution.md#keys-without-a-node), and name a node with a close key: a typo reads as a valid,
     inherited answer otherwise."""
     if not exists:
         typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
-        folder, _, name = key.rpartition("/")
-        siblings = {k.rpartition("/")[2]: k for k in answer.siblings() if k.rpartition("/")[0] == folder and k != key}
-        close = difflib.get_close_matches(name, list(siblings), n=1, cutoff=0.8)  # names: the prefix is shared
-        if close:
-            typer.echo(f"cfgtool: note: did you mean {siblings[close[0]]}?", err=True)
+        near = answer.near_node()
+        if near is not None:
+            typer.echo(f"cfgtool: note: did you mean {near}?", err=True)
     return exists
 
 

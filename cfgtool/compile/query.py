@@ -57,12 +57,12 @@ class KeyAnswer:
             return None
         return count(self.result.diagnostics)[0]
 
-    def siblings(self) -> list[str]:
-        """The nodes beside `key` (children of its parent key), for a did-you-mean about a key without a node."""
-        folder = keys.parent(self.key) or keys.ROOT
-        if self.scope is None:
-            return [k for k in self.snapshot.nodes if keys.parent(k) == folder]
-        return self.scope.children(folder) if self.scope.exists(folder) else []
+    def near_node(self) -> str | None:
+        """A node whose key is close to `key` (which has no node), for a did-you-mean (`keys.near_node`)."""
+        scope = self.scope
+        if scope is None:
+            return self.snapshot.near_node(self.key)
+        return keys.near_node(self.key, scope.nearest, lambda k: sorted(map(keys.last_segment, scope.children(k))))
 
     def node_keys(self) -> list[str]:
         """Every node of the store (this lists the whole store: for messages about a key that has no node)."""

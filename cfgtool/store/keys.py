@@ -134,8 +134,10 @@ def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Se
         match = _closest(segment, names(node))
         if match is None:
             return None
-        key = join(node, match) + (f"/{rest}" if rest else "")
+        key, below = join(node, match) + (f"/{rest}" if rest else ""), node
         node = nearest(key)
+        if len(node) <= len(below):  # a name given that is no node: nothing to suggest
+            return None
     return key
 
 

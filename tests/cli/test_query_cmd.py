@@ -124,7 +124,7 @@ def test_get_accepts_the_store_scheme_and_loose_key_forms(run_cfgtool: Run, shop
 
 
 def test_get_key_without_node_inherits_and_says_so(run_cfgtool: Run, shop: GitRepo) -> None:
-    proc = run_cfgtool("get", "/data/returns", "-f", "json", cwd=shop.root)
+    proc = run_cfgtool("get", "/data/returns", "-f", "json", "--nearest", cwd=shop.root)
     assert as_json(proc) == {
         "urn": "urn:shop:/data/returns",  # ${cfgtool.key} and ${cfgtool.name} are the phantom key's own
         "name": "returns",
@@ -132,6 +132,19 @@ def test_get_key_without_node_inherits_and_says_so(run_cfgtool: Run, shop: GitRe
         "region": "us-east",
     }
     assert proc.stderr == "cfgtool: note: /data/returns has no node; it inherits everything from /data\n"
+
+
+def test_get_key_without_node_is_exit_1_naming_a_close_node_unless_nearest(run_cfgtool: Run, shop: GitRepo) -> None:
+    for args in (["/data/ordrs"], ["/data/ordrs", "region"]):
+        proc = run_cfgtool("get", *args, cwd=shop.root)
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert "/data/ordrs has no node in store 'shop' (it would read /data's config)" in proc.stderr
+        assert "did you mean /data/orders?" in proc.stderr and "--nearest" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    nearest = run_cfgtool("get", "/data/ordrs", "region", "--nearest", cwd=shop.root)
+    assert ok(nearest) == "us-east\n" and "did you mean /data/orders?" in nearest.stderr
+    explained = run_cfgtool("explain", "/data/ordrs", "region", cwd=shop.root)
+    assert explained.returncode == 0 and "did you mean /data/orders?" in explained.stderr
 
 
 def test_get_var_selects_the_dynamic_tag(run_cfgtool: Run, shop: GitRepo) -> None:
@@ -177,7 +190,7 @@ def test_query_usage_errors_exit_2(run_cfgtool: Run, shop: GitRepo, args: tuple[
 
 def test_get_a_key_of_1024_characters_is_no_recursion(run_cfgtool: Run, shop: GitRepo) -> None:
     deepest = "/a" * 512  # 512 segments, the most a key can have
-    assert ok(run_cfgtool("get", deepest, "retention", cwd=shop.root)) == "30d\n"
+    assert ok(run_cfgtool("get", deepest, "retention", "--nearest", cwd=shop.root)) == "30d\n"
 
 
 # ------------------------------------------------------------------------------------------ explain
@@ -406,12 +419,22 @@ def test_query_answers_keys_that_errors_elsewhere_do_not_affect(run_cfgtool: Run
 
 
 def test_embedded_get_templates_a_topic_without_a_node(run_cfgtool: Run, embedded_repo: GitRepo) -> None:
-    proc = run_cfgtool("get", "demo:/data/tracking/NewEvent", "--format", "json", cwd=embedded_repo.root)
+    proc = run_cfgtool("get", "demo:/data/tracking/NewEvent", "--format", "json", "--nearest", cwd=embedded_repo.root)
     config = as_json(proc)
     assert config["name"] == "NewEvent"
     assert config["kafka"]["topic"] == "NewEvent"
     assert config["urn"] == "urn:demo:/data/tracking/NewEvent"
     assert "has no node; it inherits everything from /data/tracking" in proc.stderr
+
+
+def test_get_and_explain_suggest_the_quoted_path_of_a_dotted_name(run_cfgtool: Run, embedded_repo: GitRepo) -> None:
+    key, dotted = "/data/tracking/PageViewEvent", "kafka.config.retention.ms"
+    got = run_cfgtool("get", key, dotted, cwd=embedded_repo.root)
+    assert got.returncode == 1 and 'did you mean kafka.config."retention.ms"?' in got.stderr
+    explained = run_cfgtool("explain", key, dotted, cwd=embedded_repo.root)
+    assert explained.returncode == 1 and '  did you mean kafka.config."retention.ms"?\n' in explained.stdout
+    doc = json.loads(run_cfgtool("explain", key, dotted, "-f", "json", cwd=embedded_repo.root).stdout)
+    assert doc["found"] is False and doc["did_you_mean"] == 'kafka.config."retention.ms"'
 
 
 def test_embedded_queries(run_cfgtool: Run, embedded_repo: GitRepo) -> None:
@@ -506,7 +529,7 @@ def test_get_null_in_a_layer_clears_the_inherited_object_and_a_higher_object_sta
         "other": 1,
     }
     # a key without a node: the snapshot merges its layers itself, since its config uses ${cfgtool.name}
-    assert as_json(run_cfgtool("get", "/data/x/child", "-f", "json", cwd=repo.root)) == {
+    assert as_json(run_cfgtool("get", "/data/x/child", "-f", "json", "--nearest", cwd=repo.root)) == {
         "kafka": {"owner": "web"},
         "name": "child",
     }
