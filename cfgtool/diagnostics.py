@@ -65,6 +65,8 @@ VALIDATION_CODES = frozenset(
 
 GROUP_MIN = 5  # this many nodes failing the same way are shown as one entry
 GROUP_SHOWN = 3  # keys named in a grouped entry before "... and N more"
+TEXT_CAUSES = 50  # causes a text report shows before "... and N more" (`--all` lists every one)
+ALL_HINT = "run with --all to list them all"
 
 
 def severity_of(code: str) -> Severity:
@@ -159,6 +161,50 @@ def group(diags: Iterable[Diagnostic]) -> list[Group]:
     return out
 
 
+def causes(entries: Iterable[Group]) -> list[list[Group]]:
+    """`entries` by cause, in the order of each cause's first entry: the same code and message, the message's
+    own node written as any node (2,000 topics that fail one schema rule, or that one principal may not alter,
+    are one cause). A cause of fewer than GROUP_MIN entries stays entry by entry, as `group` leaves few nodes."""
+    buckets: dict[tuple[str, Severity, str], list[Group]] = {}
+    order: list[tuple[tuple[str, Severity, str], Group]] = []
+    for g in entries:
+        d = g.first
+        message = d.message
+        if len(g.keys) == 1:
+            message = re.sub(rf"(?<![\w/.~-]){re.escape(g.keys[0])}(?![\w/.~-])", "\0", message)
+        cause = (d.code, d.severity, message)
+        buckets.setdefault(cause, []).append(g)
+        order.append((cause, g))
+    out: list[list[Group]] = []
+    for cause, g in order:
+        members = buckets[cause]
+        if len(members) < GROUP_MIN:
+            out.append([g])
+        elif members[0] is g:
+            out.append(members)
+    return out
+
+
+def _elsewhere(more: list[Group]) -> str:
+    """`the same at 1,999 more places: a.conf:1:13 (/data/a), ... and 1,996 more: run with --all ...` for a
+    cause's other entries."""
+    places = []
+    for g in more[:GROUP_SHOWN]:
+        where = (_nodes_phrase(g) or ", ".join(g.keys)).removeprefix("in ")  # its message may name the node
+        places.append(f"{g.first.location} ({where})" if g.first.location and where else g.first.location or where)
+    rest = len(more) - GROUP_SHOWN
+    tail = f", ... and {rest:,} more: {ALL_HINT}" if rest > 0 else ""
+    return f"the same at {plural(len(more), 'more place')}: {', '.join(places)}{tail}"
+
+
+def bounded(items: list[str], total: int, limit: int | None, noun: str) -> list[str]:
+    """`items` (the first `limit` of `total` things, already cut) and, when some were left out, the line that
+    says how many and how to list them all: one bound for every long text report."""
+    if limit is None or total <= limit:
+        return items
+    return [*items, f"... and {plural(total - limit, 'more ' + noun)}: {ALL_HINT}"]
+
+
 def _nodes_phrase(g: Group) -> str:
     """`in 1,243 nodes: /a, /b, /c, ... and 1,240 more` for a group, `in /a` for one node, '' for none."""
     if not g.keys:
@@ -203,16 +249,26 @@ _RESET, _BOLD, _RED, _YELLOW, _BLUE = "\x1b[0m", "\x1b[1m", "\x1b[31m", "\x1b[33
 
 
 def render_text(
-    diags: Iterable[Diagnostic], read_line: LineReader, color: bool = False, *, summary: bool = True
+    diags: Iterable[Diagnostic],
+    read_line: LineReader,
+    color: bool = False,
+    *,
+    summary: bool = True,
+    limit: int | None = TEXT_CAUSES,
 ) -> str:
-    """Human-readable report; `read_line(file, line)` supplies source excerpts (None: not available)."""
+    """Human-readable report; `read_line(file, line)` supplies source excerpts (None: not available).
+
+    Entries of one cause (`causes`) show as the first one and where else it happens, and only the first `limit`
+    causes are shown, then how many more and the flag that lists them; `limit` None lists every entry."""
 
     def paint(text: str, *styles: str) -> str:
         return "".join(styles) + text + _RESET if color else text
 
     diags = list(diags)
+    shown = [[g] for g in group(diags)] if limit is None else causes(group(diags))
     out: list[str] = []
-    for g in group(diags):
+    for cause in shown[:limit]:
+        g = cause[0]
         d = g.first
         code = paint(d.code, _BOLD, _RED if d.severity == "error" else _YELLOW)
         head = f"{paint(d.location, _BOLD)}: {code} {d.message}" if d.location else f"{code} {d.message}"
@@ -220,6 +276,9 @@ def render_text(
         out.append(f"{head} ({where})" if where else head)
         out.extend(_excerpt(d, read_line, paint))
         out.extend(f"  = {n}" if n.startswith("note: ") else f"  = note: {n}" for n in g.notes)
+        if len(cause) > 1:
+            out.append(f"  = {_elsewhere(cause[1:])}")
+    out = bounded(out, len(shown), limit, "cause")
     if summary:
         if out:
             out.append("")

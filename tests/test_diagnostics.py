@@ -211,3 +211,27 @@ def test_render_markdown_status_line(diags: list[Diagnostic], head: str) -> None
 def test_render_markdown_escapes_table_breakers() -> None:
     diag = Diagnostic.of("E_SCHEMA", "a | b <script> *x*", file="store/m.conf", line=1, col=1)
     assert "| a \\| b \\<script\\> \\*x\\* |" in render_markdown([diag])
+
+
+def test_render_text_shows_one_cause_once_with_where_else_and_bounds_the_causes() -> None:
+    denied = [
+        Diagnostic.of(
+            "E_ACCESS_DENIED",
+            f"User:bob may not alter /data/t{i:02}: no entry allows it",
+            key=f"/data/t{i:02}",
+            file=f"store/data/t{i:02}/main.conf",
+        )
+        for i in range(60)
+    ]
+    text = render_text(denied, read_line, summary=False).splitlines()
+    assert text == [
+        "store/data/t00/main.conf: E_ACCESS_DENIED User:bob may not alter /data/t00: no entry allows it",
+        "  = the same at 59 more places: store/data/t01/main.conf (/data/t01), store/data/t02/main.conf (/data/t02),"
+        " store/data/t03/main.conf (/data/t03), ... and 56 more: run with --all to list them all",
+    ]
+    assert len(render_text(denied, read_line, summary=False, limit=None).splitlines()) == 60
+    each_its_own = [
+        Diagnostic.of("E_SCHEMA", f"x: got {i}", key=f"/d{i:02}", file="store/main.conf") for i in range(60)
+    ]
+    bounded = render_text(each_its_own, read_line, summary=False).splitlines()
+    assert len(bounded) == 51 and bounded[-1] == "... and 10 more causes: run with --all to list them all"

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cfgtool.cli.options import Ref, Vars, compile_for
-from cfgtool.diagnostics import plural, render_github, render_json, render_markdown, render_text
+from cfgtool.cli.options import ListAll, Ref, Vars, compile_for
+from cfgtool.diagnostics import TEXT_CAUSES, plural, render_github, render_json, render_markdown, render_text
 from cfgtool.store.keys import parent
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def compile_command(
         ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")] = False,
+    every: ListAll = False,
     color: Annotated[
         Color,
         typer.Option("--color", help="Colour the text report: auto (only on a terminal, unless NO_COLOR is set)."),
@@ -107,7 +108,8 @@ def compile_command(
         save(result.snapshot, output)
     if fmt is ReportFormat.TEXT:
         painted = _use_color(color)
-        typer.echo(render_report(result, painted, output if ok else None), nl=False, color=painted)
+        report = render_report(result, painted, output if ok else None, every=every)
+        typer.echo(report, nl=False, color=painted)
     elif fmt is ReportFormat.JSON:
         typer.echo(render_json_report(result), nl=False)
     elif fmt is ReportFormat.GITHUB:
@@ -141,10 +143,11 @@ def render_json_report(result: CompileResult) -> str:
     )
 
 
-def render_report(result: CompileResult, color: bool, output: Path | None = None) -> str:
-    """Every problem (source line and caret, grouped), then a one-screen summary of what was compiled."""
+def render_report(result: CompileResult, color: bool, output: Path | None = None, *, every: bool = False) -> str:
+    """The problems (source line and caret, grouped; the first causes, or `every` one), then a one-screen
+    summary of what was compiled."""
     read_line = result.store.source.line_reader()
-    problems = render_text(result.diagnostics, read_line, color, summary=False)
+    problems = render_text(result.diagnostics, read_line, color, summary=False, limit=None if every else TEXT_CAUSES)
     return (problems + "\n" if problems else "") + render_summary(result, output)
 
 

@@ -1,4 +1,4 @@
-"""Options shared by `compile` and the query commands (`--ref`, `--var`, `--format`), and their parsing."""
+"""Options shared by `compile`, `publish` and the query commands (`--ref`, `--var`, `--all`, ...), and their parsing."""
 
 from __future__ import annotations
 
@@ -49,6 +49,15 @@ Vars = Annotated[
         help="Set an includes variable declared in _CONFIG_STORE (repeatable); others take their default.",
         show_default=False,
         autocompletion=complete_variables,
+    ),
+]
+
+ListAll = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        "-a",
+        help="List every problem in the text report (default: the first 50 causes, each once, then how many more).",
     ),
 ]
 

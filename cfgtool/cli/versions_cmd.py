@@ -11,7 +11,8 @@ import typer
 
 from cfgtool.cli.completion import complete_refs, complete_version_numbers
 from cfgtool.cli.context import CliContext
-from cfgtool.diagnostics import render_text, summary_line
+from cfgtool.cli.options import ListAll
+from cfgtool.diagnostics import TEXT_CAUSES, render_text, summary_line
 from cfgtool.versions.names import DEFAULT_SHOWN
 
 if TYPE_CHECKING:  # the commands import them: building the CLI must not pay for the compiler
@@ -81,6 +82,7 @@ def publish_command(
         ),
     ] = False,
     fmt: Fmt = OutputFormat.TEXT,
+    every: ListAll = False,
 ) -> None:
     """Compile and validate REF and publish it as the next version (tag config/vN).
 
@@ -122,13 +124,15 @@ def publish_command(
             allow_rolled_back=allow_rolled_back,
         )  # fmt: skip
     except PublishRefused as refused:
-        typer.echo(render_refused(refused, fmt), nl=False)
+        typer.echo(render_refused(refused, fmt, every=every), nl=False)
         raise  # the error handler prints the message and exits 1
     except RolledBackContent as held:
         if fmt is OutputFormat.JSON:
             doc = {"published": False, "version": None, "tag": None, "reason": held.message,
                    "rolled_back_values": [w.to_json() for w in held.relapses]}  # fmt: skip
             typer.echo(json.dumps(doc, indent=2))
+        if every:
+            held.message = held.listing  # every value, not the first ones
         raise
     typer.echo(
         json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_published(result),
@@ -298,8 +302,9 @@ def versions_command(
 # ------------------------------------------------------------------------------------------ rendering
 
 
-def render_refused(refused: PublishRefused, fmt: OutputFormat) -> str:
-    """The problems that stopped a publish: text like `cfgtool compile`, or the publish object with them."""
+def render_refused(refused: PublishRefused, fmt: OutputFormat, *, every: bool = False) -> str:
+    """The problems that stopped a publish: text like `cfgtool compile` (the first causes, or `every` one), or
+    the publish object with all of them."""
     result = refused.result
     if fmt is OutputFormat.JSON:
         doc: dict[str, Any] = {
@@ -313,7 +318,8 @@ def render_refused(refused: PublishRefused, fmt: OutputFormat) -> str:
             "diagnostics": [d.to_json() for d in result.diagnostics],
         }
         return json.dumps(doc, indent=2) + "\n"
-    return render_text(result.diagnostics, result.store.source.line_reader(), summary=True)
+    limit = None if every else TEXT_CAUSES
+    return render_text(result.diagnostics, result.store.source.line_reader(), summary=True, limit=limit)
 
 
 def render_published(result: PublishResult) -> str:

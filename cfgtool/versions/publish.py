@@ -23,7 +23,7 @@ from typing import Any
 from cfgtool._version import __version__
 from cfgtool.access.enforce import require
 from cfgtool.compile.compiler import CompileResult, compile_store
-from cfgtool.diagnostics import Diagnostic, plural
+from cfgtool.diagnostics import TEXT_CAUSES, Diagnostic, bounded, plural
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import Snapshot
 from cfgtool.store import git
@@ -65,11 +65,14 @@ class PublishRefused(CfgtoolError):
 class RolledBackContent(CfgtoolError):
     """The ref still holds values a rolled-back version introduced (or is that version's snapshot): publishing
     it would silently undo the rollback (exit 1). `--allow-rolled-back` publishes it on purpose. `relapses`
-    lists the values (`cfgtool.versions.sticky`)."""
+    lists the values (`cfgtool.versions.sticky`); the message names the first `TEXT_CAUSES` of them, `listing`
+    every one."""
 
-    def __init__(self, message: str, *, hint: str | None = None, relapses: Sequence[Watch] = ()) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, relapses: Sequence[Watch] = (),
+                 listing: str | None = None) -> None:  # fmt: skip
         super().__init__(message, hint=hint)
         self.relapses = tuple(relapses)
+        self.listing = message if listing is None else listing
 
 
 class StoreDirty(CfgtoolError):
@@ -309,10 +312,12 @@ def _refuse_rolled_back(base: PublishResult, held: Sequence[Watch], known: Histo
         f"{n} ({known.tag(n).name})" for n in versions
     )
     values = [w for w in held if w.key]
+    listing = None
     if values:
-        lines = "\n".join(f"  {w.describe()}" for w in values)
-        what = f"still holds {plural(len(values), 'value')} that rolled-back {named} introduced"
-        message = f"{base.ref} (commit {base.commit[:7]}) {what}:\n{lines}\nNothing was published"
+        what = f"{base.ref} (commit {base.commit[:7]}) still holds {plural(len(values), 'value')} that rolled-back"
+        head = f"{what} {named} introduced:"
+        message = "\n".join([head, *relapse_lines(values, TEXT_CAUSES), "Nothing was published"])
+        listing = "\n".join([head, *relapse_lines(values, None), "Nothing was published"])
     else:
         w = held[0]
         message = (
@@ -324,7 +329,25 @@ def _refuse_rolled_back(base: PublishResult, held: Sequence[Watch], known: Histo
         hint="revert the bad change on the branch (git revert) and publish that; to publish these values on"
         " purpose, publish again with --allow-rolled-back",
         relapses=values,
+        listing=listing,
     )
+
+
+def relapse_lines(values: Sequence[Watch], limit: int | None) -> list[str]:
+    """The values grouped by cause (the rolled-back version, who rolled it back and why, said once), each value
+    on a line of its own: the first `limit` of them, then how many more (None: every one)."""
+    by_cause: dict[tuple[int, str, str], list[Watch]] = {}
+    for w in values:
+        by_cause.setdefault((w.version, w.by, w.reason), []).append(w)
+    lines: list[str] = []
+    left = len(values) if limit is None else limit
+    for (version, by, reason), watched in sorted(by_cause.items(), key=lambda item: item[0][0]):
+        if left <= 0:
+            break
+        lines.append(f"  introduced by version {version}, rolled back by {by}: {reason}")
+        lines += [f"    {w.value_line()}" for w in watched[:left]]
+        left -= len(watched)
+    return bounded(lines, len(values), limit, "value")
 
 
 def _pushed(root: Path, remote: str, name: str, oid: str) -> bool:

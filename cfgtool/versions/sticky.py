@@ -76,10 +76,6 @@ class Watch:
         """The key, the path, the rolled-back and the good values."""
         return f"{self.key} {self.path} = {_text(self.bad)} (good: {_text(self.good)})"
 
-    def describe(self) -> str:
-        """One line: the key, the path, the rolled-back and the good values, the version and why."""
-        return f"{self.value_line()}, introduced by version {self.version}, rolled back by {self.by}: {self.reason}"
-
 
 def shown(value: Any) -> Any:
     """A watched value as it may be shown: a secret is [hidden]."""

@@ -464,3 +464,42 @@ def test_a_failed_compile_has_no_digest(run_cfgtool: Run, work: GitRepo) -> None
         doc = json.loads(run_cfgtool("compile", "--format", "json", cwd=work.root).stdout)
         digests.add(doc["digest"])
     assert digests == {None}
+
+
+# -- long reports are bounded ---------------------------------------------------------------------
+
+TOPICS = 2000
+SCHEMA = "type: object\nproperties:\n  retention: {type: integer}\n  owner: {type: string}\n"
+
+
+def _many_errors(repo: GitRepo) -> GitRepo:
+    """2,000 topics: each breaks the schema its own way (a different retention), and every one the same way (an
+    owner that is a number): 2,001 causes, 4,000 errors."""
+    files = {f"store/data/t{i:04}/main.conf": f'retention = "r{i}"\nowner = 5\n' for i in range(TOPICS)}
+    repo.write({"store/_CONFIG_STORE": "name: big\nschemas: ../schemas\n", "schemas/topic.yaml": SCHEMA, **files})
+    repo.commit("many topics")
+    return repo
+
+
+def test_compile_text_shows_the_first_50_causes_then_how_many_more_and_all_lists_each(
+    run_cfgtool: Run, store_repo: GitRepo
+) -> None:
+    repo = _many_errors(store_repo)
+    text = run_cfgtool("compile", cwd=repo.root)
+    assert text.returncode == 1
+    lines = text.stdout.splitlines()
+    assert len(lines) < 260, len(lines)  # 50 causes of at most 4 lines, and the summary
+    assert "... and 1,951 more causes: run with --all to list them all" in lines
+    owner = lines.index("store/data/t0000/main.conf:2:9: E_SCHEMA owner: expected a string, got an integer 5"
+                        " (schema schemas/topic.yaml) (in /data/t0000)")  # fmt: skip
+    assert lines[owner + 3] == (
+        "  = the same at 1,999 more places: store/data/t0001/main.conf:2:9 (/data/t0001), store/data/t0002/main.conf"
+        ":2:9 (/data/t0002), store/data/t0003/main.conf:2:9 (/data/t0003), ... and 1,996 more: run with --all to"
+        " list them all"
+    )
+    assert lines[-1] == "4,000 errors, 0 warnings"
+    every = run_cfgtool("compile", "--all", cwd=repo.root)
+    assert sum(": E_SCHEMA " in line for line in every.stdout.splitlines()) == 4000
+    assert "more causes" not in every.stdout and "the same at" not in every.stdout
+    doc = json.loads(run_cfgtool("compile", "--format", "json", cwd=repo.root).stdout)
+    assert len(doc["diagnostics"]) == 4000  # JSON is never cut

@@ -227,9 +227,8 @@ def test_the_rollback_trap_refuses_and_restoring_takes_a_flag(
     assert trapped.returncode == 1, trapped.stdout
     # `bump` is set at the root, so every node inherits it: each one is listed
     assert "still holds 48 values that rolled-back version 2 (config/v2) introduced" in trapped.stderr
-    assert "\n  / bump = 2 (good: (unset)), introduced by version 2, rolled back by Test <test@example.com>: bad" in (
-        trapped.stderr
-    )
+    assert "\n  introduced by version 2, rolled back by Test <test@example.com>: bad" in trapped.stderr
+    assert "\n    / bump = 2 (good: (unset))\n" in trapped.stderr
     assert "Nothing was published" in trapped.stderr
     assert "git revert" in trapped.stderr and "--allow-rolled-back" in trapped.stderr
     assert remote.tags() == ["config/rolledback/v2", "config/v1", "config/v2"]
@@ -471,3 +470,39 @@ def test_a_revert_after_a_rollback_is_compared_with_what_readers_had(run_cfgtool
     assert (six["version"], six["previous"], six["old"], six["new"]) == (6, 4, 2, 3)
     text = run_cfgtool("audit", "--key", "/b", "--path", "y", cwd=four.root).stdout
     assert "v5 rolled back" in text and "(readers went from v5 to v4)" in text and "v6" not in text
+
+
+def test_a_refused_publish_of_2000_topics_is_bounded_in_text_and_whole_in_json(
+    run_cfgtool: Run, store_repo: GitRepo
+) -> None:
+    topics = {f"store/data/t{i:04}/main.conf": "partitions = 8\n" for i in range(2000)}
+    store_repo.write({"store/_CONFIG_STORE": "name: big\n", **topics})
+    store_repo.commit("2,000 topics")
+    assert run_cfgtool("publish", "-m", "one", cwd=store_repo.root).returncode == 0
+    store_repo.write({"store/main.conf": "bump = 2\n"})  # every topic inherits it
+    store_repo.commit("bump")
+    assert run_cfgtool("publish", "-m", "two", cwd=store_repo.root).returncode == 0
+    assert run_cfgtool("rollback", "-m", "bad bump", cwd=store_repo.root).returncode == 0
+    trapped = run_cfgtool("publish", cwd=store_repo.root)
+    assert trapped.returncode == 1
+    lines = trapped.stderr.splitlines()
+    assert len(lines) < 60, len(lines)  # not 2,002 lines each repeating who rolled back and why
+    assert sum("bad bump" in line for line in lines) == 1
+    assert "  introduced by version 2, rolled back by Test <test@example.com>: bad bump" in lines
+    assert "    /data/t0000 bump = 2 (good: (unset))" in lines
+    assert "... and 1,952 more values: run with --all to list them all" in lines  # 2,002 nodes inherit it
+    every = run_cfgtool("publish", "--all", cwd=store_repo.root)
+    assert every.returncode == 1 and sum(" bump = 2 (good: (unset))" in ln for ln in every.stderr.splitlines()) == 2002
+    code, doc = run_json(run_cfgtool, store_repo, "publish")
+    assert code == 1 and len(doc["rolled_back_values"]) == 2002
+    # the odd topics fail one way (one cause), each even one its own way (1,000 more)
+    broken = {p: "x = ${nope}\n" if i % 2 else f"x = ${{gone.t{i}}}\n" for i, p in enumerate(topics)}
+    store_repo.write({"store/main.conf": None, **broken})
+    store_repo.commit("2,000 broken topics")
+    refused = run_cfgtool("publish", cwd=store_repo.root)
+    assert refused.returncode == 1
+    assert len(refused.stdout.splitlines()) < 260, len(refused.stdout.splitlines())
+    assert "... and 951 more causes: run with --all to list them all" in refused.stdout
+    assert "  = the same at 999 more places: store/data/t0003/main.conf:1:5 (/data/t0003), " in refused.stdout
+    code, doc = run_json(run_cfgtool, store_repo, "publish")
+    assert code == 1 and sum(d["code"] == "E_UNRESOLVED_REF" for d in doc["diagnostics"]) == 2000

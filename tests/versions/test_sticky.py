@@ -79,7 +79,8 @@ def test_a_rollback_sticks_after_an_unrelated_change(run_cfgtool: Run, demo: tup
     release_bad_partitions(run_cfgtool, repo)
     out = publish(run_cfgtool, repo, status=1)
     assert "still holds 1 value that rolled-back version 2 (config/v2) introduced" in out
-    assert "/data/a partitions = 96 (good: 64), introduced by version 2, rolled back by Test" in out
+    assert "\n  introduced by version 2, rolled back by Test <test@example.com>: bad partitions\n" in out
+    assert "\n    /data/a partitions = 96 (good: 64)\n" in out
     assert ": bad partitions" in out and "--allow-rolled-back" in out and "Nothing was published" in out
     assert remote.tags() == ["config/rolledback/v2", "config/v1", "config/v2"]
     doc = json.loads(run_cfgtool("publish", "--format", "json", cwd=repo.root).stdout)
@@ -129,8 +130,13 @@ def test_several_rolled_back_versions_with_rollback_to(run_cfgtool: Run, demo: t
     ok(run_cfgtool("rollback", "--to", "1", "-m", "bad week", "--remote", "origin", cwd=repo.root))
     out = publish(run_cfgtool, repo, status=1)
     assert "still holds 2 values that rolled-back versions 2 (config/v2), 3 (config/v3) introduced" in out
-    assert "/data/a partitions = 96 (good: 64), introduced by version 2" in out
-    assert "/data/b retention.days = 3 (good: 7), introduced by version 3" in out
+    assert (
+        "introduced by version 2, rolled back by Test <test@example.com>: bad week\n    /data/a partitions = 96" in out
+    )
+    assert (
+        "introduced by version 3, rolled back by Test <test@example.com>: bad week\n    /data/b retention.days = 3"
+        in out
+    )
     change(repo, {"data/a/main.conf": conf(64)}, "revert partitions")
     out = publish(run_cfgtool, repo, status=1)
     assert "/data/b retention.days" in out and "/data/a" not in out
