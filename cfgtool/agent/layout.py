@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfgtool.errors import CfgtoolError
+from cfgtool.versions.names import version_number
 
 DATA = "..data"
 _STAGING = "..data_tmp"
-_VERSION_DIR = re.compile(r"\.\.(\d+)_(\d{8}T\d{6}\.\d{6}Z)")
+_VERSION_DIR = re.compile(r"\.\.([0-9]+)_([0-9]{8}T[0-9]{6}\.[0-9]{6}Z)")
 SECRET_MODE = 0o600
 FILE_MODE = 0o644
 
@@ -53,7 +54,8 @@ def applied(root: Path) -> int | None:
     except OSError:
         return None
     found = _VERSION_DIR.fullmatch(target)
-    return int(found.group(1)) if found and (root / target).is_dir() else None
+    number = version_number(found.group(1)) if found else None
+    return number if number is not None and (root / target).is_dir() else None
 
 
 def current_dir(root: Path) -> Path | None:

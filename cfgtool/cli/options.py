@@ -116,10 +116,20 @@ def compile_for(
         )
 
 
+def version_number_arg(text: str) -> int:
+    """A version number on the command line, by the one rule (`version_number`): `007` is not version 7."""
+    from cfgtool.versions.names import version_number
+
+    number = version_number(text.strip())
+    if number is None:
+        raise typer.BadParameter(f"{text!r} is not a version number: 1 to 9 digits without a leading zero, as in 5")
+    return number
+
+
 def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | None:
     """The ref `--ref` or `--version` names (None: the working tree; `current` and `previous`, as either, name
     that version); both at once is a usage error."""
-    from cfgtool.versions.names import VERSION_NAMES
+    from cfgtool.versions.names import VERSION_NAMES, version_spec
 
     cli: CliContext = ctx.obj
     if version is None and ref in VERSION_NAMES:
@@ -130,14 +140,7 @@ def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | N
         raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
     from cfgtool.versions.tags import history
 
-    return history(cli.repo, cli.store).pick(parsed_version(version)).commit
-
-
-def parsed_version(text: str) -> int | str:
-    """`--version` as a number, `current` or `previous` (UsageError otherwise)."""
-    from cfgtool.versions.names import version_spec
-
-    return version_spec(text)
+    return history(cli.repo, cli.store).pick(version_spec(version)).commit
 
 
 def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None) -> Reading:
@@ -148,11 +151,11 @@ def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | 
     from cfgtool.versions.reading import read_at
 
     cli: CliContext = ctx.obj
-    from cfgtool.versions.names import VERSION_NAMES
+    from cfgtool.versions.names import VERSION_NAMES, version_spec
 
     if ref in VERSION_NAMES:
         version, ref = ref, None
-    number = parsed_version(version) if version is not None else None
+    number = version_spec(version) if version is not None else None
     try:
         given = parse_variables(variables)
     except UsageError:

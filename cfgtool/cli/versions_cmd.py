@@ -11,7 +11,7 @@ import typer
 
 from cfgtool.cli.completion import complete_refs, complete_version_numbers
 from cfgtool.cli.context import CliContext
-from cfgtool.cli.options import ListAll
+from cfgtool.cli.options import ListAll, version_number_arg
 from cfgtool.diagnostics import TEXT_CAUSES, render_text, summary_line
 from cfgtool.versions.names import DEFAULT_SHOWN
 
@@ -150,7 +150,7 @@ def rollback_command(
         int | None,
         typer.Argument(
             metavar="N",
-            min=1,
+            parser=version_number_arg,
             help="The version to roll back (default: the current one).",
             show_default=False,
             autocompletion=complete_version_numbers,
@@ -161,7 +161,7 @@ def rollback_command(
         typer.Option(
             "--to",
             metavar="N",
-            min=1,
+            parser=version_number_arg,
             help="Roll back every good version above N, so N becomes current.",
             show_default=False,
             autocompletion=complete_version_numbers,
@@ -190,7 +190,7 @@ def rollback_command(
         typer.Option(
             "--cancel",
             metavar="N",
-            min=1,
+            parser=version_number_arg,
             help="Cancel the rollback of version N (made by mistake): tag config/restored/vN makes N good again"
             " and ends its watch. Needs the same permission as a rollback.",
             show_default=False,

@@ -38,7 +38,7 @@ from starlette.responses import RedirectResponse, Response
 
 from cfgtool.console.context import SECURITY_HEADERS
 from cfgtool.errors import CfgtoolError
-from cfgtool.serve.answers import Bounded, Denied, error, not_found, unservable, version_number
+from cfgtool.serve.answers import Bounded, Denied, error, not_found, unservable, url_version
 from cfgtool.serve.visibility import HIDDEN_LAYER, Visibility
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.hidden import HIDDEN
@@ -99,7 +99,7 @@ async def diff_page(ctx: Context) -> Response:
     first, sep, second = span.partition("..")
     if not sep:
         raise not_found(f"{span[:40]!r} names no two versions: write A..B, such as 3..5")
-    a, b = version_number(first), version_number(second)
+    a, b = url_version(first), url_version(second)
     for n in (a, b):  # as `api.version` judges them, before loading anything
         if n not in view.versions:
             raise not_found(f"store {state.name} has no version {n}")
@@ -155,7 +155,7 @@ async def diff_form(ctx: Context) -> Response:
     assert view is not None and state is not None
     query = ctx.request.query_params
     if query.get("a") and query.get("b"):
-        a, b = version_number(query["a"].strip().lstrip("v")), version_number(query["b"].strip().lstrip("v"))
+        a, b = url_version(query["a"].strip().lstrip("v")), url_version(query["b"].strip().lstrip("v"))
     else:
         pair = latest_pair(view)
         if pair is None:

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from cfgtool.console.session import COOKIE, LIFETIME, MAX_TOKEN, Sessions
 from cfgtool.serve.accesslog import PRINCIPAL
-from cfgtool.serve.answers import Answer, Bounded, Denied, error, version_number
+from cfgtool.serve.answers import Answer, Bounded, Denied, error, url_version
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.protocol import HEAD_LIMIT
 from cfgtool.serve.served import StoreState, View
@@ -187,7 +187,7 @@ class Console:
         ctx.state, ctx.view = self.api.store(request.path_params["store"], ctx.who)
         self.api.describe_store(ctx.state, ctx.view, ctx.who, ctx.host)
         if version:
-            ctx.loaded = await self.api.version(ctx.state, version_number(request.path_params["n"]))
+            ctx.loaded = await self.api.version(ctx.state, url_version(request.path_params["n"]))
             ctx.seen = Visibility.of(ctx.view, ctx.loaded, ctx.who, ctx.host)
         elif ctx.view.current is not None:
             current = await self.api.version(ctx.state, ctx.view.current)

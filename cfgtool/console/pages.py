@@ -32,7 +32,7 @@ from cfgtool.console.context import SECURITY_HEADERS, TIMELINE_SHOWN, Console, C
 from cfgtool.console.graph import import_graph
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
-from cfgtool.serve.answers import Denied, error, not_found, version_number
+from cfgtool.serve.answers import Denied, error, not_found, url_version
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.routes import explain_answer, query_answer
 from cfgtool.serve.visibility import Visibility
@@ -301,7 +301,7 @@ async def consumers(ctx: Context) -> Response:
 async def switch(ctx: Context) -> Response:
     """The header's version switcher without scripts: `?v=N&page=P` redirects to the same page of version N."""
     query = ctx.request.query_params
-    number = version_number(query.get("v", ""))
+    number = url_version(query.get("v", ""))
     path, _, asked = query.get("page", "tree/").partition("?")
     if path.split("/", 1)[0] not in ("tree", "key", "search", "explain", "access", "compare"):
         path, asked = "tree/", ""

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _quote
 from typing import Any, BinaryIO
 
+from cfgtool.versions.names import version_number
+
 FLUSH_SECONDS = 0.5
 FLUSH_LINES = 512
 INSTANCE_LIMIT = 200  # characters of a Cfgtool-Instance header kept
 HEADS_KEPT = 16384  # lines' fields from principal to bytes remembered formatted; forgotten all at once past that
 HEAD_PATH = 200  # ... for paths up to this length (a few MB at most; a hostile stream of long ones is not kept)
-VERSION = re.compile(r"[0-9]{1,9}")
 SENT = "cfgtool.sent"
 """The scope entry where the sender of an answer notes `(status, body bytes, Cfgtool-Version or None)`."""
 NOTHING_SENT = (0, 0, None)
@@ -80,7 +80,7 @@ def _middle(method: str, path: str, answered: bytes | None) -> str:
             key = "/" + parts[5].rstrip("/") if len(parts) > 5 else "/"
         elif len(parts) > 5 and parts[3] == "versions":
             key = "/" + parts[5].partition("/")[2].rstrip("/")  # after keys/, tags/, ...
-            if VERSION.fullmatch(parts[4]):
+            if version_number(parts[4]) is not None:
                 version = parts[4]
         if key is not None and version is None and answered is not None:  # current/..., versions/current/...
             version = answered.decode("latin-1")

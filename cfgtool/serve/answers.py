@@ -15,8 +15,8 @@ from collections import OrderedDict
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from cfgtool.serve.accesslog import VERSION
 from cfgtool.snapshot.model import canonical_json
+from cfgtool.versions.names import version_number
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -134,11 +134,13 @@ def unservable(number: int) -> Denied:
     return not_found(f"version {number} cannot be served: its compile reports errors")
 
 
-def version_number(text: str) -> int:
-    """A URL's version number: 1 to 9 ASCII digits, else Denied 404 (as a version that does not exist)."""
-    if not VERSION.fullmatch(text):
-        raise not_found(f"no version {text[:20]!r}: a version number is 1 to 9 digits")
-    return int(text)
+def url_version(text: str) -> int:
+    """A URL's version number (`version_number`: `007` is not 7, so each version has one URL), else Denied 404,
+    as for a version that does not exist."""
+    number = version_number(text)
+    if number is None:
+        raise not_found(f"no version {text[:20]!r}: a version number is 1 to 9 digits without a leading zero")
+    return number
 
 
 def internal(exc: BaseException, scope: MutableMapping[str, Any]) -> Answer:

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, quoted_path, split_path
-from cfgtool.serve.accesslog import NOTHING_SENT, PRINCIPAL, SENT, VERSION, AccessLog, Exchange
+from cfgtool.serve.accesslog import NOTHING_SENT, PRINCIPAL, SENT, AccessLog, Exchange
 from cfgtool.serve.answers import (
     Answer,
     Bounded,
@@ -36,7 +36,7 @@ from cfgtool.serve.answers import (
     internal,
     not_found,
     unservable,
-    version_number,
+    url_version,
 )
 from cfgtool.serve.consumers import INSTANCE, kind_of
 from cfgtool.serve.loaded import LoadedVersion
@@ -47,7 +47,7 @@ from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
 from cfgtool.serve.visibility import Visibility
 from cfgtool.serve.worker import ResolverUnavailable
 from cfgtool.store.keys import MAX_KEY, BadKeyError, KeyTooLongError, normalize_key
-from cfgtool.versions.names import VERSION_NAMES
+from cfgtool.versions.names import VERSION_NAMES, version_number
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -153,10 +153,9 @@ class Api:
         consumers = self.service.consumers.get(parts[2]) if len(parts) > 2 and parts[1] == "v1" else None
         if consumers is None or (len(parts) > 3 and parts[3] == "consumers"):  # asking who reads is no reading
             return
-        if len(parts) > 4 and parts[3] == "versions" and VERSION.fullmatch(parts[4]):
-            number: int | None = int(parts[4])
-        else:
-            number = int(version) if version is not None else None
+        number = version_number(parts[4]) if len(parts) > 4 and parts[3] == "versions" else None
+        if number is None and version is not None:
+            number = int(version)
         agent = dict(scope["headers"]).get(b"user-agent")  # the last, as for the instance
         consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), number, time.time())
 
@@ -388,7 +387,7 @@ class Api:
     ) -> tuple[Answer, Headers, bytes | None]:
         """The answer to a key read, its headers, and the version a `current` read names (`Cfgtool-Version`)."""
         who = None if self.service.tokens is None else await self.principal(scope["headers"])
-        number = None if asked is None else version_number(asked)
+        number = None if asked is None else url_version(asked)
         state, view = self.store(store, who)
         key = self.key(text)
         query = parse_qs(scope["query_string"].decode("latin-1")) if scope["query_string"] else {}

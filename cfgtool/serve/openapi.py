@@ -385,9 +385,9 @@ PARAMETERS: dict[str, Schema] = {
     "version": _param(
         "version",
         "path",
-        "a version number (1 to 9 ASCII digits, else 404), or `current` / `previous`, which answer a redirect "
-        "to the version they name now",
-        {"type": "string", "pattern": "^([0-9]{1,9}|current|previous)$"},
+        "a version number (1 to 9 ASCII digits without a leading zero, else 404), or `current` / `previous`, "
+        "which answer a redirect to the version they name now",
+        {"type": "string", "pattern": "^([1-9][0-9]{0,8}|current|previous)$"},
         required=True,
         example="1",
     ),

@@ -27,7 +27,7 @@ from cfgtool.serve.answers import (
     internal,
     not_found,
     prebuilt,
-    version_number,
+    url_version,
 )
 from cfgtool.serve.app import Api
 from cfgtool.serve.consumers import CHECK_KEYS, INSTANCE, MESSAGE_LIMIT, kind_of
@@ -116,7 +116,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         kind = request.path_params["query"]
         if kind not in QUERIES:
             raise not_found(f"no query {kind!r} (queries: {', '.join(QUERIES)})")
-        loaded = await api.version(state, version_number(request.path_params["n"]))
+        loaded = await api.version(state, url_version(request.path_params["n"]))
         key = api.key(request.path_params["key"])
         missing = f"{key} has no node in version {loaded.version} of store {state.name}"
         seen = api.check(view, loaded, who, "read" if kind == "explain" else "describe", key, host(request), missing)

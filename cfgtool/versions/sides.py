@@ -15,18 +15,14 @@ A side spec is one of:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.store import git
-from cfgtool.versions.names import VERSION_NAMES, WORKTREE
+from cfgtool.versions.names import VERSION_NAMES, WORKTREE, version_number
 from cfgtool.versions.tags import History, TagScheme, read_history, scheme_for
-
-_SHORT_VERSION = re.compile(r"v?([1-9][0-9]*)")
-_NUMBER = re.compile(r"[1-9][0-9]*")
 
 
 @dataclass(frozen=True)
@@ -78,7 +74,7 @@ def resolve_side(root: Path, spec: str, store: str | Path = "store") -> Side:
     if spec in VERSION_NAMES:
         named = read_history(root, scheme_for(root, store)).named(spec)
         return Side(spec, named.tag, named.commit, named.version)
-    number, explicit, history = _version_number(root, spec, store)
+    number, explicit, history = _named_version(root, spec, store)
     if number is not None and history is not None:
         found = history.get(number)
         as_ref = None if explicit else git.resolve_commit(root, spec)
@@ -103,7 +99,7 @@ def resolve_side(root: Path, spec: str, store: str | Path = "store") -> Side:
     return Side(spec, spec, commit)
 
 
-def _version_number(root: Path, spec: str, store: str | Path) -> tuple[int | None, bool, History | None]:
+def _named_version(root: Path, spec: str, store: str | Path) -> tuple[int | None, bool, History | None]:
     """(N, named by its full tag, the store's versions) when `spec` looks like a version, else (None, False,
     None)."""
     if not spec[-1].isdigit():
@@ -114,9 +110,8 @@ def _version_number(root: Path, spec: str, store: str | Path) -> tuple[int | Non
         history = read_history(root, TagScheme())
     prefix = history.scheme.version_prefix
     rest = spec.removeprefix("refs/tags/")
-    if rest.startswith(prefix) and _NUMBER.fullmatch(rest[len(prefix) :]):
-        return int(rest[len(prefix) :]), True, history
-    short = _SHORT_VERSION.fullmatch(spec)
-    if short:
-        return int(short.group(1)), False, history
-    return None, False, None
+    number = version_number(rest[len(prefix) :]) if rest.startswith(prefix) else None
+    if number is not None:
+        return number, True, history
+    number = version_number(spec.removeprefix("v"))
+    return (number, False, history) if number is not None else (None, False, None)

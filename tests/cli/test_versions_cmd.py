@@ -506,3 +506,14 @@ def test_a_refused_publish_of_2000_topics_is_bounded_in_text_and_whole_in_json(
     assert "  = the same at 999 more places: store/data/t0003/main.conf:1:5 (/data/t0003), " in refused.stdout
     code, doc = run_json(run_cfgtool, store_repo, "publish")
     assert code == 1 and sum(d["code"] == "E_UNRESOLVED_REF" for d in doc["diagnostics"]) == 2000
+
+
+@pytest.mark.parametrize("args", [["01"], ["--to", "01"], ["--cancel", "01"], ["+1"], ["1_0"]])
+def test_rollback_takes_only_a_version_number_as_written_in_tags(
+    args: list[str], run_cfgtool: Run, work: GitRepo
+) -> None:
+    assert run_cfgtool("publish", "-m", "first", cwd=work.root).returncode == 0
+    proc = run_cfgtool("rollback", *args, "-m", "oops", cwd=work.root)
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a version number" in proc.stderr and "Traceback" not in proc.stderr
+    assert work.git("tag", "--list", "config/rolledback/*") == ""

@@ -65,3 +65,16 @@ def test_the_server_ignores_a_tag_that_is_not_a_version_number(
     assert [v["version"] for v in listed] == [2, 1]
     time.sleep(1)  # a few fetches
     assert "Traceback" not in server.log() and "failed" not in server.log()
+
+
+def test_a_version_number_with_a_leading_zero_is_no_url_of_that_version(
+    small: GitRepo, start_server: StartServer
+) -> None:
+    server = start_server(small.root)
+    assert httpx.get(f"{server.url}/v1/small/versions/1/keys/data/a").status_code == 200
+    for path in ("versions/01/keys/data/a", "versions/001/keys/", "versions/01/explain/data/a?path=size"):
+        got = httpx.get(f"{server.url}/v1/small/{path}")
+        assert got.status_code == 404, path
+        assert got.json()["error"] == "not_found" and "leading zero" in got.json()["message"], path
+    assert httpx.get(f"{server.url}/ui/small/v/01/tree/").status_code == 404
+    assert "Traceback" not in server.log()
