@@ -46,6 +46,7 @@ from cfgtool.client.http import (
 )
 from cfgtool.client.watch import backoff
 from cfgtool.errors import CfgtoolError
+from cfgtool.snapshot.model import KeyNotFound
 from cfgtool.store.keys import ancestors
 
 log = logging.getLogger("cfgtool.agent")
@@ -56,6 +57,9 @@ _LATE = 0.05  # seconds after a checkpoint to ask again, so that it has surely p
 
 class NothingToWrite(CfgtoolError):
     """`--once` could write no version: the server is unreachable and nothing is cached or on disk."""
+
+
+NO_NODE_HINT = "check the key of --file or --template; --nearest writes a key without a node as its nearest ancestor's"
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class Options:
     instance: str | None = None
     timeout: float = 10.0
     wait: float = 30.0
+    nearest: bool = False  # a key without a node is written as its nearest ancestor's config (else refused)
 
 
 @dataclass
@@ -292,7 +297,10 @@ class Agent:
         configs: dict[str, Mapping[str, Any]] = {}
         opened: set[str] = set()
         for key in self.keys:
-            found = client.lookup(key, sealed=self._identities is not None)
+            try:  # a key without a node (a typo, most likely) is refused unless --nearest asks for its ancestor's
+                found = client.lookup(key, not self.options.nearest, sealed=self._identities is not None)
+            except KeyNotFound as exc:
+                raise RenderError(exc.message, hint=NO_NODE_HINT) from exc
             configs[key] = found.config
             if self._identities is not None:
                 try:

@@ -120,6 +120,14 @@ def agent_command(
             "rollback never waits).",
         ),
     ] = 2.0,
+    nearest: Annotated[
+        bool,
+        typer.Option(
+            "--nearest",
+            help="Write a key without a node as its nearest ancestor's config, on purpose (else such a key is an "
+            "error: a typo must not write its ancestor's config).",
+        ),
+    ] = False,
     once: Annotated[
         bool,
         typer.Option(
@@ -193,6 +201,7 @@ def agent_command(
         reload=action,
         settle=settle,
         instance=instance,
+        nearest=nearest,
     )
     _log_to_stderr()
     agent = Agent(options)

@@ -423,3 +423,23 @@ def test_usage_errors_are_clear(run_agent: RunAgent, tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_a_key_without_a_node_is_refused_unless_nearest(
+    small: GitRepo, start_server: StartServer, run_agent: RunAgent, out: Path, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/data/orders/main.conf": "size = 5\n"}, "orders")
+    server = start_server(small.root, *FAST)
+    template = tmp_path / "size.j2"
+    template.write_text("size={{ size }}\n")
+    for args in (["--file", "o.json=/data/ordrs"], ["--template", f"o.txt={template}:/data/ordrs"]):
+        done = run_agent(server.url, "--once", *args)
+        assert done.returncode == 1, done.stderr
+        assert "/data/ordrs has no node" in done.stderr and "did you mean /data/orders?" in done.stderr
+        assert "--nearest" in done.stderr and "Traceback" not in done.stderr
+        assert not out.exists() or not any(out.iterdir())  # nothing written: /data's config is not the file
+    args = ["--file", "o.json=/data/ordrs", "--template", f"o.txt={template}:/data/orders/eu"]
+    done = run_agent(server.url, "--once", "--nearest", *args)
+    assert done.returncode == 0, done.stderr
+    assert read_json(out / "o.json") == {"owner": "platform", "retention": {"days": 7}, "tier": "gold"}
+    assert (out / "o.txt").read_text() == "size=5\n"
