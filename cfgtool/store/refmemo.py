@@ -17,7 +17,8 @@ Only answers that depend on refs alone are kept: plain ref names and full object
 
 A memo is written only when every watched time is at least `SETTLED_NS` old when the state is taken (git's
 "racy" rule): a later change then gets a later time even on a coarse file system clock. The file holds
-plain JSON, written atomically; one that is damaged or of another shape is a miss (docs/security.md).
+plain JSON, sealed with the user's cache key (`cacheauth`: it decides which commit a version names) and written
+atomically; one that is damaged, forged or of another shape is a miss (docs/security.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-FORMAT = 1
+FORMAT = 2  # 2: sealed with the user's cache key (cacheauth)
 SETTLED_NS = 1_000_000_000
 _MEMO_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 _ABBREVIATED = re.compile(r"[0-9a-fA-F]{4,39}")
@@ -64,8 +65,13 @@ class RefMemo:
         self._load()
 
     def _load(self) -> None:
+        from cfgtool._util.cacheauth import unseal
+
         try:
-            data = json.loads(self._file.read_text(encoding="utf-8"))
+            text = unseal(f"refs {self._file.name}", self._file.read_bytes())
+            if text is None:
+                return  # no memo yet, damaged or forged: a miss
+            data = json.loads(text)
             if data.get("format") != FORMAT or data.get("start") != str(self.start):
                 return
             root, bare, watched, answers = data["root"], data["bare"], data["watched"], data["answers"]
@@ -125,12 +131,16 @@ class RefMemo:
             "watched": self._watched,
             "answers": self._answers,
         }
-        from cfgtool._util.atomic import write_atomic
+        from cfgtool._util.atomic import write_atomic_bytes
+        from cfgtool._util.cacheauth import seal
         from cfgtool._util.cachedir import private_dir
 
+        sealed = seal(f"refs {self._file.name}", json.dumps(data).encode("utf-8"))
         try:
+            if sealed is None:
+                return
             private_dir(self._file.parent)
-            write_atomic(self._file, json.dumps(data))
+            write_atomic_bytes(self._file, sealed)
         except OSError:
             return
         self._dirty = False

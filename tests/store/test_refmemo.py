@@ -3,6 +3,8 @@ packed-refs changes; never written for refs that changed a moment ago; a damaged
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -82,3 +84,17 @@ def test_a_damaged_memo_is_a_miss(settled: GitRepo, tmp_path: Path, content: str
     memo_file.write_text(content)
     assert not remembered(settled, tmp_path)
     assert head(RefMemo(settled.root, tmp_path)) == settled.git("rev-parse", "HEAD")
+
+
+def test_a_forged_memo_is_a_miss(settled: GitRepo, tmp_path: Path) -> None:
+    """Whoever can write the cache rewrites the memo to name another commit for HEAD (plain JSON, or with a
+    checksum where the key's tag goes): git answers instead."""
+    head(RefMemo(settled.root, tmp_path))
+    (memo_file,) = tmp_path.rglob("*.json")
+    raw = memo_file.read_bytes()
+    data = json.loads(raw[raw.index(b'{"format"') :])
+    data["answers"]["ref HEAD"] = "0" * 40
+    forged = json.dumps(data).encode()
+    for planted in (forged, hashlib.sha256(forged).digest() + forged):
+        memo_file.write_bytes(planted)
+        assert head(RefMemo(settled.root, tmp_path)) == settled.git("rev-parse", "HEAD")
