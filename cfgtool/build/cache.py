@@ -14,9 +14,10 @@ reads them several times faster than pickling the node objects. They are sharded
 (parse trees by the first two); a shard is read when first needed, and a shard that gained entries is written as the
 file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's forked
 worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is written to a
-temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss. Every entry is checked
-as it is decoded: a damaged, truncated, foreign or hostile shard or entry is a cache miss,
-never an error. Cache directories are created private (0700).
+temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss. A shard is sealed with
+the user's cache key (`cacheauth`: a parsed tree, a node's config and a schema pass all decide what a compile
+and its validation see), and every entry is checked as it is decoded: a damaged, truncated, forged, foreign or
+hostile shard or entry is a cache miss, never an error. Cache directories are created private (0700).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.cachedir import cache_root, private_dir
 from cfgtool._util.codec import DAMAGED, pack, unpack
 from cfgtool._version import __version__
@@ -41,8 +43,8 @@ from cfgtool.hocon.values import Concat, Lst, Merge, Node, Num, Obj, Scalar, Sub
 from cfgtool.snapshot.model import Deferred
 
 # the layout of the cache files (5: msgpack; 6: `+=` marked in parse trees; 7: node configs packed; 8: parse
-# trees in 256 shards)
-FORMAT = 8
+# trees in 256 shards; 9: shards sealed with the user's cache key)
+FORMAT = 9
 # Encoded trees mirror cfgtool.hocon.values: a change to that module must not read old ones.
 _MODEL = hashlib.sha256(Path(values.__file__).read_bytes()).hexdigest()[:12]
 
@@ -129,7 +131,8 @@ class _Sharded(Generic[K, V]):
             try:
                 if self.directory is None:
                     raise FileNotFoundError(name)
-                loaded: Any = unpack((self.directory / f"{name}.msgpack").read_bytes())
+                path = self.directory / f"{name}.msgpack"
+                loaded: Any = unpack(self._opened(name, path.read_bytes()))
                 if not isinstance(loaded, dict):
                     raise ValueError("not a map")
                 shard = loaded  # a planted key that is no string matches no lookup
@@ -191,15 +194,30 @@ class _Sharded(Generic[K, V]):
                 added = {self._key_text(k): self._dump(v) for k, v in new.items()}
                 data = pack(added)
                 if name not in self._damaged:
-                    with suppress(OSError, ValueError):  # no file yet, or not a map: the new entries alone
-                        data = join_maps(path.read_bytes(), data)
+                    with suppress(OSError, ValueError):  # no file yet, forged, or not a map: the new entries alone
+                        data = join_maps(self._opened(name, path.read_bytes()), data)
                 if _map_header(data)[0] > self.max_entries:
                     data = self._bounded(data, added)
-                self._write(name, data)
+                sealed = seal(self._purpose(name), data)
+                if sealed is None:
+                    return
+                self._write(name, sealed)
             except (OSError, ValueError, TypeError, OverflowError):
                 return
             self._damaged.discard(name)
             del self._shards[name], self._new[name]
+
+    def _purpose(self, name: str) -> str:
+        """What shard `name` of this cache is sealed for (`cacheauth`): an entry moved elsewhere does not verify."""
+        assert self.directory is not None
+        return f"{self.directory.name}/{name}"
+
+    def _opened(self, name: str, sealed: bytes) -> bytes:
+        """The map of a shard's file, its tag checked (ValueError when it does not verify)."""
+        data = unseal(self._purpose(name), sealed)
+        if data is None:
+            raise ValueError("not sealed with this user's key")
+        return data
 
     def _bounded(self, joined: bytes, added: dict[str, Any]) -> bytes:
         """`joined` (a shard's file with `added` joined on) rewritten with its newest `max_entries` entries: a

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cfgtool._util.cacheauth import seal
 from cfgtool._util.codec import pack, unpack
 from cfgtool.build.cache import (
     NodeCache,
@@ -102,6 +105,27 @@ def test_node_cache_round_trips_plain_entries(tmp_path: Path) -> None:
     assert plain(fresh.get("0123")) == entry
 
 
+def shard(directory: Path, name: str, entries: dict[str, Any]) -> None:
+    """Write shard `name` of the cache in `directory` as cfgtool would, sealed with the user's key: what its
+    entries hold is then checked entry by entry."""
+    sealed = seal(f"{directory.name}/{name}", pack(entries))
+    assert sealed is not None
+    (directory / f"{name}.msgpack").write_bytes(sealed)
+
+
+def test_a_forged_shard_is_a_miss(tmp_path: Path) -> None:
+    """Whoever can write the cache rewrites a node's config with every CRC right (as a plain shard, and with a
+    checksum where the key's tag goes): the entry is a miss, never the planted config."""
+    cache = NodeCache(tmp_path)
+    cache.put("c0", ({"size": 1}, False, "h", 4))
+    cache.flush()
+    data = pack({"size": 999})
+    forged = pack({"c0": [data, False, "h", 4, zlib.crc32(data)]})
+    for planted in (forged, hashlib.sha256(forged).digest() + forged):
+        (tmp_path / "c.msgpack").write_bytes(planted)
+        assert NodeCache(tmp_path).get("c0") is None
+
+
 def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
     (tmp_path / "0.msgpack").write_bytes(b"\xc1not msgpack data")
     cache = NodeCache(tmp_path)
@@ -112,7 +136,7 @@ def test_cache_damaged_shard_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
 
 
 def test_cache_damaged_entry_is_a_miss(tmp_path: Path) -> None:
-    (tmp_path / "ef.msgpack").write_bytes(pack({"ef\0m.conf": [3, "m.conf", 1]}))  # a truncated record
+    shard(tmp_path, "ef", {"ef\0m.conf": [3, "m.conf", 1]})  # a truncated record
     cache = ParseCache(tmp_path)
     assert cache.get(("ef", "m.conf")) is None
 
@@ -174,19 +198,19 @@ def test_node_cache_keeps_configs_packed_until_read(tmp_path: Path) -> None:
 
 def test_node_cache_entry_failing_its_crc_is_a_miss(tmp_path: Path) -> None:
     data = pack({"a": 1})
-    (tmp_path / "c.msgpack").write_bytes(pack({"cd": [data[:-1] + b"\x02", False, "h", 1, zlib.crc32(data)]}))
+    shard(tmp_path, "c", {"cd": [data[:-1] + b"\x02", False, "h", 1, zlib.crc32(data)]})
     assert NodeCache(tmp_path).get("cd") is None
 
 
 def test_node_cache_forged_entry_that_is_not_a_map_is_a_miss(tmp_path: Path) -> None:
     data = pack([1, 2])  # not a config, with a matching CRC: written so on purpose
-    (tmp_path / "c.msgpack").write_bytes(pack({"cd": [data, False, "h", 1, zlib.crc32(data)]}))
+    shard(tmp_path, "c", {"cd": [data, False, "h", 1, zlib.crc32(data)]})
     assert NodeCache(tmp_path).get("cd") is None
 
 
 def test_node_cache_forged_map_that_does_not_decode_is_an_error_not_a_crash(tmp_path: Path) -> None:
     data = b"\x81\xc1\xc1"  # a map header, then bytes msgpack never uses, with a matching CRC
-    (tmp_path / "c.msgpack").write_bytes(pack({"cd": [data, False, "h", 1, zlib.crc32(data)]}))
+    shard(tmp_path, "c", {"cd": [data, False, "h", 1, zlib.crc32(data)]})
     found = NodeCache(tmp_path).get("cd")
     assert found is not None and isinstance(found[0], PackedConfig)
     with pytest.raises(CfgtoolError, match="not a config"):
