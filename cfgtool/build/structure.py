@@ -1,18 +1,17 @@
-"""The structure cache: a store's import graphs, kept between compiles, so that a compile after `main.conf`
-changes reads no includes file and computes no linearization again.
+"""The structure cache: a store's import graphs, kept between compiles, so that a compile after `main.conf` changes
+reads no includes file and computes no linearization again.
 
-What discovery reads from includes files and every graph a compile builds (one per variable assignment it
-checks: usable imports, L(K), cycles, import warnings, which nodes another value changes) depend on the
-store's shape alone: its file paths, the blob ids of its includes files and `_CONFIG_STORE`, the variable
-values asked for, and cfgtool's code. `shape_key` digests exactly these, so any change to one of them is
-another entry; `main.conf` contents are not part of it (the node cache keys those). An entry is plain data
-(msgpack: node keys by index, imports as (target, line) pairs), one file per shape with a CRC-32, written
-through a temporary file and a rename; the `KEEP` most recently used files are kept. A damaged, truncated
-or foreign entry is a miss. Since the shape names every file path, what discovery found (nodes, includes
-files as read, problems) is kept too: a compile that finds its shape only reads the blob ids of the
-`main.conf` files (`cfgtool.store.nodes.relaid`). Compiles against `--base` rules do not use it (their
-settings are not the source's own).
-"""
+What discovery reads from includes files and every graph a compile builds (one per variable assignment it checks:
+usable imports, L(K), cycles, import warnings, which nodes another value changes) depend on the store's shape alone:
+its file paths, the blob ids of its includes files and `_CONFIG_STORE`, the variable values asked for, and cfgtool's
+code. `shape_key` digests exactly these, so any change to one of them is another entry; `main.conf` contents are not
+part of it (the node cache keys those). An entry is plain data (msgpack: node keys by index, imports as (target,
+line) pairs), one file per shape sealed with the user's cache key (`cacheauth`: it decides what the compile
+imports), written through a temporary file and a rename; the `KEEP` most recently used files are kept. A damaged,
+truncated, forged or foreign entry is a miss. Since the shape names every file path, what discovery found (nodes,
+includes files as read, problems) is kept too: a compile that finds its shape only reads the blob ids of the
+`main.conf` files (`cfgtool.store.nodes.relaid`). Compiles against `--base` rules do not use it (their settings are
+not the source's own)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ import hashlib
 import json
 import os
 import tempfile
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from itertools import accumulate, chain, islice, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.cachedir import cache_root, mark_used, private_dir, prune
 from cfgtool._util.codec import DAMAGED, pack, unpack
 from cfgtool._version import __version__
@@ -41,7 +40,7 @@ from cfgtool.store.settings import SETTINGS_FILE
 from cfgtool.store.sources import Source
 
 T = TypeVar("T")
-FORMAT = 3  # the layout of an entry (2: what discovery found; 3: an L(K) that is [K] + L(B) names B)
+FORMAT = 4  # the layout of an entry (2: what discovery found; 3: an L(K) that is [K] + L(B) names B; 4: sealed)
 KEEP = 8  # entries kept (one per store shape: a change to includes files or directories makes another)
 _HASHED = frozenset((*INCLUDES_FILES, SETTINGS_FILE))  # files whose content is part of the shape
 # the modules whose code decides what an entry holds: a change to any of them starts afresh
@@ -121,11 +120,10 @@ def load(key: str) -> Structure | None:
     """The entry for `key`; None when there is none, or it does not read back whole."""
     path = _directory() / f"{key}.msgpack"
     try:
-        outer = unpack(path.read_bytes())
-        if not (isinstance(outer, list) and len(outer) == 3 and outer[0] == key and isinstance(outer[1], bytes)
-                and zlib.crc32(outer[1]) == outer[2]):  # fmt: skip
-            return None
-        structure = _decode(unpack(outer[1]))
+        data = unseal(f"{path.parent.name}/{key}", path.read_bytes())
+        if data is None:
+            return None  # damaged, forged or moved from another key's place
+        structure = _decode(unpack(data))
     except (OSError, RecursionError, *DAMAGED):
         return None
     mark_used(path)
@@ -134,14 +132,16 @@ def load(key: str) -> Structure | None:
 
 def save(key: str, store: Store, graph: Graph, checks: Sequence[Check]) -> None:
     """Store what a compile computed for the shape `key`; a cache that cannot be written is skipped."""
-    data = pack(_encode(store, graph, checks))
     directory = _directory()
+    sealed = seal(f"{directory.name}/{key}", pack(_encode(store, graph, checks)))
+    if sealed is None:
+        return
     try:
         private_dir(directory)
         fd, tmp = tempfile.mkstemp(prefix=".structure.", dir=directory)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(pack([key, data, zlib.crc32(data)]))
+                handle.write(sealed)
             os.replace(tmp, directory / f"{key}.msgpack")
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

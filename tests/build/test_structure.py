@@ -4,12 +4,12 @@ a miss."""
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.codec import pack, unpack
 from cfgtool.build import structure
 from cfgtool.compile.compiler import CompileResult, compile_source, compile_store
@@ -103,18 +103,18 @@ def test_structure_cache_reads_no_includes_file_when_warm(
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda data: data[: len(data) // 2],  # truncated
-        lambda data: b"\xc1 not msgpack",
-        lambda data: pack([1, 2, 3]),  # well-formed, not an entry
-        lambda data: _reframe(data, lambda payload: payload[:-3] + b"\x00\x00\x00"),  # the CRC does not match
-        lambda data: _rewrite(data, lambda entry: {**entry, "keys": entry["keys"][::-1]}),  # another store
-        lambda data: _rewrite(data, lambda entry: {**entry, "main": [1, 2]}),  # a damaged field, CRC made to match
-        # planted, with the CRC made to match: nodes that cannot be the store's
-        lambda data: _rewrite(data, lambda entry: {**entry, "keys": [*entry["keys"], "/zzz/r"]}),  # no parent node
-        lambda data: _rewrite(data, lambda entry: {**entry, "keys": [*entry["keys"], "/zzz"]}),  # no such directory
-        lambda data: _rewrite(data, lambda entry: {**entry, "keys": [*entry["keys"], "/~"]}),  # no key
-        lambda data: _rewrite(data, lambda entry: {**entry, "keys": ["/0", *entry["keys"][1:]]}),  # no root
-        lambda data: _rewrite(data, lambda entry: {**entry, "includes": _moved(entry["includes"])}),  # elsewhere
+        lambda d, p: d[: len(d) // 2],  # truncated
+        lambda d, p: b"\xc1 not msgpack",
+        lambda d, p: pack([1, 2, 3]),  # well-formed, not an entry (nor sealed)
+        lambda d, p: _reframe(d, p, lambda x: x[:-3] + b"\x00\x00\x00"),  # the tag does not match
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "keys": e["keys"][::-1]}),  # another store
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "main": [1, 2]}),  # a damaged field, sealed again
+        # sealed again by a cfgtool that got it wrong: nodes that cannot be the store's
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "keys": [*e["keys"], "/zzz/r"]}),  # no parent node
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "keys": [*e["keys"], "/zzz"]}),  # no such directory
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "keys": [*e["keys"], "/~"]}),  # no key
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "keys": ["/0", *e["keys"][1:]]}),  # no root
+        lambda d, p: _rewrite(d, p, lambda e: {**e, "includes": _moved(e["includes"])}),  # elsewhere
     ],
 )
 def test_structure_cache_damaged_entry_is_a_miss(
@@ -124,7 +124,7 @@ def test_structure_cache_damaged_entry_is_a_miss(
     cache = tmp_path / "cache"
     cold = answers(compiled(repo, cache, monkeypatch))
     (entry,) = entries(cache)
-    entry.write_bytes(damage(entry.read_bytes()))
+    entry.write_bytes(damage(entry.read_bytes(), f"{entry.parent.name}/{entry.stem}"))
     missed = compiled(repo, cache, monkeypatch)
     assert missed.stats["graphs_reused"] == 0
     assert answers(missed) == cold
@@ -155,20 +155,23 @@ def test_structure_cache_settings_problems_are_found_afresh(
         assert diags != entry["diagnostics"]  # the settings' problem is in the entry
         return {**entry, "diagnostics": diags}
 
-    entry.write_bytes(_rewrite(entry.read_bytes(), reworded))
+    entry.write_bytes(_rewrite(entry.read_bytes(), f"{entry.parent.name}/{entry.stem}", reworded))
     warm = compiled(repo, cache, monkeypatch)
     assert warm.stats["graphs_reused"] == 1 and answers(warm) == cold
 
 
-def _reframe(data: bytes, change: Any) -> bytes:
-    key, payload, crc = unpack(data)
-    return pack([key, change(payload), crc])
+def _reframe(data: bytes, purpose: str, change: Any) -> bytes:
+    """The entry with its bytes changed after sealing: its tag no longer matches."""
+    return data[:32] + change(data[32:])
 
 
-def _rewrite(data: bytes, change: Any) -> bytes:
-    key, payload, _ = unpack(data)
-    payload = pack(change(unpack(payload)))
-    return pack([key, payload, zlib.crc32(payload)])
+def _rewrite(data: bytes, purpose: str, change: Any) -> bytes:
+    """The entry rewritten and sealed again with the user's key, as a cfgtool with another idea of it would."""
+    found = unseal(purpose, data)
+    assert found is not None
+    sealed = seal(purpose, pack(change(unpack(found))))
+    assert sealed is not None
+    return sealed
 
 
 @pytest.mark.parametrize(
