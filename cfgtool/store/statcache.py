@@ -15,8 +15,9 @@ margin covers one machine's clocks: a network file system whose server's clock r
 more than the margin could fool it.
 
 One cache file per working tree and store directory, in the private cache directory (the `KEEP` most recently
-written are kept): msgpack (plain data) with a CRC-32, written to a temporary file and renamed. A damaged,
-truncated or foreign file, or an entry of the wrong shape, is a miss: the files are read and hashed as if there
+written are kept): msgpack (plain data) sealed with the user's cache key (`cacheauth`: a blob id decides which
+content a path compiles as), written to a temporary file and renamed. A damaged, truncated, forged or foreign
+file, or an entry of the wrong shape, is a miss: the files are read and hashed as if there
 were no cache.
 """
 
@@ -25,15 +26,15 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import zlib
 from pathlib import Path
 from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.cachedir import cache_root, private_dir, prune
 
-FORMAT = 1
+FORMAT = 2  # 2: sealed with the user's cache key
 MAGIC = "cfgtool-stat-cache"
 # How much older than the read of a file's content (and the writing of the cache) its timestamps must be for
 # an entry to be trusted: more than a clock tick and a file system's granularity. A file system that keeps whole
@@ -110,13 +111,15 @@ class StatCache:
         stored = self._stored if self._stored is not None else self._load()
         if not self._changed and len(self._kept) == len(stored):
             return
-        payload = _pack([self.root, self.store, self._kept])
+        sealed = seal(f"stat {self.path.name}", _pack([MAGIC, FORMAT, self.root, self.store, self._kept]))
+        if sealed is None:
+            return
         try:
             private_dir(self.directory)
             fd, tmp = tempfile.mkstemp(prefix=".stat.", dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as handle:
-                    handle.write(_pack([MAGIC, FORMAT, zlib.crc32(payload), payload]))
+                    handle.write(sealed)
                 os.replace(tmp, self.path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -133,11 +136,12 @@ class StatCache:
             with open(self.path, "rb") as handle:
                 written = os.fstat(handle.fileno()).st_mtime_ns
                 data = handle.read()
-            magic, version, crc, payload = msgpack.unpackb(data, raw=False)
-            if magic != MAGIC or version != FORMAT or type(payload) is not bytes or zlib.crc32(payload) != crc:
-                return self._stored
-            root, store, entries = msgpack.unpackb(payload, raw=False)
-            if root == self.root and store == self.store and type(entries) is dict:  # not another tree's
+            payload = unseal(f"stat {self.path.name}", data)
+            if payload is None:
+                return self._stored  # damaged, forged, or another tree's file moved here
+            magic, version, root, store, entries = msgpack.unpackb(payload, raw=False)
+            ours = magic == MAGIC and version == FORMAT and root == self.root and store == self.store
+            if ours and type(entries) is dict:  # not another tree's
                 self._stored, self._written = entries, written
         except (OSError, *_DAMAGED):
             pass

@@ -3,11 +3,13 @@ that file only, and no change to a file's content goes unseen, however its times
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
 import pytest
@@ -15,7 +17,7 @@ import pytest
 from cfgtool.compile.compiler import CompileResult, compile_source, compile_store
 from cfgtool.errors import SourceError
 from cfgtool.store.sources import WorkTreeSource, blob_id
-from cfgtool.store.statcache import KEEP, StatCache, settled, signature
+from cfgtool.store.statcache import FORMAT, KEEP, MAGIC, StatCache, settled, signature
 
 if TYPE_CHECKING:
     from tests.conftest import GitRepo
@@ -185,9 +187,8 @@ def test_another_trees_cache_file_is_a_miss(tree: GitRepo, store_repo: GitRepo, 
 
 def test_the_cache_file_is_plain_data_in_a_private_directory(tree: GitRepo) -> None:
     cache = stat_cache_of(tree)
-    magic, version, _, payload = msgpack.unpackb(cache.path.read_bytes(), raw=False)
-    assert (magic, version) == ("cfgtool-stat-cache", 1)
-    root, store, entries = msgpack.unpackb(payload, raw=False)
+    magic, version, root, store, entries = msgpack.unpackb(cache.path.read_bytes()[32:], raw=False)  # after the tag
+    assert (magic, version) == ("cfgtool-stat-cache", FORMAT)
     assert (root, store) == (str(tree.root), "store")
     assert set(map(type, entries["store/data/n0/main.conf"])) == {int, str}
     assert cache.directory.stat().st_mode & 0o777 == 0o700
@@ -197,7 +198,7 @@ def test_entries_of_deleted_files_are_dropped(tree: GitRepo) -> None:
     tree.write({"data/n0/main.conf": None, "data/n1/main.conf": "value = 11\nname = n1\n"}, under="store/")
     wait_settled([tree.root / "store/data/n1/main.conf"])
     compile_store(tree.root)
-    paths = msgpack.unpackb(msgpack.unpackb(stat_cache_of(tree).path.read_bytes())[3], raw=False)[2]
+    paths = msgpack.unpackb(stat_cache_of(tree).path.read_bytes()[32:], raw=False)[4]
     assert "store/data/n0/main.conf" not in paths and "store/data/n1/main.conf" in paths
 
 
@@ -212,3 +213,34 @@ def test_the_caches_of_the_least_recently_written_trees_are_pruned(tree: GitRepo
     compile_store(tree.root)  # writes this tree's cache
     left = sorted(directory.glob("*.msgpack"))
     assert len(left) == KEEP and stat_cache_of(tree).path in left and directory / f"{0:032x}.msgpack" not in left
+
+
+def test_a_forged_cache_file_is_a_miss(tree: GitRepo) -> None:
+    """Whoever can write the cache rewrites /data/n6's entry to the blob id of /data/n1's content, with its
+    checksum right (in the layout of a checksummed file, and with a checksum where the key's tag goes): the
+    compile reads the file itself."""
+    cache = stat_cache_of(tree)
+    raw = cache.path.read_bytes()
+    decoded = next(d for d in map(_unpacked, (raw, raw[32:])) if d is not None)
+    root, store, entries = decoded[-3:]
+    entries["store/data/n6/main.conf"][5] = blob_id(NODES["data/n1/main.conf"].encode())
+    inner = msgpack.packb([root, store, entries], use_bin_type=True)
+    sealed_layout = msgpack.packb([MAGIC, FORMAT, root, store, entries], use_bin_type=True)
+    for planted in (
+        msgpack.packb([MAGIC, 1, zlib.crc32(inner), inner], use_bin_type=True),
+        hashlib.sha256(sealed_layout).digest() + sealed_layout,
+    ):
+        cache.path.write_bytes(planted)
+        config = reads(tree)[1].snapshot.nodes["/data/n6"].config
+        assert config is not None and config["value"] == 6
+
+
+def _unpacked(data: bytes) -> list[Any] | None:
+    """A stat cache file's fields, in either layout: [magic, format, root, store, entries]."""
+    try:
+        fields = msgpack.unpackb(data, raw=False)
+        if len(fields) == 4 and type(fields[3]) is bytes:  # [magic, format, crc, payload]
+            return [*fields[:2], *msgpack.unpackb(fields[3], raw=False)]
+        return fields if len(fields) == 5 else None
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
