@@ -1,8 +1,9 @@
-"""The typed lookup of every node, kept on disk beside the version artifacts (`<cache>/spark-lookups-v1/`), so that
+"""The typed lookup of every node, kept on disk beside the version artifacts (`<cache>/spark-lookups-v2/`), so that
 the first `attach` of an application reads a few megabytes instead of building it.
 
 One file per (store, commit, variables, columns, cfgtool version): a header line of JSON (what it is for, each
-column's type, the SHA-256 of the body) and the lookup's Arrow table as an Arrow IPC stream. Written to a
+column's type) and the lookup's Arrow table as an Arrow IPC stream, sealed with the user's cache key (`cacheauth`:
+the lookup is the answer an `attach` joins). Written to a
 temporary file renamed into place; at most `LIMIT` files, the least recently used removed first. A file that is
 damaged, truncated, foreign (another version's, variables' or columns' under this name) or of another format is
 a miss, never an error or a wrong answer (docs/security.md). Only lookups without opened secrets are kept: a secret
@@ -20,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.cachedir import mark_used, private_dir, prune
 from cfgtool._version import __version__
 from cfgtool.spark.columns import Kind, arrow_type
 from cfgtool.spark.join import LOOKUP_KEY
 
-FORMAT = 1
+FORMAT = 2  # 2: sealed with the user's cache key
 LIMIT = 16  # files kept; each is one version's lookup of a set of paths (about 9 MB for 100,000 nodes, 4 paths)
 _KINDS = (None, "string", "integer", "number", "boolean")
 _HEADER_MAX = 1 << 20  # a header line longer than this is no header of ours
@@ -57,16 +59,16 @@ def read(pa: Any, path: Path, ident: Mapping[str, Any]) -> tuple[Any, dict[str, 
     """The kept lookup table at `path` and each column's type, when it is intact and the one `ident` names;
     None (a miss) for anything else."""
     try:
-        data = path.read_bytes()
+        data = unseal(f"spark {path.name}", path.read_bytes())
     except OSError:
         return None
+    if data is None:
+        return None  # damaged, forged or moved from another lookup's place
     end = data.find(b"\n", 0, _HEADER_MAX)
     try:
         header = json.loads(data[:end]) if end > 0 else None
         body = memoryview(data)[end + 1 :]
         if type(header) is not dict or header.get("identity") != ident:
-            return None
-        if header.get("sha256") != hashlib.sha256(body).hexdigest():
             return None
         kinds = header["kinds"]
         columns = [column for column, _ in ident["columns"]]
@@ -89,14 +91,16 @@ def write(pa: Any, path: Path, ident: Mapping[str, Any], table: Any, kinds: Mapp
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     body = sink.getvalue().to_pybytes()
-    header = {"identity": ident, "kinds": dict(kinds), "sha256": hashlib.sha256(body).hexdigest()}
+    header = {"identity": ident, "kinds": dict(kinds)}
+    sealed = seal(f"spark {path.name}", json.dumps(header).encode("utf-8") + b"\n" + body)
+    if sealed is None:
+        return
     with contextlib.suppress(OSError):
         private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(json.dumps(header).encode("utf-8") + b"\n")
-                out.write(body)
+                out.write(sealed)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -4,6 +4,7 @@ version, variable value or column set never reads it; lookups with opened secret
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cfgtool._util.cacheauth import seal, unseal
 from cfgtool.spark import ConfigLoader, stored, tables
 
 pytestmark = pytest.mark.xdist_group("spark")
@@ -98,26 +100,52 @@ def _damage_empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
-def _damage_body(path: Path) -> None:
-    """A body that is no Arrow stream, with a header that vouches for it (made, not damaged)."""
-    import hashlib
+def _opened(path: Path) -> tuple[dict[str, Any], bytes]:
+    """The header and body of a kept lookup, after its tag."""
+    data = unseal(f"spark {path.name}", path.read_bytes())
+    assert data is not None
+    head, body = data.split(b"\n", 1)
+    return json.loads(head), body
 
-    header = json.loads(path.read_bytes().split(b"\n", 1)[0])
-    body = b"\xff" * 64
-    header["sha256"] = hashlib.sha256(body).hexdigest()
-    path.write_bytes(json.dumps(header).encode() + b"\n" + body)
+
+def _resealed(path: Path, header: dict[str, Any], body: bytes) -> None:
+    """Write a lookup as a cfgtool with another idea of it would: sealed with the user's key."""
+    sealed = seal(f"spark {path.name}", json.dumps(header).encode() + b"\n" + body)
+    assert sealed is not None
+    path.write_bytes(sealed)
+
+
+def _damage_body(path: Path) -> None:
+    """A body that is no Arrow stream, under a valid tag (made, not damaged)."""
+    header, _ = _opened(path)
+    _resealed(path, header, b"\xff" * 64)
 
 
 def _damage_kinds(path: Path) -> None:
     """A header whose column types disagree with the table it vouches for."""
-    head, body = path.read_bytes().split(b"\n", 1)
-    header = json.loads(head)
+    header, body = _opened(path)
     header["kinds"]["kafka_partitions"] = "boolean"
-    path.write_bytes(json.dumps(header).encode() + b"\n" + body)
+    _resealed(path, header, body)
+
+
+def _forged(path: Path) -> None:
+    """Whoever can write the cache plants a lookup with other partitions and a right checksum: a miss."""
+    pa = _pa()
+    data = path.read_bytes()
+    head, body = data[data.index(b'{"identity"') :].split(b"\n", 1)
+    table = pa.ipc.open_stream(pa.py_buffer(body)).read_all()
+    column = table.schema.get_field_index("kafka_partitions")
+    table = table.set_column(column, table.field(column), pa.array([999] * table.num_rows, table.field(column).type))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    planted = sink.getvalue().to_pybytes()
+    header = {**json.loads(head), "sha256": hashlib.sha256(planted).hexdigest()}
+    path.write_bytes(json.dumps(header).encode() + b"\n" + planted)
 
 
 @pytest.mark.parametrize(
-    "damage", [_damage_truncate, _damage_flip, _damage_header, _damage_empty, _damage_body, _damage_kinds]
+    "damage", [_damage_truncate, _damage_flip, _damage_header, _damage_empty, _damage_body, _damage_kinds, _forged]
 )
 def test_a_damaged_kept_lookup_is_a_miss_built_again(
     spark: Any, published: GitRepo, cache: Path, builds: list[dict[str, str]], damage: Any
@@ -138,7 +166,7 @@ def _pa() -> Any:
 
 
 def _identity_in(path: Path) -> Any:
-    return json.loads(path.read_bytes().split(b"\n", 1)[0])["identity"]
+    return _opened(path)[0]["identity"]
 
 
 def _plant(cache: Path, source: Path, loader: ConfigLoader, paths: Any) -> None:
