@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import split_path
 from cfgtool.serve.answers import Answer, Bounded, answer
-from cfgtool.serve.worker import build_body, etag
+from cfgtool.serve.worker import VersionAnswers, build_body, etag
 from cfgtool.store.keys import depth, near_node, nearest
 from cfgtool.store.queries import Relations
 
@@ -42,25 +42,25 @@ class LoadedVersion:
         self,
         store: str,
         version: int,
-        entry: Mapping[str, Any],
+        answers: VersionAnswers,
         authorizer: Authorizer | None = None,
     ) -> None:
         self.store = store
         self.version = version
         self.authorizer = authorizer
-        self.commit: str = entry["commit"]
-        self.name: str | None = entry["name"]
-        self._head: bytes = entry["head"]
-        self._tail: bytes = entry["tail"]
-        self.configs: dict[str, bytes] = entry["configs"]  # canonical JSON of each resolved node's config
-        self.failed = frozenset(entry["failed"])
-        self.intrinsic = frozenset(entry["intrinsic"])
+        self.commit = answers.commit
+        self.name = answers.name
+        self._head = answers.head
+        self._tail = answers.tail
+        self.configs = answers.configs  # canonical JSON of each resolved node's config
+        self.failed = frozenset(answers.failed)
+        self.intrinsic = frozenset(answers.intrinsic)
         self.nodes = frozenset(self.configs) | self.failed
         self._depth = max(map(depth, self.nodes), default=0)
-        self.secrets: Mapping[str, Mapping[str, str | None]] = entry["secrets"]
-        self.tag_roots: tuple[str, ...] = tuple(entry["tag_roots"])
-        self.relations = Relations(entry["relations"])  # the queries: L and explicit imports of each node
-        self.keys = {key: Answer(200, body, tag) for key, (body, tag) in entry["bodies"].items()}
+        self.secrets: Mapping[str, Mapping[str, str | None]] = answers.secrets
+        self.tag_roots = tuple(answers.tag_roots)
+        self.relations = Relations(answers.relations)  # the queries: L and explicit imports of each node
+        self.keys = {key: Answer(200, body, tag) for key, (body, tag) in answers.bodies.items()}
         self._phantoms: Bounded[str, Answer] = Bounded(4096, _size, CACHED_BYTES)
         self._other: Bounded[tuple[Any, ...], Answer] = Bounded(1024, _size, CACHED_BYTES)
         self._near: Bounded[str, tuple[str | None]] = Bounded(4096)  # key without a node -> (did-you-mean,)

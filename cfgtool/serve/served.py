@@ -26,7 +26,7 @@ from cfgtool.serve.feed import Event
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.mirror import StoreRef
 from cfgtool.serve.timeline import Published, effective_by, window
-from cfgtool.serve.worker import Resolver, Worker
+from cfgtool.serve.worker import Resolver, VersionLoad, Worker
 from cfgtool.versions import History, Version, history
 from cfgtool.versions.names import CURRENT
 
@@ -92,14 +92,15 @@ class StoreState:
         return self._root
 
     # -- loading ------------------------------------------------------------------------------------------
-    def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[dict[str, Any]]:
+    def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[VersionLoad]:
         """Load `versions` in a worker: each one's error or changed-key count, and answers for `keep`."""
         args = (str(self._root), self.path, self.name, str(self._cache), sorted(versions), sorted(keep), base)
         return self._worker.load(*args)
 
-    def _loaded(self, version: int, entry: dict[str, Any]) -> LoadedVersion:
-        authorizer = self.acl(entry["commit"])[0] if self._with_acl else None
-        return LoadedVersion(self.name, version, entry, authorizer)
+    def _loaded(self, entry: VersionLoad) -> LoadedVersion:
+        assert entry.answers is not None  # asked to keep it, and it loaded
+        authorizer = self.acl(entry.answers.commit)[0] if self._with_acl else None
+        return LoadedVersion(self.name, entry.version, entry.answers, authorizer)
 
     def acl(self, commit: str) -> tuple[Authorizer, str | None]:
         """The authorizer under the ACL at `commit`, and why it fails closed (None: it loaded). An ACL that
@@ -147,9 +148,9 @@ class StoreState:
             if found is not None:
                 return found
             [entry] = self._load([version], {version})
-            if entry["error"] is not None:
-                raise CfgtoolError(f"version {version} of store {self.name} does not compile: {entry['error']}")
-            return self._others.put(version, self._loaded(version, entry))
+            if entry.error is not None:
+                raise CfgtoolError(f"version {version} of store {self.name} does not compile: {entry.error}")
+            return self._others.put(version, self._loaded(entry))
 
     # -- refresh (the loader thread) ----------------------------------------------------------------------
     def refresh(self, now: float) -> list[Event]:
@@ -162,15 +163,14 @@ class StoreState:
             base = max((n for n in self._seen if n not in unservable), default=None)
             hot = set(window(_published(hist, unservable), now, self.cache_time))
             for entry in self._load(new, hot & set(new), base):
-                n = entry["version"]
-                if entry["error"] is not None:
-                    unservable[n] = entry["error"]
+                n = entry.version
+                if entry.error is not None:
+                    unservable[n] = entry.error
                 elif n in hot:
-                    self._others.put(n, self._loaded(n, entry))
+                    self._others.put(n, self._loaded(entry))
                 self._seen.add(n)
                 date = hist.tag(n).date.timestamp()
-                changed = entry.get("changed", 0)
-                events.append(Event("publish", n, date, changed, effective_by(date, self.cache_time)))
+                events.append(Event("publish", n, date, entry.changed, effective_by(date, self.cache_time)))
         markers = hist.markers
         rolled = [n for n in sorted(set(markers) - self._markers) if n in self._seen]  # else nothing was served
         self._markers.update(markers)

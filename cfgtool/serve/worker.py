@@ -34,8 +34,9 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from cfgtool._util.codec import pack, unpack
 from cfgtool.client.local import ConfigClient
@@ -56,10 +57,56 @@ def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
     return ConfigClient(Path(root), store=store or ".", version=version, cache_dir=Path(cache))
 
 
-def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
-    """Every resolved node's key answer `{"commit", "config", "exists", "key", "store", "version"}` as
-    canonical JSON bytes with its ETag, what a key without a node needs to be answered, and the import relations
-    the queries read (`pack_relations`)."""
+@dataclass(frozen=True, slots=True)
+class VersionAnswers:
+    """What the server keeps of a version it serves, built by the worker: every resolved node's key answer
+    (`{"commit", "config", "exists", "key", "store", "version"}` as canonical JSON bytes, with its ETag), what a
+    key without a node needs to be answered, and the import relations the queries read (`pack_relations`)."""
+
+    commit: str
+    name: str | None  # the store's `_CONFIG_STORE` name
+    head: bytes  # a key answer's bytes before its config ...
+    tail: bytes  # ... and after its key (`build_body`)
+    configs: dict[str, bytes]  # canonical JSON of each resolved node's config
+    bodies: dict[str, list[bytes]]  # each resolved node's answer: [body, ETag]
+    failed: list[str]  # the nodes that did not resolve
+    intrinsic: list[str]  # the nodes whose config uses the `cfgtool.key` intrinsics
+    secrets: dict[str, dict[str, str | None]]  # node -> path -> sealed envelope (None: not sealed)
+    tag_roots: list[str]
+    relations: dict[str, Any]  # `pack_relations`
+
+    def wire(self) -> dict[str, Any]:
+        """The record as plain data, for msgpack across the process boundary (no pickled classes)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> Self:
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionLoad:
+    """The worker's report on one version: why it cannot be served (`error`), or the number of keys it changed
+    since the previous servable version and, when asked to keep it, its answers."""
+
+    version: int
+    error: str | None = None
+    changed: int = 0
+    answers: VersionAnswers | None = None
+
+    def wire(self) -> list[Any]:
+        """The report as plain data, for msgpack."""
+        shipped = None if self.answers is None else self.answers.wire()
+        return [self.version, self.error, self.changed, shipped]
+
+    @classmethod
+    def from_wire(cls, data: list[Any]) -> Self:
+        version, error, changed, shipped = data
+        return cls(version, error, changed, None if shipped is None else VersionAnswers.from_wire(shipped))
+
+
+def _answers(client: ConfigClient, name: str) -> VersionAnswers:
+    """The answers of the version `client` reads, as the store `name` serves them."""
     snapshot = client.snapshot
     head = f'{{"commit":{json.dumps(client.commit)},"config":'.encode()
     tail = f',"store":{json.dumps(name)},"version":{client.version}}}'.encode()
@@ -75,19 +122,19 @@ def _answers(client: ConfigClient, name: str) -> dict[str, Any]:
         config = configs[key] = canonical_json(node.config).encode("utf-8")
         body = build_body(head, tail, key, True, config)
         bodies[key] = [body, etag(body)]
-    return {
-        "commit": client.commit,
-        "name": snapshot.name,
-        "head": head,
-        "tail": tail,
-        "configs": configs,
-        "bodies": bodies,
-        "failed": failed,
-        "intrinsic": intrinsic,
-        "secrets": {k: dict(v) for k, v in snapshot.secrets.items()},
-        "tag_roots": list(snapshot.tag_roots),
-        "relations": pack_relations(snapshot),
-    }
+    return VersionAnswers(
+        commit=client.commit,
+        name=snapshot.name,
+        head=head,
+        tail=tail,
+        configs=configs,
+        bodies=bodies,
+        failed=failed,
+        intrinsic=intrinsic,
+        secrets={k: dict(v) for k, v in snapshot.secrets.items()},
+        tag_roots=list(snapshot.tag_roots),
+        relations=pack_relations(snapshot),
+    )
 
 
 def build_body(head: bytes, tail: bytes, key: str, exists: bool, config: bytes) -> bytes:
@@ -104,8 +151,9 @@ def etag(body: bytes) -> bytes:
 
 def load(root: str, store: str, name: str, cache: str, versions: list[int], keep: list[int], base: int | None) -> bytes:
     """Load `versions` (ascending) of a store: per version its error, or the number of keys it changed since
-    the previous servable one (`base` before the first), and for those in `keep` its answers."""
-    out = []
+    the previous servable one (`base` before the first), and for those in `keep` its answers: `VersionLoad`s
+    as plain data packed with msgpack."""
+    out: list[list[Any]] = []
     before: Mapping[str, str] | None = None
     if base is not None:
         try:
@@ -116,13 +164,11 @@ def load(root: str, store: str, name: str, cache: str, versions: list[int], keep
         try:
             client = _client(root, store, n, cache)
         except CfgtoolError as exc:
-            out.append({"version": n, "error": exc.message})
+            out.append(VersionLoad(n, exc.message).wire())
             continue
         hashes = _hashes(client)
-        entry: dict[str, Any] = {"version": n, "error": None, "changed": changed(before or {}, hashes)}
-        if n in keep:
-            entry.update(_answers(client, name))
-        out.append(entry)
+        answers = _answers(client, name) if n in keep else None
+        out.append(VersionLoad(n, None, changed(before or {}, hashes), answers).wire())
         before = hashes
         del client
     return pack(out)
@@ -156,10 +202,9 @@ class Worker:
     def __init__(self) -> None:
         self._processes = True
 
-    def load(self, *args: Any) -> list[dict[str, Any]]:
+    def load(self, *args: Any) -> list[VersionLoad]:
         data: bytes = self.run(load, *args)
-        entries: list[dict[str, Any]] = unpack(data)
-        return entries
+        return [VersionLoad.from_wire(entry) for entry in unpack(data)]
 
     def changes_between(self, *args: Any) -> list[int]:
         found: list[int] = self.run(changes_between, *args)
