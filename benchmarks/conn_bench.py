@@ -9,8 +9,9 @@ measures a client at 127.0.0.1 (the median over --runs runs of --requests reques
 - quiet: nothing else runs;
 - held: another process binds 127.0.0.2 and tries to hold --hold connections (by default as many as the server
   allows in all), each sending half a request head and nothing more; a connection the server closes (408 after
-  10 s, 429 past a cap, or taken back for a newcomer) is opened again at once, so the holder also knocks at the
-  door all the time. Before measuring it waits until the holder holds what it can.
+  10 s, 429 past a cap, or taken back for a newcomer) is opened again --knock seconds later, so the holder also
+  knocks at the door all the time (held: open for a second and more). Before measuring it waits until the
+  holder holds what it can.
 
 The measured client reads a key on one kept-alive connection (`keep-alive`) and asks `/healthz` on a new
 connection each time (`new conn`, what a load balancer's probe does): the median of the runs' p50 and p99, and
@@ -37,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 KEY = "/v1/small/current/keys/data/a"
 HOLDER = """
 import asyncio, sys
-port, want, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+port, want, seconds, knock = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 held = [0]
 async def hold():
     loop = asyncio.get_running_loop()
@@ -46,16 +47,21 @@ async def hold():
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.2", 0))
         except OSError:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(knock)
             continue
         writer.write(b"GET /healthz HTTP/1.1\\r\\nhost: x\\r\\n")  # half a head, never finished
-        held[0] += 1
+        counted = False
         try:
-            await asyncio.wait_for(reader.read(), max(end - loop.time(), 0.01))  # until the server closes it
+            try:
+                await asyncio.wait_for(reader.read(), 1.0)  # closed within a second: refused, not held
+            except asyncio.TimeoutError:
+                held[0], counted = held[0] + 1, True
+                await asyncio.wait_for(reader.read(), max(end - loop.time(), 0.01))  # until the server closes it
         except (OSError, asyncio.TimeoutError):
             pass
-        held[0] -= 1
+        held[0] -= counted
         writer.close()
+        await asyncio.sleep(knock)  # and knocks again
 async def report():
     while True:
         await asyncio.sleep(0.5)
@@ -139,13 +145,13 @@ def measure(label: str, tree: Path, tmp: Path, args: argparse.Namespace) -> None
         print(f"{label} tree, quiet: {runs(port, args)}; {load()}", flush=True)
         want = args.hold or args.max_connections
         seconds = args.seconds
-        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(port), str(want), str(seconds)],
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(port), str(want), str(seconds), str(args.knock)],
                                   stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert holder.stdout is not None
-        held, settled = 0, time.monotonic() + 15
-        for line in holder.stdout:  # until the count stops growing (or 15 s)
+        held, settled = 0, time.monotonic() + 20
+        for line in holder.stdout:  # until the count stops growing (or 20 s)
             now = int(line)
-            if (now and now == held) or time.monotonic() > settled:
+            if (now and now <= held) or time.monotonic() > settled:
                 break
             held = now
         print(f"{label} tree, 127.0.0.2 holds {held} of the {want} connections it wants:", flush=True)
@@ -165,6 +171,7 @@ def main() -> int:
     parser.add_argument("--max-connections", type=int, default=2000, help="the server's --max-connections")
     parser.add_argument("--hold", type=int, default=0, help="connections the holder wants (0: --max-connections)")
     parser.add_argument("--seconds", type=float, default=120.0, help="at most this long a holder holds")
+    parser.add_argument("--knock", type=float, default=1.0, help="seconds a holder waits before opening again")
     args = parser.parse_args()
     print_machine()
     with tempfile.TemporaryDirectory(prefix="conn-bench-") as name:

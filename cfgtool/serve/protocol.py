@@ -14,7 +14,8 @@ uvicorn's h11 protocol has a head limit but serves about half as many requests a
   costs less than a timer per request);
 - at most `per_client` open connections from one client address (the socket's peer; a proxy named by
   `--forwarded-allow-ips` is not capped): one more is answered 429 and closed, so a single client cannot
-  hold the server's connections;
+  hold the server's connections (and while `per_client` of its refused connections still linger, the next
+  is dropped without an answer: lingering sockets are open files too);
 - at most `max_connections` open connections. When they are all taken, a new connection takes the place of
   the oldest one that has not yet had an answer below 400 and has no request in flight (a client holding
   connections open without using them, or that only earns refusals): that one is closed. Connections that
@@ -77,6 +78,7 @@ class LimitedProtocol(HttpToolsProtocol):
     _admitted: ClassVar[list[int]] = [0]
     _of: ClassVar[dict[str | None, int]] = {}
     _unanswered: ClassVar[dict[LimitedProtocol, None]] = {}
+    _turned_away: ClassVar[dict[str | None, int]] = {}  # connections refused at once and lingering, per address
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -94,11 +96,10 @@ class LimitedProtocol(HttpToolsProtocol):
         address = self.client[0] if self.client else None
         held = cls._of.get(address, 0)
         if address is not None and held >= cls.per_client and not cls.uncapped(address):
-            what = f"{address} holds {held} connections: at most {cls.per_client} per client address"
-            self._refuse(error(429, "too_many_connections", what))
+            self._turn_away(f"{address} holds {held} connections: at most {cls.per_client} per client address")
             return
         if cls._admitted[0] >= cls.max_connections and not cls._reclaim():
-            self._refuse(error(429, "too_many_connections", f"the server holds {self.max_connections} connections"))
+            self._turn_away(f"the server holds {self.max_connections} connections")
             return
         self._address, self._counted = address, True
         cls._admitted[0] += 1
@@ -107,6 +108,19 @@ class LimitedProtocol(HttpToolsProtocol):
         self._since = self.loop.time()
         if cls._sweeping is None:
             cls._sweeping = self.loop.call_later(SWEEP, cls._sweep, self.loop, self.connections)
+
+    def _turn_away(self, why: str) -> None:
+        """Refuse a new connection (429, lingering), or, when its address already has `per_client` refused
+        connections lingering, drop it at once: lingering sockets are open files too, and a client opening
+        connections as fast as it can must not run the server out of them."""
+        cls = type(self)
+        lingering = cls._turned_away.get(self.client[0] if self.client else None, 0)
+        if lingering >= cls.per_client:
+            self.transport.abort()
+            return
+        self._address = self.client[0] if self.client else None
+        cls._turned_away[self._address] = lingering + 1
+        self._refuse(error(429, "too_many_connections", why))
 
     @classmethod
     def _reclaim(cls) -> bool:
@@ -120,11 +134,15 @@ class LimitedProtocol(HttpToolsProtocol):
         return False
 
     def _uncount(self) -> None:
-        """No longer count this connection among the admitted (it is closing)."""
+        """No longer count this connection among the admitted, or among those turned away (it is closing)."""
+        cls = type(self)
         if not self._counted:
+            if self._refused and self._address in cls._turned_away:
+                left = cls._turned_away.pop(self._address) - 1
+                if left:
+                    cls._turned_away[self._address] = left
             return
         self._counted = False
-        cls = type(self)
         cls._admitted[0] -= 1
         left = cls._of[self._address] - 1
         if left:
@@ -248,5 +266,6 @@ def limited(
         "_admitted": [0],
         "_of": {},
         "_unanswered": {},
+        "_turned_away": {},
     }
     return type("CfgtoolProtocol", (LimitedProtocol,), fields)
