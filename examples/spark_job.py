@@ -71,7 +71,8 @@ def main() -> None:
     events = spark.createDataFrame(EVENTS, "dataset string, events long")
     enriched = loader.attach(events, paths=["owner", "kafka.partitions", "cluster.name"])
     view = loader.broadcast(keys=[dataset for dataset, _ in EVENTS])  # keys without a node: resolved here
-    topic = F.udf(lambda dataset: view.value.get_value(dataset, "kafka.topic"), "string")
+    # BrandNewEvent has no node: it is read as /data/tracking on purpose (else KeyNotFound, as for a typo)
+    topic = F.udf(lambda dataset: view.value.get_value(dataset, "kafka.topic", nearest=True), "string")
     enriched.withColumn("topic", topic("dataset")).orderBy("dataset").show(truncate=False)
     enriched.printSchema()
     high = loader.datasets("/tags/priority/HIGH")

@@ -247,13 +247,17 @@ class ConfigLoader:
 
     def broadcast(self, keys: Iterable[str] = ()) -> Any:
         """A broadcast `SnapshotView` of every node's config (plain dicts, secrets `[hidden]`) for UDFs:
-        `.value.get(key)`. A key without a node reads its nearest ancestor's config on executors; pass such
-        keys here to have them resolved on the driver instead (needed when an ancestor uses `${cfgtool.name}`)."""
+        `.value.get(key)`. A key without a node is KeyNotFound there unless read with `nearest=True`, which
+        reads its nearest ancestor's config on executors; pass such keys here to have them resolved on the
+        driver instead (needed when an ancestor uses `${cfgtool.name}`)."""
         configs = {key: snap.config for key, snap in self.snapshot.nodes.items() if snap.config is not None}
+        phantoms = []
         for raw in keys:
             hit = self.snapshot.lookup(self._key(raw))
-            configs.setdefault(hit.key, hit.config)
-        view = SnapshotView(configs, self.snapshot.name, self.version, self.commit)
+            if not hit.exists:
+                configs[hit.key] = hit.config
+                phantoms.append(hit.key)
+        view = SnapshotView(configs, self.snapshot.name, self.version, self.commit, phantoms)
         return self.spark.sparkContext.broadcast(view)
 
     # -- lookups -----------------------------------------------------------------------------------------

@@ -6,23 +6,34 @@ Spark code: executors never touch git or the repository (docs/spark.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool.hocon import split_path
-from cfgtool.store.keys import ROOT
+from cfgtool.store.keys import ROOT, near_node
 
 
 class SnapshotView:
-    """Plain configs of one version for executors: `get(key)` and `get_value(key, path)` read a key
-    without a node as its nearest ancestor. Picklable; holds no git, repository or Spark state."""
+    """Plain configs of one version for executors: `get(key)` and `get_value(key, path)`. A key without a node
+    is an error (KeyNotFound, naming a node with a close key) unless `nearest=True` reads its nearest ancestor's
+    config on purpose (or its own, when the driver resolved it: `phantoms`). Picklable; holds no git,
+    repository or Spark state."""
 
-    def __init__(self, configs: Mapping[str, Mapping[str, Any]], name: str | None, version: int, commit: str) -> None:
+    def __init__(
+        self,
+        configs: Mapping[str, Mapping[str, Any]],
+        name: str | None,
+        version: int,
+        commit: str,
+        phantoms: Iterable[str] = (),
+    ) -> None:
         self.configs = dict(configs)
         self.name = name
         self.version = version
         self.commit = commit
+        self.phantoms = frozenset(phantoms)  # keys of `configs` that have no node: resolved on the driver
+        self._names: dict[str, list[str]] | None = None  # node -> its children's names, for a did-you-mean
 
     def key(self, key: str) -> str:
         """The canonical form of `key` (scheme stripped, leading `/`, no trailing `/`)."""
@@ -31,25 +42,46 @@ class SnapshotView:
         return "/" + key.strip("/")
 
     def nearest(self, key: str) -> str | None:
-        """`key` if it has a config, else its nearest ancestor that has one."""
+        """`key` if it has a node, else its nearest ancestor that has one."""
         key = self.key(key)
-        while key not in self.configs:
+        while key not in self.configs or key in self.phantoms:
             if key == ROOT:
                 return None
             key = key.rsplit("/", 1)[0] or ROOT
         return key
 
     def exists(self, key: str) -> bool:
-        return self.key(key) in self.configs
+        """Whether `key` has a node of its own."""
+        key = self.key(key)
+        return key in self.configs and key not in self.phantoms
 
-    def get(self, key: str) -> Mapping[str, Any] | None:
-        node = self.nearest(key)
-        return self.configs[node] if node is not None else None
+    def get(self, key: str, *, nearest: bool = False) -> Mapping[str, Any] | None:
+        """The config of `key`; KeyNotFound for a key without a node unless `nearest` (then its nearest
+        ancestor's, or its own when the driver resolved it)."""
+        node, key = self.nearest(key), self.key(key)
+        if node != key and not nearest:
+            from cfgtool.snapshot.model import KeyNotFound
 
-    def get_value(self, key: str, path: str, default: Any = None) -> Any:
-        """The value at the dotted `path` (quote segments containing dots) in `key`'s config, or `default`."""
-        value = value_at(self.get(key), split_path(path))
+            near = near_node(key, lambda k: self.nearest(k) or ROOT, self._child_names)
+            raise KeyNotFound.no_node(key, self.name or "(unnamed)", node or ROOT, near)
+        found = self.configs.get(key) if key in self.phantoms else None
+        return found if found is not None else self.configs[node] if node is not None else None
+
+    def get_value(self, key: str, path: str, default: Any = None, *, nearest: bool = False) -> Any:
+        """The value at the dotted `path` (quote segments containing dots) in `key`'s config, or `default`; a key
+        without a node as `get`."""
+        value = value_at(self.get(key, nearest=nearest), split_path(path))
         return default if value is MISSING else value
+
+    def _child_names(self, key: str) -> list[str]:
+        if self._names is None:  # built on the first miss only: most jobs never make one
+            self._names = {}
+            for node in sorted(k for k in self.configs if k not in self.phantoms and k != ROOT):
+                self._names.setdefault(node.rsplit("/", 1)[0] or ROOT, []).append(node.rsplit("/", 1)[1])
+        return self._names.get(key, [])
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_names": None}  # rebuilt where needed, not shipped to every executor
 
     def __repr__(self) -> str:
         return f"SnapshotView({len(self.configs)} keys, version={self.version}, commit={self.commit[:7]})"

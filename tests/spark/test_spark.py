@@ -12,6 +12,7 @@ import pytest
 
 from cfgtool.client.local import compact_json
 from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.snapshot.model import KeyNotFound
 from cfgtool.spark import ConfigLoader, PinConflict, SnapshotView, SparkNotInstalled, pin_keys, tables
 from cfgtool.versions import publish, rollback
 from cfgtool.versions.artifact import FORMAT
@@ -211,13 +212,25 @@ def test_datasets_and_broadcast(spark: Any, published: GitRepo, cache: Path) -> 
     assert TOPIC in keys
     view = loader.broadcast(keys=[PHANTOM])
     topic_of = spark.sparkContext.parallelize([TOPIC, PHANTOM, "/data/tracking/Other", "/nowhere"], 2).map(
-        lambda k: (k, view.value.get_value(k, "kafka.topic"), view.value.exists(k))
+        lambda k: (k, view.value.get_value(k, "kafka.topic", nearest=True), view.value.exists(k))
     )
     got = dict((k, (t, e)) for k, t, e in topic_of.collect())
     assert got[TOPIC] == ("PageViewEvent", True)
-    assert got[PHANTOM] == ("NewTopic", True)  # resolved on the driver, with its own name
+    assert got[PHANTOM] == ("NewTopic", False)  # resolved on the driver, with its own name: still no node
     assert got["/data/tracking/Other"][1] is False  # inherits /data/tracking on the executor
     assert isinstance(view.value, SnapshotView) and view.value.version == loader.version
+
+
+def test_a_udf_reading_a_key_without_a_node_fails_unless_nearest(spark: Any, published: GitRepo, cache: Path) -> None:
+    view = ConfigLoader(spark, published.root, cache_dir=cache).broadcast(keys=[PHANTOM])
+    typo = "/data/tracking/PageVeiwEvent"
+    read = spark.sparkContext.parallelize([typo], 1).map(lambda k: view.value.get_value(k, "kafka.partitions"))
+    with pytest.raises(Exception, match=f"{typo} has no node .*did you mean {TOPIC}\\?"):
+        read.collect()  # on the executor: KeyNotFound, which Spark reports as the job's failure
+    with pytest.raises(KeyNotFound, match=f"{PHANTOM} has no node"):
+        view.value.get(PHANTOM)  # resolved on the driver, but a key without a node all the same
+    assert view.value.get_value(typo, "kafka.partitions", nearest=True) == 8  # /data/tracking's, on purpose
+    assert view.value.get_value(PHANTOM, "kafka.topic", nearest=True) == "NewTopic"
 
 
 def test_variables_from_spark_conf(spark: Any, published: GitRepo, cache: Path) -> None:
@@ -316,8 +329,8 @@ def test_attach_agrees_with_the_client_on_every_key(spark: Any, published: GitRe
         if row.dataset in (None, "/bad key"):
             assert row.kafka_partitions is None and row.kafka_replication is None
             continue
-        assert row.kafka_partitions == loader.client.get_value(row.dataset, "kafka.partitions", None)
-        replication = loader.client.get_value(row.dataset, "kafka.replication", None)
+        assert row.kafka_partitions == loader.client.get_value(row.dataset, "kafka.partitions", None, nearest=True)
+        replication = loader.client.get_value(row.dataset, "kafka.replication", None, nearest=True)
         assert (json.loads(row.kafka_replication) if row.kafka_replication else None) == replication
 
 
