@@ -233,7 +233,7 @@ acls:
 
 
 def test_a_reports_text_goes_only_to_who_may_read_every_key_it_concerns(
-    small: GitRepo, start_server: StartServer, tmp_path: Path
+    small: GitRepo, start_server: StartServer, run_cfgtool: Any, tmp_path: Path
 ) -> None:
     # a check's output and a render error quote the configs they were made from: carol may describe /data/b
     # but not read it, and nobody but the agent and the admin may even describe /tags/t
@@ -267,6 +267,9 @@ def test_a_reports_text_goes_only_to_who_may_read_every_key_it_concerns(
         "agent-2": (None, ["/data/a"], True),
         "watch-1": (None, None, True),
     }
+    (tmp_path / "carol").write_text(carol)
+    table = run_cfgtool("consumers", server.url, "--store", "small", "--token-file", str(tmp_path / "carol")).stdout
+    assert "refused" not in table and table.count("FAILED (version 2): (output withheld") == 3
     bad = {"applied": 1, "last_check": {"version": 1, "ok": False, "message": "m", "keys": ["not a key//"]}}
     refused = httpx.post(f"{server.url}/v1/small/consumers/agent-3", json=bad,
                          headers={"authorization": f"Bearer {agent}"}, timeout=10)  # fmt: skip
