@@ -293,11 +293,10 @@ def _note_working_tree(answer: KeyAnswer) -> None:
     result = answer.result
     if not isinstance(result, CompileResult):
         return
-    source = result.store.source
-    dirty = source.dirty
-    current = unlike_current(source.repo_root, source.store, source.commit, dirty)
-    if current is not None:
-        state = "uncommitted changes" if dirty else f"HEAD {(source.commit or '')[:7]}, not published"
+    found = unlike_current(result.store.source)
+    if found is not None:
+        current, dirty = found
+        state = "uncommitted changes" if dirty else f"HEAD {(result.store.source.commit or '')[:7]}, not published"
         typer.echo(
             f"cfgtool: note: answered from the working tree ({state}); current version is {current.version}:"
             " add --version current",

@@ -35,6 +35,7 @@ from cfgtool.errors import SourceError
 from cfgtool.store import git
 from cfgtool.store.found import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
+from cfgtool.store.sources import Source
 from cfgtool.versions.messages import decode_all, split_message
 from cfgtool.versions.names import CURRENT, DEFAULT_SHOWN, PREVIOUS, version_number
 
@@ -488,17 +489,20 @@ def current_version(repo: Path | None = None, store: str | Path = "store") -> Ve
     return history(repo, store).current
 
 
-def unlike_current(repo: Path, store: str, commit: str | None, dirty: bool) -> Version | None:
-    """The current version when a read of the working tree may answer otherwise than it: the store (`store`,
-    repo-relative) has uncommitted changes (`dirty`), or its tree at HEAD (`commit`) is not the current version's.
-    None when nothing is published or the two hold the same store."""
-    current = history(repo, store).current
+def unlike_current(source: Source) -> tuple[Version, bool] | None:
+    """(the current version, whether the store has uncommitted changes) when a read of the working tree `source`
+    may answer otherwise than the current version: uncommitted changes, or a store whose tree at HEAD is not the
+    current version's. None when nothing is published (then nothing else is asked of git) or the two agree."""
+    current = history(source.repo_root, source.store).current
     if current is None:
         return None
-    if dirty or commit is None:
-        return current
-    head = _store_tree(repo, commit, store)
-    return None if head is not None and head == _store_tree(repo, current.commit, store) else current
+    dirty = source.dirty
+    if dirty or source.commit is None:
+        return current, True
+    head = _store_tree(source.repo_root, source.commit, source.store)
+    return None if head is not None and head == _store_tree(source.repo_root, current.commit, source.store) else (
+        current, False
+    )
 
 
 def _store_tree(root: Path, commit: str, store: str) -> str | None:
