@@ -29,7 +29,8 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("compile",),
     ("versions",),
     ("client",),
-    ("serve", "spark", "agent", "console", "scaffold", "edit"),
+    ("serve", "spark", "agent", "scaffold", "edit"),
+    ("console",),  # mounted into the server: it reads serve's versions in memory
     ("cli",),
     ("__main__", "__init__"),
 )

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
     from cfgtool.console.context import Context
     from cfgtool.serve.loaded import LoadedVersion
-    from cfgtool.serve.served import StoreState, View
+    from cfgtool.serve.store_state import StoreState, View
     from cfgtool.versions.tags import Version
 
 log = logging.getLogger("cfgtool.serve")

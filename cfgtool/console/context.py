@@ -24,7 +24,7 @@ from cfgtool.serve.accesslog import PRINCIPAL
 from cfgtool.serve.answers import Answer, Bounded, Denied, error, url_version
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.protocol import HEAD_LIMIT
-from cfgtool.serve.served import StoreState, View
+from cfgtool.serve.store_state import StoreState, View
 from cfgtool.serve.tokens import token_id
 from cfgtool.serve.visibility import Visibility
 from cfgtool.versions.diff import ABSENT

@@ -26,7 +26,7 @@ from typing import Any
 from cfgtool._util.codec import pack, unpack
 from cfgtool.client.local import ConfigClient
 from cfgtool.errors import CfgtoolError
-from cfgtool.serve.served import StoreState, View
+from cfgtool.serve.store_state import StoreState, View
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.model import canonical_json
 from cfgtool.store.keys import ancestors

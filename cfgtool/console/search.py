@@ -34,7 +34,7 @@ from cfgtool._util.codec import pack, unpack
 from cfgtool.client.local import ConfigClient
 from cfgtool.errors import CfgtoolError
 from cfgtool.serve.loaded import LoadedVersion
-from cfgtool.serve.served import StoreState
+from cfgtool.serve.store_state import StoreState
 from cfgtool.serve.visibility import Visibility
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.model import canonical_json

@@ -40,8 +40,8 @@ from cfgtool.serve.answers import (
 )
 from cfgtool.serve.consumers import INSTANCE, kind_of
 from cfgtool.serve.loaded import LoadedVersion
-from cfgtool.serve.served import StoreState, View
 from cfgtool.serve.service import Service, local_name
+from cfgtool.serve.store_state import StoreState, View
 from cfgtool.serve.timeline import visible
 from cfgtool.serve.tokens import REFUSED_DELAY, TooManyChecks
 from cfgtool.serve.visibility import Visibility

@@ -39,7 +39,7 @@ from cfgtool.store.keys import normalize_key
 
 if TYPE_CHECKING:
     from cfgtool.serve.loaded import LoadedVersion
-    from cfgtool.serve.served import StoreState, View
+    from cfgtool.serve.store_state import StoreState, View
 
 QUERIES = ("tags", "datasets", "imports", "imported-by", "explain")
 

@@ -25,7 +25,7 @@ from cfgtool.serve.consumers import Consumers
 from cfgtool.serve.feed import ChangeFeed
 from cfgtool.serve.metrics import Metrics, StoreFigures
 from cfgtool.serve.mirror import Repository
-from cfgtool.serve.served import StoreState
+from cfgtool.serve.store_state import StoreState
 from cfgtool.serve.tokens import Tokens
 
 log = logging.getLogger("cfgtool.serve")

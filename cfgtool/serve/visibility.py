@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cfgtool.access.authorizer import Authorizer
     from cfgtool.serve.loaded import LoadedVersion
-    from cfgtool.serve.served import View
+    from cfgtool.serve.store_state import View
 
 HIDDEN_LAYER = "[hidden layer]"
 QUERY_FIELDS = ("tags", "imports", "imported_by", "datasets")
