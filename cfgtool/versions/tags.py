@@ -500,8 +500,10 @@ def unlike_current(source: Source) -> tuple[Version, bool] | None:
     if dirty or source.commit is None:
         return current, True
     head = _store_tree(source.repo_root, source.commit, source.store)
-    return None if head is not None and head == _store_tree(source.repo_root, current.commit, source.store) else (
-        current, False
+    return (
+        None
+        if head is not None and head == _store_tree(source.repo_root, current.commit, source.store)
+        else (current, False)
     )
 
 
