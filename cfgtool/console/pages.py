@@ -154,6 +154,7 @@ async def key_page(ctx: Context) -> Response:
         key=key,
         exists=exists,
         node=loaded.nearest(key),
+        near=None if exists else ctx.seen.near_node(loaded, key),
         config=config,
         **found,
     )
@@ -210,7 +211,8 @@ async def explain(ctx: Context) -> Response:
     assert ctx.state is not None
     found = await explain_answer(ctx.console.api, ctx.state, loaded, key, path, ctx.who, ctx.host)
     doc = ctx.seen.explain(json.loads(found.body), ctx.state.path)
-    return ctx.render("explain.html", key=key, explained=doc)
+    near = None if key in loaded.nodes else ctx.seen.near_node(loaded, key)
+    return ctx.render("explain.html", key=key, explained=doc, near=near)
 
 
 async def history(ctx: Context) -> Response:

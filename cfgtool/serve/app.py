@@ -468,9 +468,9 @@ class Api:
     @staticmethod
     def _suggesting(loaded: LoadedVersion, key: str, plain: Answer, seen: Visibility | None) -> Answer:
         """The answer `plain` for `key` (which has no node) with `did_you_mean`: a node with a close key, when
-        there is one that the principal may describe (none may appear that it may not)."""
-        near = loaded.near_node(key)
-        if near is None or (seen is not None and not seen.describes(near)):
+        there is one that the principal may describe (`Visibility.near_node`)."""
+        near = (seen or Visibility((), None, None)).near_node(loaded, key)
+        if near is None:
             return plain
         return loaded.cached(("near", key, near), lambda: {**json.loads(plain.body), "did_you_mean": near})
 

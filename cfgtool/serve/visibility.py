@@ -90,6 +90,12 @@ class Visibility:
             return 403
         return 200
 
+    def near_node(self, loaded: LoadedVersion, key: str) -> str | None:
+        """A node of `loaded` whose key is close to `key` (which has no node), for a did-you-mean, when the
+        principal may describe it: a suggestion never names a node it may not know of."""
+        near = loaded.near_node(key)
+        return near if near is not None and self.describes(near) else None
+
     def keys(self, keys: Iterable[str]) -> list[str]:
         """`keys` without those the principal may not describe, in their order."""
         return list(keys) if self.who is None else [k for k in keys if self.describes(k)]

@@ -116,7 +116,7 @@ def nearest(key: str, nodes: Container[str], deepest: int) -> str:
     return found
 
 
-NEAR_CUTOFF = 0.8  # difflib's ratio a name must reach to be suggested for another
+NEAR_CUTOFF = 0.75  # difflib's ratio a name must reach to be suggested for another
 NEAR_COMPARED = 1000  # sibling names compared per segment at most: those nearest in sorted order beyond this
 
 

@@ -553,3 +553,22 @@ def test_a_server_with_nothing_published_says_to_publish_and_not_to_wait(
     page = Page(answer.text)
     assert answer.status_code == 503 and "503: this store has no version to show" in page.text, page.text[:300]
     assert "try again shortly" not in page.text and "none published" in page.text
+
+
+def test_a_key_without_a_node_names_a_close_node_the_principal_may_see(
+    small_acl: GitRepo, make_client: MakeClient, signed_in: SignedIn
+) -> None:
+    publish_change(small_acl, {"store/data/kafka/main.conf": 'kafka.config { "retention.ms" = 5 }\n'}, "kafka")
+    client = make_client(small_acl)
+    for url in ("/ui/small/v/2/key/data/opne", "/ui/small/v/2/explain/data/opne?path=size"):
+        page = Page(client.get(url).text)
+        assert "/data/opne has no node" in page.text and "Did you mean /data/open" in page.text, url
+        assert "/ui/small/v/2/key/data/open" in page.links, url
+    explained = Page(client.get("/ui/small/v/2/explain/data/kafka?path=kafka.config.retention.ms").text)
+    assert 'Not set in any layer. Did you mean kafka.config."retention.ms"' in explained.text
+    assert "/ui/small/v/2/explain/data/kafka?path=kafka.config.%22retention.ms%22" in explained.links
+    alice = signed_in(small_acl, "User:alice")  # she may not describe /data/secret-project: never suggested
+    for url in ("/ui/small/v/2/key/data/secret-projet", "/ui/small/v/2/explain/data/secret-projet?path=size"):
+        hidden = alice.get(url)
+        assert hidden.status_code == 200 and "has no node" in hidden.text, url
+        assert "secret-project" not in hidden.text and "Did you mean" not in hidden.text, url
