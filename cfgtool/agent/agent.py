@@ -15,7 +15,6 @@ the agent goes on with the next one.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -30,21 +29,19 @@ from urllib.parse import quote
 from cfgtool.agent import layout
 from cfgtool.agent.actions import CheckFailed, Reload, check
 from cfgtool.agent.files import FileSpec, RenderError, contents, replace_at, sealed_paths
+from cfgtool.client.feed import ChangeFeed
 from cfgtool.client.http import (
     MAX_BYTES,
-    AccessDenied,
     Check,
     Connection,
     HttpConfigClient,
     OfflineWarning,
     ServerUnavailable,
     answer_int,
-    feed_state,
-    get_json,
+    checked_status,
     report_applied,
     request_headers,
 )
-from cfgtool.client.watch import backoff
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import KeyNotFound
 from cfgtool.store.keys import ancestors
@@ -110,7 +107,10 @@ class Agent:
         self._headers = request_headers(options.token, options.instance, "agent")
         self.instance = self._headers["Cfgtool-Instance"]
         self._reads = Connection(self.location, options.timeout, MAX_BYTES)
-        self._feed = Connection(self.location, options.timeout + options.wait, MAX_BYTES)
+        self._feed = ChangeFeed(
+            self.location, options.store, token=options.token, instance=self.instance, kind="agent",
+            wait=options.wait, timeout=options.timeout,
+        )  # fmt: skip
         self._identities: list[Any] | None = None
         if options.identity is not None:
             from cfgtool.access.secrets import load_identities
@@ -130,40 +130,29 @@ class Agent:
 
     def follow(self, stop: threading.Event) -> None:
         """Keep the files at the version the keys see, until `stop` is set (see the module's docstring)."""
-        seq: int | None = None
-        current: int | None = None
-        failures = 0
-        while not stop.is_set():
+        for _ in self._feed.follow(stop, wait=self._wait, on_error=self._retrying):
             try:
-                if seq is None:
-                    seq, current = self._sync()
-                seen = self._visible()
-                target = min(s.version for s in seen.values())
-                hold = self._hold(target)
-                if hold > 0:
-                    stop.wait(hold)
-                    continue
-                if target != self.refused and (target != self.applied or not self.written):
-                    self._apply(target, strict=False)
-                if stop.is_set():
-                    break
-                seq, current = self._poll(seq, self._wait(current))
-                failures = 0
+                self._catch_up(stop)
             except CfgtoolError as exc:
-                if stop.is_set():
-                    break
-                seq = None
-                failures += 1
-                delay = backoff(failures)
-                kept = (
-                    f"{self.options.directory} keeps version {self.applied}" if self.applied else "nothing written yet"
-                )
-                log.warning("%s (%s); retrying in %.1f s", exc.message, kept, delay)
-                stop.wait(delay)
+                self._feed.failed(exc)
+
+    def _catch_up(self, stop: threading.Event) -> None:
+        """Apply the version the keys see now, once `--settle` allows it (unless its check failed before)."""
+        target = min(s.version for s in self._visible().values())
+        while (hold := self._hold(target)) > 0:
+            if stop.wait(hold):
+                return
+            target = min(s.version for s in self._visible().values())
+        if target != self.refused and (target != self.applied or not self.written):
+            self._apply(target, strict=False)
+
+    def _retrying(self, exc: Exception, delay: float) -> None:
+        kept = f"{self.options.directory} keeps version {self.applied}" if self.applied else "nothing written yet"
+        log.warning("%s (%s); retrying in %.1f s", exc.message if isinstance(exc, CfgtoolError) else exc, kept, delay)
 
     def interrupt(self) -> None:
         """Cut a long poll in flight and start no other (safe from a signal handler: it takes no lock)."""
-        self._feed.shut()
+        self._feed.interrupt()
 
     def close(self) -> None:
         """Close the connections."""
@@ -178,9 +167,10 @@ class Agent:
             return 0.0
         return max(0.0, self._last_swap + self.options.settle - time.monotonic())
 
-    def _wait(self, current: int | None) -> float:
+    def _wait(self) -> float:
         """How long the next long poll may hold: until the checkpoint of a key that still sees an older
         version than the store's current one, else the usual `wait`."""
+        current = self._feed.current
         now = time.monotonic()
         behind = [s.until - now for s in self._seen.values() if current is not None and s.version < current]
         return min(self.options.wait, max(0.0, min(behind) + _LATE)) if behind else self.options.wait
@@ -195,32 +185,12 @@ class Agent:
             if before is not None and before.etag is not None:
                 headers["If-None-Match"] = before.etag
             status, reply, body = self._reads.get(path, headers)
-            if status in (401, 403):
-                raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check --token-file and the ACL")
-            if status not in (200, 304):
-                raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+            checked_status(status, body, path, ok=(200, 304))
             version = answer_int(reply.get("Cfgtool-Version"), f"{path}: the Cfgtool-Version header")
             max_age = _MAX_AGE.search(reply.get("Cache-Control") or "")
             until = time.monotonic() + (int(max_age.group(1)) if max_age else 0)
             found[key] = self._seen[key] = _Seen(reply.get("ETag"), version, until)
         return found
-
-    def _sync(self) -> tuple[int, int | None]:
-        """(seq, current version) of the store now, from `/v1/stores`."""
-        stores = get_json(self._reads, "/v1/stores", self._headers)
-        listed = stores if isinstance(stores, list) else []
-        entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == self.options.store), None)
-        if entry is None:
-            raise ServerUnavailable(
-                f"{self.location} serves no store {self.options.store!r}", hint="GET /v1/stores lists them"
-            )
-        return feed_state(entry, f"/v1/stores: store {self.options.store!r}")
-
-    def _poll(self, seq: int, wait: float) -> tuple[int, int | None]:
-        """(seq, current version) once the feed moves past `seq` or `wait` seconds pass."""
-        path = f"/v1/{quote(self.options.store, safe='')}/changes?since={seq}&wait={wait:.3f}"
-        new, current = feed_state(get_json(self._feed, path, self._headers), path)
-        return max(seq, new), current
 
     # -- applying -----------------------------------------------------------------------------------------
     def _apply(self, version: int, *, strict: bool) -> None:
@@ -363,15 +333,6 @@ class Agent:
             f"{exc.message}; nothing of store {self.options.store!r} is cached or in {self.options.directory}",
             hint="start the server or check --server (the agent caches what it reads once it has connected)",
         ) from exc
-
-
-def _message(body: Any, default: str) -> str:
-    try:
-        found = json.loads(body) if isinstance(body, bytes) else body
-    except (ValueError, RecursionError):
-        return default
-    message = found.get("message") if isinstance(found, dict) else None
-    return str(message) if message else default
 
 
 __all__ = ["Agent", "NothingToWrite", "Options"]

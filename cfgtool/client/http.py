@@ -703,15 +703,25 @@ def _json(data: bytes, path: str) -> Any:
         raise ServerUnavailable(f"{path}: the server's answer is not JSON", hint="is this a cfgtool server?") from exc
 
 
+def checked_status(status: int, data: bytes, path: str, ok: tuple[int, ...] = (200,)) -> None:
+    """Raise for an answer whose status is not one of `ok`: AccessDenied for 401 and 403, ServerUnavailable for
+    any other, with the server's message when its body has one."""
+    if status in ok:
+        return
+    try:
+        body = json.loads(data) if data else None
+    except (ValueError, RecursionError):
+        body = None
+    if status in (401, 403):
+        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check the token and the ACL")
+    raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+
+
 def get_json(connection: Connection, path: str, headers: Mapping[str, str]) -> Any:
     """The JSON answer of `GET path` (the change feed, the list of stores): AccessDenied for 401 and 403,
     ServerUnavailable for any other status but 200 and for an answer that is not JSON."""
     status, _, data = connection.get(path, headers)
-    body = _json(data, path) if status != 200 else None
-    if status in (401, 403):
-        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check the token and the ACL")
-    if status != 200:
-        raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    checked_status(status, data, path)
     return _json(data, path)
 
 
@@ -782,6 +792,7 @@ __all__ = [
     "OfflineWarning",
     "ServerUnavailable",
     "answer_int",
+    "checked_status",
     "consumers",
     "default_instance",
     "feed_state",

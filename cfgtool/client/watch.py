@@ -15,11 +15,12 @@ already handed out never move, so a request that started on one version finishes
     ...
     watcher.stop()                        # or: with cfgtool.watch(...) as watcher: ...
 
-The watch long-polls `GET /v1/{store}/changes?since=S&wait=W` (docs/serving.md). An answer with a new `seq` names the
-store's current version: when it differs from the last one handed over (a publish, or a rollback to an older
-one), one client pinned at it is made and handed over; a jump over several events (a gap, or a batch) simply
-pins the newest, never replaying the versions in between. On errors (server down, restarting, failing) the watch
-retries after a backoff with jitter, growing from 1 to 120 s, and goes on where it was. The first client, for
+The watch follows the store's change feed (`ChangeFeed`: a long poll of `GET /v1/{store}/changes?since=S&wait=W`,
+docs/serving.md). An answer with a new `seq` names the store's current version: when it differs from the last one
+handed over (a publish, or a rollback to an older one), one client pinned at it is made and handed over; a jump
+over several events (a gap, or a batch) simply pins the newest, never replaying the versions in between. On errors
+(server down, restarting, failing, or a version the client cannot pin) the watch retries after a backoff with
+jitter, growing from 1 to 120 s, and goes on where it was. The first client, for
 the version current when the watch starts, is handed over too (`initial=False` skips it). A callback that raises
 is logged and the watch goes on. Each handed-over version is reported to the server as this instance's applied
 one (`report_applied`; a callback that raised reports a failed check), so the server's consumers list shows
@@ -29,36 +30,16 @@ which version every watching process runs.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import quote
 
-from cfgtool.client.http import (
-    MAX_BYTES,
-    Check,
-    Connection,
-    HttpConfigClient,
-    ServerUnavailable,
-    feed_state,
-    get_json,
-    report_applied,
-    request_headers,
-)
+from cfgtool.client.feed import ChangeFeed, backoff
+from cfgtool.client.http import MAX_BYTES, Check, HttpConfigClient, report_applied
 from cfgtool.errors import CfgtoolError
 
 log = logging.getLogger("cfgtool.watch")
-
-MIN_BACKOFF = 1.0
-MAX_BACKOFF = 120.0
-
-
-def backoff(failures: int) -> float:
-    """Seconds to wait after `failures` consecutive failures: random in [1, min(120, 2**failures)] ("full
-    jitter"), so that the watchers of a restarted server do not all come back at once."""
-    return random.uniform(MIN_BACKOFF, min(MAX_BACKOFF, 2.0 ** min(failures, 7)))
 
 
 class Watcher:
@@ -86,15 +67,14 @@ class Watcher:
         self.store = store
         self.version: int | None = None
         self.client: HttpConfigClient | None = None
-        self.failures = 0
-        self.last_error: Exception | None = None
         self._on_change = on_change
-        self._wait = wait
         self._initial = initial
         self._token, self._cache_dir, self._timeout, self._max_bytes = token, cache_dir, timeout, max_bytes
-        self._headers = request_headers(token, instance, "watch")
-        self.instance = self._headers["Cfgtool-Instance"]
-        self._http = Connection(self.location, timeout + wait, max_bytes)
+        self._feed = ChangeFeed(
+            self.location, store, token=token, instance=instance, kind="watch", wait=wait, timeout=timeout,
+            max_bytes=max_bytes,
+        )  # fmt: skip
+        self.instance = self._feed.instance
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"cfgtool-watch-{store}", daemon=True)
         self._thread.start()
@@ -103,13 +83,23 @@ class Watcher:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def failures(self) -> int:
+        """The current run of consecutive errors."""
+        return self._feed.failures
+
+    @property
+    def last_error(self) -> Exception | None:
+        """The latest error."""
+        return self._feed.last_error
+
     def stop(self, timeout: float | None = 10.0) -> None:
         """Stop watching (a long poll in flight is cut) and wait up to `timeout` seconds for the thread."""
         self._stopped.set()
-        self._http.abort()
+        self._feed.interrupt()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
-        self._http.close()
+        self._feed.close()
 
     def __enter__(self) -> Watcher:
         return self
@@ -122,42 +112,18 @@ class Watcher:
         return f"<Watcher {self.location} store={self.store!r} version={self.version} {state}>"
 
     def _run(self) -> None:
-        seq: int | None = None  # None: (re)synchronize from /v1/stores, at the start and after any error
-        while not self._stopped.is_set():
-            try:
-                seq, current = self._sync() if seq is None else self._poll(seq)
-                self.failures = 0
-                if current is not None and current != self.version:
-                    self._hand_over(current)
-            except (CfgtoolError, ValueError, KeyError, TypeError) as exc:
-                if self._stopped.is_set():
-                    break
-                seq = None
-                self.failures += 1
-                self.last_error = exc
-                delay = backoff(self.failures)
-                log.warning("watching %s store %r: %s; retrying in %.1f s", self.location, self.store, exc, delay)
-                self._stopped.wait(delay)
+        skip = not self._initial  # the version current at the start is not handed over: only later ones are
+        for change in self._feed.follow(self._stopped, on_error=self._retrying):
+            if skip:
+                self.version, skip = change.current, False
+            elif change.current is not None and change.current != self.version:
+                try:
+                    self._hand_over(change.current)
+                except (CfgtoolError, ValueError, KeyError, TypeError) as exc:  # the client could not pin it
+                    self._feed.failed(exc)
 
-    def _sync(self) -> tuple[int, int | None]:
-        """(seq, current version) of the store now, from `/v1/stores`."""
-        stores = get_json(self._http, "/v1/stores", self._headers)
-        listed = stores if isinstance(stores, list) else []
-        entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == self.store), None)
-        if entry is None:
-            raise ServerUnavailable(f"the server has no store {self.store!r}", hint="GET /v1/stores lists them")
-        seq, current = feed_state(entry, f"/v1/stores: store {self.store!r}")
-        if not self._initial and self.version is None:
-            self.version = current  # not handed over: only later versions are
-        return seq, current
-
-    def _poll(self, seq: int) -> tuple[int, int | None]:
-        """(seq, current version) once the feed moves past `seq`; (seq, the last version) when the poll times out."""
-        path = f"/v1/{quote(self.store, safe='')}/changes?since={seq}&wait={self._wait:g}"
-        new_seq, current = feed_state(get_json(self._http, path, self._headers), path)
-        if new_seq <= seq:
-            return seq, self.version  # timed out, or a lagging replica: nothing new
-        return new_seq, current  # current None: no good version left to pin
+    def _retrying(self, exc: Exception, delay: float) -> None:
+        log.warning("watching %s store %r: %s; retrying in %.1f s", self.location, self.store, exc, delay)
 
     def _hand_over(self, version: int) -> None:
         client = HttpConfigClient(
@@ -214,8 +180,6 @@ def watch(
     `Cfgtool-Instance` id, default host name and process id) are given to every client (and the feed's
     requests, whose deadline is `timeout + wait`).
     """
-    if not 0 <= wait <= 55:
-        raise CfgtoolError(f"wait={wait} is not between 0 and 55 seconds", hint="the server holds a poll 55 s at most")
     return Watcher(
         location,
         store,

@@ -12,8 +12,8 @@ import pytest
 
 import cfgtool
 from cfgtool import HttpConfigClient
+from cfgtool.client.feed import MAX_BACKOFF, MIN_BACKOFF, backoff
 from cfgtool.client.http import ServerUnavailable
-from cfgtool.client.watch import MAX_BACKOFF, MIN_BACKOFF, backoff
 from cfgtool.errors import CfgtoolError
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, publish_change
