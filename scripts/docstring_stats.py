@@ -54,7 +54,7 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
     """Yield (line offset, joined prose) per paragraph or list item; indented blocks are dropped."""
     lines = text.splitlines()
     margin = min((len(s) - len(s.lstrip()) for s in lines[1:] if s.strip()), default=0)
-    start, chunk = 0, []
+    start, chunk = 0, list[str]()
     for i, raw in enumerate(lines):
         line = raw[margin:] if i else raw.strip()
         code = line.startswith((" ", ">>>", "$ "))
