@@ -1,9 +1,9 @@
 """Shell completion candidates from a store's working tree: keys, tags and variable values.
 
-A completion runs at every Tab, so it reads only what it needs and never compiles: a key is completed one
-segment at a time from the directory of its complete part (a group's children, however large the store),
-and tag roots and variable values come from `_CONFIG_STORE` alone. A store that cannot be read gives no
-candidates; completion never fails.
+A completion runs at every Tab, so it reads only what it needs and never compiles. A key is completed one segment at
+a time. The candidates come from the directory of its complete part: a group's children, however large the store. Tag
+roots and variable values come from `_CONFIG_STORE` alone. A store that cannot be read gives no candidates;
+completion never fails.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ DEFAULT_TAG_ROOTS = ("/tags",)
 
 
 def complete_key(store_dir: Path, incomplete: str, under: Iterable[str] = ("/",)) -> list[str]:
-    """Keys that complete `incomplete` by one segment, limited to keys that lie under (or lead to) one of
-    `under`, written as `incomplete` is (with the store's scheme, without the leading `/`). A single
-    candidate with nodes below it comes twice, bare and with a trailing `/`, so that the
-    shell stops there for the next segment instead of ending the word."""
+    """Keys that complete `incomplete` by one segment. Only keys under (or leading to) one of `under` count. They are
+    written as `incomplete` is: with the store's scheme, without the leading `/`. A single candidate with nodes below
+    it comes twice, bare and with a trailing `/`. The shell then stops there for the next segment instead of ending
+    the word."""
     scheme, sep, path = incomplete.rpartition(":") if ":" in incomplete else ("", "", incomplete)
     bare = bool(path) and not path.startswith("/")  # `data/x` is the key /data/x: written the same way
     if bare:
@@ -99,8 +99,8 @@ def _children(directory: Path) -> list[str]:
 
 
 def working_store(repo: Path | None, store: str | Path, cache: Path) -> Path:
-    """The store directory in the working tree of `repo` (None: the repository containing the current
-    directory), located through the ref memo in `cache`: no git process once the memo holds it."""
+    """The store directory in the working tree of `repo`. None means the repository containing the current directory.
+    It is found through the ref memo in `cache`: no git process once the memo holds it."""
     from cfgtool.store.refmemo import RefMemo
 
     memo = RefMemo(repo if repo is not None else Path.cwd(), cache)

@@ -1,8 +1,8 @@
 """Which directories are the stores of a repository, and what each is called.
 
-A store is a directory holding a `_CONFIG_STORE` file, except one inside a Python package (a directory that
-holds, or lies below one that holds, an `__init__.py`): a package ships templates and test fixtures, such as
-the store that `cfgtool init` copies, and none of them is a store of the repository that contains it.
+A store is a directory holding a `_CONFIG_STORE` file, unless it lies inside a Python package. A package is a
+directory that holds an `__init__.py`, or lies below one that does. A package ships templates and test fixtures, such
+as the store that `cfgtool init` copies. None of them is a store of the repository that contains it.
 
 A store's name is the `name` of its `_CONFIG_STORE`, else its directory's name ("store" for the root).
 """

@@ -1,11 +1,11 @@
-"""The one way cfgtool reaches git (ARCHITECTURE.md): GitPython's `Git` command runner, wrapped in the few calls cfgtool
-needs: locate a repository, resolve refs, list trees, read blobs in bulk, run a plumbing command.
+"""The one way cfgtool reaches git (ARCHITECTURE.md). It wraps GitPython's `Git` command runner in the few calls
+cfgtool needs. They locate a repository, resolve refs, list trees, read blobs in bulk and run plumbing commands.
 
-The git commands run through `gitpython.Git.execute` (one process each; `cat-file --batch --buffer` as one
-streaming process for any number of blobs) rather than GitPython's object model, because one `ls-tree -r -z`
-plus one `cat-file --batch` reads a 20,000-file tree about 15x faster. GitPython's exceptions become cfgtool's
-here, once. Inherited `GIT_*` variables that would point git at another repository (set when cfgtool runs
-inside a git hook) are kept from every git process. Nothing else in cfgtool starts a process (a test checks).
+The git commands run through `gitpython.Git.execute`, one process each. `cat-file --batch --buffer` is one streaming
+process for any number of blobs. GitPython's object model is not used: one `ls-tree -r -z` plus one
+`cat-file --batch` reads a 20,000-file tree about 15x faster. GitPython's exceptions become cfgtool's here, once.
+Inherited `GIT_*` variables could point git at another repository; a git hook sets them. They are kept from every git
+process. Nothing else in cfgtool starts a process (a test checks).
 """
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ _ENV_LOCK = threading.Lock()
 def _clean_environ() -> Iterator[None]:
     """Keep inherited `GIT_*` variables that redirect git from the git process about to start.
 
-    GitPython builds a child's environment from `os.environ` and can only add to it, so the few variables
-    `git_env` drops are taken out of `os.environ` while the process starts, under a lock, and put back; when
-    none is set (the usual case) nothing is touched.
+    GitPython builds a child's environment from `os.environ` and can only add to it. So the few variables `git_env`
+    drops leave `os.environ` while the process starts, under a lock, and are then put back. When none is set (the
+    usual case), nothing is touched.
     """
     drop = [k for k in os.environ if k.startswith("GIT_") and k not in git_env()]
     if not drop:
@@ -192,19 +192,19 @@ def transfer(
     check: bool = True,
     own_session: bool = True,
 ) -> Completed:
-    """Run a git command that talks to `url` (`args`, the subcommand first: clone, fetch, push, ls-remote)
-    in `cwd`, with `url`'s credentials, if any, in `env`; GitError when it fails (if `check`). Its stderr
+    """Run a git command that talks to `url`, in `cwd`. `args` starts with the subcommand: clone, fetch, push,
+    ls-remote. `env` carries `url`'s credentials, if any. A failure raises GitError (if `check`). Its stderr
     comes back without progress reports.
 
-    Where `urls.stall_bound(url)` watches the transfer, git is stopped when it shows no progress for that
-    long: StalledError naming the URL. Progress is anything git reports with `--progress` (the remote's
-    counting and compressing, then the objects and bytes sent or received, once a second while any move) or
-    any packet it traces (the refs, and the keepalives a server sends every few seconds while it prepares a
-    large pack or runs a hook in silence). The bound is on silence, not on the whole command, so a large clone
-    that keeps receiving is never cut short. With `own_session` (a server, a library), git runs in a session
-    of its own: it has no terminal to prompt on, and stopping it reaches every process it started (ssh, a
-    remote helper). Without, it stays in this process's group, so that whatever stops the group (a CI runner
-    cancelling a job) stops git too; stopping it then reaches its descendants (`_stop`). Once `cancel` is set
+    Where `urls.stall_bound(url)` watches the transfer, git is stopped after that long without progress. That raises
+    StalledError naming the URL. Progress is anything git reports with `--progress`. That is the remote's counting
+    and compressing, then the objects and bytes sent or received, once a second while any move. Any packet git traces
+    is progress too. Those are the refs, and the keepalives a server sends every few seconds. A server sends them
+    while it prepares a large pack or runs a hook in silence. The bound is on silence, not on the whole command. So a
+    large clone that keeps receiving is never cut short. With `own_session` (a server, a library), git runs in a
+    session of its own. It then has no terminal to prompt on, and stopping it reaches every process it started (ssh,
+    a remote helper). Without it, git stays in this process's group. Whatever stops the group (a CI runner cancelling
+    a job) then stops git too. Stopping git then reaches its descendants (`_stop`). Once `cancel` is set
     (a server stopping), git is stopped within `_TICK` seconds: GitError.
     """
     stall_s, shown = stall_bound(url), redact(url)
@@ -258,9 +258,9 @@ def transfer(
 def _read_until_silent(
     proc: subprocess.Popen[bytes], trace: int, stall_s: float | None, cancel: threading.Event | None
 ) -> tuple[bytes, bytes] | None:
-    """`proc`'s stdout and the tail of its stderr once both close, or None when none of them and the packet
-    trace `trace` (-1: none) gives a byte for `stall_s` seconds, or once `cancel` is set. The trace only counts
-    as progress: its writers (git's children too) may keep it open longer."""
+    """`proc`'s stdout and the tail of its stderr once both close. None when `cancel` is set, or when for `stall_s`
+    seconds no byte comes from either or from the packet trace `trace` (-1: none). The trace only counts as progress.
+    Its writers (git's children too) may keep it open longer."""
     assert proc.stdout is not None and proc.stderr is not None
     out, kept = bytearray(), bytearray()
     outputs = {proc.stdout.fileno(), proc.stderr.fileno()}
@@ -291,10 +291,10 @@ def _read_until_silent(
 
 
 def _stop(proc: subprocess.Popen[bytes], session: bool) -> None:
-    """End git and every process it started (ssh, a remote helper): with `session`, its session; else git and
-    its descendants, found before any of them ends (an ssh whose git ended is no longer git's child, and one
-    that waits on a silent server may never end by itself). SIGTERM first (git removes its lock and temporary
-    files), SIGKILL when that has not ended git within 5 s."""
+    """End git and every process it started (ssh, a remote helper). With `session`, that is its session. Else it is
+    git and its descendants, found before any of them ends. An ssh whose git ended is no longer git's child. One that
+    waits on a silent server may never end by itself. SIGTERM comes first, so git removes its lock and temporary
+    files. SIGKILL follows when git has not ended within 5 s."""
     family = [] if session else _descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
@@ -367,8 +367,8 @@ def git_dir(root: Path) -> Path:
 
 
 def git_dirs(root: Path) -> tuple[Path, Path]:
-    """(the repository's own git directory, its common directory): the same unless `root` is a linked work
-    tree, whose HEAD lives in the first and whose shared refs live in the second."""
+    """(the repository's own git directory, its common directory). They are the same unless `root` is a linked work
+    tree. Its HEAD lives in the first, its shared refs in the second."""
     out = run_git(root, "rev-parse", "--absolute-git-dir", "--git-common-dir").stdout.decode().splitlines()
     return Path(out[0]), (root / out[1]).resolve()
 
@@ -445,8 +445,8 @@ def read_file(root: Path, commit: str, path: str) -> bytes | None:
 def cat_blobs(root: Path, oids: Iterable[str]) -> dict[str, bytes]:
     """Contents of many blobs from ONE `git cat-file --batch --buffer` process.
 
-    A thread writes every id while this thread reads the whole output, so neither pipe can fill up and
-    deadlock; `--buffer` lets git write large blocks instead of flushing after each object.
+    A thread writes every id while this thread reads the whole output. So neither pipe can fill up and deadlock.
+    `--buffer` lets git write large blocks instead of flushing after each object.
     """
     wanted = list(dict.fromkeys(oids))
     if not wanted:

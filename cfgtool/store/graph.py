@@ -26,9 +26,9 @@ _IMPORTED = itemgetter(0)  # `Import.key`, without the named tuple's Python-leve
 
 @dataclass(frozen=True)
 class Reach:
-    """How a layer entered a linearization: it is K itself, `via` includes it (at file:line:col), it is the
-    parent of `via`, or the nearest existing ancestor of `via` (a key without a node,
-    docs/resolution.md#keys-without-a-node)."""
+    """How a layer entered a linearization. It is K itself, or `via` includes it (at file:line:col), or it is the
+    parent of `via`. Or it is the nearest existing ancestor of `via`, a key without a node
+    (docs/resolution.md#keys-without-a-node)."""
 
     kind: Literal["self", "include", "parent", "ancestor"]
     via: str | None = None
@@ -73,8 +73,8 @@ class _Links(dict[str, list[_Link]]):
 
 @dataclass(frozen=True)
 class GraphState:
-    """A graph's computed parts: usable imports per node (in file order), L per linearized node, the nodes on
-    or behind a cycle, the nodes whose includes use variables, and the problems found."""
+    """A graph's computed parts. They are the usable imports per node (in file order) and L per linearized node. They
+    are also the nodes on or behind a cycle, the nodes whose includes use variables, and the problems found."""
 
     edges: Mapping[str, tuple[Import, ...]]
     lin: Mapping[str, Lin]
@@ -91,9 +91,9 @@ class Graph(StoreQueries):
     """
 
     def __init__(self, store: Store, variables: Mapping[str, str] | None = None, base: Graph | None = None) -> None:
-        """`base`: a graph of the same store under other variable values. Nodes whose includes use no
-        variable take their imports from it (their problems were reported there), and linearizations are
-        then computed on demand: checking another variable value costs only what that value changes."""
+        """`base`: a graph of the same store under other variable values. Nodes whose includes use no variable take
+        their imports from it; their problems were reported there. Linearizations are then computed on demand. So
+        checking another variable value costs only what that value changes."""
         self._setup(store, variables)
         self.dynamic: frozenset[str] = (
             base.dynamic
@@ -231,8 +231,8 @@ class Graph(StoreQueries):
 
     def _cycle_from(self, roots: Iterable[str]) -> bool:
         """Whether a cycle is reachable from `roots`. Over a base graph without cycles, a new cycle must take a
-        changed edge, that is pass through a node whose imports depend on variables: searching from those nodes
-        alone answers "no cycle" cheaply, and `_find_cycles` (which reports them) runs only otherwise."""
+        changed edge. It passes through a node whose imports depend on variables. Searching from those nodes alone
+        answers "no cycle" cheaply. `_find_cycles`, which reports cycles, runs only otherwise."""
         color: dict[str, int] = {}  # absent: unvisited, 1: on the stack, 2: done
         for start in roots:
             if start in color:
@@ -431,9 +431,9 @@ class Graph(StoreQueries):
         return (Layer(key, _SELF), Layer(nearest, Reach("ancestor", key)), *base[1:])
 
     def variables_of(self, key: str) -> frozenset[str]:
-        """Variables used by the includes of the layers of L(key) under this assignment: those of the node's own
-        includes and of what it links to, bottom-up and memoized (not a walk over L(K) for every key: an import
-        chain makes those walks quadratic)."""
+        """Variables used by the includes of the layers of L(key) under this assignment. They are those of the node's
+        own includes and of what it links to, bottom-up and memoized. It is not a walk over L(K) for every key: an
+        import chain makes those walks quadratic."""
         nearest = self.nearest_node(key)
         if self._lin_of(nearest) is None:
             return frozenset()

@@ -100,9 +100,9 @@ def parent(key: str) -> str | None:
 
 
 def nearest(key: str, nodes: Container[str], deepest: int) -> str:
-    """`key` if it is in `nodes`, else its nearest ancestor in `nodes` (which holds the root). `deepest` is the
-    most segments any key of `nodes` has: the search starts no deeper, so it is linear in the key's length
-    (walking up from a deep hostile key one parent at a time would be quadratic)."""
+    """`key` if it is in `nodes`, else its nearest ancestor in `nodes` (which holds the root). `deepest` is the most
+    segments any key of `nodes` has. The search starts no deeper, so it is linear in the key's length. Walking up
+    from a deep hostile key one parent at a time would be quadratic."""
     if key in nodes:
         return key
     end = 0
@@ -123,9 +123,9 @@ NEAR_COMPARED = 1000  # sibling names compared per segment at most: those neares
 def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Sequence[str]]) -> str | None:
     """A node whose key is close to `key` (which has no node), for a did-you-mean, or None. `nearest` gives a
     key's nearest node, `names` the sorted names of a node's children. From the nearest node down, each missing
-    segment is replaced by its closest sibling name (case aside), until the key names a node; None when some
-    segment has no close sibling. Bounded: at most `NEAR_COMPARED` names per segment, and no more segments than
-    the deepest node has."""
+    segment becomes its closest sibling name (case aside). That goes on until the key names a node. None when some
+    segment has no close sibling. The work is bounded: at most `NEAR_COMPARED` names per segment, and no more
+    segments than the deepest node has."""
     node = nearest(key)
     if node == key:
         return None
@@ -186,9 +186,9 @@ def is_strictly_under(key: str, prefix: str) -> bool:
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """A regex for a key glob: `*` matches within one segment, `**` any number of whole segments.
 
-    A `**` segment in the middle or at the start matches zero or more segments (`/a/**/b` matches `/a/b`);
-    a trailing `/**` matches one or more, i.e. everything under the prefix but not the prefix itself
-    (`/data/**` matches `/data/x` but not `/data`), as in gitignore. `?` matches one character.
+    A `**` segment in the middle or at the start matches zero or more segments (`/a/**/b` matches `/a/b`). A trailing
+    `/**` matches one or more: everything under the prefix but not the prefix itself. So `/data/**` matches `/data/x`
+    but not `/data`, as in gitignore. `?` matches one character.
     """
     parts = [p for p in pattern.split("/") if p]
     regex = ""

@@ -1,11 +1,11 @@
 """`Lin`: a linearization L(K) as a read-only sequence of keys that shares its storage with the L it extends.
 
-Most nodes have L(K) = [K] + L(B), B their parent or, along an import chain, their import. As tuples, a chain
-of N nodes holds N lists of up to N keys: memory grows with the square of its depth (19,200 deep: about 1.5 GB
-of pointers). A `Lin` is a view of a list kept lowest priority first: L(B) is the list's first `len(L(B))`
-items, read backwards, and [K] + L(B) appends K to that same list when L(B) ends it (the first node built over
-a base; every later one copies the base). Views never see past their own length and the list only grows, so
-every `Lin` over one list is stable, and a chain's N linearizations take one list of N keys.
+Most nodes have L(K) = [K] + L(B). B is their parent or, along an import chain, their import. As tuples, a chain of N
+nodes holds N lists of up to N keys. Memory then grows with the square of its depth (19,200 deep: about 1.5 GB of
+pointers). A `Lin` is a view of a list kept lowest priority first. L(B) is the list's first `len(L(B))` items, read
+backwards. [K] + L(B) appends K to that same list when L(B) ends it. That holds for the first node built over a base;
+every later one copies the base. Views never see past their own length, and the list only grows. So every `Lin` over
+one list is stable, and a chain's N linearizations take one list of N keys.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Lin(Sequence[str]):
 
     @property
     def storage(self) -> tuple[list[str], int]:
-        """(the list this view reads, lowest priority first, and how many of its first items it reads): what is
+        """(the list this view reads, lowest priority first, and how many of its first items it reads). What is
         computed along a list once serves every view of it (the builder's fingerprints). Never to be changed."""
         return self._base, self._len
 

@@ -1,10 +1,10 @@
 """Node discovery (docs/store-format.md#nodes-and-keys): every directory under the store root is a node, except `_x` and
 `.x` names.
 
-`discover` lists a source once, reads `_CONFIG_STORE` and every node's `main.conf` and includes file in one
-batch, and returns the nodes with their files and the problems found (E_BAD_KEY, E_DUPLICATE_INCLUDES,
-E_SETTINGS, E_SYNTAX for includes files and undecodable text, E_UNDECLARED_VARIABLE). HOCON is not parsed
-here: `main.conf` text and blob id are handed on, so the compile step can parse (and cache by blob id).
+`discover` lists a source once. It reads `_CONFIG_STORE` and every node's `main.conf` and includes file in one batch.
+It returns the nodes with their files and the problems found. Those are E_BAD_KEY, E_DUPLICATE_INCLUDES, E_SETTINGS,
+E_SYNTAX (includes files, undecodable text) and E_UNDECLARED_VARIABLE. HOCON is not parsed here: `main.conf` text and
+blob id are handed on, so the compile step can parse (and cache by blob id).
 """
 
 from __future__ import annotations
@@ -132,12 +132,12 @@ def relaid(
     includes: Mapping[str, KnownIncludes],
     diagnostics: tuple[Diagnostic, ...],
 ) -> Store | None:
-    """The store `discover` finds in `source`, from what it found in a store of the same shape (its
-    `node_keys`, those with a `main.conf`, the includes files as read, every problem; `cfgtool.build.structure`): only
-    `_CONFIG_STORE` and the blob ids of the `main.conf` files are read again, no includes file, and the settings'
-    problems are found afresh. None when they cannot be that store's (a foreign or planted cache entry): every
-    key a node directory of the store under a parent that is a node, every includes file in its node's
-    directory."""
+    """The store `discover` finds in `source`, from what it found in a store of the same shape. That is its
+    `node_keys`, those with a `main.conf`, the includes files as read and every problem (`cfgtool.build.structure`).
+    Only `_CONFIG_STORE` and the blob ids of the `main.conf` files are read again, no includes file. The settings'
+    problems are found afresh. None when they cannot be that store's (a foreign or planted cache entry). To be that
+    store's, every key is a node directory of the store under a parent that is a node. And every includes file is in
+    its node's directory."""
     dirs = [_dir_path(source, key[1:]) for key in node_keys]  # a node's key is its store-relative directory
     if not _fits(source, node_keys, dirs, includes):
         return None

@@ -1,9 +1,9 @@
 """The queries of docs/queries.md#the-queries, in one place, over linearizations and explicit imports.
 
 Both the live `Graph` (while compiling) and a frozen `Snapshot` (everything that reads compiled configs) answer
-them by providing three facts per node: which keys have nodes, L(K), and K's explicit imports. `Relations` holds
-only those facts, packed by `pack_relations` into arrays of key numbers: what `cfgtool serve` keeps per version
-instead of its snapshot (docs/serving.md).
+them by providing three facts per node: which keys have nodes, L(K), and K's explicit imports. `Relations` holds only
+those facts, packed by `pack_relations` into arrays of key numbers. `cfgtool serve` keeps them per version instead of
+its snapshot (docs/serving.md).
 """
 
 from __future__ import annotations
@@ -175,10 +175,10 @@ class StoreQueries(ABC):
 
 
 def pack_relations(queries: StoreQueries) -> dict[str, Any]:
-    """The facts the queries need (the nodes, each one's L and explicit imports, the tag roots) as plain data:
-    keys once each in `keys` (nodes first), every L and import list as key numbers in arrays (bytes). An L that is
-    [K] + L(B), B the next key in it (a node's parent, or along an import chain its import), is stored as a
-    pointer to B, so a chain of N nodes takes N numbers, not N * N / 2."""
+    """The facts the queries need, as plain data: the nodes, each one's L and explicit imports, the tag roots. Each
+    key is once in `keys`, nodes first. Every L and import list is key numbers in arrays (bytes). Some L is [K] +
+    L(B), B the next key in it: a node's parent, or along an import chain its import. It is stored as a pointer to B.
+    So a chain of N nodes takes N numbers, not N * N / 2."""
     numbers = {key: i for i, key in enumerate(queries.nodes)}
     keys = list(numbers)
     count = len(keys)

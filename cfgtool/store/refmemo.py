@@ -2,23 +2,23 @@
 
 A read of a cached version (`cfgtool get --ref HEAD`, `ConfigClient(path)`) needs three answers from git
 before it can open the version's artifact: where the repository is, which commit a ref or version names, and
-which version is current. Each costs a git process, and the first one GitPython's import (a large part of such a read:
-docs/scaling.md). A `RefMemo` keeps those answers in a small JSON file in the cache, together with the state of
-every directory they depend on: the directories from the starting path up to the repository root (a new
-`.git` on the way would move the repository), its `.git` entry, the git directory and the common directory
-(HEAD, packed-refs), every directory under their `refs/`, `reftable/`, and the store's working-tree settings
-file (the version tag prefixes come from it before a first commit). git changes a ref by writing a lock file
-beside it and renaming it into place, and each of those steps changes its directory's inode change time and
-modification time; so while every watched path still has the inode, size and times it had, the refs are the
-ones the answers were computed from. Any difference discards the whole memo, and git answers again.
+which version is current. Each costs a git process, and the first one GitPython's import: a large part of such a read
+(docs/scaling.md). A `RefMemo` keeps those answers in a small JSON file in the cache. Beside them it keeps the state
+of every directory they depend on. Those are the directories from the starting path up to the repository root; a new
+`.git` on the way would move the repository. Then its `.git` entry, the git directory and the common directory (HEAD,
+packed-refs). Then every directory under their `refs/` and `reftable/`. And the store's working-tree settings file:
+the version tag prefixes come from it before a first commit. git changes a ref by writing a lock file beside it and
+renaming it into place. Each of those steps changes its directory's inode change time and modification time. So while
+every watched path keeps its inode, size and times, the refs are the ones the answers came from. Any difference
+discards the whole memo, and git answers again.
 
 Only answers that depend on refs alone are kept: plain ref names and full object names, not `@{...}`
 (reflogs, dates), `~`/`^` (history) or abbreviated object names (they can become ambiguous).
 
-A memo is written only when every watched time is at least `SETTLED_NS` old when the state is taken (git's
-"racy" rule): a later change then gets a later time even on a coarse file system clock. The file holds
-plain JSON, sealed with the user's cache key (`cacheauth`: it decides which commit a version names) and written
-atomically; one that is damaged, forged or of another shape is a miss (docs/security.md).
+A memo is written only when every watched time is at least `SETTLED_NS` old when the state is taken. That is git's
+"racy" rule: a later change then gets a later time even on a coarse file system clock. The file holds plain JSON,
+written atomically. It is sealed with the user's cache key (`cacheauth`), since it decides which commit a version
+names. One that is damaged, forged or of another shape is a miss (docs/security.md).
 """
 
 from __future__ import annotations

@@ -5,11 +5,10 @@ import, transitively. `Scope` discovers exactly those, with the discovery proble
 them (E_BAD_KEY for a child directory, E_UNSAFE_PATH, E_DUPLICATE_INCLUDES, includes errors), and leaves
 every other directory of the store unread.
 
-Which files a source has comes from a `Listing`, one directory at a time: `FullListing` over a source's
-complete file list (a git ref's tree costs one `ls-tree`), or `WorkTreeListing`, which looks at the
-working tree with `os.scandir` and has git confirm, in one `ls-files` over the exact paths it relied on,
-that each of them is a file git would commit (not ignored). When git disagrees, `verified()` is False and
-the caller answers from the full listing instead.
+Which files a source has comes from a `Listing`, one directory at a time. `FullListing` reads a source's complete
+file list; a git ref's tree costs one `ls-tree`. `WorkTreeListing` looks at the working tree with `os.scandir`. Then
+git confirms, in one `ls-files` over the exact paths it relied on, that each is a file git would commit (not
+ignored). When git disagrees, `verified()` is False and the caller answers from the full listing instead.
 """
 
 from __future__ import annotations
@@ -41,8 +40,8 @@ from cfgtool.store.sources import Source, WorkTreeSource
 
 @dataclass(frozen=True)
 class Entries:
-    """One directory of a listing: its regular files and symbolic links (names), and its child directories
-    that hold something listed, each with whether a regular file is among it (only those can be nodes)."""
+    """One directory of a listing: the names of its regular files and symbolic links, and its child directories that
+    hold something listed. Each child says whether a regular file is among it; only those can be nodes."""
 
     files: frozenset[str]
     links: tuple[str, ...]
@@ -95,8 +94,8 @@ class FullListing(Listing):
 
 
 class WorkTreeListing(Listing):
-    """The working tree as `os.scandir` sees it, never through a symbolic link, with every path it relied on
-    kept as a claim; `verified()` asks git, once, that git lists each of them (none is ignored)."""
+    """The working tree as `os.scandir` sees it, never through a symbolic link. Every path it relied on is kept as a
+    claim. `verified()` asks git, once, that git lists each of them (none is ignored)."""
 
     def __init__(self, source: WorkTreeSource) -> None:
         self.root = source.repo_root

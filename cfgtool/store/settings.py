@@ -1,9 +1,9 @@
 """`_CONFIG_STORE`: the store's settings (docs/store-format.md#store-root-and-_config_store), validated against the
 shipped `settings.schema.json`.
 
-Problems are E_SETTINGS diagnostics that name the setting and point at its YAML node (line and column from
-PyYAML's composed node marks); the returned `Settings` then holds the defaults for whatever was invalid, so
-compile can go on and report everything else.
+Problems are E_SETTINGS diagnostics that name the setting and point at its YAML node. Line and column come from
+PyYAML's composed node marks. The returned `Settings` then holds the defaults for whatever was invalid. So compile
+can go on and report everything else.
 """
 
 from __future__ import annotations
@@ -275,10 +275,10 @@ def _duplicate_keys(node: yaml.Node, file: str) -> Iterator[Diagnostic]:
 def chosen_values(
     settings: Settings, settings_file: str, given: Mapping[str, str] | None, *, every: bool
 ) -> dict[str, str]:
-    """The variable values a compile or a query uses: `given` (each declared and allowed, else UsageError),
-    else the declared default. A compile that checks `every` value also stands in the first value for a
-    variable without a default; a read (client, query) does not, so a required variable with no value is
-    E_UNRESOLVED_VARIABLE there (docs/resolution.md#variables-dynamic-tags)."""
+    """The variable values a compile or a query uses: `given`, else the declared default. Each given value must be
+    declared and allowed, else UsageError. A compile that checks `every` value also stands in the first value for a
+    variable without a default. A read (client, query) does not. There a required variable with no value is
+    E_UNRESOLVED_VARIABLE (docs/resolution.md#variables-dynamic-tags)."""
     for name, value in (given or {}).items():
         declared = settings.variables.get(name)
         if declared is None:

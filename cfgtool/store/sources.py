@@ -1,8 +1,8 @@
 """Sources: where a store's files come from: the working tree, or a git ref read straight from git objects.
 
-Both list the store's files as repo-relative POSIX paths and read them in bulk as `Blob`s that carry a git
-blob id (for the working tree, computed the way git does), so parsed files can be cached by content.
-A git ref is read without a checkout: one `git ls-tree -r -z` and one `git cat-file --batch` per `load`.
+Both list the store's files as repo-relative POSIX paths and read them in bulk as `Blob`s. Each carries a git blob
+id; for the working tree it is computed the way git does. So parsed files can be cached by content. A git ref is read
+without a checkout: one `git ls-tree -r -z` and one `git cat-file --batch` per `load`.
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ def _store_dir(root: Path, store: str | Path) -> str:
 class WorkTreeSource(Source):
     """The store as it is on disk, restricted to files git would commit (ignored files are left out).
 
-    Nothing is read through a symbolic link (docs/security.md): a link in the store, or a directory on the way to a
-    file that is a link, is listed in `unsafe` instead, and `load` only reads files inside the repository.
+    Nothing is read through a symbolic link (docs/security.md). A link in the store is listed in `unsafe` instead. So
+    is a file with a link among the directories on its way. `load` only reads files inside the repository.
     """
 
     def __init__(self, repo: Path, store: str | Path = DEFAULT_STORE, *, listed: bool = True) -> None:
@@ -298,8 +298,8 @@ class Containment:
         self._dirs: dict[str, str | None] = {"": None}  # directory -> the link on its way (None: safe)
 
     def link_of(self, rel: str) -> str | None:
-        """The first part of `rel` that is a symbolic link (or `rel` itself when it is not a plain relative
-        path), None when `rel` can be read safely (it need not exist)."""
+        """The first part of `rel` that is a symbolic link, or `rel` itself when it is not a plain relative path.
+        None when `rel` can be read safely (it need not exist)."""
         return self.examine(rel)[0]
 
     def examine(self, rel: str) -> tuple[str | None, bool]:
@@ -308,8 +308,8 @@ class Containment:
         return link, info is not None
 
     def inspect(self, rel: str) -> tuple[str | None, os.stat_result | None]:
-        """`link_of(rel)`, and the `lstat` of `rel` when it is a regular file that can be read (else None): one
-        lstat of the file (its directories are checked once), for every file of a store."""
+        """`link_of(rel)`, and the `lstat` of `rel` when it is a regular file that can be read (else None). It costs
+        one lstat of the file, for every file of a store; its directories are checked once."""
         if not rel or rel.startswith("/") or ".." in rel.split("/") or "\0" in rel:
             return rel or None, None
         found = self._dir(rel.rpartition("/")[0])

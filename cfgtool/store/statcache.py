@@ -1,24 +1,23 @@
-"""The stat cache: the blob ids of a working tree's files, kept between compiles by what `lstat` says of each
-file, so that a compile after a one-file change reads and hashes that file only (git's index does the same).
+"""The stat cache: the blob ids of a working tree's files, kept between compiles by what `lstat` says of each file. A
+compile after a one-file change then reads and hashes that file only. git's index does the same.
 
 An entry maps a repo-relative path to (size, mtime_ns, ctime_ns, inode, device) and the blob id of the content
-read. It answers only when all five still match: a file rewritten in place changes its ctime even when its
-size stays and its mtime is set back, and a file replaced by a rename is another inode.
+read. It answers only when all five still match. A file rewritten in place changes its ctime, even when its size
+stays and its mtime is set back. A file replaced by a rename is another inode.
 
-Timestamps have a granularity (a clock tick on Linux, a second or two on some file systems), so a file written
-twice within one tick keeps its timestamps: an entry read in the same tick as the file's last change could
-later describe other content. This is git's "racy timestamp" problem, and the answer is git's: an entry is
-trusted only when the file's mtime and ctime are older, by a margin (`settled`), than the moment its content
-was read (it is not kept otherwise) and than the time the cache file was written (checked when read: the cache
-file's own mtime). Such a file is simply read and hashed again, on every compile until it is old enough. The
-margin covers one machine's clocks: a network file system whose server's clock runs behind this machine's by
-more than the margin could fool it.
+Timestamps have a granularity: a clock tick on Linux, a second or two on some file systems. So a file written twice
+within one tick keeps its timestamps. An entry read in the same tick as the file's last change could later describe
+other content. This is git's "racy timestamp" problem, and the answer is git's. An entry is trusted only when the
+file's mtime and ctime are older, by a margin (`settled`), than two moments. One is when its content was read; it is
+not kept otherwise. The other is when the cache file was written, checked on reading as the cache file's own mtime. A
+file too recent is simply read and hashed again, on every compile until it is old enough. The margin covers one
+machine's clocks. A network file system whose server's clock runs behind by more than the margin could fool it.
 
-One cache file per working tree and store directory, in the private cache directory (the `KEEP` most recently
-written are kept): msgpack (plain data) sealed with the user's cache key (`cacheauth`: a blob id decides which
-content a path compiles as), written to a temporary file and renamed. A damaged, truncated, forged or foreign
-file, or an entry of the wrong shape, is a miss: the files are read and hashed as if there
-were no cache.
+There is one cache file per working tree and store directory, in the private cache directory. The `KEEP` most
+recently written are kept. It is msgpack (plain data), written to a temporary file and renamed. It is sealed with the
+user's cache key (`cacheauth`), since a blob id decides which content a path compiles as. A damaged, truncated,
+forged or foreign file is a miss, and so is an entry of the wrong shape. The files are then read and hashed as if
+there were no cache.
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ def signature(info: os.stat_result) -> tuple[int, int, int, int, int]:
 
 
 def settled(mtime_ns: int, ctime_ns: int, at: int) -> bool:
-    """Whether a file with these timestamps cannot change at time `at` (ns) or later without changing one of
-    them: both are older than `at` by more than the margin (git's racy-timestamp rule)."""
+    """Whether a file with these timestamps cannot change at time `at` (ns) or later without changing one of them.
+    That holds when both are older than `at` by more than the margin (git's racy-timestamp rule)."""
     coarse = mtime_ns % 1_000_000_000 == 0 or ctime_ns % 1_000_000_000 == 0
     return max(mtime_ns, ctime_ns) + (COARSE_MARGIN_NS if coarse else FINE_MARGIN_NS) < at
 

@@ -1,10 +1,10 @@
 """The git URLs cfgtool mirrors into its caches (`cfgtool serve`'s mirror, a `ConfigClient` of a URL): a URL's
 credentials (`https://user:token@host/...`) never reach the disk or a message.
 
-`split_credentials` gives the URL to write into a mirror's git config and the credential it held; `fetch_env`
-the environment that hands the credential to the git processes that clone or fetch it (through a credential
-helper that answers for that host alone and stores nothing); `stall_bound` how long such a process may receive
-nothing; `redact` drops the credentials from any text.
+`split_credentials` gives the URL to write into a mirror's git config and the credential it held. `fetch_env` gives
+the environment that hands the credential to the git processes that clone or fetch. It does so through a credential
+helper that answers for that host alone and stores nothing. `stall_bound` says how long such a process may receive
+nothing. `redact` drops the credentials from any text.
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ def split_credentials(url: str) -> tuple[str, str | None]:
 
 
 def stall_bound(url: str) -> float | None:
-    """How long a clone or fetch of `url` may receive nothing before git is stopped (`git.transfer`), or None
-    where it needs no such watch: over HTTP git reports no progress while it downloads a pack from a "dumb"
-    server, so curl's own limit (`fetch_env`: below `STALL_BYTES` a second for `STALL_S` seconds) bounds it
-    instead, byte by byte; a local path has no remote to stop answering. Every other URL (ssh://, git://,
-    file://, the scp-like `user@host:path`) is watched."""
+    """How long a clone or fetch of `url` may receive nothing before git is stopped (`git.transfer`). None where it
+    needs no such watch. Over HTTP, git reports no progress while it downloads a pack from a "dumb" server. So curl's
+    own limit bounds it instead, byte by byte: below `STALL_BYTES` a second for `STALL_S` seconds (`fetch_env`). A
+    local path has no remote to stop answering. Every other URL is watched: ssh://, git://, file://, the scp-like
+    `user@host:path`."""
     scheme = _SCHEME.match(url)
     if scheme is not None:
         return None if scheme.group(1).lower() in _HTTP else STALL_S
@@ -72,12 +72,12 @@ def stall_bound(url: str) -> float | None:
 def fetch_env(url: str, credential: str | None) -> dict[str, str]:
     """The environment of the git processes that clone or fetch `url` (without credentials).
 
-    git never prompts (a server or a library has no one to answer), and an HTTP transfer slower than
-    `STALL_BYTES` a second for `STALL_S` seconds fails: with `stall_bound` over the other transports, a remote
-    that stops answering is a fetch failure (the server's `/healthz` reports it), never a process stuck for
-    good. A `credential` is handed to git through `_HELPER` for the URL's scheme and host alone (a redirect
-    elsewhere gets nothing), after emptying the list of helpers configured (which could store it). The
-    entries come after any `GIT_CONFIG_COUNT` entries of the process's own environment.
+    git never prompts: a server or a library has no one to answer. An HTTP transfer slower than `STALL_BYTES` a
+    second for `STALL_S` seconds fails. With `stall_bound` over the other transports, a remote that stops answering
+    is a fetch failure, never a process stuck for good. The server's `/healthz` reports it. A `credential` is handed
+    to git through `_HELPER`, for the URL's scheme and host alone; a redirect elsewhere gets nothing. The list of
+    configured helpers is emptied first, since they could store it. The entries come after any `GIT_CONFIG_COUNT`
+    entries of the process's own environment.
     """
     config = [("http.lowSpeedLimit", str(STALL_BYTES)), ("http.lowSpeedTime", str(STALL_S))]
     env = {"GIT_TERMINAL_PROMPT": "0"}
