@@ -9,10 +9,10 @@ behind a cycle are not linearized; every other node is. One `Graph` is one assig
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Literal
+from typing import Literal, TypeVar
 
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.store.includes import Import, expand, variables_used
@@ -20,6 +20,8 @@ from cfgtool.store.keys import is_strictly_under, is_under, parent
 from cfgtool.store.lin import Lin, lowest_first
 from cfgtool.store.nodes import Store
 from cfgtool.store.queries import StoreQueries
+
+T = TypeVar("T")
 
 _IMPORTED = itemgetter(0)  # `Import.key`, without the named tuple's Python-level property
 
@@ -326,37 +328,47 @@ class Graph(StoreQueries):
                 notes.append(f"{a} includes {b} ({link.file}:{link.line.line})")
         self._report(src, imp, "E_CYCLE", message, notes if len(nodes) > 1 else ())
 
-    def _linearize(self, root: str) -> None:
-        """Compute L for `root` and everything it depends on, bottom-up (iteratively: chains can be deep)."""
-        lin = self._lin
+    def _bottom_up(self, root: str, memo: dict[str, T], compute: Callable[[str], T]) -> T:
+        """`memo[root]`, first setting `memo[k] = compute(k)` for `root` and each node it links to, directly or
+        not, that `memo` lacks: each after every node it links to, so `compute` reads theirs from `memo`.
+        Iterative, as import chains can be deep. The one walk of linearization, reaches and variables."""
+        out = self._out
         stack = [root]
         while stack:
             key = stack[-1]
-            if key in lin:
+            if key in memo:
                 stack.pop()
                 continue
-            pending = [t for t, _ in self._out[key] if t not in lin]
+            pending = [t for t, _ in out[key] if t not in memo]
             if pending:
                 stack.extend(pending)
                 continue
             stack.pop()
-            segments = [lin[target] for target, _ in self._last_first(key)]  # L(P), L(I1), ..., L(In)
-            if not segments:  # neither parent nor imports: the root
-                lin[key] = lowest_first([key])
-                continue
-            top = segments[-1]
-            if all(len(s) <= len(top) and top[len(top) - len(s) :] == s for s in segments[:-1]):
-                # every other segment ends L(In) (a parent's L, or the root's along a chain): removing duplicates
-                # keeps L(In) as it is, so no pass over it is needed, and L(K) shares L(In)'s storage
-                lin[key] = top.over(key)
-                continue
-            seq: list[str] = []
-            for segment in segments:
-                seq += reversed(segment)
-            # seq is the concatenation reversed: its first occurrences are the last ones of the original
-            base = list(dict.fromkeys(seq))
-            base.append(key)
-            lin[key] = lowest_first(base)
+            memo[key] = compute(key)
+        return memo[root]
+
+    def _linearize(self, root: str) -> None:
+        """Compute L for `root` and everything it depends on, bottom-up."""
+        self._bottom_up(root, self._lin, self._lin_over_links)
+
+    def _lin_over_links(self, key: str) -> Lin:
+        """L(K) from the L of each node K links to."""
+        lin = self._lin
+        segments = [lin[target] for target, _ in self._last_first(key)]  # L(P), L(I1), ..., L(In)
+        if not segments:  # neither parent nor imports: the root
+            return lowest_first([key])
+        top = segments[-1]
+        if all(len(s) <= len(top) and top[len(top) - len(s) :] == s for s in segments[:-1]):
+            # every other segment ends L(In) (a parent's L, or the root's along a chain): removing duplicates
+            # keeps L(In) as it is, so no pass over it is needed, and L(K) shares L(In)'s storage
+            return top.over(key)
+        seq: list[str] = []
+        for segment in segments:
+            seq += reversed(segment)
+        # seq is the concatenation reversed: its first occurrences are the last ones of the original
+        base = list(dict.fromkeys(seq))
+        base.append(key)
+        return lowest_first(base)
 
     def _last_first(self, key: str) -> list[tuple[str, Import | None]]:
         """The segments of L(In) + ... + L(I1) + L(P) from the last: P, I1, ..., In."""
@@ -368,29 +380,21 @@ class Graph(StoreQueries):
     def _reaches(self, root: str) -> dict[str, Reach]:
         """How each member of L(root) was reached: from the segment (import or parent) holding its last
         occurrence. Computed on demand (only explain and warnings need it), bottom-up, memoized."""
-        stack = [root]
-        while stack:
-            key = stack[-1]
-            if key in self._reach:
-                stack.pop()
-                continue
-            pending = [t for t, _ in self._out[key] if t not in self._reach]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            out = {key: _SELF}
-            for target, imp in self._last_first(key):  # the first time a member is seen is its last occurrence
-                if imp is None:
-                    direct = Reach("parent", key)
-                else:
-                    direct = Reach("include", key, imp.file, imp.line.line, imp.line.col)
-                inner = self._reach[target]
-                for member in self._lin[target]:
-                    if member not in out:
-                        out[member] = direct if member == target else inner[member]
-            self._reach[key] = out
-        return self._reach[root]
+        return self._bottom_up(root, self._reach, self._reach_over_links)
+
+    def _reach_over_links(self, key: str) -> dict[str, Reach]:
+        """How each member of L(K) was reached, from how each node K links to reached its own."""
+        out = {key: _SELF}
+        for target, imp in self._last_first(key):  # the first time a member is seen is its last occurrence
+            if imp is None:
+                direct = Reach("parent", key)
+            else:
+                direct = Reach("include", key, imp.file, imp.line.line, imp.line.col)
+            inner = self._reach[target]
+            for member in self._lin[target]:
+                if member not in out:
+                    out[member] = direct if member == target else inner[member]
+        return out
 
     def _check_order(self, key: str) -> None:
         """W_IMPORT_ORDER where L(K) ranks an import below one listed before it (docs/resolution.md#linearization)."""
@@ -437,22 +441,13 @@ class Graph(StoreQueries):
         nearest = self.nearest_node(key)
         if self._lin_of(nearest) is None:
             return frozenset()
-        memo = self._vars
-        stack = [nearest]
-        while stack:
-            member = stack[-1]
-            if member in memo:
-                stack.pop()
-                continue
-            pending = [t for t, _ in self._out[member] if t not in memo]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            includes = self.nodes[member].includes
-            own = variables_used(includes.lines) if includes is not None else frozenset()
-            memo[member] = own.union(*(memo[t] for t, _ in self._out[member]))
-        return memo[nearest]
+        return self._bottom_up(nearest, self._vars, self._vars_over_links)
+
+    def _vars_over_links(self, key: str) -> frozenset[str]:
+        """The variables K's includes use, and those of each node K links to."""
+        includes = self.nodes[key].includes
+        own = variables_used(includes.lines) if includes is not None else frozenset()
+        return own.union(*(self._vars[t] for t, _ in self._out[key]))
 
     # ---------------------------------------------------------------------------------------------- StoreQueries
 
