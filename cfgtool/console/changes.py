@@ -7,13 +7,13 @@ for it: the first request of a pair starts its computation (one per pair, shared
 at most `RUNNING` pairs at once, each pair independent of the others) and the loads of the two versions when they are
 not in memory, waits `WAIT` seconds, and answers a "being computed" page (202) that asks again by itself until the diff
 is there. The diffs the timeline and the diff form lead to (the previous good version against the current one, then each
-version the timeline shows against its predecessor, newest first, `AHEAD` pairs) are computed ahead, one at a time at a
-low priority, as soon as a version loads (`prepare`), and kept apart from the diffs people asked for, so computing ahead
-never drops one of those. What the principal sees: a key it may not describe under the current ACL or either version's
-own appears nowhere, not in a group's count either; a key it may describe but not read counts as changed without its
-values; the layer a change came through shows as `[hidden layer]` when the principal may not describe it. A group's
-reach (how many keys one change touched) is drawn against the keys of version B it may see. Long answers are capped,
-with the totals said.
+step the timeline shows: a version against the one readers had before it, newest first, `AHEAD` pairs) are computed
+ahead, one at a time at a low priority, as soon as a version loads (`prepare`), and kept apart from the diffs people
+asked for, so computing ahead never drops one of those. What the principal sees: a key it may not describe under the
+current ACL or either version's own appears nowhere, not in a group's count either; a key it may describe but not
+read counts as changed without its values; the layer a change came through shows as `[hidden layer]` when the
+principal may not describe it. A group's reach (how many keys one change touched) is drawn against the keys of
+version B it may see. Long answers are capped, with the totals said.
 """
 
 from __future__ import annotations
@@ -206,17 +206,18 @@ def latest_pair(view: View) -> tuple[int, int] | None:
 
 def timeline_pairs(view: View) -> list[tuple[int, int]]:
     """The pairs of versions the timeline and the diff form lead to, the most asked first: the latest pair, then
-    each version against its predecessor, newest first (`AHEAD` at most, versions that compile only)."""
+    each step readers took (a version against the one they had before it, a rollback's way back), newest first
+    (`AHEAD` at most, versions that compile only)."""
     pairs: list[tuple[int, int]] = []
     latest = latest_pair(view)
     if latest is not None:
         pairs.append(latest)
-    for b in sorted(view.versions, reverse=True):
+    for step in reversed(view.steps):
         if len(pairs) >= AHEAD:
             break
-        pair = (b - 1, b)
-        if pair[0] in view.versions and not set(pair) & set(view.unservable) and pair not in pairs:
-            pairs.append(pair)
+        pair = (step.before, step.after if step.kind != "publish" else step.version)
+        if pair[0] is not None and pair[1] is not None and pair[0] != pair[1] and pair not in pairs:
+            pairs.append((pair[0], pair[1]))
     return pairs
 
 

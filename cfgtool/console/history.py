@@ -30,8 +30,9 @@ from cfgtool.serve.store_state import StoreState, View
 from cfgtool.serve.worker import Worker
 from cfgtool.snapshot.model import canonical_json
 from cfgtool.store.keys import ancestors
-from cfgtool.versions.audit import KeyHistory, ValueChangeEvent
-from cfgtool.versions.diff import ABSENT, same
+from cfgtool.versions.audit import KeyHistory, ValueChangeEvent, changed_steps
+from cfgtool.versions.diff import ABSENT
+from cfgtool.versions.readers import Step
 
 log = logging.getLogger("cfgtool.serve")
 Change = tuple[int, bytes | None]  # (version, the key's config from then on; None: no node from then on)
@@ -126,23 +127,33 @@ class HistoryIndex:
                 self._last[key] = _digest(config)
 
     def history(self, key: str, parts: tuple[str, ...], shown_path: str | None, view: View) -> KeyHistory | None:
-        """The history of `key` (at `parts`), newest first, as `audit_key` tells it but without the commits (a
-        version in which the key has no node reads its nearest node's config); None when the key never had a
-        node (`audit_key` says so)."""
+        """The history of `key` (at `parts`), newest first, as `audit_key` tells it but without the commits: each
+        step readers took (`View.steps`) after which they read another value (a version in which the key has no
+        node reads its nearest node's config); None when the key never had a node (`audit_key` says so). Only
+        the steps that span a version where the key or an ancestor changed are read."""
         if key not in self.changes:
             return None
         above = [key, *ancestors(key)]
         candidates = sorted({n for k in above for n, _ in self.changes.get(k, ())})
-        events = []
-        value: Any = ABSENT
-        for n in candidates:
-            config, exists = self._config_at(above, n)
-            new: Any = ABSENT if config is None else json.loads(config)
-            for part in parts:
-                new = new.get(part, ABSENT) if isinstance(new, dict) else ABSENT
-            if not same(new, value):
-                events.append(_event(view, n, value, new, exists))
-            value = new
+
+        def touched(step: Step) -> bool:  # a version in (before, version] changed the key or an ancestor
+            i = bisect.bisect_right(candidates, step.before or 0)
+            return i < len(candidates) and candidates[i] <= step.version
+
+        read: dict[int, Any] = {}
+
+        def value(n: int) -> Any:
+            if n not in read:
+                config, _ = self._config_at(above, n)
+                found: Any = ABSENT if config is None else json.loads(config)
+                for part in parts:
+                    found = found.get(part, ABSENT) if isinstance(found, dict) else ABSENT
+                read[n] = found
+            return read[n]
+
+        wanted = [s for s in view.steps if s.kind != "publish" or touched(s)]
+        events = [_event(view, s, old, new, self._config_at(above, s.version)[1])
+                  for s, old, new in changed_steps(wanted, value)]  # fmt: skip
         return KeyHistory(key, shown_path, tuple(reversed(events)))
 
     def _config_at(self, above: list[str], n: int) -> tuple[bytes | None, bool]:
@@ -156,20 +167,21 @@ class HistoryIndex:
         return None, False
 
 
-def _event(view: View, n: int, old: Any, new: Any, exists: bool) -> ValueChangeEvent:
-    version = view.versions[n]
-    previous = max((m for m in view.versions if m < n and m not in view.unservable), default=None)
+def _event(view: View, step: Step, old: Any, new: Any, exists: bool) -> ValueChangeEvent:
+    version = view.versions[step.version]
     return ValueChangeEvent(
-        version=n,
+        version=step.version,
         tag=version.tag,
         commit=version.commit,
-        date=version.date,
+        date=step.date,
         old=old,
         new=new,
         commits=(),
-        previous=previous,
+        previous=step.before,
         exists=exists,
         rolled_back=version.rolled_back is not None,
+        kind=step.kind,
+        current=step.after,
     )
 
 

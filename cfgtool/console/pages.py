@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from cfgtool.serve.app import Api
     from cfgtool.serve.service import Service
     from cfgtool.versions.audit import KeyHistory
+    from cfgtool.versions.readers import StepKind
+    from cfgtool.versions.tags import Restored, RolledBack
 
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
 CONSUMERS_SHOWN = 500  # instances listed (in the fair order of the JSON API's listing); the rest counted
@@ -87,29 +89,36 @@ async def timeline_live(ctx: Context) -> Response:
 
 
 def _timeline(ctx: Context) -> dict[str, Any]:
+    """Every publish, rollback and cancelled rollback, newest first, each with what it changed for readers: the
+    version they had before and after (`readers.steps`, as the change feed counts it)."""
     assert ctx.state is not None and ctx.view is not None
     view = ctx.view
     feed = ctx.console.service.feeds[ctx.state.name]
-    published = {e.version: e for e in feed.events if e.kind == "publish"}
-    undone = {e.version: e for e in feed.events if e.kind == "rollback"}
-    good = [n for n, v in view.versions.items() if v.rolled_back is None and n not in view.unservable]
+    events = {(e.kind, e.version): e for e in feed.events}
+    moves = {(s.kind, s.version): s for s in view.steps}
     entries: list[dict[str, Any]] = []
     for v in view.versions.values():
-        event = published.get(v.version)
+        servable = v.version not in view.unservable
+        event, step = events.get(("publish", v.version)), moves.get(("publish", v.version))
         entries.append({
-            "kind": "publish", "version": v, "date": v.date, "servable": v.version not in view.unservable,
+            "kind": "publish", "version": v, "date": v.date, "servable": servable,
             "changed": ctx.seen.count(event.changed_keys) if event is not None else None,
             "effective_by": event.effective_by if event is not None else None,
+            "since": step.before if step is not None else None,
         })  # fmt: skip
-        if v.rolled_back is not None:  # readers read the good version below it again (as the server counts it)
-            undo = undone.get(v.version)
+        undone = v.rolled_back or (v.restored.rolled_back if v.restored is not None else None)
+        markers: list[tuple[StepKind, RolledBack | Restored | None]] = [("rollback", undone), ("restore", v.restored)]
+        for kind, marker in markers:
+            if marker is None:
+                continue
+            event, step = events.get((kind, v.version)), moves.get((kind, v.version))
             entries.append({
-                "kind": "rollback", "version": v, "date": v.rolled_back.date,
-                "servable": v.version not in view.unservable,
-                "changed": ctx.seen.count(undo.changed_keys) if undo is not None else None,
-                "back_to": max((n for n in good if n < v.version), default=None),
+                "kind": kind, "version": v, "date": marker.date, "by": marker.by, "reason": marker.reason,
+                "servable": servable, "changed": ctx.seen.count(event.changed_keys) if event is not None else None,
+                "from": step.before if step is not None else None, "to": step.after if step is not None else None,
             })  # fmt: skip
-    entries.sort(key=lambda e: (e["date"], e["kind"] == "rollback", e["version"].version), reverse=True)
+    order = {"publish": 0, "rollback": 1, "restore": 2}
+    entries.sort(key=lambda e: (e["date"], order[e["kind"]], e["version"].version), reverse=True)
     return {
         "entries": entries[:TIMELINE_SHOWN],
         "more": max(0, len(entries) - TIMELINE_SHOWN),

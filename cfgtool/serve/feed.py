@@ -1,6 +1,6 @@
 """The change feed of one store (docs/serving.md; Kafka's sequence-numbered config change notifications).
 
-`seq` counts the events the server knows (publish tags and rollback markers); it only grows, because tags are
+`seq` counts the events the server knows (publish tags, rollback and restored markers); it only grows, because tags are
 never moved or deleted. A long poll registers its waiter *before* it checks `seq` (Apollo's lesson), so an
 event that lands between the check and the wait still wakes it. All methods run on the event loop's thread;
 the loader hands events over with `loop.call_soon_threadsafe(feed.extend, ...)`.
@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 @dataclass(frozen=True)
 class Event:
-    """One event: a version published or rolled back, when, how many keys changed, and when every key sees it."""
+    """One event: a version published, rolled back or restored (its rollback cancelled), when, how many keys
+    changed for readers, and when every key sees it."""
 
-    kind: Literal["publish", "rollback"]
+    kind: Literal["publish", "rollback", "restore"]
     version: int
     date: float
     changed_keys: int

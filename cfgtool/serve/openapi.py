@@ -161,7 +161,7 @@ SCHEMAS: dict[str, Schema] = {
                     ["seq", "kind", "version", "date", "changed_keys", "effective_by"],
                     {
                         "seq": INT,
-                        "kind": {"enum": ["publish", "rollback"]},
+                        "kind": {"enum": ["publish", "rollback", "restore"]},
                         "version": INT,
                         "date": {"type": "string", "format": "date-time"},
                         "changed_keys": {

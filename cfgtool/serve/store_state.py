@@ -29,6 +29,8 @@ from cfgtool.serve.timeline import Published, effective_by, window
 from cfgtool.serve.worker import Resolver, VersionLoad, Worker
 from cfgtool.versions import History, Version, history
 from cfgtool.versions.names import CURRENT
+from cfgtool.versions.readers import Step, StepKind, seen_before, steps
+from cfgtool.versions.tags import Tag
 
 EMPTY = answer([])
 log = logging.getLogger("cfgtool.serve")
@@ -47,6 +49,11 @@ class View:
     authorizer: Authorizer | None = None  # the current version's ACL (with access control on)
     public: bool = False  # answers may be kept by shared caches (`--public-cache`, and User:* reads every key)
     acl_problem: str | None = None  # no current version, or its ACL does not load: 503 E_NO_ACL for this store
+    steps: tuple[Step, ...] = ()  # what readers of the servable versions saw, oldest first (`readers.steps`)
+
+    def seen_before(self, n: int) -> int | None:
+        """The servable version readers had when N was published (None: none, or N is not servable)."""
+        return next((s.before for s in self.steps if s.kind == "publish" and s.version == n), None)
 
     @property
     def current(self) -> int | None:
@@ -79,7 +86,8 @@ class StoreState:
         self.view = View()
         self.ready = False
         self._seen: set[int] = set()
-        self._markers: set[int] = set()
+        self._markers: set[int] = set()  # versions whose rollback marker was read
+        self._restored: set[int] = set()  # versions whose restored marker was read
         self._worker = Worker()
         self._resolver = Resolver()
         self._others: Bounded[int, LoadedVersion] = Bounded(4)  # versions asked for outside the window
@@ -92,10 +100,11 @@ class StoreState:
         return self._root
 
     # -- loading ------------------------------------------------------------------------------------------
-    def _load(self, versions: list[int], keep: set[int], base: int | None = None) -> list[VersionLoad]:
-        """Load `versions` in a worker: each one's error or changed-key count, and answers for `keep`."""
-        args = (str(self._root), self.path, self.name, str(self._cache), sorted(versions), sorted(keep), base)
-        return self._worker.load(*args)
+    def _load(self, versions: list[int], keep: set[int], bases: list[int | None] | None = None) -> list[VersionLoad]:
+        """Load `versions` (ascending) in a worker: each one's error or changed-key count against its base
+        (one per version; None: every key counts), and answers for `keep`."""
+        args = (str(self._root), self.path, self.name, str(self._cache), versions, sorted(keep))
+        return self._worker.load(*args, bases if bases is not None else [None] * len(versions))
 
     def _loaded(self, entry: VersionLoad) -> LoadedVersion:
         assert entry.answers is not None  # asked to keep it, and it loaded
@@ -160,38 +169,66 @@ class StoreState:
         events: list[Event] = []
         new = sorted(set(hist.numbers) - self._seen)
         if new:
-            base = max((n for n in self._seen if n not in unservable), default=None)
+            bases = seen_before(hist, unservable)  # what readers had before each (docs/versions.md)
             hot = set(window(_published(hist, unservable), now, self.cache_time))
-            for entry in self._load(new, hot & set(new), base):
+            counts: dict[int, int] = {}
+            for entry in self._load(new, hot & set(new), [bases.get(n) for n in new]):
                 n = entry.version
                 if entry.error is not None:
                     unservable[n] = entry.error
                 elif n in hot:
                     self._others.put(n, self._loaded(entry))
                 self._seen.add(n)
+                counts[n] = entry.changed
+            counts.update(self._recounted(hist, unservable, bases, new))
+            for n in new:
                 date = hist.tag(n).date.timestamp()
-                events.append(Event("publish", n, date, entry.changed, effective_by(date, self.cache_time)))
-        markers = hist.markers
-        rolled = [n for n in sorted(set(markers) - self._markers) if n in self._seen]  # else nothing was served
-        self._markers.update(markers)
-        for n, changed in zip(rolled, self._rollback_changes(hist, unservable, rolled), strict=True):
-            date = markers[n].date.timestamp()
-            events.append(Event("rollback", n, date, changed, date))
+                events.append(Event("publish", n, date, counts[n], effective_by(date, self.cache_time)))
+        events += self._marker_events(hist, unservable)
         self._publish(hist, unservable, now)
         self.ready = True
-        return sorted(events, key=lambda e: (e.date, e.kind != "publish", e.version))
+        order = {(s.kind, s.version): i for i, s in enumerate(steps(hist))}  # as they happened, not by date
+        return sorted(events, key=lambda e: order.get((e.kind, e.version), -1))
 
-    def _rollback_changes(self, hist: History, unservable: Mapping[int, str], rolled: list[int]) -> list[int]:
-        """For each rolled-back version, the keys that differ between it and the good one below it that
-        replaces it (0 when either is not servable)."""
-        good = [m for m in hist.numbers if m not in unservable and not hist.is_rolled_back(m)]
-        pairs = [(max((m for m in good if m < n), default=0), n) for n in rolled]
-        wanted = [(a, b) for a, b in pairs if a and b not in unservable]
-        if not wanted:
-            return [0] * len(rolled)
-        found = dict(zip(wanted, self._worker.changes_between(str(self._root), self.path, str(self._cache), wanted),
-                         strict=True))  # fmt: skip
-        return [found.get(pair, 0) for pair in pairs]
+    def _recounted(
+        self, hist: History, unservable: Mapping[int, str], bases: Mapping[int, int | None], new: list[int]
+    ) -> dict[int, int]:
+        """The changed-key counts of the new versions whose base turned out not to be servable as they loaded
+        (it was new too): counted again against the version readers had instead."""
+        now = seen_before(hist, unservable)
+        pairs = [(b, n) for n in new if n not in unservable and (b := now.get(n)) is not None and b != bases.get(n)]
+        return {n: count for (_, n), count in zip(pairs, self._changes(pairs), strict=True)}
+
+    def _marker_events(self, hist: History, unservable: Mapping[int, str]) -> list[Event]:
+        """A rollback or restore event for each marker not seen yet of a version that was served; its changed
+        keys are those between the version readers had before and after it (0 when they stayed on one)."""
+        fresh: list[tuple[StepKind, int, Tag]] = []
+        kinds: list[tuple[StepKind, Mapping[int, Tag], set[int]]] = [
+            ("rollback", hist.rollback_markers, self._markers),
+            ("restore", hist.restorations, self._restored),
+        ]
+        for kind, markers, seen in kinds:
+            fresh += [(kind, n, marker) for n, marker in sorted(markers.items()) if n not in seen and n in self._seen]
+            seen.update(markers)  # a marker of a version never served is never an event
+        if not fresh:
+            return []
+        by = {(s.kind, s.version): s for s in steps(hist, unservable)}
+        moves = [by.get((kind, n)) for kind, n, _ in fresh]
+        pairs = [(s.before, s.after) for s in moves if s and s.before and s.after and s.before != s.after]
+        counted = dict(zip(pairs, self._changes(pairs), strict=True))
+        events = []
+        for (kind, n, marker), s in zip(fresh, moves, strict=True):
+            date = marker.date.timestamp()
+            count = counted.get((s.before, s.after), 0) if s is not None and s.before and s.after else 0
+            events.append(Event(kind, n, date, count, date))
+        return events
+
+    def _changes(self, pairs: list[tuple[int, int]]) -> list[int]:
+        """For each pair of versions, the keys whose config differs (in a worker process; none: no call)."""
+        if not pairs:
+            return []
+        found: list[int] = self._worker.changes_between(str(self._root), self.path, str(self._cache), pairs)
+        return found
 
     def _publish(self, hist: History, unservable: dict[int, str], now: float) -> None:
         published = _published(hist, unservable)
@@ -230,6 +267,7 @@ class StoreState:
             authorizer=authorizer,
             acl_problem=problem,
             public=public,
+            steps=tuple(steps(hist, unservable)),
         )
 
     def public_problem(self, commit: str) -> str | None:

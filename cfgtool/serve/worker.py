@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import sys
 import threading
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -87,7 +88,7 @@ class VersionAnswers:
 @dataclass(frozen=True, slots=True)
 class VersionLoad:
     """The worker's report on one version: why it cannot be served (`error`), or the number of keys it changed
-    since the previous servable version and, when asked to keep it, its answers."""
+    since its base (the version readers had before it) and, when asked to keep it, its answers."""
 
     version: int
     error: str | None = None
@@ -149,18 +150,28 @@ def etag(body: bytes) -> bytes:
     return b'"sha256:' + hashlib.sha256(body).hexdigest().encode("ascii") + b'"'
 
 
-def load(root: str, store: str, name: str, cache: str, versions: list[int], keep: list[int], base: int | None) -> bytes:
-    """Load `versions` (ascending) of a store: per version its error, or the number of keys it changed since
-    the previous servable one (`base` before the first), and for those in `keep` its answers: `VersionLoad`s
-    as plain data packed with msgpack."""
+def load(
+    root: str, store: str, name: str, cache: str, versions: list[int], keep: list[int], bases: list[int | None]
+) -> bytes:
+    """Load `versions` (ascending) of a store: per version its error, or the number of keys it changed since its
+    base (`bases`, one per version: the version readers had before it, `readers.seen_before`; None: every key
+    counts), and for those in `keep` its answers: `VersionLoad`s as plain data packed with msgpack. A base that
+    does not load counts every key too."""
     out: list[list[Any]] = []
-    before: Mapping[str, str] | None = None
-    if base is not None:
-        try:
-            before = _hashes(_client(root, store, base, cache))
-        except CfgtoolError:
-            before = None
-    for n in versions:
+    wanted = Counter(b for b in bases if b is not None)  # how many versions still need each base's hashes
+    kept: dict[int, Mapping[str, str] | None] = {}
+    for n, base in zip(versions, bases, strict=True):
+        before: Mapping[str, str] | None = None
+        if base is not None:
+            if base not in kept:
+                try:
+                    kept[base] = _hashes(_client(root, store, base, cache))
+                except CfgtoolError:
+                    kept[base] = None
+            before = kept[base]
+            wanted[base] -= 1
+            if not wanted[base]:
+                del kept[base]
         try:
             client = _client(root, store, n, cache)
         except CfgtoolError as exc:
@@ -169,7 +180,8 @@ def load(root: str, store: str, name: str, cache: str, versions: list[int], keep
         hashes = _hashes(client)
         answers = _answers(client, name) if n in keep else None
         out.append(VersionLoad(n, None, changed(before or {}, hashes), answers).wire())
-        before = hashes
+        if wanted[n]:
+            kept[n] = hashes
         del client
     return pack(out)
 

@@ -9,8 +9,9 @@ all take their "previous version" from here.
 
 The order comes from the tags alone, so every reader of the same tags agrees: version N is published after
 N - 1; a rollback or restored marker records the highest version that existed when it was written (`after` in its
-metadata), so it comes after that version's publish and before the next one's. A marker made by hand, without
-that record, comes after every version tagged before it.
+metadata), so it comes after that version's publish and before the next one's, and how many markers existed then
+(`markers`), which orders markers between the same two publishes (then their dates do). A marker made by hand,
+without these records, comes after every version tagged before it.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ class Step:
 def steps(known: History, skip: Collection[int] = ()) -> list[Step]:
     """Every publish, rollback and restore of `known`'s versions, oldest first. Versions in `skip` (ones a
     server never serves) are left out: no reader ever had them."""
-    order: list[tuple[int, int, datetime, int, StepKind]] = []  # (after, publish 0 / marker 1, date, N, kind)
+    order: list[tuple[int, int, int, datetime, int, StepKind]] = []  # (after, 0 / 1, markers before, date, N, kind)
     for n in known.numbers:
         if n not in skip:
-            order.append((n, 0, known.tag(n).date, n, "publish"))
+            order.append((n, 0, 0, known.tag(n).date, n, "publish"))
     markers: list[tuple[StepKind, Mapping[int, Tag]]] = [
         ("rollback", known.rollback_markers),
         ("restore", known.restorations),
@@ -52,12 +53,14 @@ def steps(known: History, skip: Collection[int] = ()) -> list[Step]:
     for kind, found in markers:
         for n, marker in found.items():
             if n in known.numbers and n not in skip:
-                order.append((marker_after(known, marker, n), 1, marker.date, n, kind))
-    order.sort(key=lambda item: (*item[:4], item[4] == "restore"))
+                earlier = marker.metadata.get("markers")  # how many markers existed when it was made
+                count = earlier if isinstance(earlier, int) and not isinstance(earlier, bool) else 0
+                order.append((marker_after(known, marker, n), 1, count, marker.date, n, kind))
+    order.sort(key=lambda item: (*item[:5], item[5] == "restore"))
     good: set[int] = set()
     out: list[Step] = []
     current: int | None = None
-    for _, _, date, n, kind in order:
+    for _, _, _, date, n, kind in order:
         if kind == "rollback":
             good.discard(n)
         else:

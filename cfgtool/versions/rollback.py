@@ -218,6 +218,7 @@ def _markers(known: History, ask: _Ask, targets: list[int], who: str) -> list[tu
     """(tag name, commit, message) of each marker to write: a rollback marker per target, or (cancel) the
     restored marker."""
     names = known.scheme
+    earlier = len(known.rollback_markers) + len(known.restorations)
     out = []
     for n in targets:
         meta = {
@@ -231,6 +232,7 @@ def _markers(known: History, ask: _Ask, targets: list[int], who: str) -> list[tu
             "by": who,
             "reason": ask.reason,
             "after": known.highest,  # versions above it were published after this marker (`sticky`, `readers`)
+            "markers": earlier,  # the markers written before it (`readers`: their order)
             "cfgtool_version": __version__,
         }
         if ask.cancel:

@@ -77,3 +77,34 @@ def test_a_history_asked_before_its_versions_are_indexed_answers_at_once_a_page_
     assert "<title>small: history of /data/open · cfgtool console</title>" in update.text
     assert "Version 2" in Page(update.text).text and "three" in Page(update.text).text
     assert client.get(url).status_code == 200
+
+
+def test_a_revert_after_a_rollback_is_no_change_and_the_rollback_is_an_event(
+    small_acl: GitRepo, make_client: MakeClient
+) -> None:
+    """v3 sets /data/open size 9 and is rolled back; v4 reverts it and sets a label: /data/open size did not
+    change in v4 for readers (they had v2's again), the rollback is the event that changed it back, and v4's
+    change of label counts against v2; the timeline links v4's diff to 2..4."""
+    from cfgtool.versions import rollback
+
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 3\n"}, "two")
+    publish_change(small_acl, {"store/data/open/main.conf": "size = 9\n"}, "three")
+    rollback(small_acl.root, reason="9 is too big")
+    publish_change(small_acl, {"store/data/open/main.conf": 'size = 3\nlabel = "x"\n'}, "four")
+    client = make_client(small_acl)
+    state = client.app.service.stores["small"]  # type: ignore[attr-defined]
+    page = Page(settled(client, "/ui/small/history/data/open?path=size").text)  # once the versions are indexed
+    assert "Version 3 rolled back" in page.text and "readers went from version 3 to version 2" in page.text
+    assert "— four" not in page.text  # version 4 changed no size readers read
+    index = history.INDEXES[state]
+    _covered(index, state.view)
+    found = index.history("/data/open", ("size",), "size", state.view)
+    assert found is not None
+    told = [(e.kind, e.version, e.old, e.new, e.previous, e.current) for e in found.history]
+    assert told[:3] == [("rollback", 3, 9, 3, 3, 2), ("publish", 3, 3, 9, 2, 3), ("publish", 2, 1, 3, 1, 2)]
+    cli = audit_key(small_acl.root, "/data/open", "size", None, "store")
+    assert told == [(e.kind, e.version, e.old, e.new, e.previous, e.current) for e in cli.history]
+    label = index.history("/data/open", ("label",), "label", state.view)
+    assert label is not None and [(e.version, e.previous) for e in label.history] == [(4, 2), (2, 1), (1, None)]
+    timeline = client.get("/ui/small/").text
+    assert "/ui/small/diff/2..4" in timeline and "/ui/small/diff/3..4" not in timeline
