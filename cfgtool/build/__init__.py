@@ -1,2 +1,2 @@
-"""Resolving nodes: the builder (parse, merge, resolve each node of a graph), its content-addressed caches, the
-structure cache that keeps import graphs between compiles, and the budget that bounds what a compile may cost."""
+"""Resolving nodes. The builder parses, merges and resolves each node of a graph, with content-addressed caches. The
+structure cache keeps import graphs between compiles. The budget bounds what a compile may cost."""

@@ -36,9 +36,9 @@ class Budget:
 
 
 def _over_budget(key: str, resolved: Resolved) -> Diagnostic:
-    """E_LIMIT for the node whose config spent the budget, at the assignment of its largest top-level value
-    (where an expanding document most likely is); the message names no node, so that every node failing for
-    the same reason is one diagnostic."""
+    """E_LIMIT for the node whose config spent the budget, at the assignment of its largest top-level value. That is
+    where an expanding document most likely is. The message names no node. So every node failing for the same reason
+    is one diagnostic."""
     root = resolved.root
     fields = root.fields if isinstance(root, Obj) else {}
     largest = max(fields, key=lambda k: _cost(resolved.value[k]), default=None)

@@ -1,15 +1,15 @@
 """Building each node's `NodeSnapshot` for one graph: parse the documents of its layers, merge, resolve.
 
-Two content-addressed caches keep repeated compiles fast: parsed documents by blob id (`ParseCache`), and
-node results by a fingerprint of everything a node resolves from: its key, L(K) with every layer's
-`main.conf` blob id, and its imports (`NodeCache`). A node whose fingerprint is cached is not resolved
-again, and the documents of its layers are not even read. A document that includes other files is never
-cached (its content is not captured by its own blob id), and neither is a node that resolves from one.
+Two content-addressed caches keep repeated compiles fast. `ParseCache` keeps parsed documents by blob id. `NodeCache`
+keeps node results by a fingerprint of everything a node resolves from. That is its key, L(K) with every layer's
+`main.conf` blob id, and its imports. A node whose fingerprint is cached is not resolved again, and the documents of
+its layers are not even read. A document that includes other files is never cached: its own blob id does not capture
+its content. Neither is a node that resolves from one.
 
-A build with many nodes to resolve (a cold compile) is split over two processes: a forked worker parses and
-resolves half of them, adds its cache entries to the cache files itself, and sends back plain data through a
-pipe (configs, content hashes, diagnostics); this process keeps everything else. The snapshot and
-diagnostics are the same as in one process.
+A build with many nodes to resolve (a cold compile) is split over two processes. A forked worker parses and resolves
+half of them and adds its cache entries to the cache files itself. It sends back plain data through a pipe: configs,
+content hashes, diagnostics. This process keeps everything else. The snapshot and diagnostics are the same as in one
+process.
 """
 
 from __future__ import annotations
@@ -134,10 +134,10 @@ class Builder:
         self.node_cache.flush()
 
     def flush_aside(self) -> Callable[[bool], None]:
-        """`flush`, in a forked child when there are many entries to write (a cold compile: encoding and
-        writing them takes a tenth of it), so that validation runs meanwhile. The returned function waits for
-        the child; given True it writes the entries here if the child failed or could not start, given False
-        (the compile is failing or interrupted) it only waits. Call it before the compile returns."""
+        """`flush`, in a forked child when there are many entries to write, so that validation runs meanwhile. In a
+        cold compile, encoding and writing them takes a tenth of it. The returned function waits for the child. Given
+        True, it writes the entries here if the child failed or could not start. Given False (the compile is failing
+        or interrupted), it only waits. Call it before the compile returns."""
         if self.parse_cache.pending + self.node_cache.pending < PARALLEL_MIN or not can_fork():
             self.flush()
             return lambda keep: None
@@ -162,9 +162,9 @@ class Builder:
 
     # -- two processes ----------------------------------------------------------------------------------
     def _build_split(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> dict[str, NodeSnapshot]:
-        """Resolve `todo` in two processes: a forked worker takes the first half (results and diagnostics
-        come back as plain data, its cache entries go to the cache files), this process the rest. Results are
-        the same as one process gives; if the worker fails, its half is done here."""
+        """Resolve `todo` in two processes: a forked worker takes the first half, this process the rest. The worker's
+        results and diagnostics come back as plain data; its cache entries go to the cache files. Results are the
+        same as one process gives. If the worker fails, its half is done here."""
         half = len(todo) // 2
         theirs, mine = todo[:half], todo[half:]
         self._read(_layer_keys(graph, todo))  # one git process, shared by both
@@ -326,13 +326,13 @@ class Builder:
         return (resolve_layers([tree], key) if tree is not None else None), self.docs.get(key)
 
     def _tree(self, graph: Graph, keys: Sequence[str], notes: tuple[str, ...] = ()) -> Node | None:
-        """The merged (unresolved) tree of a linearization. Most nodes have L(K) = [K] + L(B), B their parent
-        or, along an import chain, their import: the trees of suffixes that are linearizations are memoized, so
-        each node costs one merge (or a few) of its own config over an already merged tree, and no lookup
-        hashes or copies a whole linearization per layer (an import chain 1,000 deep would be quadratic).
-        Built from the longest memoized suffix up, in a loop: a deep chain must not recurse. A merge that fails
-        (E_LIMIT: too many definitions of one value over a deep chain) is reported once, as an error of the
-        layer whose config it merged; the layers over it then have no tree, as over one that does not parse."""
+        """The merged (unresolved) tree of a linearization. Most nodes have L(K) = [K] + L(B). B is their parent or,
+        along an import chain, their import. The trees of suffixes that are linearizations are memoized. So each node
+        costs one merge (or a few) of its own config over an already merged tree. No lookup hashes or copies a whole
+        linearization per layer; an import chain 1,000 deep would be quadratic. It is built from the longest memoized
+        suffix up, in a loop: a deep chain must not recurse. A merge can fail with E_LIMIT: too many definitions of
+        one value over a deep chain. That is reported once, as an error of the layer whose config it merged. The
+        layers over it then have no tree, as over one that does not parse."""
         done, tree = _longest(self._trees, keys)
         for i in range(done - 1, -1, -1):
             head: Node | None = self.docs.get(keys[i])
@@ -353,9 +353,9 @@ class Builder:
         return main.path if main is not None else None
 
     def _fingerprint(self, key: str, lkeys: Sequence[str], imports: tuple[str, ...]) -> str:
-        """sha256 of the key, its imports and its layers' blob ids. Up to `FLAT_LAYERS` layers enter one by one
-        (one join, one hash: most nodes); a longer L as a hash chain (each layer's id with the hash of the layers
-        below it, see `_chain`), which along an import chain costs one step per node, not one per layer. An id
+        """sha256 of the key, its imports and its layers' blob ids. Up to `FLAT_LAYERS` layers enter one by one: one
+        join, one hash (most nodes). A longer L enters as a hash chain: each layer's id with the hash of the layers
+        below it (`_chain`). Along an import chain that costs one step per node, not one per layer. An id
         (`key=blob`) never reads as a chain (hex digits), so the two forms never meet."""
         if len(lkeys) <= FLAT_LAYERS:
             layers: Iterable[str] = map(self._layer_ids.__getitem__, lkeys)
@@ -364,10 +364,9 @@ class Builder:
         return hashlib.sha256("\0".join([key, *imports, "|", *layers]).encode("utf-8")).hexdigest()
 
     def _chain(self, lkeys: Sequence[str]) -> str:
-        """The hash chain of a linearization. The chains of a `Lin`'s list are kept by list, for every length
-        asked for so far, so each node built over a memoized L costs one step (an import chain is linear, not
-        quadratic); a step already taken over the same layers below (the root, a group, a tag over them) is not
-        hashed again."""
+        """The hash chain of a linearization. The chains of a `Lin`'s list are kept by list, for every length asked
+        for so far. So each node built over a memoized L costs one step: an import chain is linear, not quadratic. A
+        step already taken over the same layers below (the root, a group, a tag over them) is not hashed again."""
         if not isinstance(lkeys, Lin):
             return self._steps(reversed(lkeys), "")[-1]
         base, size = lkeys.storage
@@ -464,8 +463,8 @@ class Builder:
 
 
 class _LayerIds(dict[str, str]):
-    """`key=blob id of its main.conf` (`-`: none) for each key asked for, computed once: every node's
-    fingerprint names each of its layers, and most layers (the root, the tags) are in thousands of them."""
+    """`key=blob id of its main.conf` (`-`: none) for each key asked for, computed once. Every node's fingerprint
+    names each of its layers. Most layers (the root, the tags) are in thousands of them."""
 
     def __init__(self, store: Store) -> None:
         super().__init__()
@@ -503,8 +502,8 @@ def _remember(
 
 
 def _layer_keys(graph: Graph, todo: list[_Todo]) -> set[str]:
-    """Every layer of the nodes of `todo`: what their imports and parents reach, each key visited once (not a
-    union of their L, which along an import chain adds up to the square of its depth)."""
+    """Every layer of the nodes of `todo`: what their imports and parents reach, each key visited once. It is not a
+    union of their L, which along an import chain adds up to the square of its depth."""
     found: set[str] = set()
     stack = [key for key, _, _, _ in todo]
     while stack:

@@ -8,15 +8,15 @@
 - `SchemaPasses`: the (schema file, node content hash) pairs that passed a set of JSON Schemas: a node whose
   content did not change is not validated again (`cfgtool.validate.schemas`).
 
-Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack: a format that holds
-data only (pickle and marshal can carry code, and a cache directory may be shared or planted; docs/security.md), and
-reads them several times faster than pickling the node objects. They are sharded by the first hex digit of their key
-(parse trees by the first two); a shard is read when first needed, and a shard that gained entries is written as the
-file's current map plus the new entries (one msgpack map, joined without decoding the old part: a compile's forked
-worker writes its own entries, and a one-file change does not re-encode the whole shard). A shard is written to a
-temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss. A shard is sealed with
-the user's cache key (`cacheauth`: a parsed tree, a node's config and a schema pass all decide what a compile
-and its validation see), and every entry is checked as it is decoded: a damaged, truncated, forged, foreign or
+Entries are plain data (parse trees as nested arrays, see `encode_tree`) stored with msgpack. That format holds data
+only. Pickle and marshal can carry code, and a cache directory may be shared or planted (docs/security.md). msgpack
+also reads entries several times faster than pickling the node objects. Entries are sharded by the first hex digit of
+their key (parse trees by the first two). A shard is read when first needed. A shard that gained entries is written
+as the file's current map plus the new entries. That is one msgpack map, joined without decoding the old part. So a
+compile's forked worker writes its own entries, and a one-file change does not re-encode the whole shard. A shard is
+written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss. A shard is
+sealed with the user's cache key (`cacheauth`). A parsed tree, a node's config and a schema pass all decide what a
+compile and its validation see. Every entry is checked as it is decoded. A damaged, truncated, forged, foreign or
 hostile shard or entry is a cache miss, never an error. Cache directories are created private (0700).
 """
 
@@ -55,9 +55,9 @@ _new_origin = tuple.__new__  # Origin(...) without NamedTuple's Python-level __n
 
 
 def join_maps(old: bytes, new: bytes) -> bytes:
-    """Two packed msgpack maps as one (the entries of both; a key in both keeps `new`'s value), without
-    decoding them: a map is a header with its entry count, then its entries. ValueError when `old` does not
-    start with a map header."""
+    """Two packed msgpack maps as one, without decoding them. It holds the entries of both; a key in both keeps
+    `new`'s value. A map is a header with its entry count, then its entries. ValueError when `old` does not start
+    with a map header."""
     count_old, body_old = _map_header(old)
     count_new, body_new = _map_header(new)
     count = count_old + count_new
@@ -124,8 +124,8 @@ class _Sharded(Generic[K, V]):
         return result
 
     def _shard(self, name: str) -> dict[str, Any]:
-        """A shard's file as read: looked up by key text, never rebuilt key by key (a shard of a large store
-        holds thousands of entries, and a compile asks for few, or for each once)."""
+        """A shard's file as read, looked up by key text and never rebuilt key by key. A shard of a large store holds
+        thousands of entries, and a compile asks for few, or for each once."""
         shard = self._shards.get(name)
         if shard is None:
             try:
@@ -170,13 +170,13 @@ class _Sharded(Generic[K, V]):
         self._new.setdefault(self._shard_of(key), {})[key] = value
 
     def forget_new(self) -> None:
-        """Drop the entries put since the last flush without writing them: another process writes them (in a
-        forked build worker they are its parent's; a compile's flushing child wrote its parent's)."""
+        """Drop the entries put since the last flush without writing them, since another process writes them. In a
+        forked build worker they are its parent's. A compile's flushing child wrote its parent's."""
         self._new.clear()
 
     def release(self) -> None:
-        """Drop the shards read from disk (read again when asked): a forked child writes the new entries, and
-        a large cache's shards would otherwise stay in memory while the compile goes on."""
+        """Drop the shards read from disk; they are read again when asked. A forked child writes the new entries. A
+        large cache's shards would otherwise stay in memory while the compile goes on."""
         self._shards.clear()
 
     def flush(self) -> None:
@@ -220,8 +220,8 @@ class _Sharded(Generic[K, V]):
         return data
 
     def _bounded(self, joined: bytes, added: dict[str, Any]) -> bytes:
-        """`joined` (a shard's file with `added` joined on) rewritten with its newest `max_entries` entries: a
-        file only grows by joins, so a long-lived process would otherwise grow it with every version."""
+        """`joined` (a shard's file with `added` joined on) rewritten with its newest `max_entries` entries. A file
+        only grows by joins. A long-lived process would otherwise grow it with every version."""
         try:
             stored = unpack(joined)
         except DAMAGED:
@@ -249,8 +249,8 @@ class _Sharded(Generic[K, V]):
 
 
 class ParseCache(_Sharded[tuple[str, str], Obj]):
-    """Parsed documents by (blob id, path), in 256 shards (two hex digits): a compile after a one-file change
-    needs the trees of a few layers, and a shard is read whole (a 100,000-file store's trees are 350 MB)."""
+    """Parsed documents by (blob id, path), in 256 shards (two hex digits). A compile after a one-file change needs
+    the trees of a few layers, and a shard is read whole. A 100,000-file store's trees are 350 MB."""
 
     def __init__(self, directory: Path | None) -> None:
         super().__init__(directory)

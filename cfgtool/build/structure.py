@@ -1,17 +1,17 @@
 """The structure cache: a store's import graphs, kept between compiles, so that a compile after `main.conf` changes
 reads no includes file and computes no linearization again.
 
-What discovery reads from includes files and every graph a compile builds (one per variable assignment it checks:
-usable imports, L(K), cycles, import warnings, which nodes another value changes) depend on the store's shape alone:
-its file paths, the blob ids of its includes files and `_CONFIG_STORE`, the variable values asked for, and cfgtool's
-code. `shape_key` digests exactly these, so any change to one of them is another entry; `main.conf` contents are not
-part of it (the node cache keys those). An entry is plain data (msgpack: node keys by index, imports as (target,
-line) pairs), one file per shape sealed with the user's cache key (`cacheauth`: it decides what the compile
-imports), written through a temporary file and a rename; the `KEEP` most recently used files are kept. A damaged,
-truncated, forged or foreign entry is a miss. Since the shape names every file path, what discovery found (nodes,
-includes files as read, problems) is kept too: a compile that finds its shape only reads the blob ids of the
-`main.conf` files (`cfgtool.store.nodes.relaid`). Compiles against `--base` rules do not use it (their settings are
-not the source's own)."""
+A compile builds one graph per variable assignment it checks. A graph holds usable imports, L(K), cycles, import
+warnings, and which nodes another value changes. The graphs and what discovery reads from includes files depend on
+the store's shape alone. The shape is its file paths, the blob ids of its includes files and `_CONFIG_STORE`, the
+variable values asked for, and cfgtool's code. `shape_key` digests exactly these, so any change to one of them is
+another entry. `main.conf` contents are not part of it; the node cache keys those. An entry is plain data: msgpack,
+node keys by index, imports as (target, line) pairs. There is one file per shape, written through a temporary file
+and a rename. It is sealed with the user's cache key (`cacheauth`), since it decides what the compile imports. The
+`KEEP` most recently used files are kept. A damaged, truncated, forged or foreign entry is a miss. The shape names
+every file path, so what discovery found is kept too: nodes, includes files as read, problems. A compile that finds
+its shape then only reads the blob ids of the `main.conf` files (`cfgtool.store.nodes.relaid`). Compiles against
+`--base` rules do not use it, since their settings are not the source's own."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ _CODE = ("store/graph.py", "store/includes.py", "store/nodes.py", "store/keys.py
 
 @dataclass(frozen=True)
 class Check:
-    """Another variable assignment a compile checks: its values, the problems its graph reported, the nodes
-    whose L it changes, and that graph (`state`: imports of the nodes whose includes use variables, L of
-    the changed nodes; `Graph.restore` over the main graph supplies the rest)."""
+    """Another variable assignment a compile checks. It holds its values, the problems its graph reported, the nodes
+    whose L it changes, and that graph. `state` keeps the imports of the nodes whose includes use variables, and L of
+    the changed nodes. `Graph.restore` over the main graph supplies the rest."""
 
     assignment: Mapping[str, str]
     diagnostics: tuple[Diagnostic, ...]
@@ -62,8 +62,9 @@ class Check:
 
 @dataclass(frozen=True)
 class Structure:
-    """What a compile computes from a store's shape: what discovery found (the nodes, those with a main.conf,
-    each node's includes as read, the problems), the main graph, the other assignments checked."""
+    """What a compile computes from a store's shape. That is what discovery found, the main graph, and the other
+    assignments checked. Discovery found the nodes, those with a main.conf, each node's includes as read, the
+    problems."""
 
     keys: list[str]  # the store's node keys
     mains: frozenset[str]  # the nodes with a main.conf
@@ -73,8 +74,8 @@ class Structure:
     checks: tuple[tuple[Mapping[str, str], tuple[Diagnostic, ...], tuple[str, ...], GraphState], ...]
 
     def store(self, source: Source) -> Store | None:
-        """The store in `source`, a store of this shape, as `discover` would find it: no includes file is read,
-        only the blob ids of the `main.conf` files (None: this entry cannot be that store's)."""
+        """The store in `source`, a store of this shape, as `discover` would find it. No includes file is read, only
+        the blob ids of the `main.conf` files. None when this entry cannot be that store's."""
         return relaid(source, self.keys, self.mains, self.includes, self.diagnostics)
 
     def restore(self, store: Store, chosen: Mapping[str, str]) -> tuple[Graph, list[Check]]:
@@ -194,9 +195,9 @@ def _state(
     diagnostics: Sequence[Diagnostic],
 ) -> list[Any]:  # fmt: skip
     """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members,
-    bases, failed, dynamic, diagnostics]: flat lists of indices, decoded in a few C-level passes. An L(K) that
-    is [K] + L(B) (a parent's, or an import's along a chain) is K alone and the index of B in bases (none: the
-    number of keys), so an import chain's entry grows linearly with its depth."""
+    bases, failed, dynamic, diagnostics]: flat lists of indices, decoded in a few C-level passes. Some L(K) is [K] +
+    L(B), a parent's or an import's along a chain. It is stored as K alone and the index of B in bases (none: the
+    number of keys). So an import chain's entry grows linearly with its depth."""
     imports = [imp for chain in edges.values() for imp in chain]  # empty ones count: every line dropped
     shown: list[Sequence[str]] = []
     bases: list[int] = []
@@ -267,8 +268,8 @@ def _read_state(
 
 
 def _joined(own: dict[str, tuple[str, ...]], bases: Mapping[str, str | None]) -> dict[str, Lin]:
-    """Each L: its own members, then the L of its base (if any), bases first, in a loop (chains are deep); an L
-    that is one key over its base's shares the base's storage, as the graph made it."""
+    """Each L: its own members, then the L of its base (if any). Bases come first, in a loop, since chains are deep.
+    An L that is one key over its base's shares the base's storage, as the graph made it."""
     lin: dict[str, Lin] = {}
     for start in own:
         path = [start]
