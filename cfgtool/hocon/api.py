@@ -33,11 +33,11 @@ _INFINITY = float("inf")
 def bulk() -> Iterator[None]:
     """Pause the cyclic garbage collector while parsing many files that are all kept (a store compile).
 
-    Parse trees hold no reference cycles, so nothing is lost; without the pause CPython rescans the growing
-    set of kept trees again and again, which halves parse throughput at 10,000 files. At the end, what was
-    made goes to the oldest generation in one step: resuming the collector would otherwise scan all of it at
-    once (about half a second at 10,000 datasets), then again as it ages. `gc.freeze` + `gc.unfreeze` move
-    it without a scan; that is skipped when frozen objects exist already (unfreezing would release them too).
+    Parse trees hold no reference cycles, so nothing is lost. Without the pause, CPython rescans the growing set of
+    kept trees again and again. That halves parse throughput at 10,000 files. At the end, what was made goes to the
+    oldest generation in one step. Resuming the collector would otherwise scan all of it at once, then again as it
+    ages. That scan takes about half a second at 10,000 datasets. `gc.freeze` + `gc.unfreeze` move it without a scan.
+    That is skipped when frozen objects exist already, since unfreezing would release them too.
     """
     enabled = gc.isenabled()
     handover = enabled and gc.get_freeze_count() == 0
@@ -156,10 +156,10 @@ def split_path(path: PathLike) -> tuple[str, ...]:
 
 
 def quoted_path(config: Mapping[str, Any] | None, path: PathLike) -> str | None:
-    """The path expression of a value in plain `config` whose keys, joined by dots, spell what `path` does, when
-    `path` itself is not set there: `kafka.config.retention.ms` -> `kafka.config."retention.ms"` (a did-you-mean
-    for a dotted name that exists only quoted). None when there is no such value. Each (object, position) is
-    tried once, so the search is linear in the path's parts times the objects on the way."""
+    """The path expression of a value in plain `config` whose keys, joined by dots, spell `path`. It is asked when
+    `path` itself is not set there. `kafka.config.retention.ms` gives `kafka.config."retention.ms"`. It is a
+    did-you-mean for a dotted name that exists only quoted. None when there is no such value. Each (object, position)
+    is tried once, so the search is linear in the path's parts times the objects on the way."""
     parts = split_path(path)
     seen: set[tuple[int, int]] = set()
 
@@ -301,18 +301,18 @@ class Resolved:
 
 
 def to_plain(node: Node, check_size: bool = True) -> Any:
-    """Resolved nodes to plain Python data. Shared subtrees are counted first (`check_size`), so a document
-    that would expand exponentially ends with E_LIMIT at once instead of filling memory; nesting deeper than
-    the parser allows (substitutions can nest objects in objects) is E_LIMIT too, so that no consumer of the
-    result (rendering, caches, YAML) meets a recursion limit."""
+    """Resolved nodes to plain Python data. Shared subtrees are counted first (`check_size`). So a document that
+    would expand exponentially ends with E_LIMIT at once instead of filling memory. Nesting deeper than the parser
+    allows is E_LIMIT too; substitutions can nest objects in objects. So no consumer of the result (rendering,
+    caches, YAML) meets a recursion limit."""
     return _plain_and_size(node, check_size)[0]
 
 
 def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
-    """The plain value of `node` and its size (`Resolved.size`). With `check_size`, a document over
-    MAX_OUTPUT_NODES values ends with `_check_size`'s E_LIMIT before any other error, as if checked first;
-    the check itself runs only once the conversion has reached _CHECK_AFTER units or met an error, so a
-    document of ordinary size is walked once, not twice, and a bomb is stopped after a few milliseconds."""
+    """The plain value of `node` and its size (`Resolved.size`). With `check_size`, a document over MAX_OUTPUT_NODES
+    values ends with `_check_size`'s E_LIMIT. That comes before any other error, as if checked first. The check
+    itself runs only once the conversion has reached _CHECK_AFTER units or met an error. So a document of ordinary
+    size is walked once, not twice. A bomb is stopped after a few milliseconds."""
     walk = _Walk(node, checked=not check_size)
     try:
         with deep_recursion():
@@ -324,8 +324,8 @@ def _plain_and_size(node: Node, check_size: bool) -> tuple[Any, int]:
 
 
 class _Walk:
-    """What a conversion counts (a plain object, not a closure: a recursive closure is a reference cycle
-    that would keep each resolved tree alive until the cyclic GC runs, which a compile pauses)."""
+    """What a conversion counts. It is a plain object, not a closure: a recursive closure is a reference cycle. That
+    would keep each resolved tree alive until the cyclic GC runs, which a compile pauses."""
 
     __slots__ = ("checked", "root", "size")
 
@@ -367,8 +367,8 @@ def _convert(n: Node, depth: int, walk: _Walk) -> Any:
 def _check_size(root: Node) -> None:
     """Raise E_LIMIT when `root` expands to more than MAX_OUTPUT_NODES values (each shared subtree once).
 
-    Sizes are kept by the identity of a container's contents (its fields or items), which a substitution's
-    copy shares: 4,000 copies of a 4,000-item array are then counted once, not walked 4,000 times."""
+    Sizes are kept by the identity of a container's contents (its fields or items). A substitution's copy shares
+    them. So 4,000 copies of a 4,000-item array are counted once, not walked 4,000 times."""
     sizes: dict[int, int] = {}
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:

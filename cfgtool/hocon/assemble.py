@@ -1,4 +1,4 @@
-"""Node assembly that both HOCON parsers share (the general one in `parser`, the fast path in `fastparse`):
+"""Node assembly that both HOCON parsers share: the general one in `parser`, the fast path in `fastparse`. It covers
 concatenations, `+=` appends and the merging of a field defined again in the same parse."""
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def concat(parts: list[Node]) -> Node:
 
 
 def append_in_place(old: Node | None, item: Node, origin: Origin) -> bool:
-    """`key += item` right after an array literal or another `+=` of the same key in this object: add `item`
-    to that array instead of stacking one more definition (`${?key} [item]`), which made 100,000 appends
-    quadratic. Only an item without substitutions: one could refer to the key, and see a different value."""
+    """`key += item` right after an array literal or another `+=` of the same key in this object. It adds `item` to
+    that array instead of stacking one more definition (`${?key} [item]`). Stacking made 100,000 appends quadratic.
+    Only an item without substitutions: one could refer to the key, and see a different value."""
     if old is None or not _plain(item):
         return False
     if type(old) is Lst:
@@ -60,9 +60,9 @@ def _plain(node: Node) -> bool:
 
 
 def merge_owned(high: Node, low: Node) -> Node:
-    """`merge_nodes` for a field this parse defines again: `low` was built by this parse and nothing else holds
-    it, so objects are merged into it in place. 100,000 `a.kI = I` lines then cost linear time, where copying
-    `a`'s fields for each line was quadratic."""
+    """`merge_nodes` for a field this parse defines again. `low` was built by this parse and nothing else holds it.
+    So objects are merged into it in place. 100,000 `a.kI = I` lines then cost linear time, where copying `a`'s
+    fields for each line was quadratic."""
     if type(high) is Obj and type(low) is Obj:
         fields = low.fields
         for key, value in high.fields.items():
@@ -80,9 +80,9 @@ def merge_owned(high: Node, low: Node) -> Node:
 def _consolidate(parts: list[Node]) -> list[Node]:
     """Join adjacent object literals (and adjacent array literals) of a concatenation now, as Lightbend does.
 
-    `{x = 1} {y = ${a.x}}` then is one object, so `${a.x}` finds `x` without resolving `a` (no false cycle),
-    and a field that a later object overrides is never resolved. The whitespace between containers does not
-    count; pieces around a substitution stay for the resolver.
+    `{x = 1} {y = ${a.x}}` then is one object. So `${a.x}` finds `x` without resolving `a` (no false cycle). A field
+    that a later object overrides is never resolved. The whitespace between containers does not count; pieces around
+    a substitution stay for the resolver.
     """
     out: list[Node] = []
     for part in parts:

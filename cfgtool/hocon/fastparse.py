@@ -1,13 +1,13 @@
 """The parser's fast path: a HOCON document read straight from the pieces of one `findall`, without tokens.
 
-`pieces.split` gives the text's pieces, their kinds and start offsets (computed in C); the parser here walks
-those lists by index, with the common cases (a one-line field, a literal value, the newline after it) inline,
-and tracks line and column itself.
+`pieces.split` gives the text's pieces, their kinds and start offsets, computed in C. The parser here walks those
+lists by index and tracks line and column itself. The common cases are inline: a one-line field, a literal value, the
+newline after it.
 
-It builds the very nodes `parser._Parser` builds. Anything it does not handle (an error of any kind, an
-include, a document nested deeper than `FAST_DEPTH`, a root array) makes it give up (`None`): the caller then
-parses again with the general tokenizer and parser, which raise the precise errors, so every message and
-position stays theirs.
+It builds the very nodes `parser._Parser` builds. It gives up (`None`) on anything it does not handle. That is an
+error of any kind, an include, a document nested deeper than `FAST_DEPTH`, or a root array. The caller then parses
+again with the general tokenizer and parser. They raise the precise errors, so every message and position stays
+theirs.
 """
 
 from __future__ import annotations

@@ -99,9 +99,9 @@ def unescape(body: str, origin: Origin) -> str:
 def number_value(raw: str) -> int | float | None:
     """Parse a number as Lightbend does; None when `raw` is not one (it is then unquoted text).
 
-    An integer outside 64 bits is text, as in Lightbend (Java's `Long.parseLong` fails on it): consumers in
-    other languages could not hold it either, and a 5,000-digit literal never reaches Python's slow and
-    limited int conversion.
+    An integer outside 64 bits is text, as in Lightbend, where Java's `Long.parseLong` fails on it. Consumers in
+    other languages could not hold it either. And a 5,000-digit literal never reaches Python's slow and limited int
+    conversion.
     """
     if _INT_RE.match(raw):
         if len(raw.lstrip("-").lstrip("0")) > 19:

@@ -13,11 +13,11 @@ MAX_DEFINITIONS = 1_000  # definitions one value keeps while substitutions decid
 def merge_nodes(high: Node, low: Node) -> Node:
     """Merge `low` under `high` as HOCON does.
 
-    Objects merge key by key; a resolved non-object in `high` hides `low`; an object never merges with a
-    non-object below it. When `high` is unresolved (a substitution or concatenation, or an object over one),
-    the outcome depends on resolution, so both are kept as a delayed `Merge`, highest first. An object over
-    a non-object keeps it too, at the bottom of a `Merge`: it hides whatever is merged below later (Lightbend's
-    "ignores fallbacks"), so `a = 1` then `a.x = 2` in one layer does not take a lower layer's `a.y`.
+    Objects merge key by key. A resolved non-object in `high` hides `low`. An object never merges with a non-object
+    below it. `high` may be unresolved: a substitution or concatenation, or an object over one. The outcome then
+    depends on resolution, so both are kept as a delayed `Merge`, highest first. An object over a non-object keeps it
+    too, at the bottom of a `Merge`. It hides whatever is merged below later (Lightbend's "ignores fallbacks"). So
+    `a = 1` then `a.x = 2` in one layer does not take a lower layer's `a.y`.
     """
     if isinstance(high, Obj):
         if isinstance(low, Obj):
@@ -50,8 +50,8 @@ def merge_all(nodes: Sequence[Node]) -> Node:
 
 
 def _delayed(stack: list[Node]) -> Merge:
-    """A delayed merge; E_LIMIT past MAX_DEFINITIONS (each kept definition costs the resolver a pass over the
-    ones below it, so 70,000 `a = ${?a} [1]` lines would take minutes and gigabytes)."""
+    """A delayed merge; E_LIMIT past MAX_DEFINITIONS. Each kept definition costs the resolver a pass over the ones
+    below it. So 70,000 `a = ${?a} [1]` lines would take minutes and gigabytes."""
     if len(stack) > MAX_DEFINITIONS:
         raise HoconError(
             E_LIMIT,

@@ -1,8 +1,8 @@
 """Recursive-descent HOCON parser: tokens in, an unresolved `Node` tree with origins out.
 
-Duplicate keys merge as HOCON says (objects merge, anything else replaces, unresolved values keep the lower
-definitions in a `Merge`), `+=` becomes `${?path} [value]`, and `include` pulls in relative files through a
-`Reader` the caller hands over, so this module never looks files up by itself.
+Duplicate keys merge as HOCON says. Objects merge, anything else replaces, and unresolved values keep the lower
+definitions in a `Merge`. `+=` becomes `${?path} [value]`. `include` pulls in relative files through a `Reader` the
+caller hands over. So this module never looks files up by itself.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """HOCON text split for the parser's fast path: pieces, their kinds and start offsets, all computed in C.
 
-`findall` splits the text into pieces: runs of inline whitespace, tokens, and newline runs (with the comments
-and blank lines after them), exactly where the lexer's tokens fall; the whitespace after `=`, `:`, `,`, `{`,
-`[` and `+=` and a newline run's indentation stay in those pieces (they never count). The pattern has no groups:
-each group costs every match, so a piece's kind comes from its first character (`str` and `dict` work in C).
+`findall` splits the text into pieces exactly where the lexer's tokens fall. Pieces are runs of inline whitespace,
+tokens, and newline runs with the comments and blank lines after them. The whitespace after `=`, `:`, `,`, `{`, `[`
+and `+=` stays in those pieces, and so does a newline run's indentation; they never count. The pattern has no groups,
+since each group costs every match. So a piece's kind comes from its first character (`str` and `dict` work in C).
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ _DIGITS = frozenset("0123456789")
 
 
 def split(text: str) -> tuple[list[str], list[int], list[int]] | None:
-    """The pieces of `text`, their kinds and start offsets, each list ending with two EOF entries (room to look
-    ahead); None where a character starts no token (a syntax error, for the general parser to report)."""
+    """The pieces of `text`, their kinds and start offsets. Each list ends with two EOF entries, room to look ahead.
+    None where a character starts no token: a syntax error, for the general parser to report."""
     pieces: list[str] = _PIECES.findall(text)
     if pieces and not _ONE_PIECE.fullmatch(pieces[-1]):
         return None

@@ -1,15 +1,15 @@
 """Java `.properties` files as an `Obj` tree, following `java.util.Properties.load` and Lightbend config.
 
-Syntax (`Properties.load`): a logical line may continue over several natural lines with an odd number of
-trailing backslashes (leading whitespace of the next line is dropped); blank lines and lines whose first
-non-whitespace character is `#` or `!` are skipped (a comment never continues); the key ends at the first
-unescaped `=`, `:` or whitespace, and the value starts after the separator and any whitespace around it.
-Trailing whitespace in a value is kept. Escapes: `\\t \\n \\r \\f \\uXXXX`; any other escaped character
-stands for itself. Whitespace is space, tab and form feed; a leading byte order mark counts as whitespace.
+Syntax (`Properties.load`): a logical line may continue over several natural lines with an odd number of trailing
+backslashes. Leading whitespace of the next line is dropped. Blank lines are skipped, and so are lines whose first
+non-whitespace character is `#` or `!`. A comment never continues. The key ends at the first unescaped `=`, `:` or
+whitespace. The value starts after the separator and any whitespace around it. Trailing whitespace in a value is
+kept. Escapes: `\\t \\n \\r \\f \\uXXXX`; any other escaped character stands for itself. Whitespace is space, tab and
+form feed; a leading byte order mark counts as whitespace.
 
-Tree (Lightbend `PropertiesParser`): keys split on every `.` into paths (empty keys are kept), every value is
-a quoted string, a repeated key keeps its last value, and when a key is both a value and a parent of other
-keys the object wins, whatever the order.
+Tree (Lightbend `PropertiesParser`): keys split on every `.` into paths, and empty keys are kept. Every value is a
+quoted string. A repeated key keeps its last value. When a key is both a value and a parent of other keys, the object
+wins, whatever the order.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The engine's recursion allowance, apart from the engine: renderers of resolved values need it too, and must
-not import the parser and resolver for it (a cached `cfgtool get` renders without them)."""
+"""The engine's recursion allowance, apart from the engine. Renderers of resolved values need it too. They must not
+import the parser and resolver for it: a cached `cfgtool get` renders without them."""
 
 from __future__ import annotations
 

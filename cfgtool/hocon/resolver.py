@@ -1,10 +1,10 @@
 """Late resolution of `${...}`: one merged tree in, resolved nodes (origins kept) out. Never the environment.
 
-Semantics follow Lightbend config. A delayed `Merge` is resolved from its highest definition down; while a
-definition that is itself unresolved is being resolved, lookups that pass through the merge see only the
-definitions below it (the "remainder"), which is what makes `path = ${path}":/x"` and `+=` refer to the
-previous value. Resolution state (memo, in-progress set, trace, replacements) lives in `_Resolver`, not in
-the nodes. Cycles, missing references and type conflicts become `HoconError`s naming the path and origin.
+Semantics follow Lightbend config. A delayed `Merge` is resolved from its highest definition down. A definition may
+itself be unresolved. While it is being resolved, lookups that pass through the merge see only the definitions below
+it (the "remainder"). That makes `path = ${path}":/x"` and `+=` refer to the previous value. Resolution state (memo,
+in-progress set, trace, replacements) lives in `_Resolver`, not in the nodes. Cycles, missing references and type
+conflicts become `HoconError`s naming the path and origin.
 """
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ class _Resolver:
         return found
 
     def _suggest(self, name: str) -> tuple[str, ...]:
-        """`did you mean ${owner}?`: the path that is set closest to `name` (difflib), among the first
-        `SUGGEST_PATHS` paths of the config and the intrinsic values (a note; computed only for the error)."""
+        """`did you mean ${owner}?`: the path that is set closest to `name` (difflib). It looks among the first
+        `SUGGEST_PATHS` paths of the config and the intrinsic values. It is a note, computed only for the error."""
         paths: set[str] = set()
         stack: list[tuple[tuple[str, ...], Node]] = [((), self.root)]
         if self.extra is not None:
