@@ -1,5 +1,5 @@
-"""The compiled model every consumer reads: `Snapshot` and `NodeSnapshot` (`model`), where each value came from
-(`provenance`, `explain`), the one place secrets are hidden (`hidden`), resolving a key from its layers
+"""The compiled model every consumer reads: `Snapshot` and `NodeSnapshot` (`model`). Also where each value came from
+(`provenance`, `explain`) and the one place secrets are hidden (`hidden`). Also resolving a key from its layers
 (`layers`) and the output formats (`formats`).
 
 `from cfgtool.snapshot import Snapshot, KeyNotFound, ...` keeps working: the names are imported on first use.

@@ -53,8 +53,8 @@ def render(value: Any, fmt: Format, *, env_prefix: str = "") -> str:
 
 
 def to_json(value: Any) -> str:
-    """Pretty JSON, keys in the order given, non-ASCII characters kept as they are except surrogates, which
-    UTF-8 cannot carry: they are escaped (a pair reads back as the character it encodes)."""
+    """Pretty JSON, keys in the order given, non-ASCII characters kept as they are. Surrogates are the exception,
+    since UTF-8 cannot carry them. They are escaped; a pair reads back as the character it encodes."""
     with deep_recursion():  # values nest up to the HOCON engine's limit, deeper than the default allows
         text = json.dumps(value, indent=2, ensure_ascii=False)
     return _SURROGATE.sub(_escape_surrogate, text) + "\n"
@@ -107,11 +107,11 @@ def to_env(value: Any, prefix: str = "") -> str:
     """Environment lines `A_B_C='value'`, as a POSIX shell sources them and systemd's `EnvironmentFile=`
     reads them.
 
-    Names are `prefix` then the flattened paths (as `to_properties` makes them) upper-cased, every character
-    other than an ASCII letter, digit or `_` turned into `_`, with a leading `_` before a digit. Values are
-    single-quoted (a `'` inside is written `'\\''`); null is an empty value. Two paths that come out as the
-    same name are an error rather than one silently hiding the other (ValueError), and so is a name that a
-    shell, the dynamic linker or a language runtime reads as code (UnsafeVariable, see `unsafe_variable`).
+    Names are `prefix` then the flattened paths (as `to_properties` makes them), upper-cased. Every character other
+    than an ASCII letter, digit or `_` becomes `_`. A leading digit gets a `_` before it. Values are single-quoted (a
+    `'` inside is written `'\\''`); null is an empty value. Two paths that come out as the same name are an error
+    (ValueError). So one never silently hides the other. A name that a shell, the dynamic linker or a language
+    runtime reads as code is an error too (UnsafeVariable, see `unsafe_variable`).
     """
     check_env_prefix(prefix)
     lines: list[str] = []

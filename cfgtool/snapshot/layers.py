@@ -1,8 +1,8 @@
 """Resolving one key from the own configs of its layers, with the intrinsic values
 (docs/resolution.md#merge-and-references).
 
-Used by compile for every node and by a Snapshot for keys without a node whose inherited config uses the
-intrinsics (`${cfgtool.name}` must be the phantom key's own name, not its ancestor's).
+Compile uses it for every node. A Snapshot uses it for keys without a node whose inherited config uses the
+intrinsics. There `${cfgtool.name}` must be the phantom key's own name, not its ancestor's.
 """
 
 from __future__ import annotations

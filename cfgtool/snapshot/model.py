@@ -1,11 +1,12 @@
 """The compiled model: every node's resolved config, provenance and the query indexes, frozen.
 
 A `Snapshot` is what every consumer reads (CLI queries, ConfigClient, the Spark loader, diff and publish);
-none of them re-implements resolution. It has a canonical JSON form stamped with a schema version and the
-cfgtool version, read back through a compatibility check, and a sha256 `digest` that depends only on the
-content (resolved configs, layers, imports, variables) and the rules (the blob ids of the settings, schemas,
-policy code, ACL and recipients): not on ordering, origins' formatting, mtimes, the commit or the machine, so
-publishing an unchanged store is recognised as a no-op, and a commit that only changes the rules is not.
+none of them re-implements resolution. It has a canonical JSON form stamped with a schema version and the cfgtool
+version. That form is read back through a compatibility check. Its sha256 `digest` depends only on the content and
+the rules. The content is the resolved configs, layers, imports and variables. The rules are the blob ids of the
+settings, schemas, policy code, ACL and recipients. The digest does not depend on ordering, origins' formatting,
+mtimes, the commit or the machine. So publishing an unchanged store is recognised as a no-op, and a commit that only
+changes the rules is not.
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ class KeyNotFound(CfgtoolError):
 
     @classmethod
     def no_node(cls, key: str, store: str, node: str, near: str | None, how: str = "nearest=True") -> KeyNotFound:
-        """The error of a program's read of `key`, which has no node (its nearest is `node`; `near`, a node with a
-        close key): a misspelled key must never read as its ancestor's config. `how` says how a reader asks for
-        the nearest ancestor on purpose."""
+        """The error of a program's read of `key`, which has no node. Its nearest is `node`; `near` is a node with a
+        close key. A misspelled key must never read as its ancestor's config. `how` says how a reader asks for the
+        nearest ancestor on purpose."""
         said = f"{key} has no node in store {store!r} (it would read {node}'s config)"
         if near is not None:
             said += f"; did you mean {near}?"
@@ -55,8 +56,8 @@ class KeyNotFound(CfgtoolError):
 
 
 class Deferred:
-    """A config that is read only when first asked for (a node cache entry's packed form): a compile that
-    reuses 100,000 cached nodes needs their content hashes for the digest, not their configs."""
+    """A config that is read only when first asked for (a node cache entry's packed form). A compile that reuses
+    100,000 cached nodes needs their content hashes for the digest, not their configs."""
 
     def load(self) -> Mapping[str, Any]:
         raise NotImplementedError
@@ -357,9 +358,9 @@ def hash_content(
     config: Mapping[str, Any] | None, layers: Sequence[str], imports: Sequence[str], lists: LayersJson | None = None
 ) -> str:
     """`node_hash` of a node with this config, layers and imports: sha256 of the canonical JSON of
-    `{"config", "imports", "layers"}`. The lists of keys are joined in one piece, not encoded key by key (an
-    import chain gives each node thousands of layers); with `lists` (kept by a build), a long `Lin`'s JSON is a
-    tail of its list's, encoded once."""
+    `{"config", "imports", "layers"}`. The lists of keys are joined in one piece, not encoded key by key. An import
+    chain gives each node thousands of layers. With `lists` (kept by a build), a long `Lin`'s JSON is a tail of its
+    list's, encoded once."""
     digest = hashlib.sha256(b'{"config":%s,"imports":' % canonical_json(config).encode("utf-8"))
     digest.update(_keys_json(imports))
     digest.update(b',"layers":')

@@ -35,9 +35,8 @@ def path_name(path: tuple[str, ...]) -> str:
 
 
 class Provenance:
-    """`origins` (leaf path -> winning assignment), `sources` (built values -> their inputs), `own` (leaf
-    path -> the node's own assignment) and `reached` (how each layer was reached), either given or
-    computed lazily."""
+    """`origins` (leaf path -> winning assignment) and `sources` (built values -> their inputs), given or computed
+    lazily. So are `own` (leaf path -> the node's own assignment) and `reached` (how each layer was reached)."""
 
     __slots__ = ("_compute", "_origins", "_own", "_own_doc", "_reach", "_reached", "_resolved", "_sources")
 

@@ -1,10 +1,10 @@
 """The PySpark loader (docs/spark.md): one pinned version of a store per Spark application.
 
-`ConfigLoader` (loader.py) pins the version and builds DataFrames; `attach` types its columns (columns.py),
-keeps each lookup for the application (tables.py) and on disk (stored.py), and joins in Spark (join.py);
-`SnapshotView` (view.py) is what executors receive. pyspark, pyarrow and pandas are imported lazily: without
-them, constructing a loader says to install the `spark` extra; unpickling a `SnapshotView` on an executor imports
-only view.py. The pyspark boundary is typed `Any`.
+`ConfigLoader` (loader.py) pins the version and builds DataFrames. `attach` types its columns (columns.py). It keeps
+each lookup for the application (tables.py) and on disk (stored.py), and joins in Spark (join.py). `SnapshotView`
+(view.py) is what executors receive. pyspark, pyarrow and pandas are imported lazily. Without them, constructing a
+loader says to install the `spark` extra. Unpickling a `SnapshotView` on an executor imports only view.py. The
+pyspark boundary is typed `Any`.
 """
 
 import typing as _typing

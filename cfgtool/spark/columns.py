@@ -1,10 +1,9 @@
 """The typed columns of `attach` (docs/spark.md): a path's values as one Arrow array, its type decided by the version.
 
-A column's type is the simple type the version's JSON Schemas declare for the path when every node's value
-there has it; where no schema gives one, the type its values share over every node (all strings: string;
-all integers: long; all numbers: double; all booleans: boolean); anything else, or a mix, is JSON text. It
-is decided over every node, never over the keys at hand, so a job's output schema depends on the version and
-the paths, never on the rows.
+A column's type is the simple type the version's JSON Schemas declare for the path, when every node's value there has
+it. Where no schema gives one, it is the type its values share over every node. All strings give string, all integers
+long, all numbers double, all booleans boolean. Anything else, or a mix, is JSON text. It is decided over every node,
+never over the keys at hand. So a job's output schema depends on the version and the paths, never on the rows.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ _EXACT: dict[str, set[type]] = {"string": {str}, "integer": {int}, "number": {in
 
 
 def column_kind(declared: str | None, values: Sequence[Any]) -> Kind:
-    """The type of a column holding `values` (the value at its path in every node, None where absent):
+    """The type of a column holding `values`: the value at its path in every node, None where absent. It is
     `declared` (the schemas' type, if any) when every value has it, else the type they all share."""
     if declared is not None and all(v is None or _matches(v, declared) for v in values):
         return declared
@@ -39,8 +38,8 @@ def column_kind(declared: str | None, values: Sequence[Any]) -> Kind:
 
 
 def _matches(value: Any, kind: str) -> bool:
-    """Whether a plain value is of the JSON Schema simple type `kind` and fits its column (a bool is no
-    number; an integer may be written `8.0`, as in JSON Schema; an integer column is 64-bit)."""
+    """Whether a plain value is of the JSON Schema simple type `kind` and fits its column. A bool is no number. An
+    integer may be written `8.0`, as in JSON Schema. An integer column is 64-bit."""
     if type(value) is bool:
         return kind == "boolean"
     if kind == "integer":

@@ -1,13 +1,13 @@
 """How `attach` meets the data in Spark: the join condition, keys in canonical form, and the one pass that
 finds the data's keys without a node.
 
-The lookup DataFrame carries a 64-bit hash of its key: Spark probes a compact map of longs, cheaper than
-hashing and matching strings (`benchmarks/spark_key_pass.py`), and then compares the strings, so a hash
-collision can never join a row to another key's values.
+The lookup DataFrame carries a 64-bit hash of its key. Spark probes a compact map of longs, cheaper than hashing and
+matching strings (`benchmarks/spark_key_pass.py`). It then compares the strings. So a hash collision can never join a
+row to another key's values.
 
-Expressions are written as Spark SQL text (`selectExpr`, one `expr`), not built from `Column` calls: PySpark
-records the Python call site of every `Column` method and `functions` call with several round trips to the
-JVM, which made building the plan of an `attach` cost as much as a tenth of its join.
+Expressions are written as Spark SQL text (`selectExpr`, one `expr`), not built from `Column` calls. PySpark records
+the Python call site of every `Column` method and `functions` call, with several round trips to the JVM. That made
+building the plan of an `attach` cost as much as a tenth of its join.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def with_hash(lookup: Any) -> Any:
 
 
 def canonical(key: str, store_name: str | None) -> str:
-    """The SQL of key column `key` (an expression) in the canonical form of `normalize_key` (store scheme
-    stripped, leading `/`, no trailing `/`); an invalid key stays invalid, so it matches no node. Keys that
-    are canonical already, nearly all of them, skip the regular expression."""
+    """The SQL of key column `key` (an expression) in the canonical form of `normalize_key`. That form has the store
+    scheme stripped, a leading `/` and no trailing `/`. An invalid key stays invalid, so it matches no node. Keys
+    that are canonical already, nearly all of them, skip the regular expression."""
     key = f"CAST({key} AS STRING)"
     scheme = f"(?:{re.escape(store_name)}:(?=/))?" if store_name else ""
     plain = f"startswith({key}, '/') AND ({key} = {string(ROOT)} OR NOT endswith({key}, '/'))"
@@ -63,8 +63,8 @@ def join_lookup(f: Any, df: Any, key: str, lookup: Any) -> Any:
 
 
 def keys_without_node(f: Any, df: Any, on: str, nodes: Any) -> list[str]:
-    """The distinct non-null values of `df[on]` that are no node key as written: one anti join of the data
-    against the broadcast node keys, then a distinct of what is left (usually little or nothing)."""
+    """The distinct non-null values of `df[on]` that are no node key as written. It takes one anti join of the data
+    against the broadcast node keys. Then a distinct of what is left, usually little or nothing."""
     data = df.selectExpr(f"CAST({name(on)} AS STRING) AS {DATA_KEY}").where(f"{DATA_KEY} IS NOT NULL")
     nodes = nodes.select(LOOKUP_HASH, LOOKUP_KEY).hint("broadcast")
     rest = data.join(nodes, f.expr(_SAME_KEY), "left_anti").distinct()

@@ -1,11 +1,11 @@
 """ConfigLoader (docs/spark.md): one pinned version of a store per Spark application.
 
-The first loader of an application resolves the current version on the driver (through `ConfigClient`) and
-records it in the Spark conf (`spark.cfgtool.<store>.commit`, `.version`); every later loader reads that pin,
-so one application never mixes versions, even when a version is published mid-run. A loader reads everything
-it needs from the repository when it is built (the snapshot, through the client's cache, and the schema
-types); after that neither the driver nor any executor touches git or the repository. Configs reach
-executors as DataFrames built through Arrow with an explicit schema, or as a broadcast `SnapshotView`.
+The first loader of an application resolves the current version on the driver, through `ConfigClient`. It records it
+in the Spark conf (`spark.cfgtool.<store>.commit`, `.version`). Every later loader reads that pin. So one application
+never mixes versions, even when a version is published mid-run. A loader reads everything it needs from the
+repository when it is built: the snapshot, through the client's cache, and the schema types. After that, neither the
+driver nor any executor touches git or the repository. Configs reach executors as DataFrames built through Arrow with
+an explicit schema, or as a broadcast `SnapshotView`.
 """
 
 from __future__ import annotations
@@ -204,18 +204,18 @@ class ConfigLoader:
         prefix: str = "",
         reveal: bool = False,
     ) -> Any:
-        """`df` with one column per path (named prefix + path with `.` as `_`, or as given by a mapping
-        {column: path}), read from the config of each row's `on` key, by a broadcast join.
+        """`df` with one column per path, read from the config of each row's `on` key, by a broadcast join. A column
+        is named prefix + path with `.` as `_`, or as given by a mapping {column: path}.
 
         Each column is typed by the version (docs/spark.md, `columns.column_kind`): a schema's simple type, else
         the type all nodes' values share, else JSON text; never by the rows. A key without a node reads its
         nearest ancestor's config (`missing="inherit"`, docs/resolution.md#keys-without-a-node), nulls (`"null"`), or
         fails (`"error"`). Secret paths read `[hidden]` unless `reveal` (which needs the loader's identity).
 
-        The lookup of every node is kept per application and paths (`tables`), and on disk for later
-        applications of the same version (`stored`); it is built only when neither has it. With "inherit" and
-        "error", one pass over `df` first finds its keys that are no node key as written, which are then
-        resolved on the driver; "null" needs no pass: Spark puts each key in canonical form itself."""
+        The lookup of every node is kept per application and paths (`tables`). It is also kept on disk for later
+        applications of the same version (`stored`). It is built only when neither has it. With "inherit" and
+        "error", one pass over `df` first finds its keys that are no node key as written. Those are then resolved on
+        the driver. "null" needs no pass: Spark puts each key in canonical form itself."""
         if missing not in ("inherit", "null", "error"):
             raise UsageError(f"missing={missing!r}: expected 'inherit', 'null' or 'error'")
         if on not in df.columns:
@@ -247,9 +247,9 @@ class ConfigLoader:
 
     def broadcast(self, keys: Iterable[str] = ()) -> Any:
         """A broadcast `SnapshotView` of every node's config (plain dicts, secrets `[hidden]`) for UDFs:
-        `.value.get(key)`. A key without a node is KeyNotFound there unless read with `nearest=True`, which
-        reads its nearest ancestor's config on executors; pass such keys here to have them resolved on the
-        driver instead (needed when an ancestor uses `${cfgtool.name}`)."""
+        `.value.get(key)`. A key without a node is KeyNotFound there unless read with `nearest=True`. That reads its
+        nearest ancestor's config on executors. Pass such keys here to have them resolved on the driver instead. That
+        is needed when an ancestor uses `${cfgtool.name}`."""
         configs = {key: snap.config for key, snap in self.snapshot.nodes.items() if snap.config is not None}
         phantoms = []
         for raw in keys:
@@ -296,9 +296,9 @@ class ConfigLoader:
         missing: Missing,
         reveal: bool,
     ) -> Any:
-        """The lookup rows of keys that are no node key as written: another spelling of a node key, a key
-        without a node (its nearest ancestor's config, resolved again where it uses the intrinsics), or an
-        invalid key (nulls)."""
+        """The lookup rows of keys that are no node key as written. Such a key is another spelling of a node key, or
+        an invalid key (nulls). Or it is a key without a node: its nearest ancestor's config, resolved again where it
+        uses the intrinsics."""
         configs: list[Any] = []
         absent: list[str] = []
         for raw in raw_keys:

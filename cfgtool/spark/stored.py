@@ -1,12 +1,12 @@
 """The typed lookup of every node, kept on disk beside the version artifacts (`<cache>/spark-lookups-v2/`), so that
 the first `attach` of an application reads a few megabytes instead of building it.
 
-One file per (store, commit, variables, columns, cfgtool version): a header line of JSON (what it is for, each
-column's type) and the lookup's Arrow table as an Arrow IPC stream, sealed with the user's cache key (`cacheauth`:
-the lookup is the answer an `attach` joins). Written to a
-temporary file renamed into place; at most `LIMIT` files, the least recently used removed first. A file that is
-damaged, truncated, foreign (another version's, variables' or columns' under this name) or of another format is
-a miss, never an error or a wrong answer (docs/security.md). Only lookups without opened secrets are kept: a secret
+There is one file per (store, commit, variables, columns, cfgtool version). It holds a header line of JSON (what it
+is for, each column's type), then the lookup's Arrow table as an Arrow IPC stream. It is sealed with the user's cache
+key (`cacheauth`), since the lookup is the answer an `attach` joins. It is written to a temporary file renamed into
+place. At most `LIMIT` files are kept; the least recently used is removed first. A file may be damaged, truncated,
+foreign or of another format. Foreign is another version's, variables' or columns' under this name. Such a file is a
+miss, never an error or a wrong answer (docs/security.md). Only lookups without opened secrets are kept: a secret
 reads `[hidden]` in them, as in the version artifact itself.
 """
 

@@ -1,9 +1,9 @@
 """What `attach` builds once per application: the typed lookup of every node for a set of paths, kept per
 (application, store, commit, variables, columns), as `configs()` keeps each version's JSON.
 
-A second `attach` of the same paths in the same application (any loader: they share the pin) therefore does
-no driver work beyond its join (later applications find the lookup on disk: `stored`). Lookups with revealed
-secrets are never kept: opened values live only as long as the call that asked for them.
+A second `attach` of the same paths in the same application therefore does no driver work beyond its join. That holds
+for any loader, since they share the pin. Later applications find the lookup on disk (`stored`). Lookups with
+revealed secrets are never kept: opened values live only as long as the call that asked for them.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from cfgtool.store.keys import ROOT, near_node
 
 
 class SnapshotView:
-    """Plain configs of one version for executors: `get(key)` and `get_value(key, path)`. A key without a node
-    is an error (KeyNotFound, naming a node with a close key) unless `nearest=True` reads its nearest ancestor's
-    config on purpose (or its own, when the driver resolved it: `phantoms`). Picklable; holds no git,
-    repository or Spark state."""
+    """Plain configs of one version for executors: `get(key)` and `get_value(key, path)`. A key without a node is an
+    error: KeyNotFound, naming a node with a close key. `nearest=True` reads its nearest ancestor's config on purpose
+    instead. Or its own, when the driver resolved it (`phantoms`). Picklable; holds no git, repository or Spark
+    state."""
 
     def __init__(
         self,
