@@ -42,7 +42,7 @@ import socket
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
@@ -363,12 +363,7 @@ def report_applied(
         status, _, data = connection.post(path, {**headers, "Content-Type": "application/json"}, body)
     finally:
         connection.close()
-    if status in (200, 204):
-        return
-    answer = _json(data, path) if data else None
-    if status in (401, 403):
-        raise AccessDenied(_message(answer, f"{path}: HTTP {status}"), hint="ask for describe on the store")
-    raise ServerUnavailable(_message(answer, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    checked_status(status, data, path, ok=(200, 204))
 
 
 def cache_name(location: str, store: str, token: str | None) -> str:
@@ -391,13 +386,14 @@ def consumers(
         status, _, data = connection.get(path, request_headers(token, instance, "cli"))
     finally:
         connection.close()
+    checked_status(
+        status, data, path, missing=lambda said: StoreNotFound(
+            said or f"{location} serves no store {store!r}", hint="GET /v1/stores lists them"
+        ),
+    )  # fmt: skip
     body = _json(data, path)
-    if status == 404:
-        raise StoreNotFound(_message(body, f"{location} serves no store {store!r}"), hint="GET /v1/stores lists them")
-    if status in (401, 403):
-        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="pass a token that may describe the store")
-    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("instances"), list):
-        raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    if not isinstance(body, dict) or not isinstance(body.get("instances"), list):
+        raise ServerUnavailable(f"{path}: the server's answer is not a list of consumers", hint="upgrade the server")
     return body
 
 
@@ -546,7 +542,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         wanted = version_spec(version) if isinstance(version, str) else version
         path = f"/v1/{quote(self.store, safe='')}/versions"
         try:
-            answer = self._get(path, revalidate=True)
+            answer = self._get(path, revalidate=True, missing=self._no_store)
         except ServerUnavailable as exc:
             if offline == "error":
                 raise ServerUnavailable(
@@ -560,8 +556,6 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
                     hint="start the server or check the URL (a client caches what it reads once it has connected)",
                 ) from exc
             answer, self.offline = cached, True
-        if answer.status == 404:
-            raise StoreNotFound(f"{self.location} serves no store {self.store!r}", hint=self._stores_hint())
         versions = [v for v in answer.body if isinstance(v, dict)] if isinstance(answer.body, list) else []
         current = next((v for v in versions if v.get("status") == "current"), None)
         if wanted is None or wanted == CURRENT:
@@ -590,6 +584,9 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
             )
         return number, str(chosen.get("commit", ""))
 
+    def _no_store(self, said: str | None) -> StoreNotFound:
+        return StoreNotFound(f"{self.location} serves no store {self.store!r}", hint=self._stores_hint())
+
     def _stores_hint(self) -> str:
         try:
             stores = self._get("/v1/stores", revalidate=True).body
@@ -612,17 +609,19 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         found = self._memory.get(path)
         if found is not None:
             return found
-        answer = self._get(path, revalidate=False)
-        if answer.status == 404:
-            raise KeyNotFound(_message(answer.body, f"{path}: not found"), hint="check the key and your access")
+        answer = self._get(
+            path, revalidate=False, missing=lambda said: KeyNotFound(
+                said or f"{path}: not found", hint="check the key and your access"
+            ),
+        )  # fmt: skip
         if not isinstance(answer.body, dict):
             raise ServerUnavailable(f"{path}: the server's answer is not a JSON object", hint="upgrade the server")
         self._memory[path] = answer.body
         return answer.body
 
-    def _get(self, path: str, *, revalidate: bool) -> _Answer:
+    def _get(self, path: str, *, revalidate: bool, missing: Missing | None = None) -> _Answer:
         """GET `path`. A cached answer is used as it is (`revalidate=False`: immutable) or sent as If-None-Match.
-        Raises ServerUnavailable when the server is unreachable or fails, AccessDenied for 401 and 403."""
+        A refusal raises as `checked_status` says (`missing` makes the error of a 404)."""
         entry = self._entry(path)
         cached = _decode(entry)
         if cached is not None and not revalidate:
@@ -636,14 +635,8 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         if status == 304 and cached is not None:
             self.not_modified += 1
             return cached
+        checked_status(status, data, path, missing=missing)
         body = _json(data, path)
-        if status in (401, 403):
-            hint = "pass token=... (cfgtool token add)" if status == 401 else "ask for read access to this key"
-            raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint=hint)
-        if status == 404:
-            return _Answer(404, body, False)
-        if status != 200:
-            raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
         self._store(path, reply_headers.get("ETag"), data)
         return _Answer(200, body, False)
 
@@ -703,18 +696,33 @@ def _json(data: bytes, path: str) -> Any:
         raise ServerUnavailable(f"{path}: the server's answer is not JSON", hint="is this a cfgtool server?") from exc
 
 
-def checked_status(status: int, data: bytes, path: str, ok: tuple[int, ...] = (200,)) -> None:
-    """Raise for an answer whose status is not one of `ok`: AccessDenied for 401 and 403, ServerUnavailable for
-    any other, with the server's message when its body has one."""
+Missing = Callable[[str | None], CfgtoolError]  # the error of a 404, given the server's message if any
+
+
+def checked_status(
+    status: int, data: bytes, path: str, ok: tuple[int, ...] = (200,), *, missing: Missing | None = None
+) -> None:
+    """The one mapping of a server's refusals to cfgtool's errors, for every reader (the client, the change
+    feed, the agent, the consumers list): nothing for a status in `ok`; AccessDenied for 401 (no or an unknown
+    token) and 403 (the principal may not); for 404 the caller's `missing(message)` (a store, a key, a version:
+    the caller knows what was asked for), else ServerUnavailable, as for any other status. The server's own
+    message is kept when its body has one. (An unreachable server and a missed deadline are ServerUnavailable
+    already: `Connection`.)"""
     if status in ok:
         return
     try:
         body = json.loads(data) if data else None
     except (ValueError, RecursionError):
         body = None
-    if status in (401, 403):
-        raise AccessDenied(_message(body, f"{path}: HTTP {status}"), hint="check the token and the ACL")
-    raise ServerUnavailable(_message(body, f"{path}: HTTP {status}"), hint="see the server's /healthz")
+    said = _message(body, "") or None
+    message = said or f"{path}: HTTP {status}"
+    if status == 401:
+        raise AccessDenied(message, hint="pass a token (token=..., --token-file; `cfgtool token add` makes one)")
+    if status == 403:
+        raise AccessDenied(message, hint="ask for access in the store's ACL")
+    if status == 404 and missing is not None:
+        raise missing(said)
+    raise ServerUnavailable(message, hint="see the server's /healthz")
 
 
 def get_json(connection: Connection, path: str, headers: Mapping[str, str]) -> Any:

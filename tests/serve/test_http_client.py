@@ -17,13 +17,16 @@ import pytest
 
 from cfgtool import ConfigClient, HttpConfigClient
 from cfgtool._util.codec import pack, unpack
+from cfgtool.client.feed import ChangeFeed
 from cfgtool.client.http import (
     AccessDenied,
     AnswerTooLarge,
     Connection,
     OfflineWarning,
     ServerUnavailable,
+    consumers,
     is_server_url,
+    report_applied,
 )
 from cfgtool.client.local import StoreNotFound
 from cfgtool.errors import CfgtoolError
@@ -318,6 +321,37 @@ def test_http_client_hostile_reads_are_server_errors_never_crashes(misbehaving: 
         client.lookup("/data/y")
     with pytest.raises(ServerUnavailable, match="is not an explanation"):
         client.explain("/data/x", "a")
+
+
+PAGE = b"<html><body><h1>denied</h1></body></html>"  # what a proxy in front of the server answers
+
+
+@pytest.mark.parametrize(("status", "error"), [(401, AccessDenied), (403, AccessDenied), (502, ServerUnavailable)])
+def test_every_reader_maps_a_proxys_refusal_the_same_way(
+    misbehaving: Any, tmp_path: Path, status: int, error: type[CfgtoolError]
+) -> None:
+    """A refusal whose body is a proxy's HTML page, not the server's JSON, is the error its status says for every
+    reader (the client, the change feed, the consumers list, a report), never "not JSON"."""
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        raw(handler, f"HTTP/1.1 {status} No\nContent-Type: text/html\nContent-Length: {len(PAGE)}\n", PAGE)
+
+    url = misbehaving(answer).url
+    feed = ChangeFeed(url, "demo", wait=1)
+    reads = [
+        lambda: HttpConfigClient(url, store="demo", cache_dir=tmp_path / "c", offline="error"),
+        feed.next,
+        lambda: consumers(url, "demo"),
+        lambda: report_applied(url, "demo", 1),
+    ]
+    for read in reads:
+        with pytest.raises(error, match=rf"HTTP {status}") as raised:
+            read()
+        assert "not JSON" not in str(raised.value)
+        if status == 401:
+            assert "token" in str(raised.value.hint)
+    feed.close()
 
 
 @pytest.mark.parametrize("where", ["headers", "body", "body without length"])
