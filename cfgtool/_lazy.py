@@ -1,10 +1,10 @@
 """Packages whose exported names are imported when first used (PEP 562).
 
-Every CLI command imports some `cfgtool.<package>.<module>`, which runs the package's `__init__`; an eager
-`__init__` would make `cfgtool --version` pay for the compiler, jsonschema and git. A lazy package imports
-an exported name's module on first access. It also keeps an exported function that shares its name with a
-submodule (`cfgtool.compile`, `cfgtool.versions.publish`) from being replaced by that submodule: the import
-system sets a package attribute for every submodule it loads.
+Every CLI command imports some `cfgtool.<package>.<module>`, which runs the package's `__init__`. An eager `__init__`
+would make `cfgtool --version` pay for the compiler, jsonschema and git. A lazy package imports an exported name's
+module on first access. Some exported function shares its name with a submodule (`cfgtool.compile`,
+`cfgtool.versions.publish`). The lazy package keeps that submodule from replacing it. The import system sets a
+package attribute for every submodule it loads.
 """
 
 from __future__ import annotations

@@ -162,9 +162,10 @@ def group(diags: Iterable[Diagnostic]) -> list[Group]:
 
 
 def causes(entries: Iterable[Group]) -> list[list[Group]]:
-    """`entries` by cause, in the order of each cause's first entry: the same code and message, the message's
-    own node written as any node (2,000 topics that fail one schema rule, or that one principal may not alter,
-    are one cause). A cause of fewer than GROUP_MIN entries stays entry by entry, as `group` leaves few nodes."""
+    """`entries` by cause, in the order of each cause's first entry. A cause is the same code and message, the
+    message's own node written as any node. So 2,000 topics that fail one schema rule, or that one principal may not
+    alter, are one cause. A cause of fewer than GROUP_MIN entries stays entry by entry, as `group` leaves few
+    nodes."""
     buckets: dict[tuple[str, Severity, str], list[Group]] = {}
     order: list[tuple[tuple[str, Severity, str], Group]] = []
     for g in entries:
@@ -198,8 +199,8 @@ def _elsewhere(more: list[Group]) -> str:
 
 
 def bounded(items: list[str], total: int, limit: int | None, noun: str) -> list[str]:
-    """`items` (the first `limit` of `total` things, already cut) and, when some were left out, the line that
-    says how many and how to list them all: one bound for every long text report."""
+    """`items` (the first `limit` of `total` things, already cut). When some were left out, also the line that says
+    how many and how to list them all. This is the one bound for every long text report."""
     if limit is None or total <= limit:
         return items
     return [*items, f"... and {plural(total - limit, 'more ' + noun)}: {ALL_HINT}"]
@@ -258,8 +259,8 @@ def render_text(
 ) -> str:
     """Human-readable report; `read_line(file, line)` supplies source excerpts (None: not available).
 
-    Entries of one cause (`causes`) show as the first one and where else it happens, and only the first `limit`
-    causes are shown, then how many more and the flag that lists them; `limit` None lists every entry."""
+    Entries of one cause (`causes`) show as the first one and where else it happens. Only the first `limit` causes
+    are shown, then how many more and the flag that lists them. `limit` None lists every entry."""
 
     def paint(text: str, *styles: str) -> str:
         return "".join(styles) + text + _RESET if color else text

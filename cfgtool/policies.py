@@ -1,9 +1,9 @@
 """The policy contract (docs/policies.md#the-contract, KIP-108 for configs) and the built-in policies.
 
-This module is a public contract: policy authors import `Policy`, `NodeRequest` and `PolicyViolation` from
-here, so their names and fields only ever grow. A policy is a class named `module:Class` in `_CONFIG_STORE`;
-cfgtool creates it with no arguments, calls `configure(settings)` once with its `config` mapping, then
-`validate(request)` once per node, and `close()` at the end of the run (also after failures).
+This module is a public contract. Policy authors import `Policy`, `NodeRequest` and `PolicyViolation` from here, so
+their names and fields only ever grow. A policy is a class named `module:Class` in `_CONFIG_STORE`. cfgtool creates
+it with no arguments and calls `configure(settings)` once with its `config` mapping. It then calls
+`validate(request)` once per node. It calls `close()` at the end of the run, also after failures.
 
 - `validate` returns to accept the node, raises `PolicyViolation` to reject it (E_POLICY for that node only);
   any other exception is a bug in the policy (E_POLICY_ERROR), and every other node is still checked.
@@ -68,8 +68,8 @@ class NodeRequest:
 
 
 class PolicyViolation(Exception):
-    """Raised by `Policy.validate` to reject a node: `message` says why, `path` (a dotted path such as
-    `kafka.partitions`, optional) names the value at fault, so the report points at the line that set it."""
+    """Raised by `Policy.validate` to reject a node. `message` says why. `path` (optional, a dotted path such as
+    `kafka.partitions`) names the value at fault, so the report points at the line that set it."""
 
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)
@@ -192,9 +192,9 @@ class FrozenPaths:
 
     - `paths` (list of path expressions, required, non-empty): e.g. `[kafka.cluster, kafka.topic]`.
 
-    Only `altered` nodes are checked: a path that had a value at the base must keep exactly that value
-    (changing or removing it is a violation, whether the node's own file or an inherited layer changed it).
-    Setting a frozen path for the first time is allowed; created nodes may set anything.
+    Only `altered` nodes are checked. A path that had a value at the base must keep exactly that value. Changing or
+    removing it is a violation, whether the node's own file or an inherited layer changed it. Setting a frozen path
+    for the first time is allowed; created nodes may set anything.
     """
 
     def __init__(self) -> None:

@@ -8,7 +8,8 @@ writer can find the ones to shorten. Standard library only.
     python scripts/docstring_stats.py cfgtool/hocon --top 50
     python scripts/docstring_stats.py --over 30       # every sentence longer than 30 words
 
-A sentence ends at ``.``, ``!`` or ``?`` followed by a capital or a quote, at a blank line, or at a list item.
+A sentence ends at ``.``, ``!`` or ``?`` and a space (not after "e.g." and the like), at a blank line, or at a list
+item.
 Indented blocks (examples, ``>>>`` sessions) are not prose and are skipped.
 """
 
@@ -24,8 +25,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
-# A sentence ends at terminal punctuation (maybe closed by a bracket or quote) before a capital, a quote or a bracket.
-_END = re.compile(r"(?<=[.!?])[)\"'`]*\s+(?=[A-Z`\"'(\[])")
+# A sentence ends at terminal punctuation (maybe closed by a bracket or quote) and a space, unless an abbreviation
+# ends there. The next sentence may start in lower case: names such as `git` or `cfgtool` begin many.
+_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<=[.!?])[)\"'`]*\s+")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 

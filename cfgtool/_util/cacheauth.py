@@ -1,16 +1,17 @@
 """Cache entries that decide something, authenticated: an HMAC-SHA256 under a per-user key kept outside the cache.
 
-A checksum only finds damage: whoever can write a cache directory (a shared CI cache, another local user) can
-also write a matching checksum. An entry that decides anything (a version's validation verdict, a rollback watch
-list, a server's answer used without asking it again) is therefore sealed with `seal` and opened with `unseal`:
-a tag of 32 bytes, HMAC-SHA256 over the entry's purpose (what it is and which slot it fills, so an entry moved to
-another slot does not verify) and its bytes, then the bytes. An entry without a valid tag is a miss.
+A checksum only finds damage. Whoever can write a cache directory (a shared CI cache, another local user) can also
+write a matching checksum. So an entry that decides anything is sealed with `seal` and opened with `unseal`. Such an
+entry is a version's validation verdict, a rollback watch list, or a server's answer used without asking it again. A
+sealed entry is a tag of 32 bytes, then the bytes. The tag is HMAC-SHA256 over the entry's purpose and its bytes. The
+purpose says what it is and which slot it fills, so an entry moved to another slot does not verify. An entry without
+a valid tag is a miss.
 
 The key is 32 random bytes in `$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else
-`~/.config/cfgtool/cache.key`: never under the cache directory, so copying or planting a cache carries no key.
-It is created on first use (mode 0600, atomically: two processes that start together read the same key), and,
-as ssh treats a private key, one owned by another user or readable or writable by group or others is refused with
-a warning: the authenticated entries are then misses, and none is written.
+`~/.config/cfgtool/cache.key`. It is never under the cache directory, so copying or planting a cache carries no key.
+It is created on first use, mode 0600, atomically: two processes that start together read the same key. A key owned
+by another user, or readable or writable by group or others, is refused with a warning. That is how ssh treats a
+private key. The authenticated entries are then misses, and none is written.
 
 The same rule keeps a cache directory owned by another user or writable by others out of use (`cachedir`).
 """
@@ -74,8 +75,8 @@ def _load(path: Path) -> bytes | None:
 
 
 def _create(path: Path) -> None:
-    """Write a new random key at `path` unless one appears there first: written to a temporary file (0600),
-    then linked into place, which fails rather than replaces when another process was quicker."""
+    """Write a new random key at `path` unless one appears there first. It is written to a temporary file (0600),
+    then linked into place. Linking fails rather than replaces when another process was quicker."""
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
@@ -115,8 +116,8 @@ def seal(purpose: str, data: bytes) -> bytes | None:
 
 
 def unseal(purpose: str, entry: bytes) -> bytes | None:
-    """The data of a sealed cache `entry` for `purpose`; None (a miss) when its tag does not verify: damaged,
-    truncated, forged, written for another purpose or slot, or under another key."""
+    """The data of a sealed cache `entry` for `purpose`. None (a miss) when its tag does not verify. The entry is
+    then damaged, truncated, forged, written for another purpose or slot, or under another key."""
     key = cache_key()
     if key is None or len(entry) < TAG_BYTES:
         return None

@@ -1,9 +1,9 @@
 """Where cfgtool keeps its caches, and how their directories are made: cheap to import, since a cached read
 (`cfgtool get --ref`, a `ConfigClient` start) needs the location before anything else.
 
-A cache directory owned by another user or writable by group or others is not used, as ssh refuses such a key
-file: whoever else can write it could plant entries. `checked_root` warns once and hands out a private temporary
-directory for this process instead, so every cache still works, without reuse between runs.
+A cache directory owned by another user, or writable by group or others, is not used. ssh refuses such a key file
+too. Whoever else can write it could plant entries. `checked_root` warns once and hands out a private temporary
+directory for this process instead. So every cache still works, without reuse between runs.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def cache_root() -> Path:
 
 
 def checked_root(path: Path) -> Path:
-    """`path`, the root of a cache directory, unless another user owns it or group or others may write it: then
-    a private temporary directory of this process, removed when it exits (warned about once)."""
+    """`path`, the root of a cache directory, unless another user owns it or group or others may write it. Then a
+    private temporary directory of this process, removed when it exits (warned about once)."""
     try:
         info = os.stat(path)
     except OSError:
@@ -52,8 +52,8 @@ def checked_root(path: Path) -> Path:
 
 
 def loose(info: os.stat_result, *, directory: bool) -> str | None:
-    """Why a file or directory with these attributes is not this user's alone, None when it is: owned by another
-    user, or writable (a file: also readable) by group or others."""
+    """Why a file or directory with these attributes is not this user's alone, None when it is. It may be owned by
+    another user, or writable by group or others. A file must not be readable by them either."""
     if info.st_uid != os.geteuid():
         return f"it is owned by uid {info.st_uid}, not by you"
     if info.st_mode & (0o022 if directory else 0o077):
@@ -110,13 +110,13 @@ def mark_used(path: Path) -> None:
 def prune(
     directory: Path, suffix: str, keep: Path, *, budget: int | None = None, limit: int | None = None
 ) -> list[Path]:
-    """Remove the least recently used files named `*{suffix}` in `directory` beyond `limit` files or `budget`
-    bytes (`keep`, the file just written, included), and the temporary files (`.*`) a killed writer left there
-    more than a day ago. `keep` is never removed, even when it alone is over the budget. Returns what was
+    """Remove the least recently used files named `*{suffix}` in `directory` beyond `limit` files or `budget` bytes.
+    The count includes `keep`, the file just written. Also remove the temporary files (`.*`) a killed writer left
+    there more than a day ago. `keep` is never removed, even when it alone is over the budget. Returns what was
     removed. Every cache that keeps files by recent use prunes here; `mark_used` records a read.
 
-    Safe beside readers and writers in other processes: a reader keeps reading the file it has open, a
-    writer renames its file into place after writing it, and a file that vanished meanwhile is skipped."""
+    Safe beside readers and writers in other processes. A reader keeps reading the file it has open. A writer renames
+    its file into place after writing it. A file that vanished meanwhile is skipped."""
     try:
         listing = list(os.scandir(directory))
     except OSError:

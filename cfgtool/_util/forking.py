@@ -1,5 +1,5 @@
-"""Work split with a forked child process: the build's resolution and the schema checks use it the same way
-(POSIX only; the child's answer comes back as bytes through a pipe, never through a cache)."""
+"""Work split with a forked child process. The build's resolution and the schema checks use it the same way. POSIX
+only. The child's answer comes back as bytes through a pipe, never through a cache."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Callable
 
 
 def can_fork() -> bool:
-    """Whether a worker process may be forked: POSIX, two CPUs or more, and no other thread (a lock held
-    by another thread at the fork would stay locked in the child)."""
+    """Whether a worker process may be forked: POSIX, two CPUs or more, and no other thread. A lock held by another
+    thread at the fork would stay locked in the child."""
     return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
 
 
 def fork(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
-    """Run `work` in a forked child; the returned function waits for its bytes (None if the child failed, or
-    could not be started: out of memory or processes, the caller then does the work itself)."""
+    """Run `work` in a forked child; the returned function waits for its bytes. None if the child failed, or could
+    not be started (out of memory or processes). The caller then does the work itself."""
     try:
         read_end, write_end = os.pipe()
     except OSError:

@@ -1,9 +1,9 @@
 """The ACL file (docs/access.md#the-acl): `_ACL.yaml` at the store root, or the file `acl:` in `_CONFIG_STORE` names.
 
-`parse_acl` validates it against the JSON Schema shipped beside this module and checks what a schema cannot
-(an operation that does not fit its resource, a key that is not a key); every problem is E_ACL at its
-file:line:col, and an ACL with any E_ACL is `broken`: it fails closed (only super users are allowed).
-A prefixed key that does not end with `/` is W_ACL_PREFIX: it also matches keys that merely start alike.
+`parse_acl` validates it against the JSON Schema shipped beside this module. It also checks what a schema cannot: an
+operation that does not fit its resource, a key that is not a key. Every problem is E_ACL at its file:line:col. An
+ACL with any E_ACL is `broken`: it fails closed, and only super users are allowed. A prefixed key that does not end
+with `/` is W_ACL_PREFIX: it also matches keys that merely start alike.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class Acl:
-    """A parsed ACL. `present` is False when the store has no ACL file (everything is then allowed: a store
-    adopts access control by adding one); `broken` when it has E_ACL problems (only super users pass)."""
+    """A parsed ACL. `present` is False when the store has no ACL file. Everything is then allowed: a store adopts
+    access control by adding one. `broken` is True when it has E_ACL problems; only super users pass."""
 
     super_users: frozenset[str] = frozenset()
     allow_everyone_if_no_acl_found: bool = False
@@ -86,8 +86,8 @@ class Acl:
     github: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # principal -> @team/@user
 
     def statements(self) -> list[str]:
-        """Everything the ACL says, one sorted line per statement (an entry, a super user, a group member, a
-        GitHub name), independent of order and layout: what `diff` compares between two versions."""
+        """Everything the ACL says, one sorted line per statement, independent of order and layout. A statement is an
+        entry, a super user, a group member or a GitHub name. `diff` compares these between two versions."""
         lines = [f"super user {p}" for p in self.super_users]
         if self.allow_everyone_if_no_acl_found:
             lines.append("allow_everyone_if_no_acl_found: true")
@@ -119,8 +119,9 @@ PRINCIPAL_FORM = (
 
 
 def checked_principal(text: str) -> str:
-    """A principal as `principal` reads it that an ACL can also name: the ACL file's own pattern (`_PRINCIPAL`, as
-    its schema's), so a name that cannot exist ("bad principal") is a UsageError saying what one looks like."""
+    """A principal as `principal` reads it that an ACL can also name. It must match the ACL file's own pattern
+    (`_PRINCIPAL`, as its schema's). So a name that cannot exist ("bad principal") is a UsageError saying what one
+    looks like."""
     try:
         found = principal(text)
     except UsageError as exc:

@@ -135,8 +135,8 @@ class Authorizer:
                 yield entry
 
     def _describe_store(self, principal: str, host: str | None, decide: Callable[..., Decision]) -> Decision:
-        """`describe` on the store: an entry on the store decides (a deny first); else it is implied by the
-        right to describe any key; else `allow_everyone_if_no_acl_found` when no entry names the store."""
+        """`describe` on the store. An entry on the store decides, a deny first. Else it is implied by the right to
+        describe any key. Else `allow_everyone_if_no_acl_found` decides, when no entry names the store."""
         deny = allow = None
         for entry in self._matching(self._store, principal, host):
             if entry.operation in ("describe", "all"):

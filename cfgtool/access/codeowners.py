@@ -1,14 +1,14 @@
 """`.github/CODEOWNERS` from the ACL: GitHub's required reviews as the approval flow for config changes.
 
-Each key prefix (or literal key) that ACL entries allow principals to `alter` (or `all`) becomes the store
-directory it names (`/data/tracking/` prefixed -> `/store/data/tracking/`; a literal key owns its node's own
-files, `/store/data/orders/*`), owned by those principals; the rule files (settings, schemas, policy code,
-recipients, and the files that decide how CI runs: `cfgtool.validate.gate`) are owned by the principals allowed
-`alter_store`, the ACL file by those allowed `alter_acl`, and both by the super users. Principals become GitHub
-names through the ACL's `github:` map; a group without a name is its members' names. Deny entries and entries
-limited to a host cannot be expressed there (the pull-request check enforces them). GitHub takes the last
-matching line, so broader paths come first and the rule files last. With "Require review from Code Owners" in
-the branch protection, a change then needs a review by one of the owners of every path it touches.
+ACL entries allow principals to `alter` (or `all`) a key prefix or a literal key. Each becomes the store directory it
+names, owned by those principals. A prefix `/data/tracking/` becomes `/store/data/tracking/`. A literal key owns its
+node's own files, `/store/data/orders/*`. The principals allowed `alter_store` own the rule files. Those are
+settings, schemas, policy code, recipients, and the files that decide how CI runs (`cfgtool.validate.gate`). The
+principals allowed `alter_acl` own the ACL file. The super users own both. Principals become GitHub names through the
+ACL's `github:` map; a group without a name is its members' names. Deny entries and entries limited to a host cannot
+be expressed there; the pull-request check enforces them. GitHub takes the last matching line, so broader paths come
+first and the rule files last. With "Require review from Code Owners" in the branch protection, a change then needs a
+review by one of the owners of every path it touches.
 """
 
 from __future__ import annotations
@@ -169,8 +169,8 @@ def _file(path: str) -> str:
 
 
 def _line(path: str, principals: set[str], names: _Names) -> str:
-    """`path @a @b`; `path` alone when everyone may change it (no review required); a comment when nobody may
-    or none of its principals has a GitHub name (an owner-less line would waive the review the ACL asks for)."""
+    """`path @a @b`; `path` alone when everyone may change it (no review required). A comment when nobody may, or
+    none of its principals has a GitHub name. An owner-less line would waive the review the ACL asks for."""
     if not principals:
         return f"# {path} (nobody may change it: the ACL names no principal, not even a super user)"
     owners = names.of(principals)

@@ -107,8 +107,8 @@ def acl_problems(source: Source, rules: Rules) -> list[Diagnostic]:
 
 
 def _files(store: Store, node: Node | None, included: Sequence[str]) -> dict[str, str]:
-    """A node's files and their blob ids (empty: the node does not exist or has no files of its own): its
-    main.conf, its includes and every file its main.conf includes (`-`: an include of a missing file)."""
+    """A node's files and their blob ids: its main.conf, its includes and every file its main.conf includes. `-` is
+    an include of a missing file. Empty when the node does not exist or has no files of its own."""
     if node is None:
         return {}
     files = {node.main.path: node.main.oid} if node.main is not None else {}

@@ -1,12 +1,12 @@
 """Compile's secret checks and the redaction of a compiled snapshot (docs/access.md#secrets).
 
-`secret_paths` reads which paths of each node are secret from the schemas (`writeOnly: true`, however a schema
-reaches the value: `cfgtool.validate.writeonly`), `unknown_secrets` says where it cannot tell (a `$ref` that
-does not resolve, W_SECRET_UNKNOWN); `seal_snapshot` hides them (`cfgtool.snapshot.hidden`) in every
-node of a snapshot, right after resolution and before validation, so nothing later sees a secret, and
-reports E_SECRET_IN_CLEAR (a secret path holding anything but an envelope), E_SECRET_CONCAT (an envelope
-concatenated into a string) and E_SECRET_BINDING (an envelope assigned at another store, node or path than
-the one it was sealed for, read from the clear binding: the compiler never opens anything).
+`secret_paths` reads which paths of each node are secret from the schemas. A path is secret at `writeOnly: true`,
+however a schema reaches the value (`cfgtool.validate.writeonly`). `unknown_secrets` says where it cannot tell: a
+`$ref` that does not resolve (W_SECRET_UNKNOWN). `seal_snapshot` hides secrets (`cfgtool.snapshot.hidden`) in every
+node of a snapshot. It runs right after resolution and before validation, so nothing later sees a secret. It reports
+E_SECRET_IN_CLEAR: a secret path holding anything but an envelope. It reports E_SECRET_CONCAT: an envelope
+concatenated into a string. And it reports E_SECRET_BINDING: an envelope assigned at another store, node or path than
+the one it was sealed for. That is read from the clear binding: the compiler never opens anything.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def seal_snapshot(snapshot: Snapshot, specs: Sequence[SchemaSpec]) -> tuple[Snap
 
 
 def _bindings(snapshot: Snapshot, store: str) -> list[Diagnostic]:
-    """E_SECRET_BINDING for each envelope assigned where it was not sealed for (its clear binding), in a
-    node's main.conf or in any file it includes (a file included by two nodes is checked for each)."""
+    """E_SECRET_BINDING for each envelope assigned where it was not sealed for (its clear binding). It checks a
+    node's main.conf and any file it includes. A file included by two nodes is checked for each."""
     diags = []
     for key, node in snapshot.nodes.items():
         for name, envelope, o in sealed_in(snapshot.texts, node.file):

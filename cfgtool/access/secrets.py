@@ -1,11 +1,11 @@
 """Sealed secrets (docs/access.md#secrets): `ENC[cfgtool:v1,age,for=<binding>,<base64>]`, sealed with age (pyrage).
 
 Anyone can seal to the store's recipients (`_RECIPIENTS`: one age or ssh-ed25519 public key per line); only
-a holder of a recipient's identity can open. The binding is the first 16 hex digits of
-sha256("<store>|<node key>|<path as assigned>"), written in clear beside the payload (so compile checks it
-without opening anything, wherever the value is written) and sealed inside it: a value opens only where it
-is assigned, at the node and path it was sealed for, whatever its clear binding says.
-cfgtool itself never opens a secret: only `ConfigClient(identity=...)` and `secret reseal` do.
+a holder of a recipient's identity can open. The binding is the first 16 hex digits of sha256("<store>|<node
+key>|<path as assigned>"). It is written in clear beside the payload, so compile checks it without opening anything,
+wherever the value is written. It is also sealed inside it. So a value opens only where it is assigned, at the node
+and path it was sealed for. That holds whatever its clear binding says. cfgtool itself never opens a secret: only
+`ConfigClient(identity=...)` and `secret reseal` do.
 """
 
 from __future__ import annotations
@@ -115,10 +115,11 @@ class Opened:
 def open_envelope(
     envelope: str, identities: Sequence[Any], store: str, places: Collection[tuple[str, str]] | None = None
 ) -> Opened:
-    """What `envelope` of `store` holds: SecretError when no identity opens it, or when it was sealed for
-    another store, or (given `places`, the (node key, path) pairs where the value being read is assigned) for
-    none of those places. Its clear binding is never trusted here: a copy whose binding was rewritten, or that
-    sits where compile did not look, still does not open. `places` None (reseal) checks the store alone."""
+    """What `envelope` of `store` holds. SecretError when no identity opens it, or when it was sealed for another
+    store. `places` are the (node key, path) pairs where the value being read is assigned. Given them, it is
+    SecretError when sealed for none of those places. Its clear binding is never trusted here. A copy whose binding
+    was rewritten still does not open, nor one that sits where compile did not look. `places` None (reseal) checks
+    the store alone."""
     match = ENVELOPE.fullmatch(envelope)
     if match is None:
         raise SecretError("the value is not a sealed envelope", hint="seal it: cfgtool secret set KEY PATH")

@@ -3,8 +3,8 @@
 discover nodes -> parse every main.conf (cached by blob id) -> linearize (one graph per variable assignment)
 -> merge the layers' own configs and resolve once per node (intrinsics `cfgtool.key` / `cfgtool.name`)
 -> Snapshot. Problems are collected as `Diagnostic`s per node; one failing node never stops the others.
-Nothing here prints or writes files except the caches (`cfgtool.build.cache`, `cfgtool.build.structure`), each file
-written atomically; a store's shape found in the structure cache skips discovery and the graphs.
+Nothing here prints or writes files except the caches (`cfgtool.build.cache`, `cfgtool.build.structure`). Each file
+is written atomically. A store's shape found in the structure cache skips discovery and the graphs.
 """
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ def compile_store(
 ) -> CompileResult:
     """Compile the store in `repo` at `ref` (None: the working tree); see `compile_source`.
 
-    `base` names a ref to compare with: policies then see each node as created, altered, deleted or
-    unchanged against the store at that ref (docs/policies.md#the-contract), and every rule (settings, schemas, policy
-    code, ACL, recipients) is the base's, never the change's own (docs/security.md); `principal` is who asks (a PR's
-    author). `reverts` finds the store's rolled-back values, which policies let a change return to (`cfgtool compile
-    --base` passes those of the version tags; without it policies judge every change).
+    `base` names a ref to compare with. Policies then see each node as created, altered, deleted or unchanged against
+    the store at that ref (docs/policies.md#the-contract). Every rule is then the base's, never the change's own
+    (docs/security.md). The rules are settings, schemas, policy code, ACL and recipients. `principal` is who asks (a
+    PR's author). `reverts` finds the store's rolled-back values, which policies let a change return to.
+    `cfgtool compile --base` passes those of the version tags. Without it, policies judge every change.
     """
     source = open_source(repo, store, ref)
     if base is None:
@@ -323,8 +323,9 @@ def _compile(
 
 
 def _checks(graph: Graph, chosen: Mapping[str, str], variables: Mapping[str, str] | None) -> list[structure.Check]:
-    """Every other assignment of the variables that nodes depend on (docs/resolution.md#variables-dynamic-tags), with
-    its graph, the problems that graph reports and the nodes whose L it changes (only those are resolved again)."""
+    """Every other assignment of the variables that nodes depend on (docs/resolution.md#variables-dynamic-tags). Each
+    comes with its graph, the problems that graph reports and the nodes whose L it changes. Only those are resolved
+    again."""
     depends = {k: used for k in graph.nodes if k not in graph.failed and (used := graph.variables_of(k))}
     out = []
     for assignment in assignments(graph.store.settings.variables, set().union(*depends.values()), variables):
@@ -340,8 +341,8 @@ def _checks(graph: Graph, chosen: Mapping[str, str], variables: Mapping[str, str
 
 
 def _dirty(source: Source, rules: Rules) -> bool:
-    """Whether a working tree differs from HEAD in anything the compile reads: the store, and the rules
-    when they come from the working tree too (schemas and policy code may live outside the store)."""
+    """Whether a working tree differs from HEAD in anything the compile reads. That is the store, and the rules when
+    they come from the working tree too. Schemas and policy code may live outside the store."""
     if source.ref is not None:
         return False
     if source.dirty:

@@ -1,12 +1,12 @@
 """Queries that read what they need: one key's answers from the files of L(KEY) alone, and the
 import graph from every node's includes without any `main.conf`.
 
-`query_key` answers `get`, `explain`, `imports` and `tags`: it discovers K's nearest node and every node it
-reaches (`cfgtool.store.scope`), linearizes and resolves those, and hides secrets, exactly as a full compile
-does for them, so the answer and the errors that affect K (docs/resolution.md: its layers' syntax, import and
-resolution errors, the settings') are the full compile's. Two cases go through the full compile instead:
-an import cycle among K's nodes (how a cycle is reported depends on where the store-wide search enters
-it) and a working tree where git does not list a file the scope relied on (an ignored file).
+`query_key` answers `get`, `explain`, `imports` and `tags`. It discovers K's nearest node and every node it reaches
+(`cfgtool.store.scope`). It linearizes and resolves those, and hides secrets, exactly as a full compile does for
+them. So the answer and the errors that affect K are the full compile's. Those errors are its layers' syntax, import
+and resolution errors, and the settings' (docs/resolution.md). Two cases go through the full compile instead. One is
+an import cycle among K's nodes: how a cycle is reported depends on where the store-wide search enters it. The other
+is a working tree where git does not list a file the scope relied on (an ignored file).
 
 `query_graph` answers `imported-by` and `datasets`: they need every node's imports but no `main.conf`, so
 only errors of the import graph (discovery, includes, cycles, settings) refuse them.
@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by th
 
 @dataclass(frozen=True)
 class KeyAnswer:
-    """What the queries about one key read: `result` compiles the nodes L(key) needs (the whole store when
-    the query fell back to a full compile, or a version artifact's reading of a commit: `scope` None)."""
+    """What the queries about one key read: `result` compiles the nodes L(key) needs. `scope` is None when that is
+    the whole store: the query fell back to a full compile, or read a commit from a version artifact."""
 
     key: str
     result: CompileResult | Reading

@@ -1,10 +1,10 @@
 """`cfgtool secret set` and `cfgtool secret reseal` (docs/access.md#secrets): sealed values written into a working tree.
 
-`set_secret` seals a value for (store, key, path) to the store's `_RECIPIENTS` and writes the assignment into
-the key's `main.conf`, replacing every value the file assigns to that path (whatever its form) and otherwise
-adding a line, so the rest of the file stays exactly as it was and no clear text is left in it. `reseal` opens
-every envelope of the store with an identity and seals it again to the current recipients (after a recipient
-was added or removed). Files are written atomically.
+`set_secret` seals a value for (store, key, path) to the store's `_RECIPIENTS`. It writes the assignment into the
+key's `main.conf`. It replaces every value the file assigns to that path, whatever its form, or else adds a line. So
+the rest of the file stays exactly as it was, and no clear text is left in it. `reseal` opens every envelope of the
+store with an identity and seals it again to the current recipients. That follows adding or removing a recipient.
+Files are written atomically.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def set_secret(repo: Path | None, store: str | Path, key: str, path: str, value:
 
 
 def _require_secret(source: WorkTreeSource, key: str, parts: tuple[str, ...]) -> None:
-    """UsageError unless a schema that selects `key` marks `parts` writeOnly (a value sealed at a path no
-    schema calls secret would be shown sealed, then never checked, and the next reader would not know)."""
+    """UsageError unless a schema that selects `key` marks `parts` writeOnly. A value sealed at a path no schema
+    calls secret would be shown sealed, then never checked. And the next reader would not know."""
     from cfgtool.compile.query import query_key
     from cfgtool.validate.rules import rules_of
 
@@ -113,14 +113,14 @@ _PROBE = "cfgtool-secret-set-"  # `${?"cfgtool-secret-set-N"}`: an assignment al
 
 
 def _assign(text: str, file: str, parts: tuple[str, ...], literal: str) -> tuple[str, bool, int]:
-    """`text` with `path = literal`: the value of every existing assignment of the path replaced in place
-    (quoted, unquoted, triple-quoted over several lines, concatenated, an object or a list, overridden ones
-    too), else a line appended. Returns the new text, whether it replaced, and the line of the assignment
-    that counts (the last). A text in which the path would still hold anything but `literal` is refused.
+    """`text` with `path = literal`. The value of every existing assignment of the path is replaced in place,
+    overridden ones too. A value may be quoted, unquoted, triple-quoted over several lines, concatenated, an object
+    or a list. Without one, a line is appended. Returns the new text, whether it replaced, and the line of the
+    assignment that counts (the last). A text in which the path would still hold anything but `literal` is refused.
 
-    A later scalar hides an earlier one from the parsed document, but an optional substitution keeps it (as
-    its fallback): each value found is replaced by a probe `${?"cfgtool-secret-set-N"}` and the text parsed
-    again, until only probes are left; then the probes become `literal`."""
+    A later scalar hides an earlier one from the parsed document, but an optional substitution keeps it as its
+    fallback. So each value found is replaced by a probe `${?"cfgtool-secret-set-N"}` and the text parsed again. That
+    goes on until only probes are left. Then the probes become `literal`."""
     if _PROBE in text:
         raise UsageError(f"{file} already holds {_PROBE!r}", hint="remove it, then run this again")
     work, probes = text, 0
@@ -172,8 +172,8 @@ def _assignments(node: Node, parts: tuple[str, ...]) -> Iterator[Node]:
 
 
 def _value_span(text: str, file: str, node: Node) -> tuple[int, int]:
-    """(start, end) offsets in `text` of the value that starts at `node`'s origin: every token up to the end
-    of the field (a newline, `,`, or the `}` / `]` that closes what holds it), brackets balanced."""
+    """(start, end) offsets in `text` of the value that starts at `node`'s origin. It spans every token up to the end
+    of the field, brackets balanced. The field ends at a newline, `,`, or the `}` / `]` that closes what holds it."""
     starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
     bom = 1 if text.startswith("\ufeff") else 0
 

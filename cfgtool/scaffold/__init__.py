@@ -8,9 +8,9 @@ file is written whole to a temporary file and hard-linked into place, which fail
 
 `.github/CODEOWNERS` is written last, from the store's ACL (`cfgtool acl codeowners`), when it is missing.
 
-Around an existing store (`--add-missing`) only the repository's plumbing is added (workflows, hook,
-requirements, README): nothing under the store nor the scaffold's schemas, which would change the store's
-configs, its rules and so its digest (a dataset the user deleted must stay deleted).
+Around an existing store (`--add-missing`), only the repository's plumbing is added: workflows, hook, requirements,
+README. Nothing goes under the store, and none of the scaffold's schemas. They would change the store's configs, its
+rules and so its digest. A dataset the user deleted must stay deleted.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ _SET_REQUIREMENT_FIRST = f"""\
 
 @dataclass(frozen=True)
 class InitResult:
-    """What `init_repository` did: files created and skipped (relative paths), whether it ran `git init`, the
-    requirement it wrote (UNSET_REQUIREMENT when the user must set one), the repository's current branch, and
+    """What `init_repository` did: files created and skipped (relative paths), and whether it ran `git init`. Also
+    the requirement it wrote (UNSET_REQUIREMENT when the user must set one) and the repository's current branch. Also
     the scaffold's store and schema files left out because a store exists (`--add-missing`)."""
 
     root: Path
@@ -75,11 +75,11 @@ class InitResult:
 def init_repository(directory: Path, *, add_missing: bool = False, requirement: str | None = None) -> InitResult:
     """Scaffold a config repository in `directory` (created if needed; `git init` when it is in no repository).
 
-    UsageError, before anything is written, when the directory is not a repository's root (GitHub and
-    pre-commit read the workflows and the hook only there), when a scaffold path is blocked by a file, and when
-    the store exists unless `add_missing`; even then only missing files are written, and none under the store
-    or the scaffold's schemas (the store's configs and rules stay as they are). `requirement` is the pip
-    requirement for cfgtool (default: this installation's git URL, else a placeholder the user must replace).
+    It raises UsageError, before anything is written, in three cases. One: the directory is not a repository's root;
+    GitHub and pre-commit read the workflows and the hook only there. Two: a scaffold path is blocked by a file.
+    Three: the store exists, unless `add_missing`. Even then only missing files are written. None goes under the
+    store or the scaffold's schemas, so the store's configs and rules stay as they are. `requirement` is the pip
+    requirement for cfgtool. It defaults to this installation's git URL, else a placeholder the user must replace.
     """
     root = directory.resolve()
     if root.exists() and not root.is_dir():
@@ -161,8 +161,8 @@ def scaffold_files(requirement: str) -> Iterator[tuple[str, str]]:
 
 
 def installed_requirement() -> str:
-    """A pip requirement for the running cfgtool: its git URL and commit when installed from a git remote, else
-    UNSET_REQUIREMENT (a version pin would fetch the unrelated PyPI project of the same name)."""
+    """A pip requirement for the running cfgtool: its git URL and commit when installed from a git remote. Else
+    UNSET_REQUIREMENT: a version pin would fetch the unrelated PyPI project of the same name."""
     try:
         text = distribution("cfgtool").read_text("direct_url.json")
     except PackageNotFoundError:

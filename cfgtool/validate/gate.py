@@ -1,9 +1,10 @@
 """The gate's own files (docs/security.md#what-guards-the-gate): the files that decide how CI runs.
 
-Workflows, the requirements CI installs cfgtool from, the pre-commit hooks and the code owners decide which checks
-run on a change and with which cfgtool. cfgtool cannot take them from the base as it takes the rules: CI runs what
-the change holds. So `compile --base` reports every one a change adds, edits or deletes (W_GATE_CHANGED), for the
-reviewers; what guards them is branch protection with code-owner review (`cfgtool acl codeowners`).
+Some files decide which checks run on a change, and with which cfgtool. They are the workflows, the requirements CI
+installs cfgtool from, the pre-commit hooks and the code owners. cfgtool cannot take them from the base as it takes
+the rules: CI runs what the change holds. So `compile --base` reports every one a change adds, edits or deletes
+(W_GATE_CHANGED), for the reviewers. What guards them is branch protection with code-owner review
+(`cfgtool acl codeowners`).
 """
 
 from __future__ import annotations

@@ -89,8 +89,8 @@ def locate(node: NodeSnapshot, store_dir: str, path: Sequence[str | int], *, mis
 
 
 def own_config(node: NodeSnapshot) -> dict[str, Any]:
-    """The values the node's own main.conf assigns, as nested plain data taken from its resolved config
-    (so `x = ${y}` shows y's resolved value and `list += v` the whole resulting list)."""
+    """The values the node's own main.conf assigns, as nested plain data taken from its resolved config. So
+    `x = ${y}` shows y's resolved value, and `list += v` the whole resulting list."""
     out: dict[str, Any] = {}
     config: Any = node.config or {}
     for expr in node.own:

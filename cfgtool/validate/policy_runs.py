@@ -15,8 +15,8 @@ node.
   new one there), so a change-aware policy does not judge an emergency revert; W_POLICY_SKIPPED_REVERT says so.
   Every other change is judged as before.
 
-Policy problems that are not about one node (import errors, a class that is not a Policy, a `configure`
-that rejects its settings, a failing `close`) are E_POLICY_ERROR at the policy's entry in `_CONFIG_STORE`.
+Policy problems that are not about one node are E_POLICY_ERROR at the policy's entry in `_CONFIG_STORE`. They are
+import errors, a class that is not a Policy, a `configure` that rejects its settings, a failing `close`.
 """
 
 from __future__ import annotations
@@ -139,12 +139,12 @@ def _create(spec: PolicySpec, repo_root: Path, work_tree: Path) -> Policy:
 def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | None = None) -> Iterator[None]:
     """Import from `repo_root` first, fresh; afterwards restore `sys.path` and `sys.modules`.
 
-    A module family the repository provides but that was already imported from elsewhere (`policies` of
-    another repository) is set aside while importing and put back afterwards; the repository's modules
-    imported meanwhile are removed again. Installed packages (even in a virtualenv inside the repository)
-    stay imported, and cfgtool itself is never re-imported: policies share the runner's classes.
-    When `repo_root` is a ref's materialized code (not `work_tree`), the working tree and the current
-    directory are taken off `sys.path` and no bytecode is written, so nothing of the checkout is imported.
+    A module family the repository provides may be imported from elsewhere already (`policies` of another
+    repository). It is set aside while importing and put back afterwards. The repository's modules imported meanwhile
+    are removed again. Installed packages (even in a virtualenv inside the repository) stay imported, and cfgtool
+    itself is never re-imported: policies share the runner's classes. `repo_root` may be a ref's materialized code
+    (not `work_tree`). Then the working tree and the current directory are taken off `sys.path` and no bytecode is
+    written. So nothing of the checkout is imported.
     """
     root = str(repo_root.resolve())
     top = module_name.split(".")[0]
@@ -196,8 +196,8 @@ def _under(path: Path, directory: Path) -> bool:
 
 
 def _provides(repo_root: Path, top: str) -> bool:
-    """Whether `top` is a top-level module of the repository (cfgtool itself never counts: a fork of the
-    product repository holds a copy of it, but policies must share the running cfgtool's classes)."""
+    """Whether `top` is a top-level module of the repository. cfgtool itself never counts. A fork of the product
+    repository holds a copy of it, but policies must share the running cfgtool's classes."""
     return top != "cfgtool" and ((repo_root / top).is_dir() or (repo_root / f"{top}.py").is_file())
 
 
@@ -266,9 +266,9 @@ def run_policies(
 ) -> list[Diagnostic]:
     """Ask every policy about every node; then (with `close`) close them all.
 
-    `present`: keys that have a node in the new store but are missing from `snapshot` because they failed
-    to compile; they are skipped instead of looking deleted (their own errors are reported already).
-    `reverts`: see the module docstring.
+    `present`: keys that have a node in the new store but are missing from `snapshot`, because they failed to
+    compile. They are skipped instead of looking deleted; their own errors are reported already. `reverts`: see the
+    module docstring.
     """
     diags: list[Diagnostic] = []
     try:

@@ -1,10 +1,10 @@
 """The rules of a compile (docs/security.md): the settings, schemas, policy code, ACL and recipients it checks with.
 
-A pull request must not be able to weaken the checks it is checked by, so with `--base REF` every rule comes
-from REF (the target branch as the PR was merged against) and the change's own versions are only compared
-with them (W_RULES_CHANGED). Without a base the rules are the compiled source's own. Repository-local policy
-code of a git ref is imported from that ref's objects, materialized into a cache directory keyed by the ids of
-its files, never from a working tree; only a working-tree compile imports the working tree's policies.
+A pull request must not be able to weaken the checks it is checked by. So with `--base REF` every rule comes from
+REF: the target branch as the PR was merged against. The change's own versions are only compared with them
+(W_RULES_CHANGED). Without a base the rules are the compiled source's own. Repository-local policy code of a git ref
+is imported from that ref's objects, never from a working tree. They are materialized into a cache directory keyed by
+the ids of its files. Only a working-tree compile imports the working tree's policies.
 """
 
 from __future__ import annotations
@@ -208,8 +208,8 @@ class _Listing:
 
 
 def materialize(repo_root: Path, files: dict[str, str]) -> Path:
-    """A directory holding exactly `files` (`{path: blob id}`) read from git objects: reused when a check of
-    every file's content finds it intact, else written afresh (private, renamed into place atomically)."""
+    """A directory holding exactly `files` (`{path: blob id}`) read from git objects. It is reused when a check of
+    every file's content finds it intact. Else it is written afresh: private, renamed into place atomically."""
     key = hashlib.sha256("".join(f"{p}\0{o}\n" for p, o in sorted(files.items())).encode()).hexdigest()[:32]
     parent = cache_root() / CODE_DIR
     target = parent / key

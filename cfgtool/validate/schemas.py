@@ -17,9 +17,10 @@ selector::
 - `$ref` between schema files works by `$id`, or by path relative to the schemas directory; nothing is
   fetched from the network. `format` is asserted (`format: email` is checked).
 
-Problems are E_SCHEMA diagnostics: an unreadable or invalid schema, an unknown `x-cfgtool` field, or a
-selector entry that matches no node (reported at the schema file, and an error: a typo in a glob silently
-switches validation off), and every violation in a selected node, at the file:line:col of the value at fault.
+Problems are E_SCHEMA diagnostics. One is an unreadable or invalid schema, or an unknown `x-cfgtool` field. Another
+is a selector entry that matches no node, reported at the schema file. That is an error, since a typo in a glob
+silently switches validation off. Every violation in a selected node is one too, at the file:line:col of the value at
+fault.
 """
 
 from __future__ import annotations
@@ -346,8 +347,8 @@ def schemas_digest(specs: Sequence[SchemaSpec]) -> str:
 
 @cache
 def jsonschema_code() -> str:
-    """A digest of the jsonschema modules that apply the schemas (their source, so a patched install counts
-    too): asking for its version would import importlib.metadata, about 15 ms of every compile."""
+    """A digest of the source of the jsonschema modules that apply the schemas, so a patched install counts too.
+    Asking for its version would import importlib.metadata, about 15 ms of every compile."""
     digest = hashlib.sha256()
     for path in sorted(Path(jsonschema.__file__).parent.glob("*.py")):
         digest.update(path.name.encode())

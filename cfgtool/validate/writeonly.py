@@ -1,15 +1,14 @@
 """Which values a JSON Schema marks secret (`writeOnly: true`), however the schema reaches them.
 
-A value is secret when any subschema that applies to it says `writeOnly: true`: through `properties`,
-`patternProperties`, `additionalProperties`, `items` / `prefixItems`, `$ref` (to `$defs` or to another schema
-file, by `$id` or relative path), `allOf` / `anyOf` / `oneOf`, `if` / `then` / `else` and `dependentSchemas`.
-Branches that may or may not apply (`anyOf`, `oneOf`, `if` / `then` / `else`, `dependentSchemas`) all count:
-a value that could be a secret is one. A `$ref` that cannot be resolved is reported (W_SECRET_UNKNOWN): what it
-describes may be secret, and cfgtool cannot tell.
+A value is secret when any subschema that applies to it says `writeOnly: true`. Subschemas apply through
+`properties`, `patternProperties`, `additionalProperties`, `items` / `prefixItems` and `dependentSchemas`. They also
+apply through `allOf` / `anyOf` / `oneOf` and `if` / `then` / `else`. And through `$ref`: to `$defs` or to another
+schema file, by `$id` or relative path. Branches that may or may not apply all count: a value that could be a secret
+is one. Those are `anyOf`, `oneOf`, `if` / `then` / `else` and `dependentSchemas`. A `$ref` that cannot be resolved
+is reported (W_SECRET_UNKNOWN). What it describes may be secret, and cfgtool cannot tell.
 
-`WriteOnly` prepares a schema once (which of its subschemas can lead to a writeOnly mark at all); `secrets`
-then walks a resolved config along those subschemas only, so a large config under a schema with one secret
-costs a few lookups.
+`WriteOnly` prepares a schema once: which of its subschemas can lead to a writeOnly mark at all. `secrets` then walks
+a resolved config along those subschemas only. So a large config under a schema with one secret costs a few lookups.
 """
 
 from __future__ import annotations
