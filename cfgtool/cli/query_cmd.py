@@ -9,7 +9,6 @@ refuses when there are errors that affect the answer (exit 1), then answers.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from enum import StrEnum
@@ -178,7 +177,7 @@ def imports(
     answer = _answer(ctx, key, ref, version, variables)
     key, snap = answer.key, answer.snapshot
     if not recursive and key not in snap.nodes:  # no includes file without a node; -r shows what it inherits
-        _no_node(key, answer.node_keys(), "has no node, so it imports nothing (-r lists the layers it inherits)")
+        _no_node(key, answer.near_node(), "has no node, so it imports nothing (-r lists the layers it inherits)")
     exists = _note_phantom(key, snap.nearest_node(key), key in snap.nodes, answer)
     found = snap.imports(key, recursive)
     _print_keys(fmt, found, {"key": key, "exists": exists, "recursive": recursive, "imports": found})
@@ -347,13 +346,12 @@ def _refuse(key: str | None, errors: list[Diagnostic], total: int | None = None)
 def _existing(graph: GraphAnswer, key: str) -> None:
     """Only nodes import or are imported, so a key without one is a typo (exit 1)."""
     if key not in graph.store.nodes:
-        _no_node(key, list(graph.store.nodes), "has no node, so nothing can import it")
+        _no_node(key, graph.graph.near_node(key), "has no node, so nothing can import it")
 
 
-def _no_node(key: str, nodes: list[str], problem: str) -> None:
-    """CfgtoolError (exit 1): `key` has no node; names a node with a close name."""
-    close = difflib.get_close_matches(key, nodes, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}?" if close else "list the keys with `cfgtool imports -r /` or look under store/"
+def _no_node(key: str, near: str | None, problem: str) -> None:
+    """CfgtoolError (exit 1): `key` has no node; names `near`, a node with a close key (`keys.near_node`)."""
+    hint = f"did you mean {near}?" if near else "list the keys with `cfgtool imports -r /` or look under store/"
     raise CfgtoolError(f"{key} {problem}", hint=hint)
 
 

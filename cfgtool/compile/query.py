@@ -62,15 +62,8 @@ class KeyAnswer:
         scope = self.scope
         if scope is None:
             return self.snapshot.near_node(self.key)
-        return keys.near_node(self.key, scope.nearest, lambda k: sorted(map(keys.last_segment, scope.children(k))))
-
-    def node_keys(self) -> list[str]:
-        """Every node of the store (this lists the whole store: for messages about a key that has no node)."""
-        from cfgtool.store.nodes import discover
-
-        if self.scope is None:
-            return list(self.snapshot.nodes)
-        return list(discover(self.scope.source, mains=False).nodes)
+        names = lambda k: keys.siblings(map(keys.last_segment, scope.children(k)))  # noqa: E731
+        return keys.near_node(self.key, scope.nearest, names)
 
 
 def query_key(

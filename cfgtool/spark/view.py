@@ -11,7 +11,7 @@ from typing import Any
 
 from cfgtool._util.plain import MISSING, value_at
 from cfgtool.hocon import split_path
-from cfgtool.store.keys import ROOT, near_node
+from cfgtool.store.keys import ROOT, Siblings, near_node, siblings
 
 
 class SnapshotView:
@@ -33,7 +33,7 @@ class SnapshotView:
         self.version = version
         self.commit = commit
         self.phantoms = frozenset(phantoms)  # keys of `configs` that have no node: resolved on the driver
-        self._names: dict[str, list[str]] | None = None  # node -> its children's names, for a did-you-mean
+        self._names: dict[str, Siblings] | None = None  # node -> its children's names, for a did-you-mean
 
     def key(self, key: str) -> str:
         """The canonical form of `key` (scheme stripped, leading `/`, no trailing `/`)."""
@@ -73,12 +73,13 @@ class SnapshotView:
         value = value_at(self.get(key, nearest=nearest), split_path(path))
         return default if value is MISSING else value
 
-    def _child_names(self, key: str) -> list[str]:
+    def _child_names(self, key: str) -> Siblings:
         if self._names is None:  # built on the first miss only: most jobs never make one
-            self._names = {}
-            for node in sorted(k for k in self.configs if k not in self.phantoms and k != ROOT):
-                self._names.setdefault(node.rsplit("/", 1)[0] or ROOT, []).append(node.rsplit("/", 1)[1])
-        return self._names.get(key, [])
+            found: dict[str, list[str]] = {}
+            for node in (k for k in self.configs if k not in self.phantoms and k != ROOT):
+                found.setdefault(node.rsplit("/", 1)[0] or ROOT, []).append(node.rsplit("/", 1)[1])
+            self._names = {k: siblings(names) for k, names in found.items()}
+        return self._names.get(key, Siblings(()))
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_names": None}  # rebuilt where needed, not shipped to every executor

@@ -10,8 +10,9 @@ from __future__ import annotations
 import difflib
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from cfgtool.errors import UsageError
 
@@ -117,12 +118,26 @@ def nearest(key: str, nodes: Container[str], deepest: int) -> str:
 
 
 NEAR_CUTOFF = 0.75  # difflib's ratio a name must reach to be suggested for another
-NEAR_COMPARED = 1000  # sibling names compared per segment at most: those nearest in sorted order beyond this
+NEAR_COMPARED = 200  # sibling names compared per segment at most: in a larger folder, those nearest in sort order
 
 
-def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Sequence[str]]) -> str | None:
+class Siblings(NamedTuple):
+    """The names of a node's children, sorted (`forward`), and, in a folder of more than `NEAR_COMPARED`, each
+    name reversed, sorted (`backward`): where a misspelled name sorts by its start and by its end."""
+
+    forward: Sequence[str]
+    backward: Sequence[str] = ()
+
+
+def siblings(names: Iterable[str]) -> Siblings:
+    """The `Siblings` of the names of a node's children."""
+    forward = sorted(names)
+    return Siblings(forward, sorted(name[::-1] for name in forward) if len(forward) > NEAR_COMPARED else ())
+
+
+def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Siblings]) -> str | None:
     """A node whose key is close to `key` (which has no node), for a did-you-mean, or None. `nearest` gives a
-    key's nearest node, `names` the sorted names of a node's children. From the nearest node down, each missing
+    key's nearest node, `names` the `Siblings` of a node's children. From the nearest node down, each missing
     segment becomes its closest sibling name (case aside). That goes on until the key names a node. None when some
     segment has no close sibling. The work is bounded: at most `NEAR_COMPARED` names per segment, and no more
     segments than the deepest node has."""
@@ -141,15 +156,22 @@ def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Se
     return key
 
 
-def _closest(word: str, names: Sequence[str]) -> str | None:
-    """The name of sorted `names` closest to `word` (ignoring case) at `NEAR_CUTOFF` or above, or None."""
-    if len(names) > NEAR_COMPARED:  # a huge folder: the names around where `word` sorts
-        at = bisect_left(names, word)
-        start = max(0, min(at - NEAR_COMPARED // 2, len(names) - NEAR_COMPARED))
-        names = names[start : start + NEAR_COMPARED]
-    lowered = {name.lower(): name for name in reversed(names)}
-    found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=NEAR_CUTOFF)
-    return lowered[found[0]] if found else None
+def _closest(word: str, names: Siblings) -> str | None:
+    """The name closest to `word` (ignoring case) at `NEAR_CUTOFF` or above, or None. In a huge folder, only the
+    names around where `word` sorts by its start, and by its end (a typo rarely changes both)."""
+    found = names.forward
+    if len(found) > NEAR_COMPARED:
+        half = NEAR_COMPARED // 2
+        found = [*_around(found, word, half), *(name[::-1] for name in _around(names.backward, word[::-1], half))]
+    lowered = {name.lower(): name for name in reversed(found)}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=NEAR_CUTOFF)
+    return lowered[close[0]] if close else None
+
+
+def _around(names: Sequence[str], word: str, count: int) -> Sequence[str]:
+    """The `count` names of sorted `names` around where `word` sorts."""
+    start = max(0, min(bisect_left(names, word) - count // 2, len(names) - count))
+    return names[start : start + count]
 
 
 def depth(key: str) -> int:

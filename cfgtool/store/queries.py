@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from cfgtool.errors import CfgtoolError
-from cfgtool.store.keys import ROOT, is_under, last_segment, near_node, parent
+from cfgtool.store.keys import ROOT, Siblings, is_under, last_segment, near_node, parent, siblings
 
 
 class UnresolvableKeyError(CfgtoolError):
@@ -107,15 +107,15 @@ class StoreQueries(ABC):
         """A node whose key is close to `key` when `key` has no node (a did-you-mean: `keys.near_node`), or None."""
         return near_node(key, self.nearest_node, self.child_names)
 
-    def child_names(self, key: str) -> Sequence[str]:
-        """The names of the child nodes of `key`, sorted (kept: a did-you-mean asks again)."""
+    def child_names(self, key: str) -> Siblings:
+        """The names of the child nodes of `key` (kept: a did-you-mean asks again)."""
         found = self._sorted_names.get(key)
         if found is None:
-            found = self._sorted_names[key] = sorted(map(last_segment, self._children.get(key, ())))
+            found = self._sorted_names[key] = siblings(map(last_segment, self._children.get(key, ())))
         return found
 
     @cached_property
-    def _sorted_names(self) -> dict[str, list[str]]:
+    def _sorted_names(self) -> dict[str, Siblings]:
         return {}
 
     def keys(self, prefix: str = ROOT) -> list[str]:

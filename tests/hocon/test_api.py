@@ -19,6 +19,7 @@ from cfgtool.hocon import (
     parse,
     parse_file,
     parse_value,
+    quoted_path,
     resolve,
     split_path,
     to_plain,
@@ -558,3 +559,16 @@ def test_bulk_pauses_the_collector_and_hands_what_it_made_to_the_oldest_generati
         assert gc.get_freeze_count() > 0 and not any(o is more for o in gc.get_objects(generation=2))
     finally:
         gc.unfreeze()
+
+
+def test_quoted_path_names_the_quoted_keys_that_spell_an_unset_dotted_path() -> None:
+    config = {"kafka": {"config": {"retention.ms": 1, "a": {"b.c": 2}}}, "x.y": {"z": 3}, "retention": {"ms": 4}}
+    assert quoted_path(config, "kafka.config.retention.ms") == 'kafka.config."retention.ms"'
+    assert quoted_path(config, "kafka.config.a.b.c") == 'kafka.config.a."b.c"'
+    assert quoted_path(config, "x.y.z") == '"x.y".z'
+    assert quoted_path(config, "retention.ms") is None  # set as it is written
+    assert quoted_path(config, "kafka.config.nope") is None
+    assert quoted_path(None, "a.b") is None
+    start = time.process_time()
+    assert quoted_path({"a": {"a": {"a": 1}}, "a.a": 2}, ".".join(["a"] * 5000)) is None  # a hostile path
+    assert time.process_time() - start < slowness_now()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cfgtool.errors import UsageError
@@ -14,11 +16,14 @@ from cfgtool.store.keys import (
     join,
     key_problem,
     last_segment,
+    near_node,
     nearest,
     normalize_key,
     parent,
     segments,
+    siblings,
 )
+from tests.machine import slowness_now
 
 
 @pytest.mark.parametrize(
@@ -136,3 +141,35 @@ def test_nearest_finds_what_walking_up_the_parents_finds() -> None:
 def test_nearest_is_linear_in_the_key_s_length() -> None:
     key = "/a" + "/b" * 500_000  # a megabyte in 500,001 segments: walking up one parent at a time is quadratic
     assert nearest(key, {"/", "/a"}, 1) == "/a"
+
+
+def _near(key: str, nodes: set[str]) -> str | None:
+    """`near_node` over a set of node keys (the root among them)."""
+    names: dict[str, list[str]] = {}
+    for node in sorted(nodes - {"/"}):
+        names.setdefault(parent(node) or "/", []).append(last_segment(node))
+    deepest = max(map(depth, nodes))
+    return near_node(key, lambda k: nearest(k, nodes, deepest), lambda k: siblings(names.get(k, [])))
+
+
+def test_near_node_corrects_each_missing_segment_from_the_nearest_node_down() -> None:
+    nodes = {"/", "/data", "/data/kafka", "/data/kafka/order-created", "/data/kafka/order-deleted", "/tags"}
+    assert _near("/data/kafka/order-creatd", nodes) == "/data/kafka/order-created"
+    assert _near("/data/kafak/order-created", nodes) == "/data/kafka/order-created"  # two segments away
+    assert _near("/Data/Kafka", nodes) == "/data/kafka"  # case aside
+    assert _near("/data/kafka/payments", nodes) is None  # a key without a node, and no node close to it
+    assert _near("/data/kafak/payments", nodes) is None  # the close key has no node either: nothing to name
+    assert _near("/data/kafka", nodes) is None  # a node: nothing to suggest
+
+
+def test_near_node_is_bounded_in_a_huge_folder_and_for_the_longest_keys() -> None:
+    nodes = {"/", "/data", *(f"/data/event-{i:06d}" for i in range(100_000))}
+    names = {"/": siblings(["data"]), "/data": siblings(last_segment(k) for k in nodes if k.startswith("/data/"))}
+    start = time.process_time()
+    for i in range(20):  # a typo early in the name sorts it far away, but its end sorts where the name's does
+        for typo in (f"/data/evnt-{i * 4999:06d}", f"/data/event-{i * 4999:06d}x", f"/data/Event_{i * 4999:06d}"):
+            found = near_node(typo, lambda k: nearest(k, nodes, 2), names.__getitem__)
+            assert found == f"/data/event-{i * 4999:06d}", typo
+    assert near_node("/data/" + "x" * 1000, lambda k: nearest(k, nodes, 2), names.__getitem__) is None
+    assert near_node("/" + "/".join(["a"] * 511), lambda k: nearest(k, nodes, 2), lambda k: siblings([])) is None
+    assert time.process_time() - start < 2 * slowness_now()  # 200 names compared per segment at most
