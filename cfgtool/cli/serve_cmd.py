@@ -3,7 +3,6 @@ versions over HTTP, and manage the bearer tokens it accepts."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +11,9 @@ import typer
 
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.query_cmd import QueryFmt, QueryFormat
+from cfgtool.console import console_parts
 from cfgtool.errors import UsageError
+from cfgtool.serve.options import Options, serve
 
 token_app = typer.Typer(
     name="token",
@@ -32,131 +33,135 @@ Tokens = Annotated[
 ]
 
 
-def _proxies(text: str | None) -> tuple[str, ...]:
-    """`--forwarded-allow-ips`: addresses or networks, comma-separated, or `*` (UsageError for others)."""
-    found = tuple(part.strip() for part in (text or "").split(",") if part.strip())
-    for part in found:
-        if part != "*":
-            try:
-                ipaddress.ip_network(part) if "/" in part else ipaddress.ip_address(part)
-            except ValueError as exc:
-                raise UsageError(
-                    f"--forwarded-allow-ips: {part!r} is not an IP address or network (such as 10.0.1.0/24)",
-                    hint="name your proxies' addresses, e.g. --forwarded-allow-ips 10.0.0.5,10.0.1.0/24",
-                ) from exc
-    return found
+Repo = Annotated[
+    str | None,
+    typer.Option(
+        "--repo",
+        metavar="PATH|URL",
+        help="The config repository: a local path, or a git URL mirrored into the cache (default: the global "
+        "--repo, else the repository containing the current directory).",
+        show_default=False,
+    ),
+]
 
+Stores = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--store",
+        metavar="DIR",
+        help="A store directory to serve (repeatable; default: every store at HEAD).",
+        show_default=False,
+    ),
+]
 
-def _missing_extra() -> str | None:
-    try:
-        import prometheus_client  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        return exc.name or str(exc)
-    return None
+Host = Annotated[str, typer.Option("--host", metavar="ADDRESS", help="The address to listen on.")]
+
+Port = Annotated[int, typer.Option("--port", min=0, max=65535, help="The port (0: any free port).")]
+
+CacheTime = Annotated[
+    int,
+    typer.Option(
+        "--cache-time",
+        metavar="SECONDS",
+        min=0,
+        help="Keystone cache time T: a publish reaches each key at its own checkpoint within T seconds; "
+        "0 serves the current version at once.",
+    ),
+]
+
+FetchInterval = Annotated[
+    float,
+    typer.Option("--fetch-interval", metavar="SECONDS", min=0.1, help="How often to fetch and re-read the tags."),
+]
+
+Remote = Annotated[
+    str | None,
+    typer.Option(
+        "--remote",
+        metavar="NAME",
+        help="Mirror this remote of the local repository and fetch from it.",
+        show_default=False,
+    ),
+]
+
+InsecureOpen = Annotated[
+    bool,
+    typer.Option("--insecure-open", help="Without --tokens, allow listening on a non-loopback address."),
+]
+
+ForwardedAllowIps = Annotated[
+    str | None,
+    typer.Option(
+        "--forwarded-allow-ips",
+        metavar="ADDRESSES",
+        help="Proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the client for "
+        "the ACL's host; from anyone else the header is ignored (default: none).",
+        show_default=False,
+    ),
+]
+
+AccessLog = Annotated[
+    Path | None,
+    typer.Option(
+        "--access-log",
+        metavar="FILE",
+        help="Append the access log (one JSON line per request) to FILE instead of stderr.",
+        show_default=False,
+    ),
+]
+
+MaxConnections = Annotated[
+    int,
+    typer.Option("--max-connections", metavar="N", min=1, help="Open connections at most; more are refused (429)."),
+]
+
+MaxClientConnections = Annotated[
+    int,
+    typer.Option(
+        "--max-client-connections",
+        metavar="N",
+        min=1,
+        help="Open connections of one client address at most; more are refused (429). The proxies named by "
+        "--forwarded-allow-ips are not capped.",
+    ),
+]
+
+PublicCache = Annotated[
+    bool,
+    typer.Option(
+        "--public-cache",
+        help="Send Cache-Control: public so a reverse proxy (nginx, Varnish) may keep answers for everyone; "
+        "refused with --tokens or when a store's ACL does not let User:* read every key.",
+    ),
+]
+
+PublicMetrics = Annotated[
+    bool,
+    typer.Option(
+        "--public-metrics",
+        help="With --tokens, let /metrics answer without a token (for a scraper inside a trusted network); "
+        "otherwise a token sees the series of the stores its principal may describe.",
+    ),
+]
 
 
 def serve_command(
     ctx: typer.Context,
-    repo: Annotated[
-        str | None,
-        typer.Option(
-            "--repo",
-            metavar="PATH|URL",
-            help="The config repository: a local path, or a git URL mirrored into the cache (default: the global "
-            "--repo, else the repository containing the current directory).",
-            show_default=False,
-        ),
-    ] = None,
-    stores: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--store",
-            metavar="DIR",
-            help="A store directory to serve (repeatable; default: every store at HEAD).",
-            show_default=False,
-        ),
-    ] = None,
-    host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="The address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port (0: any free port).")] = 8750,
-    cache_time: Annotated[
-        int,
-        typer.Option(
-            "--cache-time",
-            metavar="SECONDS",
-            min=0,
-            help="Keystone cache time T: a publish reaches each key at its own checkpoint within T seconds; "
-            "0 serves the current version at once.",
-        ),
-    ] = 60,
-    fetch_interval: Annotated[
-        float,
-        typer.Option("--fetch-interval", metavar="SECONDS", min=0.1, help="How often to fetch and re-read the tags."),
-    ] = 5.0,
-    remote: Annotated[
-        str | None,
-        typer.Option(
-            "--remote",
-            metavar="NAME",
-            help="Mirror this remote of the local repository and fetch from it.",
-            show_default=False,
-        ),
-    ] = None,
+    repo: Repo = None,
+    stores: Stores = None,
+    host: Host = "127.0.0.1",
+    port: Port = 8750,
+    cache_time: CacheTime = 60,
+    fetch_interval: FetchInterval = 5.0,
+    remote: Remote = None,
     tokens: Tokens = None,
-    insecure_open: Annotated[
-        bool,
-        typer.Option("--insecure-open", help="Without --tokens, allow listening on a non-loopback address."),
-    ] = False,
-    forwarded_allow_ips: Annotated[
-        str | None,
-        typer.Option(
-            "--forwarded-allow-ips",
-            metavar="ADDRESSES",
-            help="Proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the client for "
-            "the ACL's host; from anyone else the header is ignored (default: none).",
-            show_default=False,
-        ),
-    ] = None,
-    access_log: Annotated[
-        Path | None,
-        typer.Option(
-            "--access-log",
-            metavar="FILE",
-            help="Append the access log (one JSON line per request) to FILE instead of stderr.",
-            show_default=False,
-        ),
-    ] = None,
-    max_connections: Annotated[
-        int,
-        typer.Option("--max-connections", metavar="N", min=1, help="Open connections at most; more are refused (429)."),
-    ] = 10_000,
-    max_client_connections: Annotated[
-        int,
-        typer.Option(
-            "--max-client-connections",
-            metavar="N",
-            min=1,
-            help="Open connections of one client address at most; more are refused (429). The proxies named by "
-            "--forwarded-allow-ips are not capped.",
-        ),
-    ] = 500,
-    public_cache: Annotated[
-        bool,
-        typer.Option(
-            "--public-cache",
-            help="Send Cache-Control: public so a reverse proxy (nginx, Varnish) may keep answers for everyone; "
-            "refused with --tokens or when a store's ACL does not let User:* read every key.",
-        ),
-    ] = False,
-    public_metrics: Annotated[
-        bool,
-        typer.Option(
-            "--public-metrics",
-            help="With --tokens, let /metrics answer without a token (for a scraper inside a trusted network); "
-            "otherwise a token sees the series of the stores its principal may describe.",
-        ),
-    ] = False,
+    insecure_open: InsecureOpen = False,
+    forwarded_allow_ips: ForwardedAllowIps = None,
+    access_log: AccessLog = None,
+    max_connections: MaxConnections = 10_000,
+    max_client_connections: MaxClientConnections = 500,
+    public_cache: PublicCache = False,
+    public_metrics: PublicMetrics = False,
 ) -> None:
     """Serve published versions of the repository's stores over HTTP/JSON.
 
@@ -188,29 +193,9 @@ def serve_command(
       curl -H "Authorization: Bearer $SCRAPER_TOKEN" localhost:8750/metrics
       curl -s localhost:8750/v1/demo/current/keys/data/tracking/PageViewEvent
     """
-    missing = _missing_extra()
-    if missing is not None:
-        raise UsageError(
-            f"cfgtool serve needs the optional extra 'serve' ({missing} is not installed)",
-            hint="in your cfgtool checkout: pip install -e '.[serve]'",
-        )
-    from cfgtool.serve.service import is_loopback
-
-    if tokens is None and not insecure_open and not is_loopback(host):
-        raise UsageError(
-            f"without --tokens the server serves everyone, so it listens on loopback only, not {host}",
-            hint="pass --tokens FILE (create tokens with `cfgtool token add`), or --insecure-open if that is intended",
-        )
-    if tokens is not None and not tokens.is_file():
-        hint = f"create it with `cfgtool token add USER --tokens {tokens}`"
-        raise UsageError(f"--tokens {tokens}: no such file", hint=hint)
-    proxies = _proxies(forwarded_allow_ips)
-    from cfgtool.console import console_parts
-    from cfgtool.serve.server import run
-    from cfgtool.serve.service import Options
-
     cli: CliContext = ctx.obj
     location = repo if repo is not None else str(cli.repo if cli.repo is not None else Path.cwd())
+    proxies = tuple(part.strip() for part in (forwarded_allow_ips or "").split(",") if part.strip())
     options = Options(
         location=location,
         stores=tuple(stores or ()),
@@ -227,7 +212,7 @@ def serve_command(
         public_cache=public_cache,
         public_metrics=public_metrics,
     )
-    run(options, console_parts())
+    serve(options, insecure_open, console_parts)
 
 
 TokensFile = Annotated[Path, typer.Option("--tokens", metavar="FILE", help="The tokens file.")]

@@ -184,8 +184,7 @@ class Console:
         ctx = Context(request, self, await self.principal(request))
         if not store:
             return ctx
-        ctx.state, ctx.view = self.api.store(request.path_params["store"], ctx.who)
-        self.api.describe_store(ctx.state, ctx.view, ctx.who, ctx.host)
+        ctx.state, ctx.view = self.api.described_store(request.path_params["store"], ctx.who, ctx.host)
         if version:
             ctx.loaded = await self.api.version(ctx.state, url_version(request.path_params["n"]))
             ctx.seen = Visibility.of(ctx.view, ctx.loaded, ctx.who, ctx.host)

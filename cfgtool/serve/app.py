@@ -223,12 +223,24 @@ class Api:
             raise Denied(error(503, "E_NO_ACL", view.acl_problem))
         return state, view
 
-    def describe_store(self, state: StoreState, view: View, who: str | None, host: str | None) -> None:
-        """Its versions and change feed need `describe` on the store (implied by `describe` on any of its
-        keys) under the current ACL; 404 as a store that does not exist otherwise."""
+    def described_store(self, name: str, who: str | None, host: str | None) -> tuple[StoreState, View]:
+        """The store named `name` and the view this request reads (`store`), for an answer about the store as a
+        whole (its versions, change feed, consumers): 404 as a store that does not exist unless `who` may
+        describe it (`may_describe`)."""
+        state, view = self.store(name, who)
+        if not self.may_describe(state, view, who, host):
+            raise not_found(f"no store named {name!r}")
+        return state, view
+
+    @staticmethod
+    def may_describe(state: StoreState, view: View, who: str | None, host: str | None) -> bool:
+        """The one rule of who may describe a store: anyone without access control (`who` None); with it, a
+        principal that the store's current ACL grants `describe` on the store (implied by `describe` on any of
+        its keys), and nobody while the store cannot judge (still loading, or no ACL to judge by)."""
+        if who is None:
+            return True
         judge = view.authorizer
-        if who is not None and judge is not None and not judge.authorize(who, "describe", None, host).allowed:
-            raise not_found(f"no store named {state.name!r}")
+        return state.ready and judge is not None and judge.authorize(who, "describe", None, host).allowed
 
     def check(
         self,
@@ -252,20 +264,13 @@ class Api:
         return seen
 
     def listed_stores(self, who: str | None, host: str | None) -> list[StoreState]:
-        """The stores `/v1/stores` lists to `who`: those that can judge requests and, with access control
-        on, that it may describe."""
-        found = []
+        """The stores `/v1/stores` lists to `who`: those that can judge requests and that it may describe."""
+        listed = []
         for state in self.service.stores.values():
             view = state.view
-            if view.acl_problem is not None:  # no current version to judge by: the store answers nothing
-                continue
-            if who is not None:  # only the stores it may describe (none while a store cannot judge)
-                if not state.ready or view.authorizer is None:
-                    continue
-                if not view.authorizer.authorize(who, "describe", None, host).allowed:
-                    continue
-            found.append(state)
-        return found
+            if view.acl_problem is None and self.may_describe(state, view, who, host):
+                listed.append(state)
+        return listed
 
     async def version(self, state: StoreState, number: int) -> LoadedVersion:
         """Version N in memory, loaded off the event loop when it is not; 404 when it cannot be served (without
@@ -313,8 +318,7 @@ class Api:
 
     async def _changes_answer(self, scope: Scope, store: str) -> Answer:
         who = await self.principal(scope["headers"])
-        state, view = self.store(store, who)
-        self.describe_store(state, view, who, _host(scope))
+        state, view = self.described_store(store, who, _host(scope))
         feed = self.service.feeds[state.name]
         query = parse_qs(scope["query_string"].decode("latin-1"))
         try:
@@ -346,8 +350,7 @@ class Api:
         headers: Headers = [(b"cache-control", NO_STORE)]
         try:
             who = await self.principal(scope["headers"])
-            state, view = self.store(store, who)
-            self.describe_store(state, view, who, _host(scope))
+            _, view = self.described_store(store, who, _host(scope))
             number = view.named(name)
             if number is None:
                 raise not_found(f"store {store} has no {name} version that can be served")

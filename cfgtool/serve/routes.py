@@ -74,7 +74,7 @@ def _response(found: Answer, headers: dict[str, str] | None = None, request: Req
 
 def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
     """The Starlette application behind the fast path; `more` routes come before the catch-all 404."""
-    service = api.service
+    handlers = _Handlers(api)
 
     def handled(route: str, handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
@@ -87,39 +87,72 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
 
         return run
 
-    def host(request: Request) -> str | None:
-        return request.client.host if request.client else None
+    routes = [
+        Route("/v1/stores", handled("stores", handlers.stores)),
+        Route("/v1/openapi.json", handled("openapi", handlers.openapi)),
+        Route("/v1/{store}/versions", handled("versions", handlers.versions)),
+        Route("/v1/{store}/versions/{n}/{query}/{key:anypath}", handled("query", handlers.query)),
+        Route("/v1/{store}/consumers", handled("consumers", handlers.consumers)),
+        Route("/v1/{store}/consumers/{instance}", handled("report", handlers.report), methods=["POST"]),
+        Route("/healthz", handled("healthz", handlers.healthz)),
+        Route("/metrics", handled("metrics", handlers.metrics)),
+        *more,
+        Route("/{rest:anypath}", handled("other", handlers.fallback)),
+    ]
 
-    async def stores(request: Request) -> Response:
-        who = await api.principal(request.headers.raw)
+    exception_handlers = {HTTPException: handlers.refused, Exception: handlers.crashed}
+    return Starlette(routes=routes, exception_handlers=exception_handlers)
+
+
+def _client(request: Request) -> str | None:
+    """The client's address (the ACL's host)."""
+    return request.client.host if request.client else None
+
+
+class _Handlers:
+    """The handlers of `starlette_app`'s routes, each a list of steps over `Api`."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.service = api.service
+        self.document = openapi_answer()
+
+    async def _described(self, request: Request) -> tuple[str | None, StoreState, View]:
+        """The principal and the store the path names, which it may describe (`Api.described_store`)."""
+        who = await self.api.principal(request.headers.raw)
+        state, view = self.api.described_store(request.path_params["store"], who, _client(request))
+        return who, state, view
+
+    async def stores(self, request: Request) -> Response:
+        who = await self.api.principal(request.headers.raw)
         found = [
             {
                 "name": state.name,
                 "path": state.path,
                 "current": state.view.current,
-                "seq": service.feeds[state.name].seq,
+                "seq": self.service.feeds[state.name].seq,
             }
-            for state in api.listed_stores(who, host(request))
+            for state in self.api.listed_stores(who, _client(request))
         ]
         return _response(answer(found), request=request)
 
-    async def versions(request: Request) -> Response:
-        who = await api.principal(request.headers.raw)
-        state, view = api.store(request.path_params["store"], who)
-        api.describe_store(state, view, who, host(request))
-        counted = Visibility.of_store(view, who, host(request)).counts
+    async def versions(self, request: Request) -> Response:
+        who, _, view = await self._described(request)
+        counted = Visibility.of_store(view, who, _client(request)).counts
         return _response(view.versions_answer if counted else view.versions_uncounted, request=request)
 
-    async def query(request: Request) -> Response:
-        who = await api.principal(request.headers.raw)
-        state, view = api.store(request.path_params["store"], who)
+    async def query(self, request: Request) -> Response:
+        who = await self.api.principal(request.headers.raw)
+        state, view = self.api.store(request.path_params["store"], who)
         kind = request.path_params["query"]
         if kind not in QUERIES:
             raise not_found(f"no query {kind!r} (queries: {', '.join(QUERIES)})")
-        loaded = await api.version(state, url_version(request.path_params["n"]))
-        key = api.key(request.path_params["key"])
+        loaded = await self.api.version(state, url_version(request.path_params["n"]))
+        key = self.api.key(request.path_params["key"])
         missing = f"{key} has no node in version {loaded.version} of store {state.name}"
-        seen = api.check(view, loaded, who, "read" if kind == "explain" else "describe", key, host(request), missing)
+        seen = self.api.check(
+            view, loaded, who, "read" if kind == "explain" else "describe", key, _client(request), missing
+        )
         recursive = request.query_params.get("recursive", "0") in ("1", "true")
         path = request.query_params.get("path")
         headers = {"cache-control": immutable(view), **({} if key in loaded.nodes else {"cfgtool-node": "none"})}
@@ -130,7 +163,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
                 split_path(path)
             except HoconError as exc:
                 raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
-            found = await explain_answer(api, state, loaded, key, path, who, host(request))
+            found = await explain_answer(self.api, state, loaded, key, path, who, _client(request))
             if who is not None:
                 found = answer(seen.explain(json.loads(found.body), state.path))
             return _response(found, headers, request)
@@ -142,22 +175,18 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
             found = answer(seen.query(json.loads(found.body)))
         return _response(found, headers, request)
 
-    async def consumers(request: Request) -> Response:
+    async def consumers(self, request: Request) -> Response:
         """Who reads which version of the store, as this server heard it (`describe` on the store)."""
-        who = await api.principal(request.headers.raw)
-        state, view = api.store(request.path_params["store"], who)
-        api.describe_store(state, view, who, host(request))
+        who, state, view = await self._described(request)
         seen = None
         if who is not None and view.current is not None:  # a report's text only to who may read its keys
-            seen = Visibility.of(view, await api.version(state, view.current), who, host(request))
-        listing = service.consumers[state.name].listing(time.time(), seen)
+            seen = Visibility.of(view, await self.api.version(state, view.current), who, _client(request))
+        listing = self.service.consumers[state.name].listing(time.time(), seen)
         return _response(prebuilt(listing), {"cache-control": "no-store"})
 
-    async def report(request: Request) -> Response:
+    async def report(self, request: Request) -> Response:
         """An instance's report of the version it applied and of its last attempt (`describe` on the store)."""
-        who = await api.principal(request.headers.raw)
-        state, view = api.store(request.path_params["store"], who)
-        api.describe_store(state, view, who, host(request))
+        who, state, _ = await self._described(request)
         ident = request.path_params["instance"]
         if not INSTANCE.fullmatch(ident.encode("utf-8", "replace")):
             what = "an instance id is 1 to 200 visible ASCII characters but /, the first a letter or digit"
@@ -168,61 +197,46 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
             code = "too_large" if exc.status == 413 else "bad_request"
             raise Denied(error(exc.status, code, str(exc))) from None
         agent = request.headers.get("user-agent", "").encode("latin-1", "replace")
-        found = service.consumers[state.name].report(
-            ident, who, kind_of(agent), host(request), applied, check, time.time()
+        found = self.service.consumers[state.name].report(
+            ident, who, kind_of(agent), _client(request), applied, check, time.time()
         )
         return _response(answer(found.to_json()), {"cache-control": "no-store"})
 
-    async def healthz(request: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
         """Anyone may ask (load balancers send no token); an unknown token only loses the details."""
         try:
-            who = await api.principal(request.headers.raw) if "authorization" in request.headers else None
+            who = await self.api.principal(request.headers.raw) if "authorization" in request.headers else None
         except Denied:
             who = None
-        doc = service.health(who)
+        doc = self.service.health(who)
         status = 503 if doc["status"] == "starting" else 200
         return JSONResponse(doc, status_code=status, headers={"cache-control": "no-store"})
 
-    async def metrics(request: Request) -> Response:
+    async def metrics(self, request: Request) -> Response:
         """Open without access control or with `--public-metrics`; else a token's principal sees the series of
         the stores it may describe (as `/v1/stores` lists them), and one that may describe none is refused (503
         rather than 403 while a store still loads: its ACL may yet allow it)."""
         shown: list[str] | None = None
-        if service.tokens is not None and not service.options.public_metrics:
-            who = await api.principal(request.headers.raw)
-            shown = [state.name for state in api.listed_stores(who, host(request))]
-            if not shown and not all(state.ready for state in service.stores.values()):  # cannot judge yet
+        if self.service.tokens is not None and not self.service.options.public_metrics:
+            who = await self.api.principal(request.headers.raw)
+            shown = [state.name for state in self.api.listed_stores(who, _client(request))]
+            if not shown and not all(state.ready for state in self.service.stores.values()):  # cannot judge yet
                 raise Denied(error(503, "not_ready", "the stores are still loading their versions: retry shortly"))
             if not shown:
                 what = f"{who} may describe no store: metrics need `describe` on a store (docs/serving.md)"
                 raise Denied(error(403, "forbidden", what))
-        return Response(api.metrics.render(shown), media_type=CONTENT_TYPE, headers={"cache-control": "no-store"})
+        return Response(self.api.metrics.render(shown), media_type=CONTENT_TYPE, headers={"cache-control": "no-store"})
 
-    document = openapi_answer()
+    async def openapi(self, request: Request) -> Response:
+        return _response(self.document, {"cache-control": "no-cache"}, request)
 
-    async def openapi(request: Request) -> Response:
-        return _response(document, {"cache-control": "no-cache"}, request)
-
-    async def fallback(request: Request) -> Response:
+    async def fallback(self, request: Request) -> Response:
         raise not_found(f"no such endpoint: {request.url.path}")
 
-    routes = [
-        Route("/v1/stores", handled("stores", stores)),
-        Route("/v1/openapi.json", handled("openapi", openapi)),
-        Route("/v1/{store}/versions", handled("versions", versions)),
-        Route("/v1/{store}/versions/{n}/{query}/{key:anypath}", handled("query", query)),
-        Route("/v1/{store}/consumers", handled("consumers", consumers)),
-        Route("/v1/{store}/consumers/{instance}", handled("report", report), methods=["POST"]),
-        Route("/healthz", handled("healthz", healthz)),
-        Route("/metrics", handled("metrics", metrics)),
-        *more,
-        Route("/{rest:anypath}", handled("other", fallback)),
-    ]
-
-    async def crashed(request: Request, exc: Exception) -> Response:
+    async def crashed(self, request: Request, exc: Exception) -> Response:
         return _response(internal(exc, request.scope))
 
-    async def refused(request: Request, exc: Exception) -> Response:
+    async def refused(self, request: Request, exc: Exception) -> Response:
         """Starlette's one refusal, a method other than GET or HEAD (405), as a JSON error like every other, or as
         the page of the part whose path it is (`Api.error_page`: the console's under /ui)."""
         refusal = cast(HTTPException, exc)  # the handler of HTTPException only
@@ -231,14 +245,12 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
             " report (POST /v1/{store}/consumers/{instance})"
         )
         found, headers = error(refusal.status_code, "method_not_allowed", what), dict(refusal.headers or {})
-        page = api.error_page(request.url.path)
+        page = self.api.error_page(request.url.path)
         if page is None:
             return _response(found, headers)
         response = page(found, request)
         response.headers.update(headers)
         return response
-
-    return Starlette(routes=routes, exception_handlers={HTTPException: refused, Exception: crashed})
 
 
 def query_answer(loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:

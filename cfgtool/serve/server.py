@@ -25,9 +25,10 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from cfgtool.errors import SourceError
 from cfgtool.serve.accesslog import AccessLog
 from cfgtool.serve.app import Api, Part
+from cfgtool.serve.options import Options
 from cfgtool.serve.protocol import limited
 from cfgtool.serve.routes import starlette_app
-from cfgtool.serve.service import Options, Service
+from cfgtool.serve.service import Service
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

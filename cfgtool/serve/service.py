@@ -14,60 +14,19 @@ import ipaddress
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from cfgtool._util.cachedir import cache_root
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.serve.consumers import Consumers
 from cfgtool.serve.feed import ChangeFeed
 from cfgtool.serve.metrics import Metrics, StoreFigures
 from cfgtool.serve.mirror import Repository
+from cfgtool.serve.options import Options
 from cfgtool.serve.store_state import StoreState
 from cfgtool.serve.tokens import Tokens
 
 log = logging.getLogger("cfgtool.serve")
-
-
-@dataclass(frozen=True)
-class Options:
-    """`cfgtool serve`'s options (docs/serving.md)."""
-
-    location: str
-    stores: tuple[str, ...] = ()
-    remote: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8750
-    cache_time: int = 60
-    fetch_interval: float = 5.0
-    tokens: Path | None = None
-    cache: Path = field(default_factory=cache_root)
-    forwarded_allow_ips: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
-    access_log: Path | None = None  # the access log's file (None: stderr)
-    max_connections: int = 10_000
-    max_client_connections: int = 500  # open connections of one client address (proxies named above: no cap)
-    public_cache: bool = False  # Cache-Control public: shared caches (nginx, Varnish) may keep answers
-    public_metrics: bool = False  # /metrics answers everyone even with tokens (a scraper inside a trusted network)
-
-    @property
-    def local_only(self) -> bool:
-        """Whether the server answers only this machine's own clients: no tokens, a loopback address, no proxy
-        named (`--forwarded-allow-ips`) and no shared cache in front. Then a request naming another site in
-        its `Host` is refused: it comes from a page of that site whose name now points at 127.0.0.1 (DNS
-        rebinding), and a loopback server without tokens would answer it everything."""
-        return self.tokens is None and is_loopback(self.host) and not self.forwarded_allow_ips and not self.public_cache
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` (an address or `localhost`) is a loopback address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @functools.lru_cache(maxsize=1024)  # on every request of a tokenless server: parsing an address costs more than it

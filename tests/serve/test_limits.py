@@ -20,8 +20,9 @@ import pytest
 
 from cfgtool import HttpConfigClient
 from cfgtool.serve.app import Api
+from cfgtool.serve.options import Options
 from cfgtool.serve.routes import starlette_app
-from cfgtool.serve.service import Options, Service
+from cfgtool.serve.service import Service
 from cfgtool.store.keys import KeyTooLongError
 from tests.conftest import GitRepo
 from tests.serve.conftest import Server, StartServer, cfgtool_command, publish_change

@@ -26,8 +26,9 @@ from schemathesis.specs.openapi.checks import (
 
 from cfgtool.serve.app import Api
 from cfgtool.serve.openapi import document
+from cfgtool.serve.options import Options
 from cfgtool.serve.routes import starlette_app
-from cfgtool.serve.service import Options, Service
+from cfgtool.serve.service import Service
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, cli_command, publish_change
 
