@@ -13,7 +13,8 @@ from cfgtool.cli.context import CliContext
 from cfgtool.cli.query_cmd import QueryFmt, QueryFormat
 from cfgtool.console import console_parts
 from cfgtool.errors import UsageError
-from cfgtool.serve.options import Options, serve
+from cfgtool.serve.options import Options
+from cfgtool.serve.start import serve
 
 token_app = typer.Typer(
     name="token",

@@ -5,7 +5,7 @@ cfgtool checkout.
 - `timeline`: the pure function from (versions with dates, now, T, store, key) to the visible version and
   max-age; `feed`: the change feed and its long polls; `store`, `loaded`, `source`: versions in memory,
   prebuilt answers, the repository or its bare mirror; `app`, `routes`: the HTTP API; `tokens`, `metrics`.
-- `options.Options` and `options.serve(options)` check the settings and start a server; the CLI is `cfgtool serve`.
+- `options.Options` and `start.serve(options)` check the settings and start a server; the CLI is `cfgtool serve`.
 
 Starting a real server in tests: `tests/serve/conftest.py` has the fixture `start_server`, which runs
 `cfgtool serve --port 0 ...` as a subprocess on a free loopback port, waits until `/healthz` answers 200

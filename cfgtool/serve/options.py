@@ -1,13 +1,11 @@
-"""What `cfgtool serve` is asked to do (docs/serving.md), the rules those settings obey, and `serve`, which checks
-them and runs the server. This module imports no optional dependency: it is what says one is missing."""
+"""What `cfgtool serve` is asked to do (docs/serving.md) and the rules those settings obey. This module imports no
+optional dependency, so the CLI may build the settings before `start.serve` checks the extra."""
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cfgtool._util.cachedir import cache_root
 from cfgtool.errors import UsageError
@@ -72,30 +70,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def serve(options: Options, insecure_open: bool = False, parts: Callable[[], Sequence[Any]] = tuple) -> None:
-    """Check `options` (`Options.check`), then serve until stopped; `parts` builds the optional parts (the
-    console's routes), called once the extra is known to be installed. UsageError when the extra 'serve' is
-    not installed or an option breaks a rule."""
-    missing = _missing_extra()
-    if missing is not None:
-        raise UsageError(
-            f"cfgtool serve needs the optional extra 'serve' ({missing} is not installed)",
-            hint="in your cfgtool checkout: pip install -e '.[serve]'",
-        )
-    options.check(insecure_open)
-    from cfgtool.serve.server import run
-
-    run(options, parts())
-
-
-def _missing_extra() -> str | None:
-    """The first module of the extra 'serve' that is not installed (None: all are)."""
-    try:
-        import prometheus_client  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        return exc.name or str(exc)
-    return None
