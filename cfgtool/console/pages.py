@@ -163,7 +163,7 @@ async def key_page(ctx: Context) -> Response:
         key=key,
         exists=exists,
         node=loaded.nearest(key),
-        near=None if exists else ctx.seen.near_node(loaded, key),
+        near=None if exists else await asyncio.to_thread(ctx.seen.near_node, loaded, key),
         config=config,
         **found,
     )
@@ -220,7 +220,7 @@ async def explain(ctx: Context) -> Response:
     assert ctx.state is not None
     found = await explain_answer(ctx.console.api, ctx.state, loaded, key, path, ctx.who, ctx.host)
     doc = ctx.seen.explain(json.loads(found.body), ctx.state.path)
-    near = None if key in loaded.nodes else ctx.seen.near_node(loaded, key)
+    near = None if key in loaded.nodes else await asyncio.to_thread(ctx.seen.near_node, loaded, key)
     return ctx.render("explain.html", key=key, explained=doc, near=near)
 
 

@@ -416,7 +416,10 @@ class Api:
             rights = self.check(view, loaded, who, "read", key, _host(scope), f"store {store} has no key {key}")
         plain = loaded.keys.get(key)
         if plain is None:  # a key without a node: say so in a header, and name a close node it may describe
-            plain = self._suggesting(loaded, key, await self.key_answer(state, loaded, key, who, _host(scope)), rights)
+            plain = await self.key_answer(state, loaded, key, who, _host(scope))
+            if not loaded.near_known(key):  # a folder's first miss indexes its names: off the event loop
+                await asyncio.to_thread(loaded.near_node, key)
+            plain = self._suggesting(loaded, key, plain, rights)
             headers.append(NO_NODE)
         if query:
             sealed = query.get("secrets") == ["sealed"]

@@ -73,6 +73,10 @@ class LoadedVersion:
         """`key` if it has a node, else its nearest ancestor that has one (linear in the key's length)."""
         return nearest(key, self.nodes, self._depth)
 
+    def near_known(self, key: str) -> bool:
+        """Whether the did-you-mean of `key` is kept (`near_node` answers it at once)."""
+        return self._near.get(key) is not None
+
     def near_node(self, key: str) -> str | None:
         """A node whose key is close to `key` (which has no node), for a did-you-mean (`keys.near_node`; kept)."""
         found = self._near.get(key)
