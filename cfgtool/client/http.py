@@ -398,11 +398,9 @@ def consumers(
 
 
 class _Answer(NamedTuple):
-    """One GET's outcome: the status, the parsed JSON body, and whether it came from the cache."""
+    """An answer's parsed JSON body, from the server or the cache (wrapped: a cached `null` is not a miss)."""
 
-    status: int
     body: Any
-    cached: bool
 
 
 class HttpConfigClient(ConfigClient, reads=is_server_url):
@@ -638,7 +636,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         checked_status(status, data, path, missing=missing)
         body = _json(data, path)
         self._store(path, reply_headers.get("ETag"), data)
-        return _Answer(200, body, False)
+        return _Answer(body)
 
     def _file(self, path: str) -> Path:
         return self._dir / f"{hashlib.sha256(path.encode()).hexdigest()[:40]}.msgpack"
@@ -678,7 +676,7 @@ def _decode(entry: Mapping[str, Any] | None) -> _Answer | None:
     if entry is None:
         return None
     try:
-        return _Answer(200, json.loads(entry["body"]), True)
+        return _Answer(json.loads(entry["body"]))
     except ValueError:
         return None
 
