@@ -18,9 +18,9 @@ from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Options, Service
 from cfgtool.serve.tokens import add_token
 from tests.conftest import GitRepo
-from tests.serve.conftest import publish_change, published, small, start_server
+from tests.serve.conftest import publish_change, published, shared_small, small, start_server
 
-__all__ = ["published", "small", "start_server"]  # the server tests' fixtures, used here too
+__all__ = ["published", "shared_small", "small", "start_server"]  # the server tests' fixtures, used here too
 
 STORE = {
     "store/_CONFIG_STORE": "name: small\n",

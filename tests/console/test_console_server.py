@@ -13,7 +13,7 @@ import httpx
 from cfgtool.serve.tokens import add_token, revoke_token
 from tests.conftest import GitRepo
 from tests.console.conftest import Page
-from tests.serve.conftest import StartServer, publish_change
+from tests.serve.conftest import SharedSmall, StartServer, publish_change
 
 
 def test_cfgtool_serve_mounts_the_console_and_its_timeline_follows_the_change_feed(
@@ -142,11 +142,11 @@ def test_errors_answered_before_the_console_runs_are_its_pages_under_ui_and_json
 
 
 def test_the_access_page_says_what_a_principal_looks_like_instead_of_answering_for_one_that_cannot_exist(
-    small: GitRepo, start_server: StartServer
+    shared_small: SharedSmall,
 ) -> None:
     """A principal the ACL could never name (a space in it) is judged by the ACL file's own pattern: the form
     again with the mistake and an example (400), and no rights shown."""
-    server = start_server(small.root)
+    server = shared_small.server()
     url = f"{server.url}/ui/small/v/1/access/data/a"
     good = httpx.get(url, params={"principal": "alice"})
     assert good.status_code == 200 and {"access-table"} <= {t.get("class") for t in Page(good.text).all("table")}
@@ -163,10 +163,10 @@ def test_the_access_page_says_what_a_principal_looks_like_instead_of_answering_f
     )
 
 
-def test_every_redirect_of_the_console_carries_its_security_headers(small: GitRepo, start_server: StartServer) -> None:
+def test_every_redirect_of_the_console_carries_its_security_headers(shared_small: SharedSmall) -> None:
     """docs/console.md: every answer carries the Content-Security-Policy, the redirects of its forms and short
     addresses too (the diff form's had none)."""
-    server = start_server(small.root)
+    server = shared_small.server()
     for url in ("/ui", "/ui/small", "/ui/small/diff?a=1&b=1", "/ui/small/switch?v=1&page=tree/",
                 "/ui/small/v/current/tree/", "/ui/small/v/1"):  # fmt: skip
         found = httpx.get(f"{server.url}{url}")
@@ -176,11 +176,11 @@ def test_every_redirect_of_the_console_carries_its_security_headers(small: GitRe
 
 
 def test_a_host_of_another_site_is_refused_with_the_consoles_page_under_ui_and_json_elsewhere(
-    small: GitRepo, start_server: StartServer
+    shared_small: SharedSmall,
 ) -> None:
     """A server without tokens answers only its machine's own names (421 otherwise, answered before any route): a
     person who opened the console by another name gets the console's page saying how to open it."""
-    server = start_server(small.root)
+    server = shared_small.server()
     other = {"host": f"laptop.example:{server.port}"}
     page = httpx.get(f"{server.url}/ui/small/v/1/key/data/a", headers=other)
     assert (page.status_code, page.headers["content-type"]) == (421, "text/html; charset=utf-8")

@@ -4,7 +4,9 @@
 `Process.cfgtool`: read its pid as `server.pid`) with its own cache directory (unless
 `cache=` names one, to share a snapshot cache between servers), reads the port it bound from its first line
 on stderr, waits until `/healthz` answers 200 (or, with `ready=False`, until it answers at all) and stops
-it (SIGTERM) when the test ends. `published` is a copy of the embedded store with version 1 published.
+it (SIGTERM) when the test ends. `shared_small` is one `small` repository per module, with one server per set of
+arguments (`shared_small.server(*args)`), for the tests that only read. `published` is a copy of the embedded
+store with version 1 published.
 `misbehaving(answer)` starts a loopback HTTP server in this process that writes its answers by hand.
 """
 
@@ -63,8 +65,9 @@ class Server(Process):
 StartServer = Callable[..., Server]
 
 
-@pytest.fixture
-def start_server(tmp_path: Path) -> Iterator[StartServer]:
+@contextlib.contextmanager
+def _servers(directory: Path) -> Iterator[StartServer]:
+    """A `start_server` whose servers keep their logs and caches in `directory`, all stopped when it exits."""
     started: list[Server] = []
 
     def start(
@@ -75,18 +78,52 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
         env: dict[str, str] | None = None,
     ) -> Server:
         n = len(started)
-        environ = child_env(cache if cache is not None else tmp_path / f"serve-cache-{n}", env)
+        environ = child_env(cache if cache is not None else directory / f"serve-cache-{n}", env)
         command = ["serve", "--repo", str(repo), "--port", "0", *args]
-        server = Server.cfgtool(command, tmp_path / f"serve-{n}.log", environ, cwd=tmp_path)
+        server = Server.cfgtool(command, directory / f"serve-{n}.log", environ, cwd=directory)
         started.append(server)
         server.wait_port()
         if ready:
             server.wait_ready()
         return server
 
-    yield start
-    for server in started:
-        server.stop()
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[StartServer]:
+    with _servers(tmp_path) as start:
+        yield start
+
+
+class SharedSmall:
+    """The `small` repository of a module, and `server(*args)`: its one server with those arguments."""
+
+    def __init__(self, repo: GitRepo, start: StartServer) -> None:
+        self.repo = repo
+        self._start = start
+        self._servers: dict[tuple[str, ...], Server] = {}
+
+    def server(self, *args: str) -> Server:
+        if args not in self._servers:
+            self._servers[args] = self._start(self.repo.root, *args)
+        return self._servers[args]
+
+
+@pytest.fixture(scope="module")
+def shared_small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedSmall]:
+    """`small`, and its servers, shared by the tests of a module that only read from them: starting a server is
+    most of such a test's time. A test that publishes, rolls back, posts, stops the server or counts what it
+    logged or measured uses `small` and `start_server`, its own."""
+    directory = tmp_path_factory.mktemp("shared-small")
+    repo = GitRepo(directory / "small")
+    publish_change(repo, dict(SMALL), "v1")
+    with _servers(directory) as start:
+        yield SharedSmall(repo, start)
 
 
 @pytest.fixture

@@ -14,18 +14,16 @@ from cfgtool.snapshot import model as snapshot_module
 from cfgtool.snapshot.model import canonical_json
 from cfgtool.versions import publish
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, publish_change
+from tests.serve.conftest import SharedSmall, StartServer, publish_change
 
 
 def _etag(body: bytes) -> str:
     return f'"sha256:{hashlib.sha256(body).hexdigest()}"'
 
 
-def test_key_answers_have_the_design_shape_and_the_etag_of_their_canonical_body(
-    small: GitRepo, start_server: StartServer
-) -> None:
-    server = start_server(small.root, "--cache-time", "0")
-    commit = small.git("rev-parse", "HEAD")
+def test_key_answers_have_the_design_shape_and_the_etag_of_their_canonical_body(shared_small: SharedSmall) -> None:
+    server = shared_small.server("--cache-time", "0")
+    commit = shared_small.repo.git("rev-parse", "HEAD")
     with httpx.Client(base_url=server.url) as http:
         got = http.get("/v1/small/versions/1/keys/data/a")
         assert got.status_code == 200
@@ -65,10 +63,8 @@ def test_key_answers_have_the_design_shape_and_the_etag_of_their_canonical_body(
         assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == got.headers["etag"]
 
 
-def test_if_none_match_gives_304_with_the_same_headers_on_both_kinds_of_url(
-    small: GitRepo, start_server: StartServer
-) -> None:
-    server = start_server(small.root, "--cache-time", "0")
+def test_if_none_match_gives_304_with_the_same_headers_on_both_kinds_of_url(shared_small: SharedSmall) -> None:
+    server = shared_small.server("--cache-time", "0")
     with httpx.Client(base_url=server.url) as http:
         for url in ("/v1/small/versions/1/keys/data/a", "/v1/small/current/keys/data/a", "/v1/small/versions"):
             first = http.get(url)
@@ -115,8 +111,8 @@ def test_stores_versions_and_queries_answer_as_the_cli(small: GitRepo, start_ser
         assert v1["datasets"] == ["/data/a"]
 
 
-def test_errors_are_json_with_a_fitting_status(small: GitRepo, start_server: StartServer) -> None:
-    server = start_server(small.root, "--cache-time", "0")
+def test_errors_are_json_with_a_fitting_status(shared_small: SharedSmall) -> None:
+    server = shared_small.server("--cache-time", "0")
     with httpx.Client(base_url=server.url) as http:
         cases = {
             "/v1/nope/current/keys/data/a": 404,

@@ -33,7 +33,7 @@ from cfgtool.errors import CfgtoolError
 from cfgtool.serve.tokens import add_token
 from cfgtool.snapshot.model import KeyNotFound
 from tests.conftest import GitRepo
-from tests.serve.conftest import Server, StartServer, publish_change
+from tests.serve.conftest import Server, SharedSmall, StartServer, publish_change
 
 FAST = ("--cache-time", "0", "--fetch-interval", "0.2")
 
@@ -67,15 +67,15 @@ def test_is_server_url_only_for_an_http_url_without_a_path() -> None:
 
 
 def test_config_client_chooses_http_for_a_server_url_and_git_for_a_url_with_a_path(
-    small: GitRepo, start_server: StartServer, tmp_path: Path
+    shared_small: SharedSmall, tmp_path: Path
 ) -> None:
-    server = start_server(small.root, *FAST)
+    server = shared_small.server(*FAST)
     client = ConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
     assert isinstance(client, HttpConfigClient) and isinstance(client, ConfigClient)
     assert client.get_value("/data/a", "size") == 1
     with pytest.raises(StoreNotFound, match="cannot read"):  # the git client tried to clone it
         ConfigClient(f"{server.url}/small.git", store="store", cache_dir=tmp_path / "c")
-    git_client = ConfigClient(small.root, store="store", cache_dir=tmp_path / "c")
+    git_client = ConfigClient(shared_small.repo.root, store="store", cache_dir=tmp_path / "c")
     assert not isinstance(git_client, HttpConfigClient)
 
 
@@ -149,10 +149,8 @@ def test_http_client_revalidates_the_version_list_with_a_304_and_never_rereads_a
     assert (third.version, third.not_modified) == (2, 0)  # a changed list is a 200 with the new version
 
 
-def test_http_client_damaged_cache_entries_are_misses(
-    small: GitRepo, start_server: StartServer, tmp_path: Path
-) -> None:
-    server = start_server(small.root, *FAST)
+def test_http_client_damaged_cache_entries_are_misses(shared_small: SharedSmall, tmp_path: Path) -> None:
+    server = shared_small.server(*FAST)
     HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
     damaged = 0
     for path in (tmp_path / "c" / "http").rglob("*.msgpack"):
@@ -174,10 +172,10 @@ def entry_of(data: bytes) -> dict[str, Any] | None:
     return None
 
 
-def test_http_client_forged_cache_entries_are_misses(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+def test_http_client_forged_cache_entries_are_misses(shared_small: SharedSmall, tmp_path: Path) -> None:
     """Whoever can write the cache rewrites a `versions/N` answer, with its checksum right (as a checksummed
     entry holds it, and as a tag made without the user's key): the client asks the server instead."""
-    server = start_server(small.root, *FAST)
+    server = shared_small.server(*FAST)
     HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
     (path,) = (p for p in (tmp_path / "c" / "http").rglob("*.msgpack") if b'"size":1' in p.read_bytes())
     raw = path.read_bytes()
@@ -215,17 +213,15 @@ def test_http_client_offline_pins_the_newest_cached_version_and_warns(
         HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "empty")
 
 
-def test_http_client_unknown_store_names_the_served_ones(
-    small: GitRepo, start_server: StartServer, tmp_path: Path
-) -> None:
-    server = start_server(small.root, *FAST)
+def test_http_client_unknown_store_names_the_served_ones(shared_small: SharedSmall, tmp_path: Path) -> None:
+    server = shared_small.server(*FAST)
     with pytest.raises(StoreNotFound) as missing:
         ConfigClient(server.url, store="nope", cache_dir=tmp_path / "c")
     assert "small" in (missing.value.hint or "")
 
 
-def test_http_client_refuses_variables_it_cannot_apply(small: GitRepo, start_server: StartServer) -> None:
-    server = start_server(small.root, *FAST)
+def test_http_client_refuses_variables_it_cannot_apply(shared_small: SharedSmall) -> None:
+    server = shared_small.server(*FAST)
     with pytest.raises(CfgtoolError, match="defaults"):
         ConfigClient(server.url, store="small", variables={"x": "y"})
 
