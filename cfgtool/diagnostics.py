@@ -288,8 +288,8 @@ def render_text(
 
 
 def _excerpt(d: Diagnostic, read_line: LineReader, paint: Callable[..., str]) -> list[str]:
-    """The source line and a caret under the column (tabs kept so the caret lines up); never for a secret's
-    diagnostic, whose line may hold the secret in clear (docs/access.md#secrets)."""
+    """The source line and a caret under the column, tabs kept so the caret lines up. Never for a secret's
+    diagnostic: its line may hold the secret in clear (docs/access.md#secrets)."""
     if d.file is None or d.line is None or d.code.startswith("E_SECRET_"):
         return []
     text = read_line(d.file, d.line)

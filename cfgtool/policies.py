@@ -161,9 +161,9 @@ class MonotonicPaths:
 
     - `paths` (list of path expressions, required, non-empty): e.g. `[kafka.partitions]`.
 
-    Only `altered` nodes are checked: for each path holding a number both before and after, the new value
-    must be greater than or equal to the previous one. A value that appears, disappears or is not a number
-    on either side is left to the schemas.
+    Only `altered` nodes are checked. A path may hold a number both before and after. Then the new value must be
+    greater than or equal to the previous one. A value that appears, disappears or is not a number on either side is
+    left to the schemas.
     """
 
     def __init__(self) -> None:

@@ -15,8 +15,8 @@ def write_atomic(path: Path, text: str) -> None:
 def write_atomic_bytes(path: Path, data: bytes, *, replace: bool = True) -> bool:
     """Write `data` to `path` through a temporary file, so readers never see half a file; True when written.
 
-    The temporary file is renamed over `path`, or with `replace=False` hard-linked to it, which fails (False,
-    nothing written) when `path` exists: never overwriting, even against a concurrent writer.
+    The temporary file is renamed over `path`. With `replace=False` it is hard-linked to it instead. That fails
+    (False, nothing written) when `path` exists, so it never overwrites, even against a concurrent writer.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

@@ -99,8 +99,8 @@ def _tag(key: bytes, purpose: str, data: bytes) -> bytes:
 
 
 def derived_key(purpose: str) -> bytes | None:
-    """A key for `purpose` alone, derived from the user's cache key (None without one): for an entry checked
-    piece by piece (a version artifact's rows) rather than as a whole."""
+    """A key for `purpose` alone, derived from the user's cache key (None without one). It is for an entry checked
+    piece by piece, such as a version artifact's rows, rather than as a whole."""
     key = cache_key()
     if key is None:
         return None

@@ -1,4 +1,4 @@
-"""Where cfgtool keeps its caches, and how their directories are made: cheap to import, since a cached read
+"""Where cfgtool keeps its caches, and how their directories are made. It is cheap to import. A cached read
 (`cfgtool get --ref`, a `ConfigClient` start) needs the location before anything else.
 
 A cache directory owned by another user, or writable by group or others, is not used. ssh refuses such a key file
@@ -69,8 +69,8 @@ def warn_once(subject: str, message: str) -> None:
 
 
 def private_dir(path: Path) -> None:
-    """Create `path` and its missing parents with mode 0700 (`mkdir(parents=True)` ignores the mode for the
-    parents): a cache is no one else's to read or plant files in."""
+    """Create `path` and its missing parents with mode 0700; `mkdir(parents=True)` ignores the mode for the parents.
+    A cache is no one else's to read or plant files in."""
     missing = []
     while not path.is_dir():
         missing.append(path)

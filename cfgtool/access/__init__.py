@@ -1,2 +1,2 @@
-"""Access control and secrets (docs/access.md#the-acl, docs/access.md#secrets): the ACL file and Kafka's authorizer for
-config keys, where they are enforced, and sealed secrets with the one place that hides them."""
+"""Access control and secrets (docs/access.md#the-acl, docs/access.md#secrets). That is the ACL file, Kafka's
+authorizer for config keys, and where they are enforced. And sealed secrets, with the one place that hides them."""

@@ -1,11 +1,11 @@
 """Kafka's StandardAuthorizer, for config keys and the store (docs/access.md#the-acl).
 
-A decision: a super user is allowed; else any matching `deny` denies; else any matching `allow` allows;
-else, when no entry at all names the resource, `allow_everyone_if_no_acl_found` decides; else denied. An
-`allow` of read, create, alter or delete also allows describe, and one of alter_acl allows describe_acl; a
-`deny` implies nothing. `describe` on the store is also allowed to a principal that may describe at least one
-key of it (an explicit deny of it on the store still wins). Entries are indexed once (literal keys in a dict,
-prefixes by length), so a decision over thousands of entries costs a few dictionary lookups, not a scan.
+A decision: a super user is allowed. Else any matching `deny` denies. Else any matching `allow` allows. Else, when no
+entry at all names the resource, `allow_everyone_if_no_acl_found` decides. Else it is denied. An `allow` of read,
+create, alter or delete also allows describe, and one of alter_acl allows describe_acl; a `deny` implies nothing.
+`describe` on the store is also allowed to a principal that may describe at least one key of it. An explicit deny of
+it on the store still wins. Entries are indexed once (literal keys in a dict, prefixes by length), so a decision over
+thousands of entries costs a few dictionary lookups, not a scan.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class Authorizer:
         return bool(self.identities(principal) & self.acl.super_users)
 
     def authorize(self, principal: str, operation: str, resource: str | None, host: str | None = None) -> Decision:
-        """May `principal` (`User:x`, `Group:g`) do `operation` on `resource` (a normalized key; None or
-        `store` for the store) from `host` (None: no address, so only entries for any host apply)?"""
+        """May `principal` (`User:x`, `Group:g`) do `operation` on `resource` from `host`? `resource` is a normalized
+        key, or None or `store` for the store. `host` None is no address, so only entries for any host apply."""
         on_store = resource is None or resource == STORE
         shown = STORE if on_store else str(resource)
         if operation not in OPERATIONS:

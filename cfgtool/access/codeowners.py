@@ -108,8 +108,8 @@ def codeowners(acl: Acl, rules: Rules) -> Codeowners:
 
 
 def codeowners_at(repo: Path | None, store: str | Path) -> tuple[Codeowners, Path, list[Diagnostic]]:
-    """The CODEOWNERS of the working tree's store, where it goes, and the ACL's problems; AclBroken when the
-    ACL has errors (a broken ACL owns nothing: it must be fixed first)."""
+    """The CODEOWNERS of the working tree's store, where it goes, and the ACL's problems. AclBroken when the ACL has
+    errors: a broken ACL owns nothing, and must be fixed first."""
     source = open_source(repo, store, None)
     rules = rules_of(source, *read_settings(source))
     acl, problems = acl_of(rules)

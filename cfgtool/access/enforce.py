@@ -100,8 +100,8 @@ def change_problems(
 
 
 def acl_problems(source: Source, rules: Rules) -> list[Diagnostic]:
-    """E_ACL and W_ACL_PREFIX of the compiled source's own ACL file (the rules in force may be another
-    ref's: a change that breaks the ACL must still be told)."""
+    """E_ACL and W_ACL_PREFIX of the compiled source's own ACL file. The rules in force may be another ref's, but a
+    change that breaks the ACL must still be told."""
     own = rules if rules.source is source else rules_of(source, *read_settings(source))
     return acl_of(own)[1]
 
@@ -170,8 +170,8 @@ def _denied(decision: Decision, file: str, what: str, key: str | None = None, li
 
 
 def require(repo: Path, store: str | Path, commit: str, principal: str, operation: str) -> Decision:
-    """Check `operation` on the store for `principal` under the ACL at `commit`; AccessDenied when denied, a
-    UsageError for a principal no entry could name (which `User:*` would otherwise allow)."""
+    """Check `operation` on the store for `principal` under the ACL at `commit`. AccessDenied when denied. A
+    UsageError for a principal no entry could name, which `User:*` would otherwise allow."""
     source = open_source(repo, store, commit)
     settings, settings_file = read_settings(source)
     acl, _ = acl_of(rules_of(source, settings, settings_file))

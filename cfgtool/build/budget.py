@@ -24,8 +24,8 @@ class Budget:
         self.over: Diagnostic | None = None  # the E_LIMIT, once spent
 
     def spend(self, key: str, size: int, resolved: Callable[[], Resolved]) -> Diagnostic | None:
-        """Spend `size` on the config of `key`; the E_LIMIT for it once the budget is spent (`resolved` gives
-        that config's resolution, to say where it is large: asked for once)."""
+        """Spend `size` on the config of `key`; the E_LIMIT for it once the budget is spent. `resolved` gives that
+        config's resolution, to say where it is large. It is asked for once."""
         if self.over is None:
             self.left -= size
             if self.left >= 0:

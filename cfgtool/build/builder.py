@@ -208,8 +208,8 @@ class Builder:
         return out
 
     def _share(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> bytes:
-        """In the worker: resolve `todo`, write its cache entries and return what the parent needs, pickled
-        (see `_build_split`; a pipe between two processes of one compile, never a cache)."""
+        """In the worker: resolve `todo`, write its cache entries and return what the parent needs, pickled. The
+        pickle only crosses a pipe between two processes of one compile, never a cache (`_build_split`)."""
         start, included_before = len(self.diags), set(self.included)
         self.progress = None  # the parent reports progress; a worker never touches the terminal
         self.parse_cache.forget_new()  # the parent's own entries: it has them

@@ -194,9 +194,9 @@ def _state(
     lin: Mapping[str, Lin], failed: frozenset[str], dynamic: frozenset[str],
     diagnostics: Sequence[Diagnostic],
 ) -> list[Any]:  # fmt: skip
-    """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members,
-    bases, failed, dynamic, diagnostics]: flat lists of indices, decoded in a few C-level passes. Some L(K) is [K] +
-    L(B), a parent's or an import's along a chain. It is stored as K alone and the index of B in bases (none: the
+    """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members, bases,
+    failed, dynamic, diagnostics]. They are flat lists of indices, decoded in a few C-level passes. Some L(K) is [K]
+    + L(B), a parent's or an import's along a chain. It is stored as K alone and the index of B in bases (none: the
     number of keys). So an import chain's entry grows linearly with its depth."""
     imports = [imp for chain in edges.values() for imp in chain]  # empty ones count: every line dropped
     shown: list[Sequence[str]] = []

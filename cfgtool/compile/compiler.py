@@ -162,10 +162,10 @@ def compile_source(
     """Compile every node of the store in `source`, then (with `validate`) check schemas and policies.
 
     The snapshot uses `variables`, falling back to the declared defaults (then to each variable's first value).
-    With `check_variables`, every other declared value of every variable a node depends on is compiled too,
-    and its problems are reported with the values that caused them (docs/resolution.md#variables-dynamic-tags).
-    `trusted`: the rules to compile and check with instead of the source's own (a `--base` ref's); every rule file the
-    source changes against them is W_RULES_CHANGED. `progress`, when given, is told how far the compile is (nothing here
+    With `check_variables`, every other declared value of every variable a node depends on is compiled too. Its
+    problems are reported with the values that caused them (docs/resolution.md#variables-dynamic-tags). `trusted`:
+    the rules to compile and check with instead of the source's own (a `--base` ref's); every rule file the source
+    changes against them is W_RULES_CHANGED. `progress`, when given, is told how far the compile is (nothing here
     prints). `reverts`: the base's rolled-back values, which policies do not judge a change reverting
     (`cfgtool.validate.policy_runs`).
     """
@@ -264,8 +264,8 @@ def _compile(
     progress: Progress | None,
     aside: bool,
 ) -> tuple[CompileResult, Callable[[bool], None]]:
-    """The compile of `compile_source` without validation, and the function that waits for its cache entries
-    to be written: with `aside`, by a child while the caller validates (`Builder.flush_aside`)."""
+    """The compile of `compile_source` without validation, and the function that waits for its cache entries to be
+    written. With `aside`, a child writes them while the caller validates (`Builder.flush_aside`)."""
     shape = structure.shape_key(source, variables, check_variables) if trusted is None else None
     known = structure.load(shape) if shape is not None else None
     store = known.store(source) if known is not None else None

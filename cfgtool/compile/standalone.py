@@ -18,8 +18,8 @@ def resolve_files(paths: Sequence[str | os.PathLike[str]]) -> Resolved:
     """Parse each file (HOCON; `.properties` by extension) and resolve them together, the first file
     highest priority, like `a.withFallback(b)`.
 
-    Raises SourceError when a named file cannot be read, and `cfgtool.hocon.HoconError` when one is not
-    valid HOCON, one of its includes is missing, or the result does not resolve.
+    Raises SourceError when a named file cannot be read. Raises `cfgtool.hocon.HoconError` when one is not valid
+    HOCON or one of its includes is missing. Also when the result does not resolve.
     """
     return resolve([_parse(os.fspath(path)) for path in paths])
 

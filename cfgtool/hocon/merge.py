@@ -41,8 +41,8 @@ def merge_nodes(high: Node, low: Node) -> Node:
 
 
 def merge_all(nodes: Sequence[Node]) -> Node:
-    """`withFallback` of several definitions, the first highest priority: folded from the lowest up, so a
-    non-object in the middle hides every object below it (`{x=1}`, `null`, `{y=2}` is `{x=1}`)."""
+    """`withFallback` of several definitions, the first highest priority. They are folded from the lowest up. So a
+    non-object in the middle hides every object below it: `{x=1}`, `null`, `{y=2}` is `{x=1}`."""
     result = nodes[-1]
     for higher in reversed(nodes[:-1]):
         result = merge_nodes(higher, result)

@@ -42,8 +42,8 @@ Result = Node | _Undefined
 class _Cycle(Exception):
     """Internal signal: a value was needed while it was being resolved. Never leaves this module.
 
-    It travels up to the nearest optional substitution (which becomes undefined, as in Lightbend) or to
-    `resolve_tree`, which reports E_REF_CYCLE with the substitutions that were being resolved (`steps`).
+    It travels up to the nearest optional substitution, which becomes undefined, as in Lightbend. Or it travels up to
+    `resolve_tree`. That reports E_REF_CYCLE with the substitutions that were being resolved (`steps`).
     """
 
     def __init__(self, steps: tuple[Subst, ...]) -> None:
@@ -468,8 +468,8 @@ def _numeric_object_to_list(node: Obj) -> Lst | None:
 
 
 def _sources(origins: Sequence[Origin]) -> tuple[Origin, ...]:
-    """The distinct origins, at most MAX_SOURCES: a chain of 14,000 `${k}` links would otherwise keep
-    every origin in every link, quadratic time and memory for provenance nobody reads."""
+    """The distinct origins, at most MAX_SOURCES. A chain of 14,000 `${k}` links would otherwise keep every origin in
+    every link. That is quadratic time and memory for provenance nobody reads."""
     unique = tuple(dict.fromkeys(origins))
     if len(unique) <= MAX_SOURCES:
         return unique
@@ -526,7 +526,7 @@ def _cycle_error(steps: tuple[Subst, ...], root: Node) -> HoconError:
 def resolve_tree(
     root: Node, extra: Node | None = None, allow_unresolved: bool = False
 ) -> tuple[Result, bool, bool, bool]:
-    """Resolve a merged tree; returns the resolved root, whether it is fully resolved, whether any
+    """Resolve a merged tree. Returns the resolved root and whether it is fully resolved. Also whether any
     substitution took its value from `extra`, and whether resolved subtrees may be shared."""
     resolver = _Resolver(root, extra, allow_unresolved)
     try:

@@ -79,9 +79,9 @@ def to_yaml(value: Any) -> str:
 def to_properties(value: Any) -> str:
     """Java `.properties` lines `a.b.c=value`, escaped as `java.util.Properties.store` does.
 
-    Nested objects join keys with dots and list items use their index (`hosts.0=...`). The format cannot
-    express everything: null is an empty value, empty objects and lists produce no line, and a key
-    containing a dot is indistinguishable from a nested one.
+    Nested objects join keys with dots and list items use their index (`hosts.0=...`). The format cannot express
+    everything. Null is an empty value. Empty objects and lists produce no line. A key containing a dot is
+    indistinguishable from a nested one.
     """
     return "".join(f"{_escape(key, is_key=True)}={_escape(text, is_key=False)}\n" for key, text in _flatten(value, ""))
 
@@ -138,8 +138,8 @@ def to_env(value: Any, prefix: str = "") -> str:
 
 
 class UnsafeVariable(CfgtoolError):
-    """The env format would write a variable that a shell, the dynamic linker or a language runtime reads as
-    code (`LD_PRELOAD`, `BASH_ENV`, `PYTHONPATH`, ...): the config would become a program."""
+    """The env format would write a variable that a shell, the dynamic linker or a language runtime reads as code.
+    Examples are `LD_PRELOAD`, `BASH_ENV` and `PYTHONPATH`. The config would become a program."""
 
 
 # Variables read as code, or as where to load code from, by a shell, the C library's dynamic linker or a

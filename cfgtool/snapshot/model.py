@@ -204,8 +204,8 @@ class Snapshot(StoreQueries):
         return tuple(reversed(self.nodes[key].imports))
 
     def lookup(self, key: str, strict: bool = False) -> Lookup:
-        """The resolved config of `key`; a key without a node resolves as an empty layer over its nearest
-        ancestor (docs/resolution.md#keys-without-a-node), re-resolved only when that ancestor's config uses the
+        """The resolved config of `key`. A key without a node resolves as an empty layer over its nearest ancestor
+        (docs/resolution.md#keys-without-a-node). It is re-resolved only when that ancestor's config uses the
         intrinsics."""
         node = self.nearest_node(key)
         exists = node == key
@@ -372,8 +372,8 @@ def hash_content(
 
 class LayersJson:
     """The canonical JSON of long `Lin`s, each one's list encoded once (highest priority first, as `'"k","j"]'`):
-    a view's JSON is `[` and a tail of that text. Hashing an import chain's N nodes would otherwise join and
-    encode N lists of up to N keys; the sha256 still reads every byte (the digest's format), nothing else does."""
+    a view's JSON is `[` and a tail of that text. Hashing an import chain's N nodes would otherwise join and encode N
+    lists of up to N keys. The sha256 still reads every byte (the digest's format); nothing else does."""
 
     LONG = 32  # a shorter L is joined as it is
 

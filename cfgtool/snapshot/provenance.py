@@ -27,8 +27,8 @@ class OwnValue:
 
 @lru_cache(maxsize=65536)
 def path_name(path: tuple[str, ...]) -> str:
-    """A path as a HOCON path expression; memoized, since the same paths recur in every node (bounded: a
-    long-lived process meets new paths in every version it reads)."""
+    """A path as a HOCON path expression. It is memoized, since the same paths recur in every node. The memo is
+    bounded: a long-lived process meets new paths in every version it reads."""
     from cfgtool.hocon.resolver import render_path
 
     return render_path(path)

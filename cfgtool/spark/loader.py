@@ -75,8 +75,8 @@ def pin_keys(store: str) -> tuple[str, str]:
 class ConfigLoader:
     """Reads the pinned version of a store into Spark: `configs()`, `attach()`, `datasets()`, `broadcast()`.
 
-    With `identity` (an age identity file of one of the store's recipients), `attach(..., reveal=True)` and
-    `configs(reveal=True)` open the secrets they read, on the driver; otherwise secrets read `[hidden]`."""
+    `identity` is an age identity file of one of the store's recipients. With it, `attach(..., reveal=True)` and
+    `configs(reveal=True)` open the secrets they read, on the driver. Otherwise secrets read `[hidden]`."""
 
     def __init__(
         self,
@@ -262,8 +262,8 @@ class ConfigLoader:
 
     # -- lookups -----------------------------------------------------------------------------------------
     def _kept_table(self, columns: Mapping[str, str]) -> tuple[Any, dict[str, Kind]]:
-        """The lookup table of every node for `columns`, as the disk keeps it for this version (`stored`: a
-        previous application built it), else built now and kept there."""
+        """The lookup table of every node for `columns`, as the disk keeps it for this version (`stored`). A previous
+        application built it. Else it is built now and kept there."""
         ident = stored.identity(self.client.store, self.commit, self.variables, columns)
         path = stored.lookup_path(self.cache, ident)
         found = stored.read(self._pa, path, ident)

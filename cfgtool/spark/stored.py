@@ -1,5 +1,5 @@
-"""The typed lookup of every node, kept on disk beside the version artifacts (`<cache>/spark-lookups-v2/`), so that
-the first `attach` of an application reads a few megabytes instead of building it.
+"""The typed lookup of every node, kept on disk beside the version artifacts (`<cache>/spark-lookups-v2/`). So the
+first `attach` of an application reads a few megabytes instead of building it.
 
 There is one file per (store, commit, variables, columns, cfgtool version). It holds a header line of JSON (what it
 is for, each column's type), then the lookup's Arrow table as an Arrow IPC stream. It is sealed with the user's cache

@@ -1,4 +1,4 @@
-"""What `attach` builds once per application: the typed lookup of every node for a set of paths, kept per
+"""What `attach` builds once per application: the typed lookup of every node for a set of paths. It is kept per
 (application, store, commit, variables, columns), as `configs()` keeps each version's JSON.
 
 A second `attach` of the same paths in the same application therefore does no driver work beyond its join. That holds

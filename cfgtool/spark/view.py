@@ -1,7 +1,7 @@
 """SnapshotView: the plain configs of one version, broadcast to executors for use inside UDFs.
 
-It imports nothing but plain helpers, so a Python worker that unpickles it loads no git layer, client or
-Spark code: executors never touch git or the repository (docs/spark.md).
+It imports nothing but plain helpers. So a Python worker that unpickles it loads no git layer, client or Spark code.
+Executors never touch git or the repository (docs/spark.md).
 """
 
 from __future__ import annotations

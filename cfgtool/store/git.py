@@ -108,8 +108,8 @@ def _clean_environ() -> Iterator[None]:
 
 
 def _gitpython() -> Any:
-    """GitPython, imported on first use. Importing it looks for the git executable and raises ImportError when
-    there is none; that is an environment error (exit 2) like any other missing git, not a crash."""
+    """GitPython, imported on first use. Importing it looks for the git executable and raises ImportError when there
+    is none. That is an environment error (exit 2) like any other missing git, not a crash."""
     try:
         import git as gitpython
     except ImportError as err:

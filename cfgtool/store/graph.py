@@ -141,9 +141,9 @@ class Graph(StoreQueries):
         cls, store: Store, variables: Mapping[str, str] | None, state: GraphState, base: Graph | None = None
     ) -> Graph:
         """The graph `Graph(store, variables, base)` was when it gave `state` (the same store shape and values:
-        the structure cache's key says so), without computing it again. Over `base`, `state` need only hold
-        the imports of the nodes whose includes use variables, and the L it will be asked for (others are
-        computed on demand)."""
+        the structure cache's key says so), without computing it again. Over `base`, `state` need only hold the
+        imports of the nodes whose includes use variables. It also holds the L it will be asked for; others are
+        computed on demand."""
         graph = cls.__new__(cls)
         graph._setup(store, variables)
         graph.diagnostics = list(state.diagnostics)
@@ -329,8 +329,8 @@ class Graph(StoreQueries):
         self._report(src, imp, "E_CYCLE", message, notes if len(nodes) > 1 else ())
 
     def _bottom_up(self, root: str, memo: dict[str, T], compute: Callable[[str], T]) -> T:
-        """`memo[root]`, first setting `memo[k] = compute(k)` for `root` and each node it links to, directly or
-        not, that `memo` lacks: each after every node it links to, so `compute` reads theirs from `memo`.
+        """`memo[root]`, first setting `memo[k] = compute(k)` for `root` and each node it links to, directly or not,
+        that `memo` lacks. Each is set after every node it links to. So `compute` reads theirs from `memo`.
         Iterative, as import chains can be deep. The one walk of linearization, reaches and variables."""
         out = self._out
         stack = [root]

@@ -32,9 +32,9 @@ class VariableUse:
 
 
 class IncludeLine(NamedTuple):
-    """One import line: the raw text (without newline), its 1-based line, the column where the import
-    starts, the template (comment and surrounding blanks removed, variables not yet applied). A named tuple:
-    a large store has hundreds of thousands, made again from the structure cache by each compile."""
+    """One import line: the raw text (without newline), its 1-based line and the column where the import starts. Also
+    the template: comment and surrounding blanks removed, variables not yet applied. A named tuple: a large store has
+    hundreds of thousands, made again from the structure cache by each compile."""
 
     text: str
     line: int

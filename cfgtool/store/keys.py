@@ -122,8 +122,8 @@ NEAR_COMPARED = 200  # sibling names compared per segment at most: in a larger f
 
 
 class Siblings(NamedTuple):
-    """The names of a node's children, sorted (`forward`), and, in a folder of more than `NEAR_COMPARED`, each
-    name reversed, sorted (`backward`): where a misspelled name sorts by its start and by its end."""
+    """The names of a node's children, sorted (`forward`). In a folder of more than `NEAR_COMPARED`, also each name
+    reversed, sorted (`backward`). A misspelled name is looked up where it sorts by its start and by its end."""
 
     forward: Sequence[str]
     backward: Sequence[str] = ()

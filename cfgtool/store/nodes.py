@@ -80,7 +80,7 @@ def discover(
     """The nodes of the store in `source`, with every discovery problem as a diagnostic.
 
     `rules`: the settings to compile with and their file, when they come from elsewhere (a `--base` ref,
-    docs/security.md); the source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
+    docs/security.md). The source's own `_CONFIG_STORE` is still checked, and its problems reported. `mains` False
     serves the import graph alone (`imported-by`, `datasets`): no `main.conf` is read, every `main` is None.
     """
     diags: list[Diagnostic] = []

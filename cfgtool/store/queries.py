@@ -1,7 +1,7 @@
 """The queries of docs/queries.md#the-queries, in one place, over linearizations and explicit imports.
 
-Both the live `Graph` (while compiling) and a frozen `Snapshot` (everything that reads compiled configs) answer
-them by providing three facts per node: which keys have nodes, L(K), and K's explicit imports. `Relations` holds only
+Both the live `Graph` (while compiling) and a frozen `Snapshot` (everything that reads compiled configs) answer them.
+Each provides three facts per node: which keys have nodes, L(K), and K's explicit imports. `Relations` holds only
 those facts, packed by `pack_relations` into arrays of key numbers. `cfgtool serve` keeps them per version instead of
 its snapshot (docs/serving.md).
 """
@@ -60,8 +60,8 @@ class StoreQueries(ABC):
         return key.startswith(self._tag_prefixes)  # asked for every node by summaries and schema selectors
 
     def kind(self, key: str) -> str:
-        """`tag` (a tag or a tag root), `group` (a node with nodes below it) or `dataset` (any other node): the
-        kinds `cfgtool compile` counts, and a schema's `applies_to.kinds` selects."""
+        """`tag` (a tag or a tag root), `group` (a node with nodes below it) or `dataset` (any other node). These are
+        the kinds `cfgtool compile` counts, and a schema's `applies_to.kinds` selects."""
         if self.is_tag(key) or key in self.tag_roots:
             return "tag"
         return "group" if key in self._children else "dataset"
@@ -222,8 +222,8 @@ def _numbers(data: bytes) -> array[int]:
 
 
 class Relations(StoreQueries):
-    """The queries of one compiled version from what `pack_relations` packed (no configs, no provenance): a
-    tenth of the memory of its snapshot's layers, and no snapshot to load."""
+    """The queries of one compiled version from what `pack_relations` packed (no configs, no provenance). That takes
+    a tenth of the memory of its snapshot's layers, and no snapshot to load."""
 
     def __init__(self, packed: Mapping[str, Any]) -> None:
         self._keys: list[str] = packed["keys"]

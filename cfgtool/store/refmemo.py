@@ -1,8 +1,8 @@
 """Answers about a repository's refs, remembered between processes for as long as no ref can have changed.
 
-A read of a cached version (`cfgtool get --ref HEAD`, `ConfigClient(path)`) needs three answers from git
-before it can open the version's artifact: where the repository is, which commit a ref or version names, and
-which version is current. Each costs a git process, and the first one GitPython's import: a large part of such a read
+A read of a cached version (`cfgtool get --ref HEAD`, `ConfigClient(path)`) needs three answers from git before it
+can open the version's artifact. Where is the repository? Which commit does a ref or version name? Which version is
+current? Each costs a git process, and the first one GitPython's import: a large part of such a read
 (docs/scaling.md). A `RefMemo` keeps those answers in a small JSON file in the cache. Beside them it keeps the state
 of every directory they depend on. Those are the directories from the starting path up to the repository root; a new
 `.git` on the way would move the repository. Then its `.git` entry, the git directory and the common directory (HEAD,
@@ -12,8 +12,8 @@ renaming it into place. Each of those steps changes its directory's inode change
 every watched path keeps its inode, size and times, the refs are the ones the answers came from. Any difference
 discards the whole memo, and git answers again.
 
-Only answers that depend on refs alone are kept: plain ref names and full object names, not `@{...}`
-(reflogs, dates), `~`/`^` (history) or abbreviated object names (they can become ambiguous).
+Only answers that depend on refs alone are kept: plain ref names and full object names. Not kept are `@{...}`
+(reflogs, dates), `~`/`^` (history), and abbreviated object names, which can become ambiguous.
 
 A memo is written only when every watched time is at least `SETTLED_NS` old when the state is taken. That is git's
 "racy" rule: a later change then gets a later time even on a coarse file system clock. The file holds plain JSON,

@@ -1,9 +1,9 @@
 """The part of a store that one key needs: its nodes discovered one directory at a time.
 
 A query about key K reads the nodes of L(K): K's nearest node, its ancestors and everything their includes
-import, transitively. `Scope` discovers exactly those, with the discovery problems `discover` reports for
-them (E_BAD_KEY for a child directory, E_UNSAFE_PATH, E_DUPLICATE_INCLUDES, includes errors), and leaves
-every other directory of the store unread.
+import, transitively. `Scope` discovers exactly those, and leaves every other directory of the store unread. It
+reports the discovery problems `discover` reports for them. Those are E_BAD_KEY for a child directory, E_UNSAFE_PATH,
+E_DUPLICATE_INCLUDES and includes errors.
 
 Which files a source has comes from a `Listing`, one directory at a time. `FullListing` reads a source's complete
 file list; a git ref's tree costs one `ls-tree`. `WorkTreeListing` looks at the working tree with `os.scandir`. Then
@@ -276,8 +276,8 @@ class Scope:
             self.diagnostics += diags
 
     def _problems(self, key: str, node_dir: str) -> list[Diagnostic]:
-        """E_BAD_KEY for each child directory that cannot be a node, E_UNSAFE_PATH for each link that belongs
-        to this node (directly in it, or under child directories that are not nodes)."""
+        """E_BAD_KEY for each child directory that cannot be a node. E_UNSAFE_PATH for each link that belongs to this
+        node: directly in it, or under child directories that are not nodes."""
         entries = self.listing.entries(node_dir)
         diags: list[Diagnostic] = []
         links = list(entries.links)

@@ -118,8 +118,8 @@ def parse_settings(text: str, file: str = SETTINGS_FILE, *, checked: bool = Fals
 
 
 def _invalidated(error: jsonschema.ValidationError) -> set[tuple[str, ...]]:
-    """The settings an error makes unusable: an unknown setting only itself (the others are kept), an
-    error inside a variable that variable, anything else the whole top-level setting."""
+    """The settings an error makes unusable. An unknown setting makes only itself unusable; the others are kept. An
+    error inside a variable makes that variable unusable. Anything else makes the whole top-level setting unusable."""
     if error.validator == "additionalProperties" and not error.absolute_path and isinstance(error.instance, dict):
         known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
         return {(str(k),) for k in error.instance if k not in known}

@@ -144,8 +144,8 @@ class Source(ABC):
 
 
 def settings_at(repo: Path, store: str | Path, commit: str) -> tuple[str, str, str]:
-    """(the store's repo-relative directory, its settings file's repo-relative path, that file's text, ''
-    when absent) at `commit`, reading that one file: a `GitSource` lists the whole store first."""
+    """(the store's repo-relative directory, its settings file's repo-relative path, that file's text, '' when
+    absent) at `commit`. It reads that one file; a `GitSource` lists the whole store first."""
     root = git.locate(repo).root
     store_dir = _store_dir(root, store)
     path = f"{store_dir}/{SETTINGS_FILE}" if store_dir else SETTINGS_FILE
@@ -178,8 +178,8 @@ class WorkTreeSource(Source):
     """
 
     def __init__(self, repo: Path, store: str | Path = DEFAULT_STORE, *, listed: bool = True) -> None:
-        """`listed` False leaves the listing (and the check that the store exists) to the first `files()`:
-        a query about one key (`cfgtool.store.scope`) looks at a few directories instead."""
+        """`listed` False leaves the listing, and the check that the store exists, to the first `files()`. A query
+        about one key (`cfgtool.store.scope`) looks at a few directories instead."""
         super().__init__()
         located = git.locate(repo)
         if located.bare:
@@ -290,8 +290,8 @@ class WorkTreeSource(Source):
 
 
 class Containment:
-    """Which repo-relative paths of a working tree can be read without leaving it: none whose path is
-    absolute, climbs with `..`, or passes through (or is) a symbolic link. Directories are checked once."""
+    """Which repo-relative paths of a working tree can be read without leaving it. None is absolute or climbs with
+    `..`. None is, or passes through, a symbolic link. Directories are checked once."""
 
     def __init__(self, root: Path) -> None:
         self._root = str(root)  # paths as strings: asked for every file of a store

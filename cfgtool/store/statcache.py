@@ -96,8 +96,8 @@ class StatCache:
         return oid
 
     def put(self, path: str, info: os.stat_result, oid: str, read_at: int) -> None:
-        """Record that `path`, as `info` described it, held content with blob id `oid` when it was read after
-        `read_at` (`time.time_ns()` before the read); a racily clean file is not recorded."""
+        """Record that `path`, as `info` described it, held content with blob id `oid` when read after `read_at`.
+        `read_at` is `time.time_ns()` before the read. A racily clean file is not recorded."""
         if settled(info.st_mtime_ns, info.st_ctime_ns, read_at):
             self._kept[path] = [*signature(info), oid]
         else:

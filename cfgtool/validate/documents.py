@@ -89,9 +89,9 @@ def _duplicate_keys(doc: Document, node: yaml.Node) -> Iterator[Diagnostic]:
 def read_schema_files(
     repo_root: Path, directory: str, commit: str | None = None, links: list[str] | None = None
 ) -> dict[str, str | None]:
-    """`{repo-relative path: text}` of every schema file (`.yaml`, `.yml`, `.json`) under `directory`, read
-    from the working tree (`commit` None: files git would commit) or from `commit`; None: not UTF-8.
-    Nothing is read through a symbolic link (docs/security.md): the links found are appended to `links`."""
+    """`{repo-relative path: text}` of every schema file (`.yaml`, `.yml`, `.json`) under `directory`. It is read
+    from `commit`, or with `commit` None from the working tree (files git would commit). None: not UTF-8. Nothing is
+    read through a symbolic link (docs/security.md): the links found are appended to `links`."""
     directory = directory.strip("/")
     if directory in ("", "."):
         directory = ""

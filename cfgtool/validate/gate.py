@@ -48,8 +48,8 @@ def is_gate_file(path: str) -> bool:
 
 
 def gate_files(root: Path, commit: str | None) -> dict[str, str]:
-    """`{repo-relative path: blob id}` of the gate's files at `commit` (None: the working tree, where files git
-    ignores are left out and nothing is read through a symbolic link)."""
+    """`{repo-relative path: blob id}` of the gate's files at `commit`. None is the working tree: there files git
+    ignores are left out, and nothing is read through a symbolic link."""
     if commit is not None:
         found: dict[str, str] = {}
         for kind, oid, name in git.tree_entries(root, commit):

@@ -93,8 +93,8 @@ class Rules:
         return sorted({t for t in tops if t.isidentifier() and t != "cfgtool"})
 
     def files(self, packages: Iterable[str] | None = None) -> dict[str, str]:
-        """`{repo-relative path: blob id}` of every rule file that exists: the settings, the schemas, the
-        files of the policy `packages` (default: those the policies name), the ACL and the recipients."""
+        """`{repo-relative path: blob id}` of every rule file that exists: the settings, the schemas, the ACL and the
+        recipients. Also the files of the policy `packages`; by default, those the policies name."""
         listing = _Listing(self.source)
         found = listing.files([self.settings_file, self.acl_file, self.recipients_file])
         if self.schemas_dir is not None:
@@ -130,8 +130,8 @@ class Rules:
 
 
 def rule_changes(old: Mapping[str, str], new: Mapping[str, str], trusted: str | None) -> list[Diagnostic]:
-    """W_RULES_CHANGED for each path whose blob id differs between `old` and `new`; `trusted` describes
-    where the rules used came from (None: there were none, so the change's own were used)."""
+    """W_RULES_CHANGED for each path whose blob id differs between `old` and `new`. `trusted` describes where the
+    rules used came from. None: there were none, so the change's own were used."""
     out = []
     for path in sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p)):
         how = "added" if path not in old else "deleted" if path not in new else "changed"

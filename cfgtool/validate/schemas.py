@@ -300,8 +300,8 @@ def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagn
 
 
 def _checked(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Checked:
-    """The problems of `spec` in the nodes of `todo`, in order, the verdicts of those that pass, and whether
-    the schema turned out not to apply (that ends the check)."""
+    """The problems of `spec` in the nodes of `todo`, in order, and the verdicts of those that pass. Also whether the
+    schema turned out not to apply, which ends the check."""
     diags: list[Diagnostic] = []
     ok: list[tuple[str, str]] = []
     for key, passed in todo:
@@ -319,8 +319,8 @@ def _checked(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Ch
 
 
 def _checked_in_two(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo]) -> _Checked | None:
-    """`_checked` in two processes, a forked worker taking the first half of `todo` (the result is the one
-    process's); None when no worker can be forked or it failed."""
+    """`_checked` in two processes, a forked worker taking the first half of `todo`. The result is the one process's.
+    None when no worker can be forked or it failed."""
     if not can_fork():
         return None
     half = len(todo) // 2

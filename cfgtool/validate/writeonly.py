@@ -110,7 +110,7 @@ class WriteOnly:
         return (contents, resolved.resolver) if isinstance(contents, Mapping) else None
 
     def _prepare(self) -> set[int]:
-        """The subschemas (by id) from which a writeOnly mark or an unresolvable $ref can be reached; the
+        """The subschemas (by id) from which a writeOnly mark or an unresolvable $ref can be reached. The
         unresolvable $refs reachable from the root are collected on the way."""
         edges: dict[int, set[int]] = {}
         hot: set[int] = set()
