@@ -1,7 +1,7 @@
 """`ChangeFeed`: follow one store's change feed on a cfgtool server (docs/serving.md), for every reader that must
 notice new versions: `cfgtool.watch`, `cfgtool agent`, and any controller that acts on publishes and rollbacks.
 
-The feed's state is the store's `seq` (it grows by one per publish or rollback) and its `current` version. The
+The feed's state is the store's `seq` (it grows by one per publish, rollback or restore) and its `current` version. The
 first step reads both from `GET /v1/stores`; every later step long-polls `GET /v1/{store}/changes?since=S&wait=W`,
 which answers as soon as the feed moves past `S`, or after `W` seconds with nothing new. An answer that does not
 move the feed (a timed-out poll, or a replica that lags behind the one asked before) keeps the state as it was, so

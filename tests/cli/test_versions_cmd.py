@@ -412,6 +412,8 @@ def test_a_cancelled_rollback_makes_the_version_good_again(run_cfgtool: Run, fou
 
     again = run_cfgtool("rollback", "-m", "bad after all", cwd=four.root)
     assert again.returncode == 1 and "cannot be rolled back again" in again.stderr
+    over = run_cfgtool("rollback", "--to", "3", "-m", "bad after all", cwd=four.root)
+    assert over.returncode == 1 and "version 4 was rolled back once already" in over.stderr
     twice = run_cfgtool("rollback", "--cancel", "4", "-m", "x", cwd=four.root)
     assert twice.returncode == 1 and "already cancelled" in twice.stderr
     good = run_cfgtool("rollback", "--cancel", "3", "-m", "x", cwd=four.root)
