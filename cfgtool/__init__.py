@@ -4,8 +4,8 @@ The public API is exactly the names in `__all__`; everything else is internal an
 `compile` is `cfgtool.compile.compiler.compile_store`: the one path from a store (working tree or git ref) to a
 `Snapshot` and its `Diagnostic`s.
 
-The names are imported when first used (PEP 562), so that `import cfgtool.<module>` (every CLI command does)
-does not pay for the client, the compiler and jsonschema.
+The names are imported when first used (PEP 562). So `import cfgtool.<module>`, which every CLI command does, does
+not pay for the client, the compiler and jsonschema.
 """
 
 import typing as _typing

@@ -43,8 +43,8 @@ def key_path() -> Path:
 
 
 def cache_key() -> bytes | None:
-    """This user's cache key, created on first use; None when it is refused or cannot be had (then
-    authenticated entries are misses and none is written). Read once per process."""
+    """This user's cache key, created on first use. None when it is refused or cannot be had; authenticated entries
+    are then misses, and none is written. Read once per process."""
     path = key_path()
     name = str(path)
     if name not in _keys:

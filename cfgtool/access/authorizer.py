@@ -4,7 +4,7 @@ A decision: a super user is allowed. Else any matching `deny` denies. Else any m
 entry at all names the resource, `allow_everyone_if_no_acl_found` decides. Else it is denied. An `allow` of read,
 create, alter or delete also allows describe, and one of alter_acl allows describe_acl; a `deny` implies nothing.
 `describe` on the store is also allowed to a principal that may describe at least one key of it. An explicit deny of
-it on the store still wins. Entries are indexed once (literal keys in a dict, prefixes by length), so a decision over
+it on the store still wins. Entries are indexed once: literal keys in a dict, prefixes by length. So a decision over
 thousands of entries costs a few dictionary lookups, not a scan.
 """
 
@@ -186,8 +186,8 @@ class Authorizer:
         return found
 
     def entries(self, principal: str | None = None, key: str | None = None) -> list[Entry]:
-        """The entries that apply to `principal` (its groups and `User:*` included) and to `key` (its
-        literal, wildcard and prefix entries), in file order; None: any."""
+        """The entries that apply to `principal` and to `key`, in file order; None: any. A principal's entries
+        include those of its groups and of `User:*`. A key's are its literal, wildcard and prefix entries."""
         pool: Iterable[Entry] = self.acl.entries if key is None else self._for_key(key)
         if principal is not None:
             identities = self.identities(principal)

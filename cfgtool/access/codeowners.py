@@ -7,8 +7,8 @@ settings, schemas, policy code, recipients, and the files that decide how CI run
 principals allowed `alter_acl` own the ACL file. The super users own both. Principals become GitHub names through the
 ACL's `github:` map; a group without a name is its members' names. Deny entries and entries limited to a host cannot
 be expressed there; the pull-request check enforces them. GitHub takes the last matching line, so broader paths come
-first and the rule files last. With "Require review from Code Owners" in the branch protection, a change then needs a
-review by one of the owners of every path it touches.
+first and the rule files last. Turn on "Require review from Code Owners" in the branch protection. A change then
+needs a review by one of the owners of every path it touches.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ class AclBroken(CfgtoolError):
 
 @dataclass(frozen=True)
 class Codeowners:
-    """The CODEOWNERS text of an ACL, the principals it found no GitHub name for, and the ACL entries it left
-    out (their key cannot be a CODEOWNERS path)."""
+    """The CODEOWNERS text of an ACL, and the principals it found no GitHub name for. Also the ACL entries it left
+    out, whose key cannot be a CODEOWNERS path."""
 
     text: str
     unmapped: tuple[str, ...]
@@ -180,8 +180,8 @@ def _line(path: str, principals: set[str], names: _Names) -> str:
 
 
 def _store_principals(acl: Acl, operation: str) -> set[str]:
-    """The super users and the principals allowed `operation` on the store from any host; everyone when no
-    entry names the store and `allow_everyone_if_no_acl_found` is true."""
+    """The super users and the principals allowed `operation` on the store from any host. Everyone when no entry
+    names the store and `allow_everyone_if_no_acl_found` is true."""
     found = set(acl.super_users)
     if acl.allow_everyone_if_no_acl_found and all(entry.key is not None for entry in acl.entries):
         found.add(EVERYONE)

@@ -187,8 +187,8 @@ def require(repo: Path, store: str | Path, commit: str, principal: str, operatio
 def authorizer_at(
     repo: Path | None, store: str | Path, ref: str | None
 ) -> tuple[Authorizer, list[Diagnostic], str | None]:
-    """The authorizer of the store in the working tree (`ref` None) or at `ref`, the ACL file's problems and
-    the store's name (for keys written with its scheme)."""
+    """The authorizer of the store in the working tree (`ref` None) or at `ref`, and the ACL file's problems. Also
+    the store's name, for keys written with its scheme."""
     source = open_source(repo, store, ref)
     settings, settings_file = read_settings(source)
     acl, problems = acl_of(rules_of(source, settings, settings_file))

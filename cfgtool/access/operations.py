@@ -1,4 +1,4 @@
-"""The operations of the ACL (docs/access.md#the-acl), apart from the ACL's parser so that the CLI can name them in its
+"""The operations of the ACL (docs/access.md#the-acl), apart from the ACL's parser. So the CLI can name them in its
 help without importing YAML and jsonschema."""
 
 KEY_OPERATIONS = ("read", "describe", "create", "alter", "delete")

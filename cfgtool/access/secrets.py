@@ -1,10 +1,10 @@
 """Sealed secrets (docs/access.md#secrets): `ENC[cfgtool:v1,age,for=<binding>,<base64>]`, sealed with age (pyrage).
 
-Anyone can seal to the store's recipients (`_RECIPIENTS`: one age or ssh-ed25519 public key per line); only
-a holder of a recipient's identity can open. The binding is the first 16 hex digits of sha256("<store>|<node
-key>|<path as assigned>"). It is written in clear beside the payload, so compile checks it without opening anything,
-wherever the value is written. It is also sealed inside it. So a value opens only where it is assigned, at the node
-and path it was sealed for. That holds whatever its clear binding says. cfgtool itself never opens a secret: only
+Anyone can seal to the store's recipients: `_RECIPIENTS`, one age or ssh-ed25519 public key per line. Only a holder
+of a recipient's identity can open. The binding is the first 16 hex digits of sha256("<store>|<node key>|<path as
+assigned>"). It is written in clear beside the payload, so compile checks it without opening anything, wherever the
+value is written. It is also sealed inside it. So a value opens only where it is assigned, at the node and path it
+was sealed for. That holds whatever its clear binding says. cfgtool itself never opens a secret: only
 `ConfigClient(identity=...)` and `secret reseal` do.
 """
 
@@ -144,8 +144,8 @@ def open_envelope(
 
 
 def sealed_in(texts: Mapping[str, str], file: str | None) -> Iterator[tuple[str, str, Origin]]:
-    """Every envelope a node's `main.conf` assigns, there or in a file it includes (transitively), overridden
-    ones included: (path as assigned, envelope, where it is written). `texts` holds the files (a snapshot's)."""
+    """Every envelope a node's `main.conf` assigns, there or in a file it includes (transitively), overridden ones
+    included. Each is (path as assigned, envelope, where it is written). `texts` holds the files (a snapshot's)."""
     text = texts.get(file) if file is not None else None
     if file is None or not text or (PREFIX not in text and "include" not in text):
         return

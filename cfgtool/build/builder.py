@@ -55,8 +55,8 @@ class Builder:
     def __init__(
         self, store: Store, diagnostics: list[Diagnostic], progress: Progress | None = None, *, caches: bool = True
     ) -> None:
-        """`caches` False keeps both caches in memory: a query about one key parses its few files faster
-        than it would read the cache shards that hold them."""
+        """`caches` False keeps both caches in memory. A query about one key parses its few files faster than it
+        would read the cache shards that hold them."""
         self.store = store
         self.source = store.source
         self.diags = diagnostics

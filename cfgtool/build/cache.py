@@ -181,8 +181,8 @@ class _Sharded(Generic[K, V]):
 
     def flush(self) -> None:
         """Add every entry put since the last flush to its shard's file; a cache that cannot be written is
-        skipped silently. A written shard leaves memory (read again if asked): entries written by another
-        process since it was read (a forked worker) are then found too."""
+        skipped silently. A written shard leaves memory; it is read again if asked. Entries another process wrote
+        since it was read (a forked worker) are then found too."""
         if self.directory is None:
             self._new.clear()
             return
@@ -328,9 +328,9 @@ class NodeCache(_Sharded[str, NodeEntry]):
 
 
 class SchemaPasses(_Sharded[tuple[str, str], bool]):
-    """(schema file, node content hash) pairs that passed, for one set of schemas (their digest names the
-    directory, so a changed schema, cfgtool or jsonschema starts afresh). Failures are never cached: their
-    messages are computed each time."""
+    """(schema file, node content hash) pairs that passed, for one set of schemas. Their digest names the directory.
+    So a changed schema, cfgtool or jsonschema starts afresh. Failures are never cached: their messages are computed
+    each time."""
 
     @classmethod
     def default(cls, schemas_digest: str) -> SchemaPasses:

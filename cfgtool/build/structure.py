@@ -1,4 +1,4 @@
-"""The structure cache: a store's import graphs, kept between compiles, so that a compile after `main.conf` changes
+"""The structure cache: a store's import graphs, kept between compiles. A compile after `main.conf` changes then
 reads no includes file and computes no linearization again.
 
 A compile builds one graph per variable assignment it checks. A graph holds usable imports, L(K), cycles, import

@@ -164,7 +164,7 @@ def compile_source(
     The snapshot uses `variables`, falling back to the declared defaults (then to each variable's first value).
     With `check_variables`, every other declared value of every variable a node depends on is compiled too. Its
     problems are reported with the values that caused them (docs/resolution.md#variables-dynamic-tags). `trusted`:
-    the rules to compile and check with instead of the source's own (a `--base` ref's); every rule file the source
+    the rules to compile and check with instead of the source's own (a `--base` ref's). Every rule file the source
     changes against them is W_RULES_CHANGED. `progress`, when given, is told how far the compile is (nothing here
     prints). `reverts`: the base's rolled-back values, which policies do not judge a change reverting
     (`cfgtool.validate.policy_runs`).

@@ -1,5 +1,5 @@
-"""Queries that read what they need: one key's answers from the files of L(KEY) alone, and the
-import graph from every node's includes without any `main.conf`.
+"""Queries that read what they need. One key's answers come from the files of L(KEY) alone. The import graph comes
+from every node's includes, without any `main.conf`.
 
 `query_key` answers `get`, `explain`, `imports` and `tags`. It discovers K's nearest node and every node it reaches
 (`cfgtool.store.scope`). It linearizes and resolves those, and hides secrets, exactly as a full compile does for
@@ -8,8 +8,8 @@ and resolution errors, and the settings' (docs/resolution.md). Two cases go thro
 an import cycle among K's nodes: how a cycle is reported depends on where the store-wide search enters it. The other
 is a working tree where git does not list a file the scope relied on (an ignored file).
 
-`query_graph` answers `imported-by` and `datasets`: they need every node's imports but no `main.conf`, so
-only errors of the import graph (discovery, includes, cycles, settings) refuse them.
+`query_graph` answers `imported-by` and `datasets`. They need every node's imports but no `main.conf`. So only errors
+of the import graph refuse them: discovery, includes, cycles, settings.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class KeyAnswer:
         return self.result.errors_affecting(self.key)
 
     def store_errors(self) -> int | None:
-        """How many errors the whole store has, as far as this read found; None when it read only the nodes
-        `key` needs (errors elsewhere were not looked for)."""
+        """How many errors the whole store has, as far as this read found. None when it read only the nodes `key`
+        needs; errors elsewhere were not looked for."""
         if self.scope is not None:
             return None
         return count(self.result.diagnostics)[0]
@@ -69,8 +69,8 @@ class KeyAnswer:
 def query_key(
     repo: Path | None, store: str | Path, ref: str | None, text: str, variables: Mapping[str, str] | None = None
 ) -> KeyAnswer:
-    """The compiled nodes that `text` (a key, BadKeyError when it is none) needs, at `ref` (None: the working
-    tree) with the caller's `variables` (declared defaults for the others)."""
+    """The compiled nodes that `text` (a key, BadKeyError when it is none) needs, at `ref` (None: the working tree).
+    They use the caller's `variables`, and declared defaults for the others."""
     from cfgtool._version import __version__
     from cfgtool.build.builder import Builder
     from cfgtool.build.cache import SettingsPasses

@@ -255,8 +255,8 @@ class Resolved:
 
     @property
     def size(self) -> int:
-        """What `value` costs, in units of about 50 bytes: an entry is 1, an array 2 more, an object 4 more
-        (Python's objects are the heavy part). A store compile adds these up against its budget."""
+        """What `value` costs, in units of about 50 bytes. An entry is 1, an array 2 more, an object 4 more. Python's
+        objects are the heavy part. A store compile adds these up against its budget."""
         _ = self.value
         return self._size
 

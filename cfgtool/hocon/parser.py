@@ -459,7 +459,7 @@ def parse_text(
 ) -> Node:
     """Parse HOCON `text` named `file`; the root is an object unless `value_level` allows an array.
 
-    The fast path reads most documents (unless `fast` is off: the caller tried it); the general tokenizer and
+    The fast path reads most documents, unless `fast` is off because the caller tried it. The general tokenizer and
     parser read the rest and raise every error."""
     root = parse_fast(text, file) if fast else None
     return root if root is not None else _Parser(text, file, reader, 0).document(value_level)

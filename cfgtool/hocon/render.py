@@ -1,8 +1,7 @@
 """Render plain JSON-like Python values as readable HOCON that parses back to exactly the same value.
 
-`to_hocon` is the inverse of `loads` for dict roots: `loads(to_hocon(v)) == v`, with types kept (bools
-stay bools, ints stay ints, floats keep every bit). Keys and strings are quoted whenever a bare word could
-be read differently.
+`to_hocon` is the inverse of `loads` for dict roots: `loads(to_hocon(v)) == v`. Types are kept: bools stay bools,
+ints stay ints, floats keep every bit. Keys and strings are quoted whenever a bare word could be read differently.
 """
 
 from __future__ import annotations

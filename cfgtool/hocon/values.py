@@ -62,8 +62,8 @@ class Num(Scalar):
 
 
 class Joined(Scalar):
-    """A resolved value built by substitution or concatenation: `sources` are the origins it came from;
-    `raw` keeps a substituted number's text (`1.50`) for later concatenation."""
+    """A resolved value built by substitution or concatenation. `sources` are the origins it came from. `raw` keeps a
+    substituted number's text (`1.50`) for later concatenation."""
 
     __slots__ = ("raw", "sources")
 

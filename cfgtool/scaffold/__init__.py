@@ -133,8 +133,8 @@ def init_repository(directory: Path, *, add_missing: bool = False, requirement: 
 
 
 def _codeowners(root: Path) -> bool | None:
-    """Write `.github/CODEOWNERS` from the store's ACL unless it exists (False); None when the ACL has errors
-    (`cfgtool acl codeowners` writes it once they are fixed)."""
+    """Write `.github/CODEOWNERS` from the store's ACL unless it exists (False). None when the ACL has errors;
+    `cfgtool acl codeowners` writes it once they are fixed."""
     from cfgtool.access.codeowners import AclBroken, codeowners_at
 
     try:

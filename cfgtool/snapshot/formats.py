@@ -186,8 +186,8 @@ _UNSAFE_NAMES = {
 
 
 def unsafe_variable(name: str) -> str | None:
-    """Who reads the environment variable `name` as code (or as where to load code from), None for a name
-    outside the families this knows (`_UNSAFE_PREFIXES`, `_UNSAFE_NAMES`)."""
+    """Who reads the environment variable `name` as code, or as where to load code from. None for a name outside the
+    families this knows (`_UNSAFE_PREFIXES`, `_UNSAFE_NAMES`)."""
     upper = name.upper()
     found = _UNSAFE_NAMES.get(upper)
     return found or next((who for prefix, who in _UNSAFE_PREFIXES.items() if upper.startswith(prefix)), None)

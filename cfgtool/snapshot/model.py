@@ -41,8 +41,8 @@ PHANTOMS_KEPT = 1024  # keys without a node resolved again for the intrinsics, r
 
 
 class KeyNotFound(CfgtoolError):
-    """A read asked for a key that has no node (unless it asked for the nearest ancestor on purpose), or for a
-    value that is not set."""
+    """A read asked for a key that has no node, or for a value that is not set. Asking for the nearest ancestor on
+    purpose is no error."""
 
     @classmethod
     def no_node(cls, key: str, store: str, node: str, near: str | None, how: str = "nearest=True") -> KeyNotFound:
@@ -134,7 +134,7 @@ def node_snapshot(
     content_hash: str | None,
 ) -> NodeSnapshot:
     """`NodeSnapshot(...)` with every field given, made without the frozen dataclass's `object.__setattr__` per
-    field (a third of the time): a compile makes one for every node of the store."""
+    field. That saves a third of the time, and a compile makes one for every node of the store."""
     snap: NodeSnapshot = object.__new__(NodeSnapshot)
     snap.__dict__.update(
         key=key, _config=config, layers=layers, imports=imports, file=file, intrinsic=intrinsic,
@@ -280,8 +280,8 @@ class Snapshot(StoreQueries):
             return "sha256:" + hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
     def to_json(self, provenance: bool = True, texts: bool = True) -> dict[str, Any]:
-        """The snapshot's JSON document (docs/compile.md `--output`). The client cache leaves out `provenance` and keeps
-        `texts` (the files, for keys without a node) in a file of their own, read only when needed."""
+        """The snapshot's JSON document (docs/compile.md `--output`). The client cache leaves out `provenance`. It
+        keeps `texts` (the files, for keys without a node) in a file of their own, read only when needed."""
         files: dict[str, int] = {}
 
         def org(o: Origin) -> list[Any]:
@@ -371,8 +371,8 @@ def hash_content(
 
 
 class LayersJson:
-    """The canonical JSON of long `Lin`s, each one's list encoded once (highest priority first, as `'"k","j"]'`):
-    a view's JSON is `[` and a tail of that text. Hashing an import chain's N nodes would otherwise join and encode N
+    """The canonical JSON of long `Lin`s, each one's list encoded once, highest priority first, as `'"k","j"]'`. A
+    view's JSON is `[` and a tail of that text. Hashing an import chain's N nodes would otherwise join and encode N
     lists of up to N keys. The sha256 still reads every byte (the digest's format); nothing else does."""
 
     LONG = 32  # a shorter L is joined as it is
@@ -397,8 +397,8 @@ class LayersJson:
 
 
 def _encoded(base: list[str]) -> tuple[memoryview, list[int] | None]:
-    """`'"k_n","k_n-1",...,"k_0"]'` for the list `[k_0, ..., k_n]`, and where the text of its first m keys
-    starts, for each m (None when a key needs escaping)."""
+    """`'"k_n","k_n-1",...,"k_0"]'` for the list `[k_0, ..., k_n]`. Also where the text of its first m keys starts,
+    for each m. None when a key needs escaping."""
     text = ('"' + '","'.join(reversed(base)) + '"]').encode("utf-8")
     if text.count(b'"') != 2 * len(base) or len(text.translate(None, _ESCAPED)) != len(text):
         return memoryview(text), None

@@ -1,7 +1,7 @@
 """Where each resolved value came from (docs/resolution.md#provenance), per node: computed from the resolved tree on
 first use.
 
-A plain `compile` never needs it (the digest covers values, not positions), so it costs nothing there;
+A plain `compile` never needs it, since the digest covers values, not positions. So it costs nothing there.
 `explain`, `--output` and the client cache ask for it.
 """
 

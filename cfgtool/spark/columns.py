@@ -62,8 +62,8 @@ def spark_type(t: Any, kind: Kind) -> Any:
 
 
 def column_array(pa: Any, values: Sequence[Any], kind: Kind) -> Any:
-    """`values` as an Arrow array of the column's type. A value that does not have the type (one re-resolved
-    for a key without a node can differ from every node's) is null in a typed column."""
+    """`values` as an Arrow array of the column's type. A value that does not have the type is null in a typed
+    column. One re-resolved for a key without a node can differ from every node's."""
     if kind is None:
         return pa.array(json_texts(values), pa.string())
     if set(map(type, values)) - {_NONE} <= _EXACT[kind]:  # nearly always: Arrow converts the list itself

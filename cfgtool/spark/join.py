@@ -1,5 +1,5 @@
-"""How `attach` meets the data in Spark: the join condition, keys in canonical form, and the one pass that
-finds the data's keys without a node.
+"""How `attach` meets the data in Spark. It holds the join condition and keys in canonical form. It holds the one
+pass that finds the data's keys without a node.
 
 The lookup DataFrame carries a 64-bit hash of its key. Spark probes a compact map of longs, cheaper than hashing and
 matching strings (`benchmarks/spark_key_pass.py`). It then compares the strings. So a hash collision can never join a
@@ -54,9 +54,9 @@ def canonical(key: str, store_name: str | None) -> str:
 
 
 def join_lookup(f: Any, df: Any, key: str, lookup: Any) -> Any:
-    """`df` with the columns of `lookup` but its key and hash, joined on `key` (the SQL of an expression over
-    `df`'s columns), by a broadcast left join. The key is projected once before the join: written into the
-    condition, Spark would compute it for the hash and again for each string test."""
+    """`df` with the columns of `lookup` but its key and hash, by a broadcast left join. It joins on `key`, the SQL
+    of an expression over `df`'s columns. The key is projected once before the join: written into the condition,
+    Spark would compute it for the hash and again for each string test."""
     keyed = df.selectExpr("*", f"CAST({key} AS STRING) AS {DATA_KEY}")
     joined = keyed.join(lookup.hint("broadcast"), f.expr(_SAME_KEY), "left")
     return joined.drop(DATA_KEY, LOOKUP_HASH, LOOKUP_KEY)

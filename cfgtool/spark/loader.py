@@ -207,8 +207,8 @@ class ConfigLoader:
         """`df` with one column per path, read from the config of each row's `on` key, by a broadcast join. A column
         is named prefix + path with `.` as `_`, or as given by a mapping {column: path}.
 
-        Each column is typed by the version (docs/spark.md, `columns.column_kind`): a schema's simple type, else
-        the type all nodes' values share, else JSON text; never by the rows. A key without a node reads its
+        Each column is typed by the version, never by the rows (docs/spark.md, `columns.column_kind`). It takes a
+        schema's simple type, else the type all nodes' values share, else JSON text. A key without a node reads its
         nearest ancestor's config (`missing="inherit"`, docs/resolution.md#keys-without-a-node), nulls (`"null"`), or
         fails (`"error"`). Secret paths read `[hidden]` unless `reveal` (which needs the loader's identity).
 

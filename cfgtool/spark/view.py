@@ -56,8 +56,8 @@ class SnapshotView:
         return key in self.configs and key not in self.phantoms
 
     def get(self, key: str, *, nearest: bool = False) -> Mapping[str, Any] | None:
-        """The config of `key`; KeyNotFound for a key without a node unless `nearest` (then its nearest
-        ancestor's, or its own when the driver resolved it)."""
+        """The config of `key`. KeyNotFound for a key without a node unless `nearest`. Then it is its nearest
+        ancestor's, or its own when the driver resolved it."""
         node, key = self.nearest(key), self.key(key)
         if node != key and not nearest:
             from cfgtool.snapshot.model import KeyNotFound

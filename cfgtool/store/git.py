@@ -512,10 +512,10 @@ def ls_files_tracked(root: Path, directory: str) -> dict[str, bool]:
 
 
 def differs_from_head(root: Path, directory: str) -> bool:
-    """Whether the content of tracked files under `directory` ('' = everything) in the work tree differs from
-    HEAD (staged or not); untracked files are not looked at. Cheaper than `is_dirty`: git walks no directory
-    for untracked files. Not `git diff --quiet HEAD`, which would stop at the first difference: it rewrites a
-    stale index whatever GIT_OPTIONAL_LOCKS says, and a kill then leaves `.git/index.lock` behind."""
+    """Whether the content of tracked files under `directory` ('' = everything) in the work tree differs from HEAD,
+    staged or not. Untracked files are not looked at. Cheaper than `is_dirty`: git walks no directory for untracked
+    files. Not `git diff --quiet HEAD`, which would stop at the first difference. It rewrites a stale index whatever
+    GIT_OPTIONAL_LOCKS says. A kill then leaves `.git/index.lock` behind."""
     args = ["status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules"]
     return bool(run_git(root, *args, *(["--", directory + "/"] if directory else [])).stdout.strip(b"\0"))
 
@@ -529,8 +529,8 @@ def listed(root: Path, paths: Sequence[str]) -> list[str]:
 
 
 def is_dirty(root: Path, *paths: str) -> bool:
-    """Whether the work tree (staged, modified or untracked files) at any of `paths` (directories or files,
-    repo-relative; none or '' = everything) differs from HEAD."""
+    """Whether the work tree differs from HEAD at any of `paths`: staged, modified or untracked files. `paths` are
+    directories or files, repo-relative; none or '' is everything."""
     args: Sequence[str] = ["status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules"]
     if paths and "" not in paths:
         args = [*args, "--", *paths]

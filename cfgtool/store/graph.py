@@ -140,8 +140,8 @@ class Graph(StoreQueries):
     def restore(
         cls, store: Store, variables: Mapping[str, str] | None, state: GraphState, base: Graph | None = None
     ) -> Graph:
-        """The graph `Graph(store, variables, base)` was when it gave `state` (the same store shape and values:
-        the structure cache's key says so), without computing it again. Over `base`, `state` need only hold the
+        """The graph `Graph(store, variables, base)` was when it gave `state`, without computing it again. The store
+        shape and values are the same; the structure cache's key says so. Over `base`, `state` need only hold the
         imports of the nodes whose includes use variables. It also holds the L it will be asked for; others are
         computed on demand."""
         graph = cls.__new__(cls)

@@ -1,9 +1,9 @@
 """`includes` files (docs/store-format.md#includes): one import per line, `#` comments, `${name}` / `${?name}`
 variables.
 
-Parsing is independent of variable values, so a file is parsed once; `expand` then applies one assignment
-of variable values (compile tries every declared value, docs/resolution.md#variables-dynamic-tags). An optional variable
-that is undefined drops the whole line, never leaving a truncated path.
+Parsing is independent of variable values, so a file is parsed once. `expand` then applies one assignment of variable
+values. Compile tries every declared value (docs/resolution.md#variables-dynamic-tags). An optional variable that is
+undefined drops the whole line, never leaving a truncated path.
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ _NODE_FILES = frozenset((MAIN_FILE, *INCLUDES_FILES))
 
 
 class NodeFile(NamedTuple):
-    """A node's `main.conf`: repo-relative `path` and blob id `oid`. Its text is read only when the file is
-    not in the parse cache (`Source.load`), so an unchanged store is compiled without reading it again. A named
-    tuple, as `Node`."""
+    """A node's `main.conf`: repo-relative `path` and blob id `oid`. Its text is read only when the file is not in
+    the parse cache (`Source.load`). So an unchanged store is compiled without reading it again. A named tuple, as
+    `Node`."""
 
     path: str
     oid: str

@@ -62,9 +62,9 @@ def settled(mtime_ns: int, ctime_ns: int, at: int) -> bool:
 class StatCache:
     """Blob ids of one working tree's files by their `lstat` signature; see the module docstring.
 
-    Entries are stored as `{path: [size, mtime_ns, ctime_ns, inode, device, blob id]}` and each is checked when
-    asked for (a store may have 200,000 files). `save` writes the entries this process found or made: those of
-    the files a compile asked for, so the entries of deleted files go."""
+    Entries are stored as `{path: [size, mtime_ns, ctime_ns, inode, device, blob id]}`. Each is checked when asked
+    for, since a store may have 200,000 files. `save` writes the entries this process found or made: those of the
+    files a compile asked for, so the entries of deleted files go."""
 
     def __init__(self, root: Path, store: str, directory: Path | None = None) -> None:
         """The cache of the store directory `store` (repo-relative) of the working tree at `root`, kept in

@@ -1,8 +1,8 @@
 """Where a validation problem points: the assignment behind a value of a node's resolved config.
 
-Schemas and policies report a path inside a resolved config (`kafka.partitions`, `acl.readers[2]`); the
-snapshot's provenance knows the origin of every leaf (scalars and whole arrays). `locate` walks up to the
-nearest path that has an origin, and for objects and missing values falls back to the node's own main.conf.
+Schemas and policies report a path inside a resolved config (`kafka.partitions`, `acl.readers[2]`). The snapshot's
+provenance knows the origin of every leaf: scalars and whole arrays. `locate` walks up to the nearest path that has
+an origin, and for objects and missing values falls back to the node's own main.conf.
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ def own_config(node: NodeSnapshot) -> dict[str, Any]:
 
 
 class LazyOwnConfig(Mapping[str, Any]):
-    """`own_config(node)`, computed on first access: most policies never read it, and a node's own
-    assignments come from provenance that a plain compile does not otherwise need."""
+    """`own_config(node)`, computed on first access. Most policies never read it. A node's own assignments come from
+    provenance that a plain compile does not otherwise need."""
 
     __slots__ = ("_node", "_value")
 

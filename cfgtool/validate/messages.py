@@ -1,5 +1,5 @@
-"""Readable messages for JSON Schema errors: values in JSON notation (`true`, `"x"`), never Python reprs,
-and never whole objects (a config subtree can be large)."""
+"""Readable messages for JSON Schema errors. Values are in JSON notation (`true`, `"x"`), never Python reprs. Never
+whole objects either: a config subtree can be large."""
 
 from __future__ import annotations
 

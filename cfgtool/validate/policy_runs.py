@@ -79,7 +79,7 @@ def load_policies(
     """Import, create and configure each policy, in order. A policy that fails is E_POLICY_ERROR (at its
     entry in `settings_file`, located in `settings_text` when given) and left out; the others are loaded.
 
-    `code_root` holds the repository's own modules when they come from a git ref (`cfgtool.validate.rules`); the
+    `code_root` holds the repository's own modules when they come from a git ref (`cfgtool.validate.rules`). The
     working tree of `repo_root` is then kept off `sys.path` while importing.
     """
     marks = _entry_marks(settings_text)
@@ -177,9 +177,9 @@ def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | Non
 
 
 def _forget_finders(root: str) -> None:
-    """Drop the import system's cached finders of `root` and its directories, so that imports see the files as they
-    are now (a policy edited since). Only these: `importlib.invalidate_caches()` also re-reads every zip archive on
-    `sys.path`, seconds per policy in a `spark-submit` driver (pyspark's archives)."""
+    """Drop the import system's cached finders of `root` and its directories. Imports then see the files as they are
+    now, such as a policy edited since. Only these: `importlib.invalidate_caches()` also re-reads every zip archive
+    on `sys.path`, seconds per policy in a `spark-submit` driver (pyspark's archives)."""
     inside = root.rstrip("/") + "/"
     for path in list(sys.path_importer_cache):
         if path == root or path.startswith(inside):

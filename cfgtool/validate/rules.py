@@ -235,8 +235,8 @@ def materialize(repo_root: Path, files: dict[str, str]) -> Path:
 
 
 def _intact(directory: Path, files: dict[str, str]) -> bool:
-    """Whether `directory` holds exactly `files` with exactly their content, and nothing else (a stray
-    `__pycache__` could carry code that Python would prefer to the sources)."""
+    """Whether `directory` holds exactly `files` with exactly their content, and nothing else. A stray `__pycache__`
+    could carry code that Python would prefer to the sources."""
     try:
         found = {
             str(Path(dirpath, name).relative_to(directory).as_posix())

@@ -156,8 +156,8 @@ def load_schemas(
 
 
 def _registry(docs: Sequence[Document]) -> tuple[referencing.Registry[Any], dict[str, str]]:
-    """Every schema file by its `$id` and by its path relative to the schemas directory (no retrieval), and
-    the URI each file's own `$ref`s are resolved against."""
+    """Every schema file by its `$id` and by its path relative to the schemas directory (no retrieval). Also the URI
+    each file's own `$ref`s are resolved against."""
     base = posixpath.commonpath([posixpath.dirname(d.file) for d in docs]) if docs else ""
     pairs: list[tuple[str, referencing.Resource[Any]]] = []
     uris: dict[str, str] = {}
@@ -423,8 +423,8 @@ def _violations(spec: SchemaSpec, snapshot: Snapshot, key: str, error: jsonschem
 
 
 def schema_types(specs: Sequence[SchemaSpec], snapshot: Snapshot | None = None) -> dict[str, str]:
-    """The declared JSON type ("string", "integer", "number" or "boolean") of dotted paths, from simple
-    `type` keywords under nested `properties` of the schemas (`$ref`, `allOf`, type lists: absent).
+    """The declared JSON type ("string", "integer", "number" or "boolean") of dotted paths. It comes from simple
+    `type` keywords under nested `properties` of the schemas. `$ref`, `allOf` and type lists give none.
 
     With a snapshot, only schemas selecting at least one of its nodes count. Schemas that disagree on a
     path leave it out, except integer with number, which is number.
