@@ -69,7 +69,7 @@ class NodeRequest:
 
 class PolicyViolation(Exception):
     """Raised by `Policy.validate` to reject a node. `message` says why. `path` (optional, a dotted path such as
-    `kafka.partitions`) names the value at fault, so the report points at the line that set it."""
+    `kafka.partitions`) names the value at fault. The report then points at the line that set it."""
 
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)

@@ -1,10 +1,10 @@
 """Cache entries that decide something, authenticated: an HMAC-SHA256 under a per-user key kept outside the cache.
 
 A checksum only finds damage. Whoever can write a cache directory (a shared CI cache, another local user) can also
-write a matching checksum. So an entry that decides anything is sealed with `seal` and opened with `unseal`. Such an
-entry is a version's validation verdict, a rollback watch list, or a server's answer used without asking it again. A
+write a matching checksum. So an entry that decides anything is sealed with `seal` and opened with `unseal`. Examples
+are a version's validation verdict and a rollback watch list. So is a server's answer used without asking it again. A
 sealed entry is a tag of 32 bytes, then the bytes. The tag is HMAC-SHA256 over the entry's purpose and its bytes. The
-purpose says what it is and which slot it fills, so an entry moved to another slot does not verify. An entry without
+purpose says what it is and which slot it fills. So an entry moved to another slot does not verify. An entry without
 a valid tag is a miss.
 
 The key is 32 random bytes in `$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else
@@ -109,8 +109,8 @@ def derived_key(purpose: str) -> bytes | None:
 
 
 def seal(purpose: str, data: bytes) -> bytes | None:
-    """`data` with its tag in front, for the cache entry that `purpose` names; None when there is no key (write
-    nothing then)."""
+    """`data` with its tag in front, for the cache entry that `purpose` names. None when there is no key; write
+    nothing then."""
     key = cache_key()
     return None if key is None else _tag(key, purpose, data) + data
 

@@ -2,7 +2,7 @@
 
 A decision: a super user is allowed. Else any matching `deny` denies. Else any matching `allow` allows. Else, when no
 entry at all names the resource, `allow_everyone_if_no_acl_found` decides. Else it is denied. An `allow` of read,
-create, alter or delete also allows describe, and one of alter_acl allows describe_acl; a `deny` implies nothing.
+create, alter or delete also allows describe. One of alter_acl allows describe_acl. A `deny` implies nothing.
 `describe` on the store is also allowed to a principal that may describe at least one key of it. An explicit deny of
 it on the store still wins. Entries are indexed once: literal keys in a dict, prefixes by length. So a decision over
 thousands of entries costs a few dictionary lookups, not a scan.
@@ -157,8 +157,8 @@ class Authorizer:
         return decide(False, f"no ACL entry allows {principal} to describe the store or any of its keys")
 
     def _a_describable_key(self, principal: str, host: str | None) -> Entry | str | None:
-        """The entry that lets `principal` describe some key (or the reason, when no entry names that key),
-        None when it may describe none. A prefix (or `*`) allows some key unless a deny covers all of it."""
+        """The entry that lets `principal` describe some key, or the reason when no entry names that key. None when
+        it may describe none. A prefix (or `*`) allows some key unless a deny covers all of it."""
         entries = [*self._wildcard, *(e for es in self._literal.values() for e in es),
                    *(e for es in self._prefixed.values() for e in es)]  # fmt: skip
         if self.acl.allow_everyone_if_no_acl_found and not self._wildcard and "/" not in self._prefixed:

@@ -200,7 +200,7 @@ class _Names:
         self.unmapped: set[str] = set()
 
     def of(self, principals: Iterable[str]) -> list[str] | None:
-        """Sorted GitHub names of `principals`; None when everyone (`User:*`) is one of them: every user may
+        """Sorted GitHub names of `principals`. None when everyone (`User:*`) is one of them. Every user may then
         change it, so no review is required."""
         principals = set(principals)
         if EVERYONE in principals:

@@ -142,7 +142,7 @@ def _owner(file: str, owners: Mapping[str, str]) -> str | None:
 
 
 def _imports(store: Store, includes: IncludesFile) -> dict[str, int]:
-    """Every key an includes file imports, under every declared value of the variables it uses, and the
+    """Every key an includes file imports, under every declared value of the variables it uses. Each comes with the
     line that imports it first."""
     declared = store.settings.variables
     out: dict[str, int] = {}

@@ -2,7 +2,7 @@
 
 Anyone can seal to the store's recipients: `_RECIPIENTS`, one age or ssh-ed25519 public key per line. Only a holder
 of a recipient's identity can open. The binding is the first 16 hex digits of sha256("<store>|<node key>|<path as
-assigned>"). It is written in clear beside the payload, so compile checks it without opening anything, wherever the
+assigned>"). It is written in clear beside the payload. So compile checks it without opening anything, wherever the
 value is written. It is also sealed inside it. So a value opens only where it is assigned, at the node and path it
 was sealed for. That holds whatever its clear binding says. cfgtool itself never opens a secret: only
 `ConfigClient(identity=...)` and `secret reseal` do.
@@ -200,8 +200,8 @@ class Secret(str):
 def with_secrets(
     config: Mapping[str, Any], sealed: Mapping[str, str | None], opener: Callable[[str], str]
 ) -> Mapping[str, Any]:
-    """A copy of `config` with the `[hidden]` value at each sealed path a `Secret` (paths whose value was not
-    sealed stay `[hidden]`)."""
+    """A copy of `config` with the `[hidden]` value at each sealed path a `Secret`. Paths whose value was not sealed
+    stay `[hidden]`."""
     out: dict[str, Any] = dict(config)
     for name, envelope in sealed.items():
         if envelope is None:

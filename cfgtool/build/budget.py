@@ -1,6 +1,6 @@
-"""What the resolved configs of one compile may cost (docs/security.md): a few hundred bytes that every node inherits
-can otherwise expand to gigabytes. Sizes are `Resolved.size` units, about 50 bytes each, counted per process
-(a forked build worker spends its own)."""
+"""What the resolved configs of one compile may cost (docs/security.md). A few hundred bytes that every node inherits
+could otherwise expand to gigabytes. Sizes are `Resolved.size` units, about 50 bytes each, counted per process (a
+forked build worker spends its own)."""
 
 from __future__ import annotations
 

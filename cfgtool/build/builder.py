@@ -494,8 +494,8 @@ def _longest(memo: Mapping[str, tuple[Sequence[str], _Memo]], keys: Sequence[str
 def _remember(
     memo: dict[str, tuple[Sequence[str], _Memo]], graph: Graph, keys: Sequence[str], i: int, value: _Memo
 ) -> None:
-    """Memoize `value` for the suffix `keys[i:]` when it is the linearization of its first key (kept as the
-    graph's own tuple: nothing is copied)."""
+    """Memoize `value` for the suffix `keys[i:]` when it is the linearization of its first key. It is kept as the
+    graph's own tuple: nothing is copied."""
     own = graph.linearization(keys[i])
     if own is not None and len(own) == len(keys) - i and own == keys[i:]:
         memo[keys[i]] = (own, value)

@@ -14,7 +14,7 @@ also reads entries several times faster than pickling the node objects. Entries 
 their key (parse trees by the first two). A shard is read when first needed. A shard that gained entries is written
 as the file's current map plus the new entries. That is one msgpack map, joined without decoding the old part. So a
 compile's forked worker writes its own entries, and a one-file change does not re-encode the whole shard. A shard is
-written to a temporary file and renamed, without fsync: a cache file lost in a power cut is only a miss. A shard is
+written to a temporary file and renamed, without fsync. A cache file lost in a power cut is only a miss. A shard is
 sealed with the user's cache key (`cacheauth`). A parsed tree, a node's config and a schema pass all decide what a
 compile and its validation see. Every entry is checked as it is decoded. A damaged, truncated, forged, foreign or
 hostile shard or entry is a cache miss, never an error. Cache directories are created private (0700).
@@ -95,8 +95,8 @@ MAX_SHARD_ENTRIES = 65_536  # per shard, 16 shards a cache: several versions of 
 
 
 class _Sharded(Generic[K, V]):
-    """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`; values are stored as `_dump`s, keys as
-    strings (`_key_text`: tuples joined with NUL).
+    """A dict on disk, in 16 msgpack shards chosen by `_shard_of(key)`. Values are stored as `_dump`s. Keys are
+    stored as strings (`_key_text`: tuples joined with NUL).
 
     New entries stay as given until `flush` converts them, one shard at a time.
     """
@@ -180,9 +180,9 @@ class _Sharded(Generic[K, V]):
         self._shards.clear()
 
     def flush(self) -> None:
-        """Add every entry put since the last flush to its shard's file; a cache that cannot be written is
-        skipped silently. A written shard leaves memory; it is read again if asked. Entries another process wrote
-        since it was read (a forked worker) are then found too."""
+        """Add every entry put since the last flush to its shard's file. A cache that cannot be written is skipped
+        silently. A written shard leaves memory; it is read again if asked. Entries another process wrote since it
+        was read (a forked worker) are then found too."""
         if self.directory is None:
             self._new.clear()
             return
@@ -346,8 +346,8 @@ class SchemaPasses(_Sharded[tuple[str, str], bool]):
 
 
 class SettingsPasses(_Sharded[str, bool]):
-    """Digests of `_CONFIG_STORE` texts that parsed without any problem (`cfgtool.compile.query`): a query about one
-    key reads them again without importing jsonschema to check them. Failures are never cached."""
+    """Digests of `_CONFIG_STORE` texts that parsed without any problem (`cfgtool.compile.query`). A query about one
+    key then reads them again without importing jsonschema to check them. Failures are never cached."""
 
     @classmethod
     def default(cls, rules_digest: str) -> SettingsPasses:

@@ -290,8 +290,8 @@ def _joined(own: dict[str, tuple[str, ...]], bases: Mapping[str, str | None]) ->
 
 
 def _tuples(kind: type[T], columns: Sequence[Sequence[Any]]) -> Iterator[T]:
-    """Named tuples of `kind` from columns of their fields, made without the named tuple's Python-level
-    `__new__` (a large store's entry holds hundreds of thousands)."""
+    """Named tuples of `kind` from columns of their fields. They are made without the named tuple's Python-level
+    `__new__`, since a large store's entry holds hundreds of thousands."""
     return map(tuple.__new__, repeat(kind), zip(*columns, strict=True))  # type: ignore[arg-type]
 
 

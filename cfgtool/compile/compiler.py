@@ -187,8 +187,8 @@ def compile_source(
 
 def hide_secrets(rules: Rules, snapshot: Snapshot) -> tuple[Snapshot, list[Diagnostic]]:
     """The snapshot with every secret `[hidden]` (docs/access.md), and its secrets' problems (W_SECRET_UNKNOWN
-    included). It runs right after resolution, before validation and before anything reads the snapshot;
-    stores without recipients or writeOnly schemas skip the hiding."""
+    included). It runs right after resolution, before validation and before anything reads the snapshot. Stores
+    without recipients or writeOnly schemas skip the hiding."""
     secrets = rules.uses_secrets
     # without secrets, a $ref that cannot be resolved may still hide a writeOnly mark: W_SECRET_UNKNOWN
     if not secrets and not any(text and "$ref" in text for text in rules.schema_files[0].values()):

@@ -5,7 +5,7 @@ from every node's includes, without any `main.conf`.
 (`cfgtool.store.scope`). It linearizes and resolves those, and hides secrets, exactly as a full compile does for
 them. So the answer and the errors that affect K are the full compile's. Those errors are its layers' syntax, import
 and resolution errors, and the settings' (docs/resolution.md). Two cases go through the full compile instead. One is
-an import cycle among K's nodes: how a cycle is reported depends on where the store-wide search enters it. The other
+an import cycle among K's nodes. How a cycle is reported depends on where the store-wide search enters it. The other
 is a working tree where git does not list a file the scope relied on (an ignored file).
 
 `query_graph` answers `imported-by` and `datasets`. They need every node's imports but no `main.conf`. So only errors
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by th
 @dataclass(frozen=True)
 class KeyAnswer:
     """What the queries about one key read: `result` compiles the nodes L(key) needs. `scope` is None when that is
-    the whole store: the query fell back to a full compile, or read a commit from a version artifact."""
+    the whole store. The query then fell back to a full compile, or read a commit from a version artifact."""
 
     key: str
     result: CompileResult | Reading

@@ -202,7 +202,7 @@ def _value_span(text: str, file: str, node: Node) -> tuple[int, int]:
 
 def reseal(repo: Path | None, store: str | Path, identities: Sequence[Any]) -> list[str]:
     """Open every envelope in the store's main.conf files with `identities` and seal it again to the current
-    recipients; returns the files rewritten."""
+    recipients. Returns the files rewritten."""
     source, label, recipients = _store(repo, store)
     changed: list[str] = []
     paths = [p for p in source.files() if p.endswith("/" + MAIN_FILE) or p == MAIN_FILE]

@@ -126,8 +126,8 @@ def resolve(
 ) -> Resolved:
     """Merge `documents` (first highest priority) and resolve every `${...}` once, afterwards.
 
-    `extra` holds values that substitutions see before the documents' own (for example intrinsic values
-    such as `cfgtool.key`); they are not part of the result. Nothing is read from the environment.
+    `extra` holds values that substitutions see before the documents' own, such as the intrinsic `cfgtool.key`. They
+    are not part of the result. Nothing is read from the environment.
     """
     extra_node = extra if isinstance(extra, Node) or extra is None else from_plain(extra, Origin("<extra>", 0, 0))
     try:
@@ -159,7 +159,7 @@ def quoted_path(config: Mapping[str, Any] | None, path: PathLike) -> str | None:
     """The path expression of a value in plain `config` whose keys, joined by dots, spell `path`. It is asked when
     `path` itself is not set there. `kafka.config.retention.ms` gives `kafka.config."retention.ms"`. It is a
     did-you-mean for a dotted name that exists only quoted. None when there is no such value. Each (object, position)
-    is tried once, so the search is linear in the path's parts times the objects on the way."""
+    is tried once. So the search is linear in the path's parts times the objects on the way."""
     parts = split_path(path)
     seen: set[tuple[int, int]] = set()
 

@@ -1,8 +1,8 @@
 """HOCON tokenizer: one compiled regular expression, one pass, a line and column on every token.
 
-Tokens are plain tuples `(kind, value, raw, line, col)` for speed: the parser reads tens of thousands of
-files per run. `raw` is the source text of the token (numbers and keywords keep it for concatenation).
-Problems are raised as `HoconError(E_SYNTAX)` naming the position and what to do.
+Tokens are plain tuples `(kind, value, raw, line, col)` for speed. The parser reads tens of thousands of files per
+run. `raw` is the source text of the token (numbers and keywords keep it for concatenation). Problems are raised as
+`HoconError(E_SYNTAX)` naming the position and what to do.
 """
 
 from __future__ import annotations

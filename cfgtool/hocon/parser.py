@@ -385,8 +385,8 @@ class _Parser:
             fields[key] = value if old is None else merge_owned(value, old)
 
     def _load_include(self, name: str, required: bool, from_cwd: bool, origin: Origin) -> Obj | None:
-        """Read an include target: relative to the including file, or for `file(...)`, as Lightbend does,
-        relative to the reader's working directory. A missing target is skipped unless `required(...)`."""
+        """Read an include target relative to the including file. `file(...)` is relative to the reader's working
+        directory, as Lightbend does. A missing target is skipped unless `required(...)`."""
         if self.include_depth >= MAX_INCLUDE_DEPTH:
             raise HoconError(
                 E_INCLUDE, f"include statements nested more than {MAX_INCLUDE_DEPTH} times (an include cycle?)", origin

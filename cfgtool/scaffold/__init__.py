@@ -3,8 +3,8 @@
 The files come from `files/` beside this module. They are a store with `_CONFIG_STORE`, an example dataset and tag,
 and a schema. Also the three config workflows, a pre-commit hook and a README. A path part spelled `dot-x` is written
 as `.x` (so the templates are no hidden files in the package). `requirements.txt`, which tells CI and pre-commit how
-to install cfgtool, is written from the running installation. Existing files are never overwritten: each file is
-written whole to a temporary file and hard-linked into place, which fails instead of replacing anything.
+to install cfgtool, is written from the running installation. Existing files are never overwritten. Each file is
+written whole to a temporary file and hard-linked into place. Linking fails instead of replacing anything.
 
 `.github/CODEOWNERS` is written last, from the store's ACL (`cfgtool acl codeowners`), when it is missing.
 

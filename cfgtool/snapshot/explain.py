@@ -1,5 +1,6 @@
-"""`explain(K, path)` (docs/resolution.md#provenance): which assignment won, what it was built from, what it overrode,
-and how each layer of L(K) was reached. Computed from a Snapshot alone, so the CLI and the client explain alike."""
+"""`explain(K, path)` (docs/resolution.md#provenance): which assignment won, what it was built from and what it
+overrode. Also how each layer of L(K) was reached. Computed from a Snapshot alone, so the CLI and the client explain
+alike."""
 
 from __future__ import annotations
 

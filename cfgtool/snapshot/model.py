@@ -1,12 +1,12 @@
 """The compiled model: every node's resolved config, provenance and the query indexes, frozen.
 
-A `Snapshot` is what every consumer reads (CLI queries, ConfigClient, the Spark loader, diff and publish);
-none of them re-implements resolution. It has a canonical JSON form stamped with a schema version and the cfgtool
-version. That form is read back through a compatibility check. Its sha256 `digest` depends only on the content and
-the rules. The content is the resolved configs, layers, imports and variables. The rules are the blob ids of the
-settings, schemas, policy code, ACL and recipients. The digest does not depend on ordering, origins' formatting,
-mtimes, the commit or the machine. So publishing an unchanged store is recognised as a no-op, and a commit that only
-changes the rules is not.
+A `Snapshot` is what every consumer reads: CLI queries, ConfigClient, the Spark loader, diff and publish. None of
+them re-implements resolution. It has a canonical JSON form stamped with a schema version and the cfgtool version.
+That form is read back through a compatibility check. Its sha256 `digest` depends only on the content and the rules.
+The content is the resolved configs, layers, imports and variables. The rules are the blob ids of the settings,
+schemas, policy code, ACL and recipients. The digest does not depend on ordering, origins' formatting, mtimes, the
+commit or the machine. So publishing an unchanged store is recognised as a no-op, and a commit that only changes the
+rules is not.
 """
 
 from __future__ import annotations
@@ -323,8 +323,8 @@ class Snapshot(StoreQueries):
 
 @dataclass(frozen=True)
 class Reading:
-    """A compiled store as the queries read it: the snapshot and the compile's diagnostics (`CompileResult`
-    has the same two, and more)."""
+    """A compiled store as the queries read it: the snapshot and the compile's diagnostics. `CompileResult` has the
+    same two, and more."""
 
     snapshot: Snapshot
     diagnostics: tuple[Diagnostic, ...]
@@ -336,8 +336,8 @@ class Reading:
 
 def errors_affecting(snapshot: Snapshot, diagnostics: Iterable[Diagnostic], key: str | None) -> list[Diagnostic]:
     """The errors among `diagnostics` that make an answer about `key` unreliable; `None` asks about the whole
-    store. For a key: errors of any layer of L(key) (or of the node it inherits from) and errors tied to no
-    node (settings). Validation errors never count: they do not change resolved configs."""
+    store. For a key: errors of any layer of L(key), or of the node it inherits from. Also errors tied to no node
+    (settings). Validation errors never count: they do not change resolved configs."""
     errors = [d for d in diagnostics if d.severity == "error" and d.code not in VALIDATION_CODES]
     if key is None or not errors:
         return errors

@@ -55,7 +55,7 @@ def canonical(key: str, store_name: str | None) -> str:
 
 def join_lookup(f: Any, df: Any, key: str, lookup: Any) -> Any:
     """`df` with the columns of `lookup` but its key and hash, by a broadcast left join. It joins on `key`, the SQL
-    of an expression over `df`'s columns. The key is projected once before the join: written into the condition,
+    of an expression over `df`'s columns. The key is projected once before the join. Written into the condition,
     Spark would compute it for the hash and again for each string test."""
     keyed = df.selectExpr("*", f"CAST({key} AS STRING) AS {DATA_KEY}")
     joined = keyed.join(lookup.hint("broadcast"), f.expr(_SAME_KEY), "left")

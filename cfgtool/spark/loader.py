@@ -153,9 +153,9 @@ class ConfigLoader:
 
     # -- DataFrames --------------------------------------------------------------------------------------
     def configs(self, keys: Iterable[str] | None = None, reveal: bool = False) -> Any:
-        """DataFrame(key, version, commit, exists, config): every node, or the given keys (a key without
-        a node reads as its nearest ancestor's config, with exists=false). `config` is JSON; its secrets are
-        `[hidden]` unless `reveal` (which needs the loader's identity)."""
+        """DataFrame(key, version, commit, exists, config): every node, or the given keys. A key without a node reads
+        as its nearest ancestor's config, with exists=false. `config` is JSON; its secrets are `[hidden]` unless
+        `reveal` (which needs the loader's identity)."""
         self._check_reveal(reveal)
         wanted = sorted(self.snapshot.nodes) if keys is None else [self._key(k) for k in keys]
         cached = self.client.config_json()  # encoded once per version, then read from the client's cache

@@ -56,8 +56,8 @@ def lookup_path(cache: Path, ident: Mapping[str, Any]) -> Path:
 
 
 def read(pa: Any, path: Path, ident: Mapping[str, Any]) -> tuple[Any, dict[str, Kind]] | None:
-    """The kept lookup table at `path` and each column's type, when it is intact and the one `ident` names;
-    None (a miss) for anything else."""
+    """The kept lookup table at `path` and each column's type, when it is intact and the one `ident` names. None (a
+    miss) for anything else."""
     try:
         data = unseal(f"spark {path.name}", path.read_bytes())
     except OSError:

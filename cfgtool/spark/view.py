@@ -68,8 +68,8 @@ class SnapshotView:
         return found if found is not None else self.configs[node] if node is not None else None
 
     def get_value(self, key: str, path: str, default: Any = None, *, nearest: bool = False) -> Any:
-        """The value at the dotted `path` (quote segments containing dots) in `key`'s config, or `default`; a key
-        without a node as `get`."""
+        """The value at the dotted `path` in `key`'s config, or `default`; quote segments containing dots. A key
+        without a node reads as with `get`."""
         value = value_at(self.get(key, nearest=nearest), split_path(path))
         return default if value is MISSING else value
 

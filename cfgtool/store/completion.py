@@ -64,8 +64,8 @@ def complete_variable(store_dir: Path, incomplete: str) -> list[str]:
 
 
 def read_settings(store_dir: Path) -> Mapping[str, Any]:
-    """`_CONFIG_STORE` as plain YAML ({} when it is missing or unreadable): completion needs two settings
-    and no validation, which `cfgtool compile` does."""
+    """`_CONFIG_STORE` as plain YAML ({} when it is missing or unreadable). Completion needs two settings and no
+    validation; `cfgtool compile` validates."""
     import yaml
 
     try:

@@ -118,8 +118,8 @@ def _gitpython() -> Any:
 
 
 def _runner(cwd: Path) -> gitpython.Git:
-    """GitPython's command runner for `cwd`, which must be an existing directory: given a missing one,
-    GitPython would run git in the current directory instead."""
+    """GitPython's command runner for `cwd`, which must be an existing directory. Given a missing one, GitPython
+    would run git in the current directory instead."""
     if not cwd.is_dir():
         raise NotAGitRepoError(f"not a directory: {cwd}", hint="pass --repo PATH")
     runner: gitpython.Git = _gitpython().Git(cwd)
@@ -171,8 +171,8 @@ _TICK = 0.2  # seconds between two looks at a transfer's `cancel` while git says
 
 
 def has_terminal() -> bool:
-    """Whether this process has a controlling terminal, where git may ask for a password or an ssh
-    passphrase (a CI job has none)."""
+    """Whether this process has a controlling terminal; a CI job has none. There git may ask for a password or an ssh
+    passphrase."""
     try:
         os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
     except OSError:
@@ -417,8 +417,8 @@ def tree_files(root: Path, commit: str, directory: str) -> tuple[dict[str, str],
 
 
 def tree_entries(root: Path, commit: str) -> list[tuple[str, str, str]]:
-    """The top level of `commit`'s tree, not recursive: (kind 'blob' | 'tree' | ..., blob or tree id, name);
-    symlinks are left out."""
+    """The top level of `commit`'s tree, not recursive: (kind 'blob' | 'tree' | ..., blob or tree id, name). Symlinks
+    are left out."""
     out = run_git(root, "ls-tree", "-z", "--full-tree", commit).stdout
     entries = []
     for record in out.split(b"\0"):

@@ -302,7 +302,7 @@ class Graph(StoreQueries):
         """E_CYCLE for the cycle path[0] -> ... -> path[-1] -> closing (== path[0]), at one of its includes.
 
         `path[i][1]` is the link that led to `path[i][0]`; `via` is the closing link. The report points at the
-        closing link if it is an include, else at the last include before it, and starts the path there.
+        closing link if it is an include, else at the last include before it. The path starts there.
         """
         links = [frame[1] for frame in path[1:]] + [via]  # links[i]: path[i] -> path[i+1] (or -> closing)
         nodes = [frame[0] for frame in path]

@@ -158,7 +158,7 @@ def near_node(key: str, nearest: Callable[[str], str], names: Callable[[str], Si
 
 def _closest(word: str, names: Siblings) -> str | None:
     """The name closest to `word` (ignoring case) at `NEAR_CUTOFF` or above, or None. In a huge folder, only the
-    names around where `word` sorts by its start, and by its end (a typo rarely changes both)."""
+    names around where `word` sorts by its start, and by its end. A typo rarely changes both."""
     found = names.forward
     if len(found) > NEAR_COMPARED:
         half = NEAR_COMPARED // 2

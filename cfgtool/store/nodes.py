@@ -3,7 +3,7 @@
 
 `discover` lists a source once. It reads `_CONFIG_STORE` and every node's `main.conf` and includes file in one batch.
 It returns the nodes with their files and the problems found. Those are E_BAD_KEY, E_DUPLICATE_INCLUDES, E_SETTINGS,
-E_SYNTAX (includes files, undecodable text) and E_UNDECLARED_VARIABLE. HOCON is not parsed here: `main.conf` text and
+E_SYNTAX (includes files, undecodable text) and E_UNDECLARED_VARIABLE. HOCON is not parsed here. `main.conf` text and
 blob id are handed on, so the compile step can parse (and cache by blob id).
 """
 
@@ -194,8 +194,8 @@ def _unsafe(source: Source, dirs: Mapping[str, str]) -> list[Diagnostic]:
 
 
 def unsafe_link(path: str, key: str) -> Diagnostic:
-    """E_UNSAFE_PATH for the symbolic link `path` (repo-relative), against the node `key` whose directory
-    holds it (directly, or under directories that are not nodes)."""
+    """E_UNSAFE_PATH for the symbolic link `path` (repo-relative), against the node `key` whose directory holds it.
+    It holds it directly, or under directories that are not nodes."""
     return Diagnostic.of(
         "E_UNSAFE_PATH",
         f"{path} is a symbolic link; cfgtool never reads through links, so it and everything under it are ignored",

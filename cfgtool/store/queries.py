@@ -123,8 +123,8 @@ class StoreQueries(ABC):
         return sorted(k for k in self.nodes if is_under(k, prefix))
 
     def reachable(self, key: str) -> set[str]:
-        """The nodes a node reaches through its imports and parents, itself included. For a node on or behind
-        an import cycle (it has no L) these are the nodes whose errors, E_CYCLE among them, explain why."""
+        """The nodes a node reaches through its imports and parents, itself included. A node on or behind an import
+        cycle has no L. For it, these are the nodes whose errors, E_CYCLE among them, explain why."""
         seen = {key}
         todo = [key]
         while todo:

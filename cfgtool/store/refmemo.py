@@ -4,7 +4,7 @@ A read of a cached version (`cfgtool get --ref HEAD`, `ConfigClient(path)`) need
 can open the version's artifact. Where is the repository? Which commit does a ref or version name? Which version is
 current? Each costs a git process, and the first one GitPython's import: a large part of such a read
 (docs/scaling.md). A `RefMemo` keeps those answers in a small JSON file in the cache. Beside them it keeps the state
-of every directory they depend on. Those are the directories from the starting path up to the repository root; a new
+of every directory they depend on. Those are the directories from the starting path up to the repository root. A new
 `.git` on the way would move the repository. Then its `.git` entry, the git directory and the common directory (HEAD,
 packed-refs). Then every directory under their `refs/` and `reftable/`. And the store's working-tree settings file:
 the version tag prefixes come from it before a first commit. git changes a ref by writing a lock file beside it and
@@ -116,8 +116,8 @@ class RefMemo:
         return found
 
     def save(self) -> None:
-        """Write the memo (atomically) if it learned something and its watched state is settled; a cache
-        that cannot be written is skipped."""
+        """Write the memo (atomically) if it learned something and its watched state is settled. A cache that cannot
+        be written is skipped."""
         if not self._dirty or self._root is None:
             return
         limit = time.time_ns() - SETTLED_NS

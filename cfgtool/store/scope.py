@@ -1,6 +1,6 @@
 """The part of a store that one key needs: its nodes discovered one directory at a time.
 
-A query about key K reads the nodes of L(K): K's nearest node, its ancestors and everything their includes
+A query about key K reads the nodes of L(K). They are K's nearest node, its ancestors and everything their includes
 import, transitively. `Scope` discovers exactly those, and leaves every other directory of the store unread. It
 reports the discovery problems `discover` reports for them. Those are E_BAD_KEY for a child directory, E_UNSAFE_PATH,
 E_DUPLICATE_INCLUDES and includes errors.

@@ -64,11 +64,11 @@ class StatCache:
 
     Entries are stored as `{path: [size, mtime_ns, ctime_ns, inode, device, blob id]}`. Each is checked when asked
     for, since a store may have 200,000 files. `save` writes the entries this process found or made: those of the
-    files a compile asked for, so the entries of deleted files go."""
+    files a compile asked for. So the entries of deleted files go."""
 
     def __init__(self, root: Path, store: str, directory: Path | None = None) -> None:
-        """The cache of the store directory `store` (repo-relative) of the working tree at `root`, kept in
-        `directory` (default: `stat-v{FORMAT}` under the cache root)."""
+        """The cache of the store directory `store` (repo-relative) of the working tree at `root`. It is kept in
+        `directory`, by default `stat-v{FORMAT}` under the cache root."""
         self.root = str(root)
         self.store = store
         self.directory = directory if directory is not None else cache_root() / f"stat-v{FORMAT}"

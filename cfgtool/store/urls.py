@@ -31,16 +31,16 @@ _HELPER = '!f() { cat >/dev/null; test "$1" = get && printf \'%s\' "$CFGTOOL_GIT
 
 
 def redact(text: str) -> str:
-    """`text` with the user information of every URL in it dropped (`https://user:token@host/x` ->
-    `https://host/x`): a URL's credentials are never printed, logged, measured or answered."""
+    """`text` with the user information of every URL in it dropped (`https://user:token@host/x` -> `https://host/x`).
+    A URL's credentials are never printed, logged, measured or answered."""
     return _USERINFO.sub(r"\1", text)
 
 
 def split_credentials(url: str) -> tuple[str, str | None]:
     """(`url` as written to disk, the credential it held in git's credential-helper format, or None).
 
-    An http(s) or ftp(s) URL loses its user information, which becomes the credential. Any other URL only
-    loses a password, which git never uses there (an ssh user name is a login, not a secret).
+    An http(s) or ftp(s) URL loses its user information, which becomes the credential. Any other URL only loses a
+    password, which git never uses there. An ssh user name is a login, not a secret.
     """
     found = _AUTHORITY.match(url)
     if found is None:
@@ -73,7 +73,7 @@ def fetch_env(url: str, credential: str | None) -> dict[str, str]:
     """The environment of the git processes that clone or fetch `url` (without credentials).
 
     git never prompts: a server or a library has no one to answer. An HTTP transfer slower than `STALL_BYTES` a
-    second for `STALL_S` seconds fails. With `stall_bound` over the other transports, a remote that stops answering
+    second for `STALL_S` seconds fails. `stall_bound` covers the other transports. So a remote that stops answering
     is a fetch failure, never a process stuck for good. The server's `/healthz` reports it. A `credential` is handed
     to git through `_HELPER`, for the URL's scheme and host alone; a redirect elsewhere gets nothing. The list of
     configured helpers is emptied first, since they could store it. The entries come after any `GIT_CONFIG_COUNT`

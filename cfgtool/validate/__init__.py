@@ -1,9 +1,9 @@
 """Validation of compiled snapshots (docs/schemas.md, docs/policies.md): JSON Schemas by selector, and pluggable
 policies.
 
-The policy contract for policy authors (`Policy`, `NodeRequest`, `PolicyViolation`) lives in
-`cfgtool.policies`; this package holds the machinery that loads and runs schemas and policies. Its names are
-imported on first use: reading the schema files (`documents`) must not import jsonschema.
+The policy contract for policy authors (`Policy`, `NodeRequest`, `PolicyViolation`) lives in `cfgtool.policies`. This
+package holds the machinery that loads and runs schemas and policies. Its names are imported on first use: reading
+the schema files (`documents`) must not import jsonschema.
 """
 
 import typing as _typing

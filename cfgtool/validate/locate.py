@@ -2,7 +2,7 @@
 
 Schemas and policies report a path inside a resolved config (`kafka.partitions`, `acl.readers[2]`). The snapshot's
 provenance knows the origin of every leaf: scalars and whole arrays. `locate` walks up to the nearest path that has
-an origin, and for objects and missing values falls back to the node's own main.conf.
+an origin. For objects and missing values it falls back to the node's own main.conf.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def locate(node: NodeSnapshot, store_dir: str, path: Sequence[str | int], *, mis
     """The file:line:col to blame for the value at `path` in `node`'s resolved config.
 
     A scalar or array: the assignment that won (an array element: its array). An object: the node's own
-    first assignment inside it, else the first inherited one. `missing` (a required value that is not set
-    inside the object at `path`): the node's own first assignment inside that object, else its main.conf.
+    first assignment inside it, else the first inherited one. `missing` is a required value that is not set inside
+    the object at `path`. It points at the node's own first assignment inside that object, else at its main.conf.
     """
     keys: list[str] = []
     for part in path:

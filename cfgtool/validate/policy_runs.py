@@ -76,8 +76,8 @@ def load_policies(
     settings_text: str | None = None,
     code_root: Path | None = None,
 ) -> tuple[list[LoadedPolicy], list[Diagnostic]]:
-    """Import, create and configure each policy, in order. A policy that fails is E_POLICY_ERROR (at its
-    entry in `settings_file`, located in `settings_text` when given) and left out; the others are loaded.
+    """Import, create and configure each policy, in order. A policy that fails is E_POLICY_ERROR at its entry in
+    `settings_file`, located in `settings_text` when given. It is left out; the others are loaded.
 
     `code_root` holds the repository's own modules when they come from a git ref (`cfgtool.validate.rules`). The
     working tree of `repo_root` is then kept off `sys.path` while importing.
@@ -141,9 +141,9 @@ def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | Non
 
     A module family the repository provides may be imported from elsewhere already (`policies` of another
     repository). It is set aside while importing and put back afterwards. The repository's modules imported meanwhile
-    are removed again. Installed packages (even in a virtualenv inside the repository) stay imported, and cfgtool
-    itself is never re-imported: policies share the runner's classes. `repo_root` may be a ref's materialized code
-    (not `work_tree`). Then the working tree and the current directory are taken off `sys.path` and no bytecode is
+    are removed again. Installed packages stay imported, even in a virtualenv inside the repository. cfgtool itself
+    is never re-imported: policies share the runner's classes. `repo_root` may be a ref's materialized code (not
+    `work_tree`). Then the working tree and the current directory are taken off `sys.path` and no bytecode is
     written. So nothing of the checkout is imported.
     """
     root = str(repo_root.resolve())
@@ -317,8 +317,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _with_value(config: Mapping[str, Any], parts: tuple[str, ...], value: Any) -> Mapping[str, Any]:
-    """A copy of `config` with the value at `parts` set to `value` (removed when MISSING); only the objects
-    on the path are copied."""
+    """A copy of `config` with the value at `parts` set to `value` (removed when MISSING). Only the objects on the
+    path are copied."""
     out = dict(config)
     head, rest = parts[0], parts[1:]
     if not rest:

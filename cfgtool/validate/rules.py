@@ -87,8 +87,8 @@ class Rules:
         return None if blob is None else blob.data.decode("utf-8-sig", "replace")
 
     def packages(self) -> list[str]:
-        """The top-level modules the policies are imported from that the repository itself could provide
-        (cfgtool is never one: policies share the running cfgtool's classes)."""
+        """The top-level modules the policies are imported from that the repository itself could provide. cfgtool is
+        never one: policies share the running cfgtool's classes."""
         tops = (spec.class_path.partition(":")[0].split(".")[0] for spec in self.settings.policies)
         return sorted({t for t in tops if t.isidentifier() and t != "cfgtool"})
 
@@ -117,8 +117,8 @@ class Rules:
         return paths
 
     def policy_root(self) -> Path:
-        """The directory repository-local policies are imported from: the working tree for a working-tree
-        compile, else the ref's own policy files materialized in the cache."""
+        """The directory repository-local policies are imported from. It is the working tree for a working-tree
+        compile. Else it holds the ref's own policy files, materialized in the cache."""
         if self.source.ref is None:
             return self.source.repo_root
         return materialize(self.source.repo_root, self.code_files)

@@ -128,8 +128,8 @@ class SchemaSpec:
 def load_schemas(
     files: Mapping[str, str | None], store_name: str | None = None
 ) -> tuple[list[SchemaSpec], list[Diagnostic]]:
-    """Compile every schema file in `files` (repo-relative path -> text, None for a file that is not UTF-8;
-    other suffixes are ignored). A file with any problem is reported and left out; the others are used."""
+    """Compile every schema file in `files`: repo-relative path -> text, None for a file that is not UTF-8. Other
+    suffixes are ignored. A file with any problem is reported and left out; the others are used."""
     docs: list[Document] = []
     diags: list[Diagnostic] = []
     for file in sorted(files):
@@ -338,8 +338,8 @@ def _checked_in_two(spec: SchemaSpec, snapshot: Snapshot, todo: Sequence[_Todo])
 
 
 def schemas_digest(specs: Sequence[SchemaSpec]) -> str:
-    """What a node's verdict depends on besides its config: every schema (a `$ref` may name another file),
-    and the jsonschema that applies them."""
+    """What a node's verdict depends on besides its config. That is every schema, since a `$ref` may name another
+    file, and the jsonschema that applies them."""
     content = [jsonschema_code(), [[spec.file, spec.schema] for spec in specs]]
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=repr)  # YAML may hold dates
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
