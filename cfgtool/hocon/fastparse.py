@@ -114,17 +114,7 @@ class _Fast:
         pieces = self.pieces
         starts = self.starts
         file = self.file
-        i = self.i
-        if braced:
-            obj_origin = self._origin(i)
-            self.depth += 1
-            if self.depth > FAST_DEPTH:
-                raise _GIVE_UP
-            i += 1
-            if kinds[i] == WS:
-                i += 1
-        else:
-            obj_origin = _new_origin(Origin, (file, 1, 1))
+        obj_origin, i = self._open(braced)
         fields: dict[str, Node] = {}
         while True:
             kind = kinds[i]
@@ -230,6 +220,19 @@ class _Fast:
                     raise _GIVE_UP
             elif kind != NL and kind != RBRACE and kind != EOF:
                 raise _GIVE_UP
+
+    def _open(self, braced: bool) -> tuple[Origin, int]:
+        """An object's origin and the index of its first token: past `{` (one level deeper) when `braced`, else
+        the file's top, at line 1 column 1."""
+        i = self.i
+        if not braced:
+            return _new_origin(Origin, (self.file, 1, 1)), i
+        origin = self._origin(i)
+        self.depth += 1
+        if self.depth > FAST_DEPTH:
+            raise _GIVE_UP
+        i += 1
+        return origin, i + 1 if self.kinds[i] == WS else i
 
     def _field(self, fields: dict[str, Node], path: tuple[str, ...], key: str, unquoted: bool) -> None:
         """The field whose key (one token) is at `self.i`: `key = value`, `key: value`, `key {...}`, `key += value`."""

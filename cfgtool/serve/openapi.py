@@ -479,6 +479,33 @@ def _plain(ok: Schema, **more: Schema) -> Schema:
 
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of `cfgtool serve`."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "cfgtool serve",
+            "version": "1",
+            "description": "Published config versions over HTTP/JSON; see docs/serving.md and docs/security.md.",
+        },
+        "paths": _paths(),
+        "components": {
+            "schemas": SCHEMAS,
+            "responses": RESPONSES,
+            "parameters": PARAMETERS,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a token of `cfgtool token add`, needed when the server runs with `--tokens`",
+                }
+            },
+        },
+        "security": [{"bearer": []}, {}],
+    }
+
+
+def _paths() -> dict[str, Schema]:
+    """The paths of the API: the reads of stores, versions and keys, the queries and the change feed, then the
+    rest (`_other_paths`)."""
     listed = _headers("ETag", required=("ETag",))
     stores = _ok(
         "every store: its name, path, current version and feed position",
@@ -495,7 +522,6 @@ def document() -> dict[str, Any]:
         _ref("schemas", "Changes"),
         _headers("Cache-Control"),
     )
-    health = {JSON: {"schema": _ref("schemas", "Health")}}
     queries = zip(QUERIES, ("Tags", "Datasets", "Imports", "ImportedBy", "Explanation"), strict=True)
     paths: dict[str, Schema] = {
         "/v1/stores": _get(
@@ -520,6 +546,25 @@ def document() -> dict[str, Any]:
         "/v1/{store}/changes": _get(
             "changes: the change feed, a long poll", ["store"], _responses(changes, STORE, not_modified=False)
         ),
+        **_other_paths(listed),
+    }
+    paths["/v1/{store}/changes"]["get"]["parameters"] += [
+        _param("since", "query", "the last `seq` the client handled (default 0)", INT, example=0),
+        _param(
+            "wait",
+            "query",
+            "seconds to hold the request for an event (default 30, at most 55)",
+            {"type": "number", "minimum": 0, "maximum": 55},
+            example=0,
+        ),
+    ]
+    return paths
+
+
+def _other_paths(listed: Schema) -> dict[str, Schema]:
+    """The paths of consumers and their reports, readiness, metrics and this document."""
+    health = {JSON: {"schema": _ref("schemas", "Health")}}
+    return {
         "/v1/{store}/consumers": _get(
             "consumers: the client instances this server heard from, with the version each reads or applied",
             ["store"],
@@ -584,38 +629,6 @@ def document() -> dict[str, Any]:
             ),
             public=True,
         ),
-    }
-    paths["/v1/{store}/changes"]["get"]["parameters"] += [
-        _param("since", "query", "the last `seq` the client handled (default 0)", INT, example=0),
-        _param(
-            "wait",
-            "query",
-            "seconds to hold the request for an event (default 30, at most 55)",
-            {"type": "number", "minimum": 0, "maximum": 55},
-            example=0,
-        ),
-    ]
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "cfgtool serve",
-            "version": "1",
-            "description": "Published config versions over HTTP/JSON; see docs/serving.md and docs/security.md.",
-        },
-        "paths": paths,
-        "components": {
-            "schemas": SCHEMAS,
-            "responses": RESPONSES,
-            "parameters": PARAMETERS,
-            "securitySchemes": {
-                "bearer": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "a token of `cfgtool token add`, needed when the server runs with `--tokens`",
-                }
-            },
-        },
-        "security": [{"bearer": []}, {}],
     }
 
 
