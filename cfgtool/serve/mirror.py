@@ -29,8 +29,8 @@ from pathlib import Path
 from cfgtool._util.cachedir import private_dir
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.store import git
-from cfgtool.store.found import store_dirs, store_name
 from cfgtool.store.settings import SETTINGS_FILE, parse_settings
+from cfgtool.store.stores import store_dirs, store_name
 from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[^/\s]+@[^/\s]+:")  # https://..., ssh://..., file://, git@host:path

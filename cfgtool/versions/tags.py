@@ -33,9 +33,9 @@ from typing import Any, Literal, NamedTuple
 
 from cfgtool.errors import SourceError
 from cfgtool.store import git
-from cfgtool.store.found import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
 from cfgtool.store.sources import Source
+from cfgtool.store.stores import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.versions.messages import decode_all, split_message
 from cfgtool.versions.names import CURRENT, DEFAULT_SHOWN, PREVIOUS, version_number
 
