@@ -6,7 +6,8 @@ Usage:
 
 Builds a repository with one commit per 100 versions and N annotated version tags (every 50th one rolled back),
 each message carrying cfgtool's metadata line, through ONE `git fast-import` (a few seconds for 10,000 tags).
-Then times, in this process: `versions(all=True)`, `versions()` (the newest 20) and `current_version()`, with the
+Then times, in this process: `versions(all=True)`, `versions()` (the newest 20), `current_version()` and
+`readers.steps()` (every publish and rollback in order, what the console and the change feed read), with the
 tags as loose refs (as after fetching them) and after `git pack-refs --all` (as after a gc); and the CLI
 `cfgtool versions --all --format json` end to end (a new process each time).
 Target: `versions` and the current-version lookup <= 0.3 s with 10,000 version tags.
@@ -24,8 +25,9 @@ from pathlib import Path
 
 from benchmarks.machine import print_machine
 from cfgtool.store.git import git_env
-from cfgtool.versions import current_version, versions
+from cfgtool.versions import current_version, history, versions
 from cfgtool.versions.messages import format_message
+from cfgtool.versions.readers import steps
 
 TARGET_S = 0.3
 
@@ -113,9 +115,10 @@ def main() -> int:
                 "versions(all=True)": best(lambda: versions(repo, all=True), args.repeat),
                 "versions()": best(lambda: versions(repo), args.repeat),
                 "current_version()": best(lambda: current_version(repo), args.repeat),
+                "readers.steps()": best(lambda: steps(history(repo)), args.repeat),
             }
             for name, seconds in figures.items():
-                if name != "versions(all=True)":  # the target is for `versions` and the current-version lookup
+                if name in ("versions()", "current_version()"):  # the target is for these two
                     worst = max(worst, seconds)
                 print(f"{state:12} {name:20} {seconds * 1000:7.1f} ms")
         cli = [sys.executable, "-m", "cfgtool", "--repo", str(repo), "versions", "--all", "--format", "json"]

@@ -187,6 +187,8 @@ class StoreState:
         events += self._marker_events(hist, unservable)
         self._publish(hist, unservable, now)
         self.ready = True
+        if not events:
+            return events
         order = {(s.kind, s.version): i for i, s in enumerate(steps(hist))}  # as they happened, not by date
         return sorted(events, key=lambda e: order.get((e.kind, e.version), -1))
 

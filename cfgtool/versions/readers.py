@@ -16,6 +16,9 @@ without these records, comes after every version tagged before it.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import itertools
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,22 +45,25 @@ class Step:
 def steps(known: History, skip: Collection[int] = ()) -> list[Step]:
     """Every publish, rollback and restore of `known`'s versions, oldest first. Versions in `skip` (ones a
     server never serves) are left out: no reader ever had them."""
+    tags = known.tags
+    numbers = [n for n in sorted(tags) if n not in skip]
+    dated = _dated(known)
     order: list[tuple[int, int, int, datetime, int, StepKind]] = []  # (after, 0 / 1, markers before, date, N, kind)
-    for n in known.numbers:
-        if n not in skip:
-            order.append((n, 0, 0, known.tag(n).date, n, "publish"))
+    order += [(n, 0, 0, tags[n].date, n, "publish") for n in numbers]
+    kept = set(numbers)
     markers: list[tuple[StepKind, Mapping[int, Tag]]] = [
         ("rollback", known.rollback_markers),
         ("restore", known.restorations),
     ]
     for kind, found in markers:
         for n, marker in found.items():
-            if n in known.numbers and n not in skip:
+            if n in kept:
                 earlier = marker.metadata.get("markers")  # how many markers existed when it was made
                 count = earlier if isinstance(earlier, int) and not isinstance(earlier, bool) else 0
-                order.append((marker_after(known, marker, n), 1, count, marker.date, n, kind))
+                order.append((marker_after(known, marker, n, dated), 1, count, marker.date, n, kind))
     order.sort(key=lambda item: (*item[:5], item[5] == "restore"))
     good: set[int] = set()
+    heap: list[int] = []  # the good versions negated, and some that no longer are (dropped when on top)
     out: list[Step] = []
     current: int | None = None
     for _, _, _, date, n, kind in order:
@@ -65,7 +71,10 @@ def steps(known: History, skip: Collection[int] = ()) -> list[Step]:
             good.discard(n)
         else:
             good.add(n)
-        before, current = current, max(good, default=None)
+            heapq.heappush(heap, -n)
+        while heap and -heap[0] not in good:
+            heapq.heappop(heap)
+        before, current = current, -heap[0] if heap else None
         out.append(Step(kind, n, date, before, current))
     return out
 
@@ -76,10 +85,22 @@ def seen_before(known: History, skip: Collection[int] = ()) -> dict[int, int | N
     return {s.version: s.before for s in steps(known, skip) if s.kind == "publish"}
 
 
-def marker_after(known: History, marker: Tag, n: int) -> int:
+def marker_after(known: History, marker: Tag, n: int, dated: _Dated | None = None) -> int:
     """The highest version published before `marker` (of version N, so at least N): the `after` its metadata
-    records, else (a marker made by hand) the highest version tagged before the marker's date."""
+    records, else (a marker made by hand) the highest version tagged before the marker's date (`dated`:
+    `_dated(known)`, when already at hand)."""
     after = marker.metadata.get("after")
     if not isinstance(after, int) or isinstance(after, bool):
-        after = max((m for m in known.numbers if known.tag(m).date < marker.date), default=n)
+        dates, highest = dated if dated is not None else _dated(known)
+        i = bisect.bisect_left(dates, marker.date)
+        after = highest[i - 1] if i else n
     return max(after, n)
+
+
+_Dated = tuple[list[datetime], list[int]]
+
+
+def _dated(known: History) -> _Dated:
+    """The versions' dates, sorted, and the highest version tagged at or before each."""
+    pairs = sorted((tag.date, n) for n, tag in known.tags.items())
+    return [date for date, _ in pairs], list(itertools.accumulate((n for _, n in pairs), max))
