@@ -1,6 +1,6 @@
 """Diagnostics: the one record for a problem in user config, the registry of codes, and pure renderers.
 
-A `Diagnostic` is a value collected per node, never raised, so one run reports every problem (ARCHITECTURE.md,
+A `Diagnostic` is a value collected per node, never raised. So one run reports every problem (ARCHITECTURE.md,
 docs/compile.md). Renderers are pure functions from diagnostics (and a line reader for source excerpts) to a string:
 
 - `render_text`: `file:line:col: CODE message`, the source line with a caret, then notes; many nodes failing

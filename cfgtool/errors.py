@@ -22,7 +22,7 @@ EXIT_USAGE_ERROR = 2
 class CfgtoolError(Exception):
     """A problem the user must fix: `message` says what is wrong, `hint` (optional) how to fix it.
 
-    `exit_code` is the exit status the CLI uses: 1 for config errors, 2 for usage or environment errors.
+    `exit_code` is the exit status the CLI uses. It is 1 for config errors, 2 for usage or environment errors.
     """
 
     exit_code: ClassVar[int] = EXIT_CONFIG_ERROR

@@ -1,4 +1,4 @@
-"""Files written whole or not at all: readers never see half a file, a crash leaves the old one."""
+"""Files written whole or not at all. Readers never see half a file, and a crash leaves the old one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_atomic_bytes(path: Path, data: bytes, *, replace: bool = True) -> bool:
-    """Write `data` to `path` through a temporary file, so readers never see half a file; True when written.
+    """Write `data` to `path` through a temporary file, so readers never see half a file. True when written.
 
     The temporary file is renamed over `path`. With `replace=False` it is hard-linked to it instead. That fails
     (False, nothing written) when `path` exists, so it never overwrites, even against a concurrent writer.

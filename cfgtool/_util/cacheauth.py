@@ -9,7 +9,7 @@ a valid tag is a miss.
 
 The key is 32 random bytes in `$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else
 `~/.config/cfgtool/cache.key`. It is never under the cache directory, so copying or planting a cache carries no key.
-It is created on first use, mode 0600, atomically: two processes that start together read the same key. A key owned
+It is created on first use, mode 0600, atomically. Two processes that start together read the same key. A key owned
 by another user, or readable or writable by group or others, is refused with a warning. That is how ssh treats a
 private key. The authenticated entries are then misses, and none is written.
 
@@ -43,7 +43,7 @@ def key_path() -> Path:
 
 
 def cache_key() -> bytes | None:
-    """This user's cache key, created on first use. None when it is refused or cannot be had; authenticated entries
+    """This user's cache key, created on first use. None when it is refused or cannot be had. Authenticated entries
     are then misses, and none is written. Read once per process."""
     path = key_path()
     name = str(path)

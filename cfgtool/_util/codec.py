@@ -1,4 +1,4 @@
-"""The one encoding of cache files: msgpack for plain data, and what decoding a damaged file can raise."""
+"""The one encoding of cache files: msgpack for plain data. Also what decoding a damaged file can raise."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 `parse_acl` validates it against the JSON Schema shipped beside this module. It also checks what a schema cannot. An
 operation must fit its resource, and a key must be a key. Every problem is E_ACL at its file:line:col. An ACL with
 any E_ACL is `broken`: it fails closed, and only super users are allowed. A prefixed key that does not end with `/`
-is W_ACL_PREFIX: it also matches keys that merely start alike.
+is W_ACL_PREFIX. It also matches keys that merely start alike.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ names, owned by those principals. A prefix `/data/tracking/` becomes `/store/dat
 node's own files, `/store/data/orders/*`. The principals allowed `alter_store` own the rule files. Those are
 settings, schemas, policy code, recipients, and the files that decide how CI runs (`cfgtool.validate.gate`). The
 principals allowed `alter_acl` own the ACL file. The super users own both. Principals become GitHub names through the
-ACL's `github:` map; a group without a name is its members' names. Deny entries and entries limited to a host cannot
+ACL's `github:` map. A group without a name is its members' names. Deny entries and entries limited to a host cannot
 be expressed there; the pull-request check enforces them. GitHub takes the last matching line, so broader paths come
 first and the rule files last. Turn on "Require review from Code Owners" in the branch protection. A change then
 needs a review by one of the owners of every path it touches.
@@ -51,7 +51,7 @@ class Codeowners:
 
 @dataclass(frozen=True)
 class Check:
-    """The file as it is against the file as the ACL makes it: `diff` (unified) is empty when it is fresh."""
+    """The file as it is against the file as the ACL makes it. `diff` (unified) is empty when it is fresh."""
 
     path: Path
     expected: Codeowners

@@ -5,8 +5,9 @@ however a schema reaches the value (`cfgtool.validate.writeonly`). `unknown_secr
 `$ref` that does not resolve (W_SECRET_UNKNOWN). `seal_snapshot` hides secrets (`cfgtool.snapshot.hidden`) in every
 node of a snapshot. It runs right after resolution and before validation, so nothing later sees a secret. It reports
 E_SECRET_IN_CLEAR: a secret path holding anything but an envelope. It reports E_SECRET_CONCAT: an envelope
-concatenated into a string. And it reports E_SECRET_BINDING: an envelope assigned at another store, node or path than
-the one it was sealed for. That is read from the clear binding: the compiler never opens anything.
+concatenated into a string. And it reports E_SECRET_BINDING: an envelope assigned somewhere else. That is another
+store, node or path than the one it was sealed for. That is read from the clear binding: the compiler never opens
+anything.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def secret_paths(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> dict[str, f
 
 
 def unknown_secrets(specs: Sequence[SchemaSpec]) -> list[Diagnostic]:
-    """W_SECRET_UNKNOWN for each `$ref` a schema reaches but cfgtool cannot resolve: what it describes may
-    be secret, and nothing tells."""
+    """W_SECRET_UNKNOWN for each `$ref` a schema reaches but cfgtool cannot resolve. What it describes may be secret,
+    and nothing tells."""
     return [
         Diagnostic.of(
             "W_SECRET_UNKNOWN",

@@ -172,8 +172,8 @@ def store_label(name: str | None, store_dir: str) -> str:
 
 
 class Secret(str):
-    """A secret read by a client: `str`, `repr` and JSON show `[hidden]`; `reveal()` opens it (Kafka's
-    `Password` type). It opens lazily, in this process only, and only when an identity was given."""
+    """A secret read by a client: `str`, `repr` and JSON show `[hidden]`. `reveal()` opens it, as Kafka's `Password`
+    type does. It opens lazily, in this process only, and only when an identity was given."""
 
     _envelope: str
     _opener: Callable[[str], str]

@@ -1,6 +1,6 @@
 """What the resolved configs of one compile may cost (docs/security.md). A few hundred bytes that every node inherits
-could otherwise expand to gigabytes. Sizes are `Resolved.size` units, about 50 bytes each, counted per process (a
-forked build worker spends its own)."""
+could otherwise expand to gigabytes. Sizes are `Resolved.size` units, about 50 bytes each, counted per process. A
+forked build worker spends its own."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ BUDGET_PER_NODE = 1_000
 
 
 class Budget:
-    """The budget of a compile of `nodes` nodes; once spent, every later node fails with the same E_LIMIT."""
+    """The budget of a compile of `nodes` nodes. Once it is spent, every later node fails with the same E_LIMIT."""
 
     def __init__(self, nodes: int) -> None:
         self.left = BUDGET + BUDGET_PER_NODE * nodes

@@ -2,9 +2,9 @@
 
 Two content-addressed caches keep repeated compiles fast. `ParseCache` keeps parsed documents by blob id. `NodeCache`
 keeps node results by a fingerprint of everything a node resolves from. That is its key, L(K) with every layer's
-`main.conf` blob id, and its imports. A node whose fingerprint is cached is not resolved again, and the documents of
-its layers are not even read. A document that includes other files is never cached: its own blob id does not capture
-its content. Neither is a node that resolves from one.
+`main.conf` blob id, and its imports. A node whose fingerprint is cached is not resolved again. The documents of its
+layers are not even read. A document that includes other files is never cached: its own blob id does not capture its
+content. Neither is a node that resolves from one.
 
 A build with many nodes to resolve (a cold compile) is split over two processes. A forked worker parses and resolves
 half of them and adds its cache entries to the cache files itself. It sends back plain data through a pipe: configs,
@@ -163,7 +163,7 @@ class Builder:
     # -- two processes ----------------------------------------------------------------------------------
     def _build_split(self, graph: Graph, todo: list[_Todo], notes: tuple[str, ...]) -> dict[str, NodeSnapshot]:
         """Resolve `todo` in two processes: a forked worker takes the first half, this process the rest. The worker's
-        results and diagnostics come back as plain data; its cache entries go to the cache files. Results are the
+        results and diagnostics come back as plain data. Its cache entries go to the cache files. Results are the
         same as one process gives. If the worker fails, its half is done here."""
         half = len(todo) // 2
         theirs, mine = todo[:half], todo[half:]
@@ -329,8 +329,8 @@ class Builder:
         """The merged (unresolved) tree of a linearization. Most nodes have L(K) = [K] + L(B). B is their parent or,
         along an import chain, their import. The trees of suffixes that are linearizations are memoized. So each node
         costs one merge (or a few) of its own config over an already merged tree. No lookup hashes or copies a whole
-        linearization per layer; an import chain 1,000 deep would be quadratic. It is built from the longest memoized
-        suffix up, in a loop: a deep chain must not recurse. A merge can fail with E_LIMIT: too many definitions of
+        linearization per layer. An import chain 1,000 deep would be quadratic. It is built from the longest memoized
+        suffix up, in a loop. A deep chain must not recurse. A merge can fail with E_LIMIT: too many definitions of
         one value over a deep chain. That is reported once, as an error of the layer whose config it merged. The
         layers over it then have no tree, as over one that does not parse."""
         done, tree = _longest(self._trees, keys)
@@ -365,7 +365,7 @@ class Builder:
 
     def _chain(self, lkeys: Sequence[str]) -> str:
         """The hash chain of a linearization. The chains of a `Lin`'s list are kept by list, for every length asked
-        for so far. So each node built over a memoized L costs one step: an import chain is linear, not quadratic. A
+        for so far. So each node built over a memoized L costs one step. An import chain is linear, not quadratic. A
         step already taken over the same layers below (the root, a group, a tag over them) is not hashed again."""
         if not isinstance(lkeys, Lin):
             return self._steps(reversed(lkeys), "")[-1]
@@ -481,8 +481,8 @@ _Memo = TypeVar("_Memo")
 
 
 def _longest(memo: Mapping[str, tuple[Sequence[str], _Memo]], keys: Sequence[str]) -> tuple[int, _Memo | None]:
-    """(i, value): the longest suffix `keys[i:]` (i >= 1) that `memo` holds, and its value; (len, None) if none.
-    An entry holds under a key the linearization it stands for: it counts only when that is `keys[i:]`."""
+    """(i, value): the longest suffix `keys[i:]` (i >= 1) that `memo` holds, and its value. (len, None) if none. An
+    entry holds under a key the linearization it stands for. It counts only when that is `keys[i:]`."""
     last = len(keys)
     for i in range(1, last):
         hit = memo.get(keys[i])

@@ -250,7 +250,7 @@ class _Sharded(Generic[K, V]):
 
 class ParseCache(_Sharded[tuple[str, str], Obj]):
     """Parsed documents by (blob id, path), in 256 shards (two hex digits). A compile after a one-file change needs
-    the trees of a few layers, and a shard is read whole. A 100,000-file store's trees are 350 MB."""
+    the trees of a few layers. A shard is read whole. A 100,000-file store's trees are 350 MB."""
 
     def __init__(self, directory: Path | None) -> None:
         super().__init__(directory)
@@ -258,7 +258,7 @@ class ParseCache(_Sharded[tuple[str, str], Obj]):
 
     @classmethod
     def default(cls) -> ParseCache:
-        """The cache for this cfgtool and this shape of the value model (a change to either starts afresh)."""
+        """The cache for this cfgtool and this shape of the value model. A change to either starts afresh."""
         return cls(cache_root() / f"parse-v{FORMAT}-{__version__}-{_MODEL}")
 
     def _shard_of(self, key: tuple[str, str]) -> str:
@@ -390,8 +390,8 @@ def encode_tree(node: Node) -> tuple[Any, ...]:
 
 
 def decode_tree(record: Any) -> Node:
-    """The tree `encode_tree` encoded (fresh nodes: the resolver may annotate them). Every field is checked:
-    anything else than what `encode_tree` writes raises ValueError (a damaged entry is a cache miss)."""
+    """The tree `encode_tree` encoded (fresh nodes: the resolver may annotate them). Every field is checked. Anything
+    else than what `encode_tree` writes raises ValueError; a damaged entry is a cache miss."""
     tag, file, line, col = record[0], record[1], record[2], record[3]
     if not (isinstance(file, str) and type(line) is int and type(col) is int and len(record) >= 5):
         raise ValueError("a damaged parse cache entry")

@@ -9,9 +9,9 @@ another entry. `main.conf` contents are not part of it; the node cache keys thos
 node keys by index, imports as (target, line) pairs. There is one file per shape, written through a temporary file
 and a rename. It is sealed with the user's cache key (`cacheauth`), since it decides what the compile imports. The
 `KEEP` most recently used files are kept. A damaged, truncated, forged or foreign entry is a miss. The shape names
-every file path, so what discovery found is kept too: nodes, includes files as read, problems. A compile that finds
-its shape then only reads the blob ids of the `main.conf` files (`cfgtool.store.nodes.relaid`). Compiles against
-`--base` rules do not use it, since their settings are not the source's own."""
+every file path, so what discovery found is kept too. That is nodes, includes files as read, problems. A compile that
+finds its shape then only reads the blob ids of the `main.conf` files (`cfgtool.store.nodes.relaid`). Compiles
+against `--base` rules do not use it, since their settings are not the source's own."""
 
 from __future__ import annotations
 
@@ -196,8 +196,8 @@ def _state(
 ) -> list[Any]:  # fmt: skip
     """[nodes with edges, their import counts, targets, includes lines, nodes with an L, their sizes, members, bases,
     failed, dynamic, diagnostics]. They are flat lists of indices, decoded in a few C-level passes. Some L(K) is [K]
-    + L(B), a parent's or an import's along a chain. It is stored as K alone and the index of B in bases (none: the
-    number of keys). So an import chain's entry grows linearly with its depth."""
+    + L(B), a parent's or an import's along a chain. It is stored as K alone and the index of B in bases. None is the
+    number of keys. So an import chain's entry grows linearly with its depth."""
     imports = [imp for chain in edges.values() for imp in chain]  # empty ones count: every line dropped
     shown: list[Sequence[str]] = []
     bases: list[int] = []

@@ -135,7 +135,7 @@ def _gate_changes(source: Source, base: Snapshot) -> list[Diagnostic]:
 
 
 def absent_store(store: str, ref: str, commit: str | None) -> Snapshot:
-    """The snapshot of a ref whose tree has no store yet: no nodes, so against it every node is created."""
+    """The snapshot of a ref whose tree has no store yet. It has no nodes, so against it every node is created."""
     return Snapshot(
         store=store,
         name=None,
@@ -210,7 +210,7 @@ def validate_snapshot(
     principal: str | None = None,
     reverts: Reverts | None = None,
 ) -> list[Diagnostic]:
-    """JSON Schemas and policies (docs/schemas.md, docs/policies.md) of `rules` on a compiled snapshot: one problem
+    """JSON Schemas and policies (docs/schemas.md, docs/policies.md) of `rules` on a compiled snapshot. One problem
     never stops the others."""
     from cfgtool.validate import check_policies, check_schemas  # jsonschema: only when validating
 

@@ -148,7 +148,7 @@ def _digest(data: bytes) -> str:
 
 
 def _settings_digest() -> str:
-    """What a settings pass depends on besides the text: the settings schema and the code that reads it."""
+    """What a settings pass depends on besides the text. That is the settings schema and the code that reads it."""
     from cfgtool.store import settings
     from cfgtool.store.settings import settings_schema
 
@@ -156,7 +156,7 @@ def _settings_digest() -> str:
 
 
 def _open(repo: Path | None, store: str | Path, ref: str | None) -> Source:
-    """The source to read: a working tree is not listed up front (`cfgtool.store.scope` looks at what it needs)."""
+    """The source to read. A working tree is not listed up front; `cfgtool.store.scope` looks at what it needs."""
     from cfgtool.store.sources import WorkTreeSource, open_source
 
     if ref is None:

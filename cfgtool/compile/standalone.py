@@ -15,8 +15,8 @@ from cfgtool.hocon.values import Obj
 
 
 def resolve_files(paths: Sequence[str | os.PathLike[str]]) -> Resolved:
-    """Parse each file (HOCON; `.properties` by extension) and resolve them together, the first file
-    highest priority, like `a.withFallback(b)`.
+    """Parse each file (HOCON; `.properties` by extension) and resolve them together. The first file has the highest
+    priority, like `a.withFallback(b)`.
 
     Raises SourceError when a named file cannot be read. Raises `cfgtool.hocon.HoconError` when one is not valid
     HOCON or one of its includes is missing. Also when the result does not resolve.

@@ -118,7 +118,7 @@ def _assign(text: str, file: str, parts: tuple[str, ...], literal: str) -> tuple
     or a list. Without one, a line is appended. Returns the new text, whether it replaced, and the line of the
     assignment that counts (the last). A text in which the path would still hold anything but `literal` is refused.
 
-    A later scalar hides an earlier one from the parsed document, but an optional substitution keeps it as its
+    A later scalar hides an earlier one from the parsed document. But an optional substitution keeps it as its
     fallback. So each value found is replaced by a probe `${?"cfgtool-secret-set-N"}` and the text parsed again. That
     goes on until only probes are left. Then the probes become `literal`."""
     if _PROBE in text:

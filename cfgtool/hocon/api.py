@@ -77,7 +77,7 @@ def parse_value(text: str, origin: str = "<string>") -> Node:
 
 
 def read_file(path: str) -> str | None:
-    """The default `Reader`: a file's text as UTF-8 (BOM and newlines kept), None when it does not exist."""
+    """The default `Reader`: a file's text as UTF-8, BOM and newlines kept. None when it does not exist."""
     try:
         return Path(path).read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -232,7 +232,7 @@ def _describe(node: Node, limit: int) -> str:
 
 
 class Resolved:
-    """A resolved document: plain `value`, and for any path the origin that won and what it was built from."""
+    """A resolved document: plain `value`. For any path, also the origin that won and what it was built from."""
 
     __slots__ = ("_size", "_value", "is_resolved", "root", "shared", "used_extra")
 

@@ -57,7 +57,7 @@ _GIVE_UP = _GiveUp()
 
 
 def parse_fast(text: str, file: str) -> Obj | None:
-    """The root object of HOCON `text`, or None where the general parser must read it (see the module doc)."""
+    """The root object of HOCON `text`. None where the general parser must read it (see the module doc)."""
     if len(text) > MAX_TEXT:
         return None
     split_text = split(text)
@@ -330,7 +330,7 @@ class _Fast:
         return Scalar(piece, origin)
 
     def _string(self, i: int, origin: Origin) -> str:
-        """The text of the quoted string at `i`; after a triple-quoted one with newlines, the line moves on."""
+        """The text of the quoted string at `i`. After a triple-quoted one with newlines, the line moves on."""
         piece = self.pieces[i]
         if piece[1:3] == '""' and len(piece) > 2:
             if "\n" in piece:

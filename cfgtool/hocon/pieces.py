@@ -1,4 +1,4 @@
-"""HOCON text split for the parser's fast path: pieces, their kinds and start offsets, all computed in C.
+"""HOCON text split for the parser's fast path. It gives pieces, their kinds and start offsets, all computed in C.
 
 `findall` splits the text into pieces exactly where the lexer's tokens fall. Pieces are runs of inline whitespace,
 tokens, and newline runs with the comments and blank lines after them. The whitespace after `=`, `:`, `,`, `{`, `[`

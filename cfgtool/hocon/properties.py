@@ -129,7 +129,7 @@ def _unescape(line: str, pos: list[Pos], start: int, end: int, origin: str) -> s
 
 
 def _build_tree(values: dict[tuple[str, ...], tuple[Scalar, Origin]], root_origin: Origin) -> Obj:
-    """Nest dotted paths into objects; a value whose path is also a parent of other keys is dropped."""
+    """Nest dotted paths into objects. A value whose path is also a parent of other keys is dropped."""
     parents = {path[:i] for path in values for i in range(1, len(path))}
     root = Obj({}, root_origin)
     for path, (scalar, key_origin) in values.items():

@@ -454,7 +454,7 @@ class _Resolver:
 
 
 def _numeric_object_to_list(node: Obj) -> Lst | None:
-    """Lightbend's array view of an object with integer keys (`{"0": a, "1": b}`); None if it has none."""
+    """Lightbend's array view of an object with integer keys (`{"0": a, "1": b}`). None if it has none."""
     indexed = []
     for key, value in node.fields.items():
         if _INDEX.match(key):

@@ -2,7 +2,7 @@
 
 The files come from `files/` beside this module. They are a store with `_CONFIG_STORE`, an example dataset and tag,
 and a schema. Also the three config workflows, a pre-commit hook and a README. A path part spelled `dot-x` is written
-as `.x` (so the templates are no hidden files in the package). `requirements.txt`, which tells CI and pre-commit how
+as `.x`. So the templates are no hidden files in the package. `requirements.txt`, which tells CI and pre-commit how
 to install cfgtool, is written from the running installation. Existing files are never overwritten. Each file is
 written whole to a temporary file and hard-linked into place. Linking fails instead of replacing anything.
 
@@ -75,7 +75,7 @@ class InitResult:
 def init_repository(directory: Path, *, add_missing: bool = False, requirement: str | None = None) -> InitResult:
     """Scaffold a config repository in `directory` (created if needed; `git init` when it is in no repository).
 
-    It raises UsageError, before anything is written, in three cases. One: the directory is not a repository's root;
+    It raises UsageError, before anything is written, in three cases. One: the directory is not a repository's root.
     GitHub and pre-commit read the workflows and the hook only there. Two: a scaffold path is blocked by a file.
     Three: the store exists, unless `add_missing`. Even then only missing files are written. None goes under the
     store or the scaffold's schemas, so the store's configs and rules stay as they are. `requirement` is the pip

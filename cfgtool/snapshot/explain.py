@@ -20,7 +20,7 @@ INTRINSIC_FILE = "(intrinsic)"  # the "file" of a source that is an intrinsic va
 
 @dataclass(frozen=True)
 class LayerValue:
-    """One layer of L(K): how it was reached, and what its own config assigns at the path (if anything)."""
+    """One layer of L(K): how it was reached. Also what its own config assigns at the path, if anything."""
 
     layer: str
     reached: str

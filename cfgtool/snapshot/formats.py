@@ -28,8 +28,8 @@ class Format(StrEnum):
 
 
 def deep_recursion() -> AbstractContextManager[None]:
-    """The HOCON engine's recursion allowance: values nest up to its limit (400), deeper than the renderers
-    manage under Python's default. Imported on use: the CLI's start-up must not load the engine."""
+    """The HOCON engine's recursion allowance. Values nest up to its limit (400), deeper than the renderers manage
+    under Python's default. Imported on use: the CLI's start-up must not load the engine."""
     from cfgtool.hocon.recursion import deep_recursion as allowance
 
     return allowance()

@@ -1,8 +1,8 @@
 """The one place a resolved config loses its secrets (docs/access.md#secrets). Every value at a secret path becomes
 `[hidden]` before anything reads the config. So does every sealed envelope, wherever `${}` copied it.
 
-`hide` walks a config once and returns a copy with those values replaced; the original is left alone. It also returns
-what it found: `{path: envelope | None}`, None for a value that was not sealed. Everything downstream reads the
+`hide` walks a config once and returns a copy with those values replaced. The original is left alone. It also returns
+what it found: `{path: envelope | None}`. None is for a value that was not sealed. Everything downstream reads the
 hidden copy, so no output has to remember to redact. That is get, explain, diff, audit, the JSON formats, the
 snapshot's JSON document, caches, the client, the server and Spark.
 """

@@ -145,7 +145,7 @@ def node_snapshot(
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """Where the store was read: a ref and its commit, or the working tree (`dirty` when it differs)."""
+    """Where the store was read: a ref and its commit, or the working tree. `dirty` says it differs."""
 
     ref: str | None
     commit: str | None
@@ -192,7 +192,7 @@ class Snapshot(StoreQueries):
         return max(map(depth, self.nodes), default=0)
 
     def nearest_node(self, key: str) -> str:
-        """`key` if it has a node, else its nearest ancestor that has one (linear in the key's length)."""
+        """`key` if it has a node, else its nearest ancestor that has one. It is linear in the key's length."""
         return nearest(key, self.nodes, self._deepest)
 
     # -- queries (docs/queries.md#the-queries: from StoreQueries) ---------------------------------------------
@@ -243,7 +243,7 @@ class Snapshot(StoreQueries):
         return doc
 
     def forget(self, key: str) -> None:
-        """Drop the config resolved again for `key` (a key without a node), such as one too large to keep."""
+        """Drop the config resolved again for `key`, a key without a node. One too large to keep is an example."""
         self._phantoms.pop(key, None)
 
     @cached_property
@@ -260,7 +260,7 @@ class Snapshot(StoreQueries):
 
     # -- serialization -----------------------------------------------------------------------------------
     def content(self) -> dict[str, Any]:
-        """What the digest covers: each node's content hash (config, layers, imports), the variables and the
+        """What the digest covers: each node's content hash (config, layers, imports). Also the variables and the
         rule files' blob ids."""
         content: dict[str, Any] = {
             "variables": dict(sorted(self.variables.items())),
@@ -357,7 +357,7 @@ def node_hash(snap: NodeSnapshot) -> str:
 def hash_content(
     config: Mapping[str, Any] | None, layers: Sequence[str], imports: Sequence[str], lists: LayersJson | None = None
 ) -> str:
-    """`node_hash` of a node with this config, layers and imports: sha256 of the canonical JSON of
+    """`node_hash` of a node with this config, layers and imports. It is the sha256 of the canonical JSON of
     `{"config", "imports", "layers"}`. The lists of keys are joined in one piece, not encoded key by key. An import
     chain gives each node thousands of layers. With `lists` (kept by a build), a long `Lin`'s JSON is a tail of its
     list's, encoded once."""
@@ -426,7 +426,7 @@ def canonical_json(value: Any) -> str:
 
 def save(snapshot: Snapshot, path: Path) -> None:
     """Write a snapshot's JSON document atomically (SourceError when the file cannot be written). Only into an
-    existing directory: a typo in the path must not create directories (outside the repository, too)."""
+    existing directory. A typo in the path must not create directories, outside the repository too."""
     if not path.parent.is_dir():
         raise SourceError(
             f"cannot write {path}: the directory {path.parent} does not exist", hint="create it first, or fix the path"

@@ -1,4 +1,5 @@
-"""The typed columns of `attach` (docs/spark.md): a path's values as one Arrow array, its type decided by the version.
+"""The typed columns of `attach` (docs/spark.md). A path's values form one Arrow array, its type decided by the
+version.
 
 A column's type is the simple type the version's JSON Schemas declare for the path, when every node's value there has
 it. Where no schema gives one, it is the type its values share over every node. All strings give string, all integers

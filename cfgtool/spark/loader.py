@@ -274,8 +274,8 @@ class ConfigLoader:
         return table, kinds
 
     def _node_table(self, columns: Mapping[str, str], reveal: bool) -> tuple[Any, dict[str, Kind]]:
-        """The Arrow lookup table of every node that resolved (LOOKUP_KEY, then `columns`) and each column's
-        type, decided over every node. Only the values at the paths are decoded (`ConfigClient.config_values`)."""
+        """The Arrow lookup table of every node that resolved: LOOKUP_KEY, then `columns`. Also each column's type,
+        decided over every node. Only the values at the paths are decoded (`ConfigClient.config_values`)."""
         parts = {column: split_path(path) for column, path in columns.items()}
         keys, found = self.client.config_values(list(parts.values()))
         values = dict(zip(columns, found, strict=True))

@@ -6,7 +6,7 @@ is for, each column's type), then the lookup's Arrow table as an Arrow IPC strea
 key (`cacheauth`), since the lookup is the answer an `attach` joins. It is written to a temporary file renamed into
 place. At most `LIMIT` files are kept; the least recently used is removed first. A file may be damaged, truncated,
 foreign or of another format. Foreign is another version's, variables' or columns' under this name. Such a file is a
-miss, never an error or a wrong answer (docs/security.md). Only lookups without opened secrets are kept: a secret
+miss, never an error or a wrong answer (docs/security.md). Only lookups without opened secrets are kept. A secret
 reads `[hidden]` in them, as in the version artifact itself.
 """
 
@@ -39,7 +39,7 @@ def directory(cache: Path) -> Path:
 
 
 def identity(store: str, commit: str, variables: Mapping[str, str], columns: Mapping[str, str]) -> dict[str, Any]:
-    """What a kept lookup is the lookup of: its file's name derives from this, and its header repeats it."""
+    """What a kept lookup is the lookup of. Its file's name derives from this, and its header repeats it."""
     return {
         "format": FORMAT,
         "cfgtool": __version__,

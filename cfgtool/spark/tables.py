@@ -3,7 +3,7 @@
 
 A second `attach` of the same paths in the same application therefore does no driver work beyond its join. That holds
 for any loader, since they share the pin. Later applications find the lookup on disk (`stored`). Lookups with
-revealed secrets are never kept: opened values live only as long as the call that asked for them.
+revealed secrets are never kept. Opened values live only as long as the call that asked for them.
 """
 
 from __future__ import annotations

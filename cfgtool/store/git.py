@@ -130,7 +130,7 @@ def run_git(
     cwd: Path, *args: str, input: bytes | None = None, check: bool = True, env: Mapping[str, str] | None = None
 ) -> Completed:
     """Run `git args...` in `cwd` and capture its output; raises GitError when it fails (if `check`). `env` adds
-    variables to the git process alone (a credential for one fetch stays out of files and of `os.environ`)."""
+    variables to the git process alone. So a credential for one fetch stays out of files and of `os.environ`."""
     runner = _runner(cwd)
     with contextlib.ExitStack() as stack:
         stdin: Any = None
@@ -311,7 +311,7 @@ def _stop(proc: subprocess.Popen[bytes], session: bool) -> None:
 
 
 def _descendants(pid: int) -> list[int]:
-    """The processes below `pid`, from the parent of each process in /proc (none where there is no /proc)."""
+    """The processes below `pid`, from the parent of each process in /proc. None where there is no /proc."""
     children: dict[int, list[int]] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):

@@ -33,7 +33,7 @@ class VariableUse:
 
 class IncludeLine(NamedTuple):
     """One import line: the raw text (without newline), its 1-based line and the column where the import starts. Also
-    the template: comment and surrounding blanks removed, variables not yet applied. A named tuple: a large store has
+    the template: comment and surrounding blanks removed, variables not yet applied. A named tuple. A large store has
     hundreds of thousands, made again from the structure cache by each compile."""
 
     text: str
@@ -117,9 +117,9 @@ def expand(
 ) -> tuple[list[Import], list[Diagnostic]]:
     """Apply variable `values` to each line and normalize the result into an import key, in file order.
 
-    A line with an undefined `${?x}` is dropped; an undefined `${x}` is E_UNRESOLVED_VARIABLE. Lines that use
-    a variable not in `declared` are skipped silently (`undeclared` reports them once, whatever the values).
-    A result that is not a key is E_BAD_KEY. Diagnostics that depend on values note the values used.
+    A line with an undefined `${?x}` is dropped; an undefined `${x}` is E_UNRESOLVED_VARIABLE. Lines that use a
+    variable not in `declared` are skipped silently. `undeclared` reports them once, whatever the values. A result
+    that is not a key is E_BAD_KEY. Diagnostics that depend on values note the values used.
     """
     imports: list[Import] = []
     diags: list[Diagnostic] = []

@@ -47,7 +47,7 @@ def key_problem(text: str, store_name: str | None = None) -> str | None:
 def normalize_key(text: str, store_name: str | None = None) -> str:
     """The canonical form of a key: scheme `store_name:` stripped, leading `/` added, trailing `/` removed.
 
-    Raises BadKeyError (with a hint) for other schemes, empty segments and invalid segment names, and
+    Raises BadKeyError (with a hint) for other schemes, empty segments and invalid segment names. Raises
     KeyTooLongError past `MAX_KEY` characters.
     """
     key = text

@@ -1,4 +1,4 @@
-"""`Lin`: a linearization L(K) as a read-only sequence of keys that shares its storage with the L it extends.
+"""`Lin`: a linearization L(K) as a read-only sequence of keys. It shares its storage with the L it extends.
 
 Most nodes have L(K) = [K] + L(B). B is their parent or, along an import chain, their import. As tuples, a chain of N
 nodes holds N lists of up to N keys. Memory then grows with the square of its depth (19,200 deep: about 1.5 GB of
@@ -16,7 +16,7 @@ from typing import Any, overload
 
 
 class Lin(Sequence[str]):
-    """Keys highest priority first, compared equal to any `Lin` or tuple of the same keys (hashed like one)."""
+    """Keys highest priority first. It compares equal to any `Lin` or tuple of the same keys, and hashes like one."""
 
     __slots__ = ("_base", "_len")
     _base: list[str]  # lowest priority first; this view is its first `_len` items, read backwards

@@ -43,8 +43,8 @@ class IncludesFile(NamedTuple):
 
 
 class Node(NamedTuple):
-    """A config node: its key, its repo-relative directory, its own config and its includes (None: absent). A
-    named tuple (immutable, made in one C call): each compile makes one for every node of the store."""
+    """A config node: its key, its repo-relative directory, its own config and its includes (None: absent). A named
+    tuple, immutable and made in one C call. Each compile makes one for every node of the store."""
 
     key: str
     dir: str

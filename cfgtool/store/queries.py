@@ -104,7 +104,8 @@ class StoreQueries(ABC):
         return sorted(self._children.get(key, ()))
 
     def near_node(self, key: str) -> str | None:
-        """A node whose key is close to `key` when `key` has no node (a did-you-mean: `keys.near_node`), or None."""
+        """A node whose key is close to `key` when `key` has no node, or None. It is a did-you-mean
+        (`keys.near_node`)."""
         return near_node(key, self.nearest_node, self.child_names)
 
     def child_names(self, key: str) -> Siblings:

@@ -221,8 +221,8 @@ class Scope:
         return self.source.path(rel) if rel else self.source.store
 
     def exists(self, key: str) -> bool:
-        """Whether `key` (a normalized key) has a node: its directory holds a listed regular file. Walks up to
-        the nearest known ancestor, then down again (a loop, not recursion: keys can be deep)."""
+        """Whether `key` (a normalized key) has a node: its directory holds a listed regular file. Walks up to the
+        nearest known ancestor, then down again. It is a loop, not recursion: keys can be deep."""
         unknown: list[str] = []
         while key not in self._exists:
             unknown.append(key)

@@ -85,8 +85,8 @@ def settings_schema() -> dict[str, Any]:
 
 
 def parse_settings(text: str, file: str = SETTINGS_FILE, *, checked: bool = False) -> tuple[Settings, list[Diagnostic]]:
-    """Settings from `_CONFIG_STORE` text (`file` is its repo-relative path, for diagnostics). `checked`: this
-    very text passed the settings schema before (a cache says so), so jsonschema is not even imported."""
+    """Settings from `_CONFIG_STORE` text (`file` is its repo-relative path, for diagnostics). `checked`: this very
+    text passed the settings schema before; a cache says so. Then jsonschema is not even imported."""
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
@@ -261,7 +261,7 @@ def _name(path: Iterable[object]) -> str:
 
 
 def _at(root: yaml.Node, path: tuple[Any, ...], file: str, message: str, key_node: bool = False) -> Diagnostic:
-    """A diagnostic at the YAML node for `path` (the key node when `key_node`), or the deepest one found."""
+    """A diagnostic at the YAML node for `path`, or the deepest one found. With `key_node`, at the key node."""
     line, col = mark(root, path, key_node)
     return Diagnostic.of("E_SETTINGS", message, file=file, line=line, col=col)
 

@@ -1,4 +1,4 @@
-"""Sources: where a store's files come from: the working tree, or a git ref read straight from git objects.
+"""Sources: where a store's files come from. That is the working tree, or a git ref read straight from git objects.
 
 Both list the store's files as repo-relative POSIX paths and read them in bulk as `Blob`s. Each carries a git blob
 id; for the working tree it is computed the way git does. So parsed files can be cached by content. A git ref is read
@@ -49,7 +49,7 @@ def blob_id(data: bytes) -> str:
 
 
 class Source(ABC):
-    """A store at one state; `store` is its directory relative to the repository root ('' = the root)."""
+    """A store at one state. `store` is its directory relative to the repository root ('' = the root)."""
 
     repo_root: Path
     store: str
@@ -171,7 +171,7 @@ def _store_dir(root: Path, store: str | Path) -> str:
 
 
 class WorkTreeSource(Source):
-    """The store as it is on disk, restricted to files git would commit (ignored files are left out).
+    """The store as it is on disk, restricted to files git would commit. Ignored files are left out.
 
     Nothing is read through a symbolic link (docs/security.md). A link in the store is listed in `unsafe` instead. So
     is a file with a link among the directories on its way. `load` only reads files inside the repository.
@@ -231,8 +231,8 @@ class WorkTreeSource(Source):
         return list(self._files)
 
     def oids(self, paths: Iterable[str]) -> dict[str, str]:
-        """`{path: blob id}` for the files among `paths` that exist. Once the store is listed (a compile), a
-        file whose `lstat` the stat cache knows is not read (`cfgtool.store.statcache`)."""
+        """`{path: blob id}` for the files among `paths` that exist. Once the store is listed (a compile), some files
+        are not read. Those are files whose `lstat` the stat cache knows (`cfgtool.store.statcache`)."""
         if self.stat_cache is None:
             return super().oids(paths)
         out: dict[str, str] = {}
@@ -309,7 +309,7 @@ class Containment:
 
     def inspect(self, rel: str) -> tuple[str | None, os.stat_result | None]:
         """`link_of(rel)`, and the `lstat` of `rel` when it is a regular file that can be read (else None). It costs
-        one lstat of the file, for every file of a store; its directories are checked once."""
+        one lstat of the file, for every file of a store. Its directories are checked once."""
         if not rel or rel.startswith("/") or ".." in rel.split("/") or "\0" in rel:
             return rel or None, None
         found = self._dir(rel.rpartition("/")[0])

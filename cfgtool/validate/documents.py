@@ -1,4 +1,4 @@
-"""Reading schema files: YAML or JSON text to data plus the YAML node tree, for line:col of any path.
+"""Reading schema files: YAML or JSON text to data plus the YAML node tree. The tree gives line:col of any path.
 
 Problems are E_SCHEMA diagnostics against the file (PyYAML marks, or JSON's line and column); nothing raises.
 """
@@ -23,7 +23,7 @@ SCHEMA_SUFFIXES = (".yaml", ".yml", ".json")
 
 @dataclass(frozen=True)
 class Document:
-    """A parsed schema file: its data, and its YAML node tree (None when only JSON could read it)."""
+    """A parsed schema file: its data, and its YAML node tree. The tree is None when only JSON could read it."""
 
     file: str
     data: Any

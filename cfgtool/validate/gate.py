@@ -2,7 +2,7 @@
 
 Some files decide which checks run on a change, and with which cfgtool. They are the workflows, the requirements CI
 installs cfgtool from, the pre-commit hooks and the code owners. cfgtool cannot take them from the base as it takes
-the rules: CI runs what the change holds. So `compile --base` reports every one a change adds, edits or deletes
+the rules. CI runs what the change holds. So `compile --base` reports every one a change adds, edits or deletes
 (W_GATE_CHANGED), for the reviewers. What guards them is branch protection with code-owner review
 (`cfgtool acl codeowners`).
 """

@@ -49,7 +49,7 @@ def json_path(path: Sequence[str | int]) -> str:
 
 
 def main_conf(node: NodeSnapshot, store_dir: str) -> Location:
-    """The node's main.conf at line 1, col 1; a node without one: the path it would have, without a line."""
+    """The node's main.conf at line 1, col 1. For a node without one, the path it would have, without a line."""
     if node.file is not None:
         return node.file, 1, 1
     return posixpath.join(store_dir, *segments(node.key), "main.conf"), None, None

@@ -178,8 +178,8 @@ def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | Non
 
 def _forget_finders(root: str) -> None:
     """Drop the import system's cached finders of `root` and its directories. Imports then see the files as they are
-    now, such as a policy edited since. Only these: `importlib.invalidate_caches()` also re-reads every zip archive
-    on `sys.path`, seconds per policy in a `spark-submit` driver (pyspark's archives)."""
+    now, such as a policy edited since. Only these. `importlib.invalidate_caches()` also re-reads every zip archive
+    on `sys.path`. In a `spark-submit` driver, pyspark's archives cost seconds per policy."""
     inside = root.rstrip("/") + "/"
     for path in list(sys.path_importer_cache):
         if path == root or path.startswith(inside):
@@ -293,7 +293,7 @@ rolled-back version introduced (MISSING: unset)."""
 def _without_reverts(
     request: NodeRequest, watched: Mapping[str, tuple[Any, Any, int]]
 ) -> tuple[NodeRequest, list[tuple[str, int]]]:
-    """The request with each path the change returns to its good value shown as unchanged, and those paths."""
+    """The request with each path the change returns to its good value shown as unchanged. Also those paths."""
     previous = request.previous_config
     assert previous is not None
     skipped: list[tuple[str, int]] = []

@@ -34,7 +34,7 @@ CODE_DIR = "policy-code"  # under the cache root: one directory per materialized
 
 @dataclass(frozen=True)
 class Rules:
-    """What a compile checks with, and the source it is read from (a `--base` ref's, or the compiled one)."""
+    """What a compile checks with, and the source it is read from. That is a `--base` ref's, or the compiled one."""
 
     source: Source
     settings: Settings
@@ -156,7 +156,7 @@ def rules_of(source: Source, settings: Settings, settings_file: str) -> Rules:
 
 
 class _Listing:
-    """Rule files with their blob ids, from a git ref's tree or a working tree (never through a link)."""
+    """Rule files with their blob ids, from a git ref's tree or a working tree. Never through a link."""
 
     def __init__(self, source: Source) -> None:
         self.source = source

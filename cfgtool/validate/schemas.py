@@ -275,9 +275,9 @@ def _glob_problem(text: str) -> str | None:
 
 
 def check_schemas(specs: Sequence[SchemaSpec], snapshot: Snapshot) -> list[Diagnostic]:
-    """E_SCHEMA for every violation in every selected node with a resolved config, and for selector entries
-    that match no node. The node key goes into `Diagnostic.key`, never into the message (for grouping).
-    Many nodes to check are split with a forked worker (`_checked_in_two`), with the same result."""
+    """E_SCHEMA for every violation in every selected node with a resolved config. Also for selector entries that
+    match no node. The node key goes into `Diagnostic.key`, never into the message (for grouping). Many nodes to
+    check are split with a forked worker (`_checked_in_two`), with the same result."""
     diags: list[Diagnostic] = []
     passes = SchemaPasses.default(schemas_digest(specs))
     for spec in specs:

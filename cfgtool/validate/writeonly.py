@@ -3,7 +3,7 @@
 A value is secret when any subschema that applies to it says `writeOnly: true`. Subschemas apply through
 `properties`, `patternProperties`, `additionalProperties`, `items` / `prefixItems` and `dependentSchemas`. They also
 apply through `allOf` / `anyOf` / `oneOf` and `if` / `then` / `else`. And through `$ref`: to `$defs` or to another
-schema file, by `$id` or relative path. Branches that may or may not apply all count: a value that could be a secret
+schema file, by `$id` or relative path. Branches that may or may not apply all count. A value that could be a secret
 is one. Those are `anyOf`, `oneOf`, `if` / `then` / `else` and `dependentSchemas`. A `$ref` that cannot be resolved
 is reported (W_SECRET_UNKNOWN). What it describes may be secret, and cfgtool cannot tell.
 
