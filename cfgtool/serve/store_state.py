@@ -51,10 +51,6 @@ class View:
     acl_problem: str | None = None  # no current version, or its ACL does not load: 503 E_NO_ACL for this store
     steps: tuple[Step, ...] = ()  # what readers of the servable versions saw, oldest first (`readers.steps`)
 
-    def seen_before(self, n: int) -> int | None:
-        """The servable version readers had when N was published (None: none, or N is not servable)."""
-        return next((s.before for s in self.steps if s.kind == "publish" and s.version == n), None)
-
     @property
     def current(self) -> int | None:
         """The highest servable version without a rollback marker."""
