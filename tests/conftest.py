@@ -136,40 +136,48 @@ def store_repo(repo: GitRepo) -> GitRepo:
 
 
 _templates: dict[str, Path] = {}
-"""This process's template of the committed embedded store (built at its first use), under the directory that
-the `embedded_template_directory` fixture names."""
-
-
-def _embedded_template() -> Path:
-    """The repository that `copy_embedded` copies: made once per process (each xdist worker) with git init, add
-    and commit, its objects in one pack and without git's sample hooks (nothing runs them): fewer files to copy."""
-    if "repo" not in _templates:
-        parent = _templates.get("parent") or Path(tempfile.mkdtemp(prefix="cfgtool-embedded-"))
-        repo = GitRepo(parent / "template")
-        for name in ("store", "schemas", "policies"):
-            if (CHECKOUT / name).is_dir():
-                shutil.copytree(CHECKOUT / name, repo.root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        repo.commit("the embedded example store")
-        repo.git("repack", "-a", "-d", "-q")  # one pack, not a file per object
-        shutil.rmtree(repo.root / ".git" / "hooks")
-        _templates["repo"] = repo.root
-    return _templates["repo"]
+"""This process's template repositories by name (each made at its first use), and under "" the directory that
+the `template_directory` fixture names for them."""
 
 
 @pytest.fixture(autouse=True, scope="session")
-def embedded_template_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Where this session's template of the embedded store goes: a temporary directory pytest cleans up."""
-    _templates.setdefault("parent", tmp_path_factory.mktemp("embedded-template"))
+def template_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where this session's template repositories go: a temporary directory pytest cleans up."""
+    _templates.setdefault("", tmp_path_factory.mktemp("templates"))
 
 
-def copy_embedded(root: Path) -> GitRepo:
-    """A new repository at `root` holding a committed copy of the embedded store, its schemas and policies: a
-    copy of this process's template, `.git` included (a tenth of the time of git init, add and commit), as
-    independent of it as a clone. Its index is refreshed, so that git sees the copied files as unchanged."""
-    shutil.copytree(_embedded_template(), root, symlinks=True)
+def copy_template(name: str, build: Callable[[Path], object], root: Path) -> GitRepo:
+    """A new repository at `root`: a copy of this process's template `name`, `.git` included, as independent of
+    it as a clone. The template is made once per process (each xdist worker) by `build(path)`, then its objects
+    are packed into one file and git's sample hooks removed (nothing runs them): fewer files to copy. A copy
+    takes a tenth of the time of git init, add and commit (and of a publish); its index is refreshed, so that
+    git sees the copied files as unchanged."""
+    if name not in _templates:
+        parent = _templates.get("") or Path(tempfile.mkdtemp(prefix="cfgtool-templates-"))
+        build(parent / name)
+        template = GitRepo.existing(parent / name)
+        template.git("repack", "-a", "-d", "-q")
+        shutil.rmtree(template.root / ".git" / "hooks", ignore_errors=True)
+        _templates[name] = template.root
+    shutil.copytree(_templates[name], root, symlinks=True)
     repo = GitRepo.existing(root)
     repo.git("update-index", "-q", "--refresh")
     return repo
+
+
+def _commit_embedded(root: Path) -> GitRepo:
+    """A new repository at `root` holding the embedded store, its schemas and policies, committed."""
+    repo = GitRepo(root)
+    for name in ("store", "schemas", "policies"):
+        if (CHECKOUT / name).is_dir():
+            shutil.copytree(CHECKOUT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    repo.commit("the embedded example store")
+    return repo
+
+
+def copy_embedded(root: Path) -> GitRepo:
+    """A new repository at `root` holding a committed copy of the embedded store, its schemas and policies."""
+    return copy_template("embedded", _commit_embedded, root)
 
 
 @pytest.fixture(scope="session")

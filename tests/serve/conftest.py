@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +24,7 @@ import httpx
 import pytest
 
 from cfgtool.versions import publish
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, copy_embedded, copy_template
 from tests.processes import Process, cfgtool_command, child_env, cli_command
 
 __all__ = ["cfgtool_command", "cli_command"]  # imported from here by the server tests
@@ -120,17 +121,21 @@ def shared_small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedSma
     most of such a test's time. A test that publishes, rolls back, posts, stops the server or counts what it
     logged or measured uses `small` and `start_server`, its own."""
     directory = tmp_path_factory.mktemp("shared-small")
-    repo = GitRepo(directory / "small")
-    publish_change(repo, dict(SMALL), "v1")
+    repo = copy_template("small", _publish_small, directory / "small")
     with _servers(directory) as start:
         yield SharedSmall(repo, start)
 
 
 @pytest.fixture
 def published(work: GitRepo) -> GitRepo:
-    """A copy of the embedded store with version 1 published (local tags only)."""
-    publish(work.root, message="v1")
-    return work
+    """A copy of the embedded store with version 1 published (local tags only): `work`, replaced by a copy of
+    this process's template of it (a publish of the embedded store takes ten copies' time)."""
+    shutil.rmtree(work.root)
+    return copy_template("published", _publish_embedded, work.root)
+
+
+def _publish_embedded(root: Path) -> None:
+    assert publish(copy_embedded(root).root, message="v1").version == 1
 
 
 SMALL = {
@@ -156,9 +161,11 @@ def publish_change(repo: GitRepo, files: dict[str, str | bytes | None], message:
 @pytest.fixture
 def small(tmp_path: Path) -> GitRepo:
     """A repository with a seven-file store named `small`, version 1 published."""
-    repo = GitRepo(tmp_path / "small")
-    publish_change(repo, dict(SMALL), "v1")
-    return repo
+    return copy_template("small", _publish_small, tmp_path / "small")
+
+
+def _publish_small(root: Path) -> None:
+    publish_change(GitRepo(root), dict(SMALL), "v1")
 
 
 class Misbehaving:
