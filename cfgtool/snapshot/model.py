@@ -243,7 +243,7 @@ class Snapshot(StoreQueries):
         return doc
 
     def forget(self, key: str) -> None:
-        """Drop the config resolved again for `key`, a key without a node. One too large to keep is an example."""
+        """Drop the config resolved again for `key`, a key without a node, such as one too large to keep."""
         self._phantoms.pop(key, None)
 
     @cached_property

@@ -171,8 +171,8 @@ _TICK = 0.2  # seconds between two looks at a transfer's `cancel` while git says
 
 
 def has_terminal() -> bool:
-    """Whether this process has a controlling terminal; a CI job has none. There git may ask for a password or an ssh
-    passphrase."""
+    """Whether this process has a controlling terminal; a CI job has none. On a terminal, git may ask for a password
+    or an ssh passphrase."""
     try:
         os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
     except OSError:
