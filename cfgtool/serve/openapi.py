@@ -30,6 +30,7 @@ def _obj(required: list[str], properties: dict[str, Schema]) -> Schema:
 STRING: Schema = {"type": "string"}
 NULLABLE_STRING: Schema = {"type": ["string", "null"]}
 INT: Schema = {"type": "integer"}
+OBJECT: Schema = {"type": "object"}
 KEYS: Schema = {"type": "array", "items": STRING}
 ORIGIN: Schema = {"oneOf": [{"type": "null"}, _obj(["file", "line", "col"], {"file": STRING, "line": INT, "col": INT})]}
 
@@ -89,6 +90,22 @@ SCHEMAS: dict[str, Schema] = {
                 "description": "rolled-back versions whose values this one re-released on purpose",
             },
             "servable": {"type": "boolean", "description": "false for a version whose compile has errors"},
+            "restored": {
+                "description": "a rollback of this version that was cancelled (`cfgtool rollback --cancel N`)",
+                "oneOf": [
+                    {"type": "null"},
+                    _obj(
+                        ["by", "date", "reason", "rolled_back"],
+                        {
+                            "by": STRING,
+                            "date": STRING,
+                            "reason": STRING,
+                            "tag": STRING,
+                            "rolled_back": {"type": "object"},
+                        },
+                    ),
+                ],
+            },
         },
     ),
     "KeyConfig": _obj(
