@@ -35,55 +35,68 @@ class Color(StrEnum):
     NEVER = "never"
 
 
+Fmt = Annotated[
+    ReportFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Report format: text for people, json for scripts, github for workflow annotations,"
+        " markdown for a pull-request comment.",
+    ),
+]
+
+Output = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the compiled Snapshot (JSON, with its digest) to FILE, atomically. Written only when the"
+        " compile succeeds.",
+        show_default=False,
+    ),
+]
+
+Base = Annotated[
+    str | None,
+    typer.Option(
+        "--base",
+        metavar="REF",
+        help="Compare with the store at REF: policies see each node as created, altered, deleted or unchanged"
+        " (a pull-request check passes the target branch).",
+        show_default=False,
+    ),
+]
+
+Principal = Annotated[
+    str | None,
+    typer.Option(
+        "--principal",
+        metavar="NAME",
+        help="Who asks, passed to the policies (a PR check passes the PR author).",
+        show_default=False,
+    ),
+]
+
+Strict = Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")]
+
+ColorOption = Annotated[
+    Color,
+    typer.Option("--color", help="Colour the text report: auto (only on a terminal, unless NO_COLOR is set)."),
+]
+
+
 def compile_command(
     ctx: typer.Context,
     ref: Ref = None,
     variables: Vars = None,
-    fmt: Annotated[
-        ReportFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            help="Report format: text for people, json for scripts, github for workflow annotations,"
-            " markdown for a pull-request comment.",
-        ),
-    ] = ReportFormat.TEXT,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Write the compiled Snapshot (JSON, with its digest) to FILE, atomically. Written only when the"
-            " compile succeeds.",
-            show_default=False,
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            metavar="REF",
-            help="Compare with the store at REF: policies see each node as created, altered, deleted or unchanged"
-            " (a pull-request check passes the target branch).",
-            show_default=False,
-        ),
-    ] = None,
-    principal: Annotated[
-        str | None,
-        typer.Option(
-            "--principal",
-            metavar="NAME",
-            help="Who asks, passed to the policies (a PR check passes the PR author).",
-            show_default=False,
-        ),
-    ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")] = False,
+    fmt: Fmt = ReportFormat.TEXT,
+    output: Output = None,
+    base: Base = None,
+    principal: Principal = None,
+    strict: Strict = False,
     every: ListAll = False,
-    color: Annotated[
-        Color,
-        typer.Option("--color", help="Colour the text report: auto (only on a terminal, unless NO_COLOR is set)."),
-    ] = Color.AUTO,
+    color: ColorOption = Color.AUTO,
 ) -> None:
     """Compile every node of the store and report every problem.
 

@@ -39,48 +39,59 @@ Remote = Annotated[
 ]
 
 
+PublishRef = Annotated[
+    str | None,
+    typer.Option(
+        "--ref",
+        metavar="REF",
+        help="The branch, tag or commit to publish (committed state only). Default: HEAD, refused while the"
+        " store has uncommitted changes.",
+        show_default=False,
+        autocompletion=complete_refs,
+    ),
+]
+
+PublishMessage = Annotated[
+    str | None,
+    typer.Option(
+        "--message", "-m", metavar="MSG", help="Why this version exists (kept in the tag).", show_default=False
+    ),
+]
+
+PublishDryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Run every check and say what would be published; create nothing.")
+]
+
+PublishPrincipal = Annotated[
+    str | None,
+    typer.Option(
+        "--principal",
+        metavar="NAME",
+        help="Who publishes: recorded in the tag next to your git identity, checked against the current"
+        " version's ACL, and seen by the policies (default: your git identity, not checked); CI passes the"
+        " pusher's login.",
+        show_default=False,
+    ),
+]
+
+PublishAllowRolledBack = Annotated[
+    bool,
+    typer.Option(
+        "--allow-rolled-back",
+        help="Publish even when REF still holds values a rolled-back version introduced (on purpose; the"
+        " tag records it).",
+    ),
+]
+
+
 def publish_command(
     ctx: typer.Context,
-    ref: Annotated[
-        str | None,
-        typer.Option(
-            "--ref",
-            metavar="REF",
-            help="The branch, tag or commit to publish (committed state only). Default: HEAD, refused while the"
-            " store has uncommitted changes.",
-            show_default=False,
-            autocompletion=complete_refs,
-        ),
-    ] = None,
+    ref: PublishRef = None,
     remote: Remote = None,
-    message: Annotated[
-        str | None,
-        typer.Option(
-            "--message", "-m", metavar="MSG", help="Why this version exists (kept in the tag).", show_default=False
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Run every check and say what would be published; create nothing.")
-    ] = False,
-    principal: Annotated[
-        str | None,
-        typer.Option(
-            "--principal",
-            metavar="NAME",
-            help="Who publishes: recorded in the tag next to your git identity, checked against the current"
-            " version's ACL, and seen by the policies (default: your git identity, not checked); CI passes the"
-            " pusher's login.",
-            show_default=False,
-        ),
-    ] = None,
-    allow_rolled_back: Annotated[
-        bool,
-        typer.Option(
-            "--allow-rolled-back",
-            help="Publish even when REF still holds values a rolled-back version introduced (on purpose; the"
-            " tag records it).",
-        ),
-    ] = False,
+    message: PublishMessage = None,
+    dry_run: PublishDryRun = False,
+    principal: PublishPrincipal = None,
+    allow_rolled_back: PublishAllowRolledBack = False,
     fmt: Fmt = OutputFormat.TEXT,
     every: ListAll = False,
 ) -> None:
@@ -140,63 +151,76 @@ def publish_command(
     )
 
 
+RollbackMessage = Annotated[
+    str,
+    typer.Option("--message", "-m", metavar="REASON", help="Why: required, kept in the marker, shown by versions."),
+]
+
+RollbackVersion = Annotated[
+    int | None,
+    typer.Argument(
+        metavar="N",
+        parser=version_number_arg,
+        help="The version to roll back (default: the current one).",
+        show_default=False,
+        autocompletion=complete_version_numbers,
+    ),
+]
+
+RollbackTo = Annotated[
+    int | None,
+    typer.Option(
+        "--to",
+        metavar="N",
+        parser=version_number_arg,
+        help="Roll back every good version above N, so N becomes current.",
+        show_default=False,
+        autocompletion=complete_version_numbers,
+    ),
+]
+
+RollbackPrincipal = Annotated[
+    str | None,
+    typer.Option(
+        "--principal",
+        metavar="NAME",
+        help="Who rolls back, checked against the current version's ACL (User:NAME; a bare NAME is a user).",
+        show_default=False,
+    ),
+]
+
+RollbackNotCurrent = Annotated[
+    bool,
+    typer.Option(
+        "--not-current",
+        help="Roll back N although it is not the current version: the values of N that later versions kept"
+        " are then refused by the next publish until reverted.",
+    ),
+]
+
+RollbackCancel = Annotated[
+    int | None,
+    typer.Option(
+        "--cancel",
+        metavar="N",
+        parser=version_number_arg,
+        help="Cancel the rollback of version N (made by mistake): tag config/restored/vN makes N good again"
+        " and ends its watch. Needs the same permission as a rollback.",
+        show_default=False,
+        autocompletion=complete_version_numbers,
+    ),
+]
+
+
 def rollback_command(
     ctx: typer.Context,
-    message: Annotated[
-        str,
-        typer.Option("--message", "-m", metavar="REASON", help="Why: required, kept in the marker, shown by versions."),
-    ],
-    version: Annotated[
-        int | None,
-        typer.Argument(
-            metavar="N",
-            parser=version_number_arg,
-            help="The version to roll back (default: the current one).",
-            show_default=False,
-            autocompletion=complete_version_numbers,
-        ),
-    ] = None,
-    to: Annotated[
-        int | None,
-        typer.Option(
-            "--to",
-            metavar="N",
-            parser=version_number_arg,
-            help="Roll back every good version above N, so N becomes current.",
-            show_default=False,
-            autocompletion=complete_version_numbers,
-        ),
-    ] = None,
+    message: RollbackMessage,
+    version: RollbackVersion = None,
+    to: RollbackTo = None,
     remote: Remote = None,
-    principal: Annotated[
-        str | None,
-        typer.Option(
-            "--principal",
-            metavar="NAME",
-            help="Who rolls back, checked against the current version's ACL (User:NAME; a bare NAME is a user).",
-            show_default=False,
-        ),
-    ] = None,
-    not_current: Annotated[
-        bool,
-        typer.Option(
-            "--not-current",
-            help="Roll back N although it is not the current version: the values of N that later versions kept"
-            " are then refused by the next publish until reverted.",
-        ),
-    ] = False,
-    cancel: Annotated[
-        int | None,
-        typer.Option(
-            "--cancel",
-            metavar="N",
-            parser=version_number_arg,
-            help="Cancel the rollback of version N (made by mistake): tag config/restored/vN makes N good again"
-            " and ends its watch. Needs the same permission as a rollback.",
-            show_default=False,
-            autocompletion=complete_version_numbers,
-        ),
-    ] = None,
+    principal: RollbackPrincipal = None,
+    not_current: RollbackNotCurrent = False,
+    cancel: RollbackCancel = None,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Withdraw a bad version: mark it rolled back (tag config/rolledback/vN).
