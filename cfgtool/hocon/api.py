@@ -184,7 +184,8 @@ def quoted_path(config: Mapping[str, Any] | None, path: PathLike) -> str | None:
 
     if not parts or value_at(config, parts) is not MISSING:
         return None
-    found = walk(config or {}, 0)
+    with deep_recursion():  # one frame per object on the way: a dotted key can nest thousands deep
+        found = walk(config or {}, 0)
     return render_path(found) if found is not None else None
 
 

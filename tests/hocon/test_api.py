@@ -571,4 +571,8 @@ def test_quoted_path_names_the_quoted_keys_that_spell_an_unset_dotted_path() -> 
     assert quoted_path(None, "a.b") is None
     start = time.process_time()
     assert quoted_path({"a": {"a": {"a": 1}}, "a.a": 2}, ".".join(["a"] * 5000)) is None  # a hostile path
+    deep: dict[str, object] = {"x.y": 1}
+    for _ in range(3000):  # deeper than Python's default recursion limit
+        deep = {"a": deep}
+    assert quoted_path(deep, ".".join(["a"] * 3000 + ["x", "y"])) == ".".join(["a"] * 3000) + '."x.y"'
     assert time.process_time() - start < slowness_now()
