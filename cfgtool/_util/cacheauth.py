@@ -2,9 +2,11 @@
 
 A checksum only finds damage. Whoever can write a cache directory (a shared CI cache, another local user) can also
 write a matching checksum. So an entry that decides anything is sealed with `seal` and opened with `unseal`. Examples
-are a version's validation verdict and a rollback watch list. So is a server's answer used without asking it again. A
-sealed entry is a tag of 32 bytes, then the bytes. The tag is HMAC-SHA256 over the entry's purpose and its bytes. The
-purpose says what it is and which slot it fills. So an entry moved to another slot does not verify. An entry without
+are a version's validation verdict and a rollback watch list. So is a server's answer used without asking it again.
+docs/security.md lists every cache and how it is checked. A sealed entry is a tag of 32 bytes, then the bytes. The
+tag is HMAC-SHA256 over the entry's purpose and its bytes. The purpose says what it is and which slot it fills. So an
+entry moved to another slot does not verify. A version artifact, read row by row, checks each row under a key that
+`derived_key` makes for that artifact instead. An entry without
 a valid tag is a miss.
 
 The key is 32 random bytes in `$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else
