@@ -6,8 +6,7 @@ are a version's validation verdict and a rollback watch list. So is a server's a
 docs/security.md lists every cache and how it is checked. A sealed entry is a tag of 32 bytes, then the bytes. The
 tag is HMAC-SHA256 over the entry's purpose and its bytes. The purpose says what it is and which slot it fills. So an
 entry moved to another slot does not verify. A version artifact, read row by row, checks each row under a key that
-`derived_key` makes for that artifact instead. An entry without
-a valid tag is a miss.
+`derived_key` makes for that artifact instead. An entry without a valid tag is a miss.
 
 The key is 32 random bytes in `$CFGTOOL_CACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/cfgtool/cache.key`, else
 `~/.config/cfgtool/cache.key`. It is never under the cache directory, so copying or planting a cache carries no key.
