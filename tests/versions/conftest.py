@@ -7,14 +7,11 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from cfgtool.store.git import git_env
-
-if TYPE_CHECKING:
-    from tests.conftest import GitRepo
+from tests.conftest import CHECKOUT, GitRepo, copy_template
 
 LONG_FILE = "store/tags/retention/LONG/main.conf"
 DAYS_60 = 5_184_000_000
@@ -80,5 +77,10 @@ def build_versioned(repo: GitRepo, source: Path) -> Versioned:
 
 
 @pytest.fixture
-def versioned(repo: GitRepo, embedded_repo: GitRepo) -> Versioned:
-    return build_versioned(repo, embedded_repo.root)
+def versioned(repo: GitRepo) -> Versioned:
+    """`repo`, replaced by a copy of this process's template of `build_versioned` over the embedded store: its
+    commits have fixed dates, so the copy's are the same commits."""
+    shutil.rmtree(repo.root)
+    copy = copy_template("versioned", lambda root: build_versioned(GitRepo(root), CHECKOUT), repo.root)
+    c1, c2, c3, c4 = copy.git("rev-list", "--reverse", "HEAD").split()
+    return Versioned(copy, c1, c2, c3, c4)
