@@ -318,3 +318,20 @@ def test_identity_falls_back_to_USER(tmp_path: Path, monkeypatch: pytest.MonkeyP
     who = identity(tmp_path / "r")
     assert who.name == "ci-bot"
     assert who.email.startswith("ci-bot@")
+
+
+@pytest.mark.parametrize(
+    ("version", "rollback", "restored"),
+    [
+        ("config/v", "config/rolledback/v", "config/restored/v"),
+        ("config/other/v", "config/other/rolledback/v", "config/other/restored/v"),
+        ("release/", "withdrawn/", "withdrawn/restored/"),
+        ("rel/v", "rel/rb/v", "rel/rb/restored/v"),
+        ("rel/restored/v", "rel/rolledback/v", "rel/rolledback/vrestored-"),  # never the version prefix
+    ],
+)
+def test_the_restored_prefix_follows_the_rollback_prefix(version: str, rollback: str, restored: str) -> None:
+    from cfgtool.versions.tags import restored_prefix
+
+    assert restored_prefix(version, rollback) == restored
+    assert TagScheme(version, rollback).restored_tag(3) == f"{restored}3"
