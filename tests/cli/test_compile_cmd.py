@@ -481,6 +481,7 @@ def _many_errors(repo: GitRepo) -> GitRepo:
     return repo
 
 
+@pytest.mark.long
 def test_compile_text_shows_the_first_50_causes_then_how_many_more_and_all_lists_each(
     run_cfgtool: Run, store_repo: GitRepo
 ) -> None:

@@ -474,6 +474,7 @@ def test_a_revert_after_a_rollback_is_compared_with_what_readers_had(run_cfgtool
     assert "v5 rolled back" in text and "(readers went from v5 to v4)" in text and "v6" not in text
 
 
+@pytest.mark.long
 def test_a_refused_publish_of_2000_topics_is_bounded_in_text_and_whole_in_json(
     run_cfgtool: Run, store_repo: GitRepo
 ) -> None:
