@@ -103,28 +103,10 @@ def get(
       cfgtool get demo:/data/tracking/PageViewEvent kafka.partitions
       cfgtool get /data/tracking/LoginEvent -f yaml --var local_cluster.name=lva1
     """
-    from cfgtool.snapshot.model import KeyNotFound
-
     answer = _answer(ctx, key, ref, version, variables)
-    key, snap = answer.key, answer.snapshot
-    node = snap.nearest_node(key)
-    if node != key and not nearest:
-        raise KeyNotFound.no_node(key, snap.name or snap.store, node, answer.near_node(), how="--nearest")
-    if path is None:
-        read = snap.lookup(key)
-        _note_phantom(read.key, read.node, read.exists, answer)
-        value: Any = read.config
-    else:
-        from cfgtool.snapshot.explain import explain
-
-        found = explain(snap, key, _path(path))
-        _note_phantom(found.key, found.node, found.exists, answer)
-        if not found.found:
-            near = f"; did you mean {found.did_you_mean}?" if found.did_you_mean else ""
-            hint = f"list what is set with `cfgtool get {key}`"
-            raise CfgtoolError(f"{found.path} is not set in the config of {key}{near}", hint=hint)
-        value = found.value
-    typer.echo(_render_value(value, fmt), nl=False)
+    found = answer.read(None if path is None else _path(path), nearest=nearest, how="--nearest")
+    _note_phantom(found.key, found.node, found.exists, answer)
+    typer.echo(_render_value(found.value, fmt), nl=False)
 
 
 def explain_command(

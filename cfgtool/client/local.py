@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from cfgtool._util.cachedir import cache_root, checked_root, private_dir
-from cfgtool._util.plain import MISSING, value_at
+from cfgtool._util.plain import MISSING
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
 from cfgtool.store.keys import ROOT, normalize_key
@@ -159,17 +159,17 @@ class ConfigClient:
     def get_value(self, key: str, path: str, default: Any = MISSING, *, nearest: bool = False) -> Any:
         """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound when it is not set, unless
         `default`, and for a key without a node, unless `nearest` (as `get`)."""
-        from cfgtool.hocon import quoted_path, split_path
+        from cfgtool.hocon import read_path
 
         config = self._lookup(key, nearest).config
-        value = value_at(config, split_path(path))
-        if value is MISSING:
+        found = read_path(config, path)
+        if not found.found:
             if default is not MISSING:
                 return default
-            near = quoted_path(config, path)
+            near = found.did_you_mean
             said = f"; did you mean {near}?" if near is not None else ""
             raise KeyNotFound(f"{key} has no value at {path} (version {self.version}){said}", hint="check the path")
-        return value
+        return found.value
 
     def _lookup(self, key: str, nearest: bool) -> Lookup:
         """`lookup(key)`, or KeyNotFound for a key without a node unless `nearest`."""

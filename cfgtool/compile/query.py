@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic, count
 from cfgtool.store import keys
@@ -64,6 +64,44 @@ class KeyAnswer:
             return self.snapshot.near_node(self.key)
         names = lambda k: keys.siblings(map(keys.last_segment, scope.children(k)))  # noqa: E731
         return keys.near_node(self.key, scope.nearest, names)
+
+    def read(self, path: str | None, *, nearest: bool = False, how: str = "nearest=True") -> KeyRead:
+        """The config of `key`, or the value at `path` in it (`hocon.read_path`, as every reader reads one).
+
+        A key without a node raises KeyNotFound naming a node with a close key, unless `nearest`: a typo must
+        not read as its ancestor's config (`how` says how the caller asks for that on purpose). A `path` that
+        is not set raises CfgtoolError, with the quoted path that is set when there is one."""
+        from cfgtool.errors import CfgtoolError
+        from cfgtool.hocon import read_path, split_path
+        from cfgtool.hocon.resolver import render_path
+        from cfgtool.snapshot.model import KeyNotFound
+
+        snap = self.snapshot
+        node = snap.nearest_node(self.key)
+        if node != self.key and not nearest:
+            raise KeyNotFound.no_node(self.key, snap.name or snap.store, node, self.near_node(), how=how)
+        found = snap.lookup(self.key)
+        if path is None:
+            return KeyRead(found.key, found.node, found.exists, found.config)
+        value = read_path(found.config, path)
+        if not value.found:
+            near = f"; did you mean {value.did_you_mean}?" if value.did_you_mean else ""
+            raise CfgtoolError(
+                f"{render_path(split_path(path))} is not set in the config of {self.key}{near}",
+                hint=f"list what is set with `cfgtool get {self.key}`",
+            )
+        return KeyRead(found.key, found.node, found.exists, value.value)
+
+
+@dataclass(frozen=True)
+class KeyRead:
+    """What `KeyAnswer.read` read: the key, the node it reads (itself, or its nearest ancestor when it has no
+    node: `exists` is then false) and the config or value."""
+
+    key: str
+    node: str
+    exists: bool
+    value: Any
 
 
 def query_key(

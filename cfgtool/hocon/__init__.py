@@ -14,6 +14,7 @@ from cfgtool._lazy import make_lazy as _make_lazy
 
 if _typing.TYPE_CHECKING:
     from cfgtool.hocon.api import PathLike as PathLike
+    from cfgtool.hocon.api import PathRead as PathRead
     from cfgtool.hocon.api import Resolved as Resolved
     from cfgtool.hocon.api import bulk as bulk
     from cfgtool.hocon.api import describe as describe
@@ -26,6 +27,7 @@ if _typing.TYPE_CHECKING:
     from cfgtool.hocon.api import parse_value as parse_value
     from cfgtool.hocon.api import quoted_path as quoted_path
     from cfgtool.hocon.api import read_file as read_file
+    from cfgtool.hocon.api import read_path as read_path
     from cfgtool.hocon.api import resolve as resolve
     from cfgtool.hocon.api import split_path as split_path
     from cfgtool.hocon.api import to_plain as to_plain
@@ -37,6 +39,7 @@ __all__ = [
     "HoconError",
     "Origin",
     "PathLike",
+    "PathRead",
     "Reader",
     "Resolved",
     "bulk",
@@ -50,6 +53,7 @@ __all__ = [
     "parse_value",
     "quoted_path",
     "read_file",
+    "read_path",
     "resolve",
     "split_path",
     "to_plain",
@@ -72,7 +76,9 @@ _make_lazy(
         "parse": ("cfgtool.hocon.api", "parse"),
         "parse_file": ("cfgtool.hocon.api", "parse_file"),
         "parse_value": ("cfgtool.hocon.api", "parse_value"),
+        "PathRead": ("cfgtool.hocon.api", "PathRead"),
         "quoted_path": ("cfgtool.hocon.api", "quoted_path"),
+        "read_path": ("cfgtool.hocon.api", "read_path"),
         "read_file": ("cfgtool.hocon.api", "read_file"),
         "resolve": ("cfgtool.hocon.api", "resolve"),
         "split_path": ("cfgtool.hocon.api", "split_path"),

@@ -6,6 +6,7 @@ import gc
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +188,32 @@ def quoted_path(config: Mapping[str, Any] | None, path: PathLike) -> str | None:
     with deep_recursion():  # one frame per object on the way: a dotted key can nest thousands deep
         found = walk(config or {}, 0)
     return render_path(found) if found is not None else None
+
+
+@dataclass(frozen=True)
+class PathRead:
+    """What `read_path` found in `config`: the value at `path`, `MISSING` when it is not set."""
+
+    config: Mapping[str, Any] | None
+    path: PathLike
+    value: Any
+
+    @property
+    def found(self) -> bool:
+        return self.value is not MISSING
+
+    @property
+    def did_you_mean(self) -> str | None:
+        """When the path is not set, the quoted path that is (`quoted_path`), for a did-you-mean. Computed when
+        asked: a reader with a default never pays for it."""
+        return None if self.found else quoted_path(self.config, self.path)
+
+
+def read_path(config: Mapping[str, Any] | None, path: PathLike) -> PathRead:
+    """The value at `path` in plain `config`. It is the one way a value is read by path: `cfgtool get`, explain,
+    `ConfigClient.get_value`, the Spark view and the server's `?path=` all call it, so they agree on what is
+    set."""
+    return PathRead(config, path, value_at(config, split_path(path)))
 
 
 def find(node: Node, path: PathLike) -> Node | None:

@@ -20,9 +20,8 @@ from urllib.parse import parse_qs
 
 from starlette.requests import Request
 
-from cfgtool._util.plain import MISSING, value_at
 from cfgtool.errors import CfgtoolError
-from cfgtool.hocon import HoconError, quoted_path, split_path
+from cfgtool.hocon import HoconError, read_path, split_path
 from cfgtool.serve.accesslog import NOTHING_SENT, PRINCIPAL, SENT, AccessLog, Exchange
 from cfgtool.serve.answers import (
     Answer,
@@ -488,12 +487,13 @@ class Api:
         except HoconError as exc:
             raise Denied(error(400, "bad_path", f"{path!r} is not a HOCON path: {exc.message}")) from exc
         doc = json.loads(plain.body)
-        value, exists, near = value_at(doc["config"], parts), doc["exists"], doc.get("did_you_mean")
-        if value is MISSING:
+        found, exists, near = read_path(doc["config"], parts), doc["exists"], doc.get("did_you_mean")
+        value = found.value
+        if not found.found:
             said = f"{path} is not set in the config of {key} (version {loaded.version})"
             if not exists:
                 said += f"; {key} has no node" + (f" (did you mean {near}?)" if near else "")
-            quoted = quoted_path(doc["config"], parts)
+            quoted = found.did_you_mean
             raise Denied(error(404, "not_found", said, quoted), [] if exists else [NO_NODE])
         return loaded.cached(
             ("value", key, path, sealed, near),

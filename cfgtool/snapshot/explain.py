@@ -8,8 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cfgtool._util.plain import MISSING, value_at
-from cfgtool.hocon import Origin, quoted_path, split_path
+from cfgtool.hocon import Origin, read_path, split_path
 from cfgtool.hocon.resolver import render_path
 from cfgtool.snapshot.hidden import HIDDEN
 from cfgtool.snapshot.layers import intrinsic_of, intrinsic_value
@@ -118,7 +117,7 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
     name = render_path(split_path(path))
     read = snapshot.lookup(key)
     node = snapshot.nodes[read.node]
-    value = value_at(read.config, split_path(path))
+    value = read_path(read.config, path)
     layers = []
     reached = node.reached
     keys = node.layers
@@ -135,10 +134,10 @@ def explain(snapshot: Snapshot, key: str, path: str) -> Explanation:
         node=read.node,
         exists=read.exists,
         path=name,
-        found=value is not MISSING,
-        value=None if value is MISSING else value,
+        found=value.found,
+        value=value.value if value.found else None,
         origin=node.origins.get(name),
         sources=tuple(node.sources.get(name, ())),
         layers=tuple(layers),
-        did_you_mean=quoted_path(read.config, path) if value is MISSING else None,
+        did_you_mean=value.did_you_mean,
     )

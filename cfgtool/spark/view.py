@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cfgtool._util.plain import MISSING, value_at
-from cfgtool.hocon import split_path
+from cfgtool.hocon import read_path
 from cfgtool.store.keys import ROOT, Siblings, near_node, siblings
 
 
@@ -70,8 +69,8 @@ class SnapshotView:
     def get_value(self, key: str, path: str, default: Any = None, *, nearest: bool = False) -> Any:
         """The value at the dotted `path` in `key`'s config, or `default`; quote segments containing dots. A key
         without a node reads as with `get`."""
-        value = value_at(self.get(key, nearest=nearest), split_path(path))
-        return default if value is MISSING else value
+        found = read_path(self.get(key, nearest=nearest), path)
+        return found.value if found.found else default
 
     def _child_names(self, key: str) -> Siblings:
         if self._names is None:  # built on the first miss only: most jobs never make one
