@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cfgtool.cli.completion import complete_refs, complete_variables, complete_versions
 from cfgtool.cli.context import CliContext
-from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.errors import UsageError
 
 if TYPE_CHECKING:
     from cfgtool.compile.compiler import CompileResult
@@ -129,15 +128,12 @@ def version_number_arg(text: str) -> int:
 def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | None:
     """The ref `--ref` or `--version` names (None: the working tree; `current` and `previous`, as either, name
     that version); both at once is a usage error."""
-    from cfgtool.versions.names import VERSION_NAMES, version_spec
+    from cfgtool.versions.names import split_ref, version_spec
 
     cli: CliContext = ctx.obj
-    if version is None and ref in VERSION_NAMES:
-        version, ref = ref, None
+    ref, version = split_ref(ref, version)
     if version is None:
         return ref
-    if ref is not None:
-        raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
     from cfgtool.versions.tags import history
 
     return history(cli.repo, cli.store).pick(version_spec(version)).commit
@@ -146,15 +142,11 @@ def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | N
 def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None) -> Reading:
     """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached
     (compiled and cached otherwise: `cfgtool.versions.reading`). One of `ref` and `version` is given."""
-    if ref is not None and version is not None:
-        raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
-    from cfgtool.versions.reading import read_at
+    from cfgtool.versions.names import split_ref, version_spec
+    from cfgtool.versions.reading import read_at, refuse_invalid
 
     cli: CliContext = ctx.obj
-    from cfgtool.versions.names import VERSION_NAMES, version_spec
-
-    if ref in VERSION_NAMES:
-        version, ref = ref, None
+    ref, version = split_ref(ref, version)
     number = version_spec(version) if version is not None else None
     try:
         given = parse_variables(variables)
@@ -169,32 +161,5 @@ def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | 
     with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:  # a cold cache compiles
         reading = read_at(cli.repo, cli.store, ref=ref, version=number, variables=given, progress=progress)
     if number is not None:
-        _refuse_invalid(cli, reading, number, given)
+        refuse_invalid(cli.repo, cli.store, reading, number, given)
     return reading
-
-
-def _refuse_invalid(cli: CliContext, reading: Reading, version: int | str, variables: Mapping[str, str]) -> None:
-    """CfgtoolError (exit 1) naming the first schema or policy error of a published version: a version made by
-    hand without `publish`'s checks is never applied (the server and `ConfigClient` skip it), so its values are
-    not printed as if it were. The check is the one they run, cached per commit."""
-    from cfgtool._util.cachedir import cache_root
-    from cfgtool.store.refmemo import RefMemo
-    from cfgtool.versions.reading import validation_error
-
-    commit = reading.snapshot.source.commit
-    if commit is None:
-        return
-    cache = cache_root()
-    root = RefMemo(cli.repo if cli.repo is not None else Path.cwd(), cache).repo.root  # git-free, memoized
-    problem = validation_error(root, commit, reading.snapshot, cache, variables)
-    if problem is None:
-        return
-    if isinstance(version, str):  # `current` / `previous`: name it by its number
-        from cfgtool.versions.tags import history
-
-        version = history(root, cli.store).named(version).version
-    raise CfgtoolError(
-        f"version {version} ({commit[:7]}) has errors, so no application reads it: {problem}",
-        hint=f"it was tagged without `cfgtool publish`'s checks: roll it back (`cfgtool rollback {version} -m"
-        " REASON`) and publish a fixed version",
-    )

@@ -250,17 +250,14 @@ def _answer(
     """What a forward query reads about KEY (`text`; BadKeyError: exit 2), refused (exit 1) when errors
     affect it: errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas,
     policies) never change a resolved config, so they refuse nothing."""
-    from cfgtool.compile.query import KeyAnswer, query_key
+    from cfgtool.compile.query import key_at, query_key
 
     cli: CliContext = ctx.obj
     if ref is None and version is None:
         answer = query_key(cli.repo, cli.store, None, text, parse_variables(variables))
         _note_working_tree(answer)
     else:  # a commit: its version artifact when cached (one key read from it), else compiled once and cached
-        from cfgtool.store.keys import normalize_key
-
-        reading = read_at_ref(ctx, ref, variables, version)
-        answer = KeyAnswer(normalize_key(text, reading.snapshot.name), reading, None)
+        answer = key_at(text, read_at_ref(ctx, ref, variables, version))
     _refuse(answer.key, answer.errors(), answer.store_errors())
     return answer
 

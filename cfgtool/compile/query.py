@@ -71,9 +71,6 @@ class KeyAnswer:
         A key without a node raises KeyNotFound naming a node with a close key, unless `nearest`: a typo must
         not read as its ancestor's config (`how` says how the caller asks for that on purpose). A `path` that
         is not set raises CfgtoolError, with the quoted path that is set when there is one."""
-        from cfgtool.errors import CfgtoolError
-        from cfgtool.hocon import read_path, split_path
-        from cfgtool.hocon.resolver import render_path
         from cfgtool.snapshot.model import KeyNotFound
 
         snap = self.snapshot
@@ -83,6 +80,13 @@ class KeyAnswer:
         found = snap.lookup(self.key)
         if path is None:
             return KeyRead(found.key, found.node, found.exists, found.config)
+        from cfgtool.errors import CfgtoolError
+        from cfgtool.hocon import (
+            read_path,
+            split_path,
+        )  # the HOCON engine only for a path: a cached read parses nothing
+        from cfgtool.hocon.resolver import render_path
+
         value = read_path(found.config, path)
         if not value.found:
             near = f"; did you mean {value.did_you_mean}?" if value.did_you_mean else ""
@@ -102,6 +106,12 @@ class KeyRead:
     node: str
     exists: bool
     value: Any
+
+
+def key_at(text: str, reading: Reading) -> KeyAnswer:
+    """The answer about `text` (a key, BadKeyError when it is none) in a store read at a commit (`read_at`): the
+    whole store, so its errors are counted store-wide."""
+    return KeyAnswer(keys.normalize_key(text, reading.snapshot.name), reading, None)
 
 
 def query_key(

@@ -23,6 +23,16 @@ def version_spec(text: str) -> int | str:
     )
 
 
+def split_ref(ref: str | None, version: str | None) -> tuple[str | None, str | None]:
+    """`--ref` and `--version` as given, as (ref, version): a ref that is `current` or `previous` names that
+    version. UsageError for both at once: they name two states."""
+    if ref is not None and version is not None:
+        raise UsageError("--ref and --version name two states; give one", hint="drop one of them")
+    if ref in VERSION_NAMES:
+        return None, ref
+    return ref, version
+
+
 def version_number(digits: str) -> int | None:
     """`digits` as a version number, None when it is not one. A version number is 1 to 9 ASCII digits without a
     leading zero: the one rule for tag names and for what people type (see docs/versions.md). Anything longer

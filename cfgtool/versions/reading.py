@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from cfgtool._util.cachedir import budget_bytes, cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
+from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import Reading, Snapshot
 from cfgtool.store.refmemo import RefMemo, memoizable
 from cfgtool.versions.artifact import Artifact, artifact_path, open_artifact, write_artifact
@@ -62,6 +63,31 @@ def read_at(
         if artifact is not None:
             return artifact.reading(label, lambda: compile_at(repo, store, commit, variables, cache).snapshot)
     return compile_at(repo, store, label, variables, cache, progress)
+
+
+def refuse_invalid(
+    repo: Path | None, store: str | Path, reading: Reading, version: int | str, variables: Mapping[str, str]
+) -> None:
+    """CfgtoolError (exit 1) naming the first schema or policy error of a published version: a version made by
+    hand without `publish`'s checks is never applied (the server and `ConfigClient` skip it), so its values are
+    not printed as if it were. The check is the one they run, cached per commit."""
+    commit = reading.snapshot.source.commit
+    if commit is None:
+        return
+    cache = cache_root()
+    root = RefMemo(repo if repo is not None else Path.cwd(), cache).repo.root  # git-free, memoized
+    problem = validation_error(root, commit, reading.snapshot, cache, variables)
+    if problem is None:
+        return
+    if isinstance(version, str):  # `current` / `previous`: name it by its number
+        from cfgtool.versions.tags import history
+
+        version = history(root, store).named(version).version
+    raise CfgtoolError(
+        f"version {version} ({commit[:7]}) has errors, so no application reads it: {problem}",
+        hint=f"it was tagged without `cfgtool publish`'s checks: roll it back (`cfgtool rollback {version} -m"
+        " REASON`) and publish a fixed version",
+    )
 
 
 def ref_commit(memo: RefMemo, ref: str) -> str | None:
