@@ -151,17 +151,20 @@ class ConfigClient:
         """Whether `key` has a node of its own (else it reads as its nearest ancestor)."""
         return self.lookup(key).exists
 
-    def get(self, key: str, *, nearest: bool = False) -> Mapping[str, Any]:
+    def get(self, key: str, strict: bool | None = None, *, nearest: bool = False) -> Mapping[str, Any]:
         """The resolved config of `key`. A key without a node raises KeyNotFound (naming a node with a close key)
-        unless `nearest`: then it reads as its nearest ancestor's (docs/resolution.md#keys-without-a-node)."""
-        return self._lookup(key, nearest).config
+        unless `nearest`: then it reads as its nearest ancestor's (docs/resolution.md#keys-without-a-node).
+        `strict` is the older spelling, kept so existing programs run (see `_nearest`)."""
+        return self._lookup(key, _nearest(strict, nearest)).config
 
-    def get_value(self, key: str, path: str, default: Any = MISSING, *, nearest: bool = False) -> Any:
+    def get_value(
+        self, key: str, path: str, default: Any = MISSING, strict: bool | None = None, *, nearest: bool = False
+    ) -> Any:
         """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound when it is not set, unless
         `default`, and for a key without a node, unless `nearest` (as `get`)."""
         from cfgtool.hocon import read_path
 
-        config = self._lookup(key, nearest).config
+        config = self._lookup(key, _nearest(strict, nearest)).config
         found = read_path(config, path)
         if not found.found:
             if default is not MISSING:
@@ -404,3 +407,20 @@ __all__ = [
     "VersionNotFound",
     "compact_json",
 ]
+
+
+def _nearest(strict: bool | None, nearest: bool) -> bool:
+    """Whether a read asks for the nearest ancestor, given the older `strict` argument too.
+
+    `strict=True` is today's default, so it changes nothing. `strict=False` asked for the nearest ancestor's
+    config, as `nearest=True` does now: it keeps doing so, with a DeprecationWarning."""
+    if strict is None:
+        return nearest
+    import warnings
+
+    warnings.warn(
+        "strict= is replaced by nearest=: a key without a node raises KeyNotFound unless nearest=True",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return nearest or not strict

@@ -80,6 +80,19 @@ def test_client_reads_of_a_key_without_a_node_fail_unless_asked_for_the_nearest(
         client.get_value(TOPIC, "kafka.config.retention.ms")
 
 
+def test_client_reads_keep_the_older_strict_argument_working(published: GitRepo, tmp_path: Path) -> None:
+    """Programs written for `get(key, strict=...)` still run: strict=True raises as the default does now, and
+    strict=False reads the nearest ancestor's config as it always did, with a DeprecationWarning."""
+    client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    typo = "/data/tracking/PageVeiwEvent"
+    with pytest.warns(DeprecationWarning, match="nearest="), pytest.raises(KeyNotFound, match="has no node"):
+        client.get(typo, strict=True)
+    with pytest.warns(DeprecationWarning, match="nearest="):
+        assert client.get_value(typo, "kafka.partitions", strict=False) == 8
+    with pytest.warns(DeprecationWarning):
+        assert client.get(typo, False)["kafka"]["partitions"] == 8  # positional, as the older signature allowed
+
+
 def test_client_queries_and_explain(published: GitRepo, tmp_path: Path) -> None:
     client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
     assert "/tags/priority/HIGH" in client.tags(TOPIC)
