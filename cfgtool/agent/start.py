@@ -46,11 +46,16 @@ class Arguments:
 
     def options(self) -> Options:
         """The agent's options; UsageError for nothing to write, a file named twice, an unreadable token file,
-        a missing identity, or a spec, signal, key or env prefix that does not parse."""
+        a missing identity, --secrets-from without one, or a spec, signal, key or env prefix that does not parse."""
         specs, token = self._specs(), self._token()
         check_env_prefix(self.env_prefix)
         if self.identity is not None and not self.identity.is_file():
             raise UsageError(f"--identity {self.identity}: no such file", hint="pass an age identity file")
+        if self.secrets_from and self.identity is None:
+            raise UsageError(
+                "--secrets-from names where secrets may be opened, but the agent has no --identity to open them",
+                hint="add --identity FILE, or drop --secrets-from",
+            )
         action = Reload(
             command=self.reload,
             sig=None if self.signal_name is None else parse_signal(self.signal_name),

@@ -417,6 +417,7 @@ def test_usage_errors_are_clear(run_agent: RunAgent, tmp_path: Path) -> None:
         (["--file", "a.json=/data/a", "--reload", "x", "--webhook", "http://127.0.0.1:1/"], "exclude each other"),
         (["--file", "a.json=/data/a", "--file", "a.json=/data/b"], "a.json named more than once"),
         ([], "nothing to write"),
+        (["--file", "a.json=/data/a", "--secrets-from", "/data/b"], "has no --identity to open them"),
     ]
     for args, message in cases:
         done = run_agent(url, "--once", *args)
