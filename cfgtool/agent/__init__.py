@@ -1,8 +1,8 @@
 """`cfgtool agent`: published configs as files on disk, switched atomically, for any process (docs/agent.md).
 
-`layout` writes versions in the kubelet's `..data` layout; `files` renders a key's config in a format or through
-a sandboxed Jinja2 template; `actions` runs the check before a swap and the reload after it; `agent` decides
-which version to apply and follows the server; `start` checks the options of `cfgtool agent` and runs it.
+`layout` writes versions in the kubelet's `..data` layout. `files` renders a key's config in a format or through a
+sandboxed Jinja2 template. `actions` runs the check before a swap and the reload after it. `agent` decides which
+version to apply and follows the server. `start` checks the options of `cfgtool agent` and runs it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The commands around a swap (docs/agent.md): `--check` on the new files before it, and after it one of
+"""The commands around a swap (docs/agent.md). Before it, `--check` runs on the new files. After it runs one of
 `--reload` (a command), `--signal` (to the process in `--pid-file`) or `--webhook` (a POST).
 
-Commands are the operator's own command lines, run by `/bin/sh -c` as confd runs its check and reload
-commands, with `CFGTOOL_AGENT_DIR` (the version's directory) and `CFGTOOL_AGENT_VERSION` in their environment.
+Commands are the operator's own command lines, run by `/bin/sh -c` as confd runs its check and reload commands. Their
+environment holds `CFGTOOL_AGENT_DIR` (the version's directory) and `CFGTOOL_AGENT_VERSION`.
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ def run_command(command: str, directory: Path, version: int) -> tuple[int, str]:
 
 
 def check(command: str, directory: Path, version: int, secret: bool = False) -> None:
-    """`--check`: CheckFailed unless `command` exits 0 on the staged files of `version`. When the files hold
-    opened secrets (`secret`), the message leaves the command's output out: it goes to the log and to the
-    server's consumers report, which everyone who may read the files' keys reads (and the server serves them
-    their secrets `[hidden]`), and a checker quoting the line it refuses would quote a password."""
+    """`--check`: CheckFailed unless `command` exits 0 on the staged files of `version`. When the files hold opened
+    secrets (`secret`), the message leaves the command's output out. The message goes to the log and to the server's
+    consumers report. Everyone who may read the files' keys reads that report, and the server serves them their
+    secrets `[hidden]`. A checker quoting the line it refuses would quote a password."""
     status, output = run_command(command, directory, version)
     if status != 0:
         shown = "its output is not shown, as the files hold opened secrets" if secret else output or "no output"
@@ -97,7 +97,7 @@ class Reload:
                 )
 
     def __call__(self, directory: Path, version: int) -> None:
-        """Tell the program that version `version` is on disk; a failure is logged (the files stay swapped)."""
+        """Tell the program that version `version` is on disk. A failure is logged; the files stay swapped."""
         try:
             if self.command is not None:
                 status, output = run_command(self.command, directory, version)
@@ -120,8 +120,8 @@ class Reload:
 
     @staticmethod
     def _post(url: str, version: int) -> None:
-        """POST `{"version": N}` to `url` through cfgtool's HTTP client (bounded; no redirect followed); any 2xx
-        is success."""
+        """POST `{"version": N}` to `url` through cfgtool's HTTP client (bounded; no redirect followed). Any 2xx is
+        success."""
         parts = urlsplit(url)
         host = parts.netloc.rpartition("@")[2]  # user information is never sent on or logged
         connection = Connection(f"{parts.scheme}://{host}", WEBHOOK_TIMEOUT)

@@ -1,16 +1,16 @@
 """`cfgtool agent`: put published configs on disk, as files, for programs that read files (docs/agent.md).
 
-The agent reads the `current` answer of each key it writes: the server's Keystone freshness says which version
-each key sees now, so a fleet of agents switches spread over the store's checkpoints, and a rollback reaches
-every agent at once. The version it applies is the oldest that its keys see (all its files are one version,
-never a mix); it reads that version's configs through a client pinned to it (`HttpConfigClient`, with its
-disk cache), renders the files, runs `--check` on them, swaps them in (`layout`) and reloads the program.
+The agent reads the `current` answer of each key it writes. The server's Keystone freshness says which version each
+key sees now. So a fleet of agents switches spread over the store's checkpoints, and a rollback reaches every agent
+at once. The version it applies is the oldest that its keys see: all its files are one version, never a mix. It reads
+that version's configs through a client pinned to it (`HttpConfigClient`, with its disk cache). It renders the files,
+runs `--check` on them, swaps them in (`layout`) and reloads the program.
 
-Following: a long poll of the change feed wakes it on every publish or rollback, and while a key still shows an
-older version than the store's current one it asks again when that key's checkpoint passes (the answer's
-`max-age`). Errors (the server down or restarting) are retried with backoff and jitter (1 to 120 s); the files
-on disk stay as they are meanwhile. A version whose check fails (or that cannot be rendered) is not applied;
-the agent goes on with the next one.
+Following: a long poll of the change feed wakes it on every publish or rollback. A key may still show an older
+version than the store's current one. Then it asks again when that key's checkpoint passes (the answer's `max-age`).
+Errors (the server down or restarting) are retried with backoff and jitter (1 to 120 s). The files on disk stay as
+they are meanwhile. A version whose check fails, or that cannot be rendered, is not applied. The agent goes on with
+the next one.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ class _Seen:
 
 
 class Agent:
-    """One agent (see the module's docstring). `applied` is the version on disk, `refused` the last version
-    its check refused (not tried again until another one comes), `swaps` the number of swaps made."""
+    """One agent (see the module's docstring). `applied` is the version on disk. `refused` is the last version its
+    check refused, not tried again until another one comes. `swaps` is the number of swaps made."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -119,8 +119,8 @@ class Agent:
 
     # -- the two modes ---------------------------------------------------------------------------------
     def once(self) -> int:
-        """Write the version the keys see now and return it (`--once`). With the server unreachable: the
-        newest version cached, else the files already on disk; NothingToWrite when there is neither."""
+        """Write the version the keys see now and return it (`--once`). With the server unreachable: the newest
+        version cached, else the files already on disk. NothingToWrite when there is neither."""
         try:
             target = min(seen.version for seen in self._visible().values())
         except ServerUnavailable as exc:
@@ -161,15 +161,15 @@ class Agent:
 
     # -- deciding what to apply -------------------------------------------------------------------------
     def _hold(self, target: int) -> float:
-        """Seconds to wait before applying `target`: what is left of `--settle` after the last swap when it
-        moves forward (changes within the window are applied once, at its end); a rollback never waits."""
+        """Seconds to wait before applying `target`: what is left of `--settle` after the last swap, when it moves
+        forward. Changes within the window are applied once, at its end. A rollback never waits."""
         if self.applied is None or target <= self.applied or target == self.refused:
             return 0.0
         return max(0.0, self._last_swap + self.options.settle - time.monotonic())
 
     def _wait(self) -> float:
-        """How long the next long poll may hold: until the checkpoint of a key that still sees an older
-        version than the store's current one, else the usual `wait`."""
+        """How long the next long poll may hold. A key may still see an older version than the store's current one;
+        then until that key's checkpoint. Else the usual `wait`."""
         current = self._feed.current
         now = time.monotonic()
         behind = [s.until - now for s in self._seen.values() if current is not None and s.version < current]
@@ -194,8 +194,8 @@ class Agent:
 
     # -- applying -----------------------------------------------------------------------------------------
     def _apply(self, version: int, *, strict: bool) -> None:
-        """Read, render, check and swap in `version`, then reload. A refusal (check, template, secret) keeps
-        the files on disk: raised when `strict` (`--once`), else logged and remembered in `refused`."""
+        """Read, render, check and swap in `version`, then reload. A refusal (check, template, secret) keeps the
+        files on disk. It is raised when `strict` (`--once`). Else it is logged and remembered in `refused`."""
         client = HttpConfigClient(
             self.location,
             self.options.store,
@@ -223,8 +223,8 @@ class Agent:
             client.close()
 
     def _report(self, check: Check | None) -> None:
-        """Tell the server the version on disk and how the last attempt went (`cfgtool consumers` lists it); a
-        report that fails costs a log line, never the files."""
+        """Tell the server the version on disk and how the last attempt went; `cfgtool consumers` lists it. A report
+        that fails costs a log line, never the files."""
         try:
             report_applied(
                 self.location,
@@ -260,8 +260,8 @@ class Agent:
         self.options.reload(new, version)
 
     def _configs(self, client: HttpConfigClient) -> tuple[dict[str, Mapping[str, Any]], set[str]]:
-        """Each key's config at the client's version, and the keys whose secrets were opened (with
-        `--identity`; without, secrets are `[hidden]`)."""
+        """Each key's config at the client's version, and the keys whose secrets were opened. Secrets open with
+        `--identity`; without, they are `[hidden]`."""
         from cfgtool.access.secrets import SecretError
 
         configs: dict[str, Mapping[str, Any]] = {}
@@ -283,9 +283,9 @@ class Agent:
 
     def _open(self, key: str, config: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """`config` (`key`'s, read with `?secrets=sealed`) with its secrets opened, and whether it had any.
-        Each opens only if sealed for its very path at `key`, an ancestor of `key`, or a node of
-        `--secrets-from`: places the agent knows itself. What the server says `key` imports is never trusted
-        here, so a spoofed or compromised server cannot route another node's secret into these files."""
+        Each opens only if sealed for its very path at `key`, an ancestor of `key`, or a node of `--secrets-from`.
+        The agent knows those places itself. What the server says `key` imports is never trusted here. So a spoofed
+        or compromised server cannot route another node's secret into these files."""
         from cfgtool.access.secrets import open_envelope
         from cfgtool.hocon.resolver import render_path
 

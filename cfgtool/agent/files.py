@@ -1,8 +1,8 @@
-"""What the agent writes: `--file NAME=KEY[:FORMAT]` renders a key's config in a format, `--template
-NAME=TEMPLATE[:KEY]` renders a Jinja2 template (sandboxed) with a key's config as its context (docs/agent.md).
+"""What the agent writes (docs/agent.md). `--file NAME=KEY[:FORMAT]` renders a key's config in a format.
+`--template NAME=TEMPLATE[:KEY]` renders a Jinja2 template (sandboxed) with a key's config as its context.
 
 Formats come from `cfgtool.snapshot.formats` (json, yaml, properties, hocon, env). Secrets are `[hidden]` unless the
-agent holds an identity; then a file holding an opened secret is written mode 0600.
+agent holds an identity. Then a file holding an opened secret is written mode 0600.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _BY_SUFFIX = {
 
 
 class RenderError(CfgtoolError):
-    """A version cannot be rendered into files (a template fails, a config does not fit a format): the files
+    """A version cannot be rendered into files: a template fails, or a config does not fit a format. The files
     applied before stay."""
 
 
@@ -139,7 +139,7 @@ def _installed(name: str) -> str:
 
 
 def _compile(spec: FileSpec) -> Any:
-    """The compiled template of `spec`; UsageError with file:line for a template that cannot be read or parsed."""
+    """The compiled template of `spec`. UsageError with file:line for a template that cannot be read or parsed."""
     assert spec.template is not None
     try:
         source = spec.template.read_text(encoding="utf-8")
@@ -157,10 +157,10 @@ def _compile(spec: FileSpec) -> Any:
 
 
 def render_file(spec: FileSpec, config: Mapping[str, Any], env_prefix: str = "") -> bytes:
-    """The bytes of `spec`'s file for `config` (a key's config, secrets opened or `[hidden]`); RenderError when
-    the template fails or the config does not fit the format (an env file's variable that would be read as
-    code included: `env_prefix` starts every name). The template file is read again each time, so an edited
-    template applies from the next version on."""
+    """The bytes of `spec`'s file for `config`, a key's config with secrets opened or `[hidden]`. RenderError when
+    the template fails or the config does not fit the format. An env file's variable that would be read as code does
+    not fit; `env_prefix` starts every name. The template file is read again each time. So an edited template applies
+    from the next version on."""
     if spec.template is None:
         assert spec.fmt is not None
         try:
@@ -199,7 +199,7 @@ def _template_line(exc: BaseException) -> int | None:
 def contents(
     specs: list[FileSpec], configs: Mapping[str, Mapping[str, Any]], opened: set[str], env_prefix: str = ""
 ) -> dict[str, Content]:
-    """Every file of a version: `configs` by key; the keys in `opened` hold opened secrets (mode 0600 files);
+    """Every file of a version: `configs` by key. The keys in `opened` hold opened secrets (mode 0600 files).
     `env_prefix` starts the names of env files."""
     return {spec.name: Content(render_file(spec, configs[spec.key], env_prefix), spec.key in opened) for spec in specs}
 

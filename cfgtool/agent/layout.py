@@ -6,11 +6,11 @@ DIR/..data     -> ..7_20261128T013000.123456Z
 DIR/..7_20261128T013000.123456Z/app.json   the files of version 7
 ```
 
-A new version is written whole into a new directory `..<version>_<time>`, flushed to disk, then `..data` is
-replaced by a link to it in one `rename` of a link: a reader that resolves `..data` once sees every file of
-one version, or every file of the one before, never a mix. After the swap the directories older than the one
-before are removed (the one before stays for readers still inside it), and links of files no longer
-written are removed. Nothing here ever empties or deletes the files of the current version.
+A new version is written whole into a new directory `..<version>_<time>` and flushed to disk. Then `..data` is
+replaced by a link to it, in one `rename` of a link. A reader that resolves `..data` once sees every file of one
+version, or every file of the one before, never a mix. After the swap, the directories older than the one before are
+removed. The one before stays for readers still inside it. Links of files no longer written are removed. Nothing here
+ever empties or deletes the files of the current version.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ FILE_MODE = 0o644
 
 
 class LayoutError(CfgtoolError):
-    """The directory cannot take a new version (full disk, no permission): the files it has stay as they are."""
+    """The directory cannot take a new version: full disk, no permission. The files it has stay as they are."""
 
 
 @dataclass(frozen=True)
 class Content:
-    """One file of a version: its bytes and whether it holds opened secrets (then it is mode 0600)."""
+    """One file of a version: its bytes and whether it holds opened secrets. Then it is mode 0600."""
 
     data: bytes
     secret: bool = False
@@ -82,9 +82,9 @@ def holds(root: Path, files: Mapping[str, Content]) -> bool:
 
 
 def _foreign(root: Path, name: str) -> str | None:
-    """What stands at `root/name` that is not the agent's own link through `..data` (None: its link, or
-    nothing): a file of its own, or a link elsewhere (planted, or left by another tool), through which the path
-    would go on reading something else whatever version `..data` holds."""
+    """What stands at `root/name` that is not the agent's own link through `..data` (None: its link, or nothing).
+    That is a file of its own, or a link elsewhere, planted or left by another tool. Through it, the path would go on
+    reading something else, whatever version `..data` holds."""
     path = root / name
     if path.is_symlink():
         target = os.readlink(path)
@@ -93,8 +93,8 @@ def _foreign(root: Path, name: str) -> str | None:
 
 
 def stage(root: Path, version: int, files: Mapping[str, Content]) -> Path:
-    """Write `files` into a new version directory of `root` and flush them; the directory (not yet visible
-    through `..data`). On any failure the partial directory is removed and LayoutError says why."""
+    """Write `files` into a new version directory of `root` and flush them. Returns the directory, not yet visible
+    through `..data`. On any failure the partial directory is removed and LayoutError says why."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f".{time.time_ns() // 1000 % 1_000_000:06d}Z"
     new = root / f"..{version}_{stamp}"
     for name in files:
@@ -128,8 +128,8 @@ def stage(root: Path, version: int, files: Mapping[str, Content]) -> Path:
 
 
 def swap(root: Path, new: Path, names: list[str]) -> None:
-    """Make `new` (from `stage`) the files of `root`: `..data` is replaced in one rename, the per-file links
-    are made, then what is older than the directory before and the links of files no longer written go."""
+    """Make `new` (from `stage`) the files of `root`. `..data` is replaced in one rename, and the per-file links are
+    made. Then what is older than the directory before goes, and so do the links of files no longer written."""
     before = os.readlink(root / DATA) if (root / DATA).is_symlink() else None
     staging = root / _STAGING
     try:
