@@ -1,8 +1,8 @@
-"""Reading one pinned version of a store: one `ConfigClient` over two backends, git (`local`) and a `cfgtool serve`
-server (`http`: `HttpConfigClient`), and `watch`, which hands over a new pinned client for each new version.
+"""Reading one pinned version of a store. One `ConfigClient` works over two backends: git (`local`) and a
+`cfgtool serve` server (`http`: `HttpConfigClient`). `watch` hands over a new pinned client for each new version.
 
 `ConfigClient(location)` picks the backend by the location. Each backend registers itself when its module is
-imported, and this package imports both, so whoever imports anything of `cfgtool.client` gets every backend.
+imported, and this package imports both. So whoever imports anything of `cfgtool.client` gets every backend.
 """
 
 from cfgtool.client.http import HttpConfigClient

@@ -1,17 +1,17 @@
-"""`ChangeFeed`: follow one store's change feed on a cfgtool server (docs/serving.md), for every reader that must
-notice new versions: `cfgtool.watch`, `cfgtool agent`, and any controller that acts on publishes and rollbacks.
+"""`ChangeFeed`: follow one store's change feed on a cfgtool server (docs/serving.md). Every reader that must notice
+new versions uses it: `cfgtool.watch`, `cfgtool agent`, and any controller that acts on publishes and rollbacks.
 
 The feed's state is the store's `seq` (it grows by one per publish, rollback or restore) and its `current` version. The
-first step reads both from `GET /v1/stores`; every later step long-polls `GET /v1/{store}/changes?since=S&wait=W`,
-which answers as soon as the feed moves past `S`, or after `W` seconds with nothing new. An answer that does not
-move the feed (a timed-out poll, or a replica that lags behind the one asked before) keeps the state as it was, so
+first step reads both from `GET /v1/stores`. Every later step long-polls `GET /v1/{store}/changes?since=S&wait=W`.
+That answers as soon as the feed moves past `S`, or after `W` seconds with nothing new. Some answers do not move the
+feed: a timed-out poll, or a replica that lags behind the one asked before. They keep the state as it was, so
 `current` never steps back to a stale value. Every answer passes the client's checks of what a server may send
-(`feed_state`): a broken or hostile server is an error, never a crash.
+(`feed_state`). A broken or hostile server is an error, never a crash.
 
-`follow(stop)` is the loop readers use: it yields the state after each answer, and on an error (the server down,
-restarting, failing, or answering nonsense) it forgets its position, waits a backoff with jitter that grows from 1
-to 120 s, and synchronizes again from `/v1/stores`. A reader whose own work on an answer fails (reading the
-version it names, say) calls `failed(exc)`: the feed then backs off and synchronizes the same way::
+`follow(stop)` is the loop readers use: it yields the state after each answer. On an error it forgets its position,
+waits a backoff with jitter that grows from 1 to 120 s, and synchronizes again from `/v1/stores`. An error is the
+server down, restarting, failing, or answering nonsense. A reader's own work on an answer may fail, such as reading
+the version it names. It then calls `failed(exc)`, and the feed backs off and synchronizes the same way::
 
     feed = ChangeFeed("http://configs:8750", "demo")
     for change in feed.follow(stop):      # stop: a threading.Event
@@ -41,13 +41,13 @@ MAX_WAIT = 55.0  # the longest hold the server grants a long poll
 
 
 def backoff(failures: int) -> float:
-    """Seconds to wait after `failures` consecutive failures: random in [1, min(120, 2**failures)] ("full
-    jitter"), so that the followers of a restarted server do not all come back at once."""
+    """Seconds to wait after `failures` consecutive failures: random in [1, min(120, 2**failures)] ("full jitter").
+    So the followers of a restarted server do not all come back at once."""
     return random.uniform(MIN_BACKOFF, min(MAX_BACKOFF, 2.0 ** min(failures, 7)))
 
 
 class Change(NamedTuple):
-    """The feed's state after an answer: the store's `seq`, and its `current` version (None: no good version)."""
+    """The feed's state after an answer: the store's `seq`, and its `current` version. None means no good version."""
 
     seq: int
     current: int | None
@@ -59,10 +59,10 @@ OnError = Callable[[Exception, float], object]
 class ChangeFeed:
     """Follows store `store` of the server at `location` (see the module's docstring).
 
-    `seq` and `current` are the last state read (None before the first, and after an error until the feed
-    synchronizes again), `failures` the current run of consecutive errors, `last_error` the latest error.
-    `wait` is a long poll's usual hold (0 to 55 s); each request's deadline is `timeout + wait`. `kind` and
-    `instance` say who asks (`User-Agent`, `Cfgtool-Instance`).
+    `seq` and `current` are the last state read. They are None before the first, and after an error until the feed
+    synchronizes again. `failures` is the current run of consecutive errors, `last_error` the latest error. `wait` is
+    a long poll's usual hold (0 to 55 s). Each request's deadline is `timeout + wait`. `kind` and `instance` say who
+    asks (`User-Agent`, `Cfgtool-Instance`).
     """
 
     def __init__(
@@ -95,9 +95,9 @@ class ChangeFeed:
         self._pending: Exception | None = None  # a reader's failure, to back off from before the next step
 
     def next(self, wait: float | None = None) -> Change:
-        """One step, not retried: synchronize from `/v1/stores` (the first step, and the first after an error),
-        else long-poll the feed for at most `wait` seconds (default `self.wait`). Raises ServerUnavailable (the
-        server unreachable, failing, or answering what no cfgtool server sends) or AccessDenied (401, 403); the
+        """One step, not retried. The first step, and the first after an error, synchronizes from `/v1/stores`. Else
+        it long-polls the feed for at most `wait` seconds (default `self.wait`). Raises ServerUnavailable: the server
+        is unreachable, failing, or answering what no cfgtool server sends. Or raises AccessDenied (401, 403). The
         position is then forgotten, so the next step synchronizes again."""
         try:
             if self.seq is None:
@@ -115,10 +115,10 @@ class ChangeFeed:
     def follow(
         self, stop: threading.Event, *, wait: Callable[[], float] | None = None, on_error: OnError | None = None
     ) -> Iterator[Change]:
-        """The state after each answer, until `stop` is set: first the store's state now, then one per long
-        poll (a poll that times out repeats the state). Errors, the feed's own and those a reader reports with
-        `failed`, are retried after `backoff`; `on_error(exc, delay)` is told of each (default: a warning in the
-        log). `wait()`, if given, says how long the next poll may hold (at most `self.wait`)."""
+        """The state after each answer, until `stop` is set. First the store's state now, then one per long poll. A
+        poll that times out repeats the state. Errors, the feed's own and those a reader reports with `failed`, are
+        retried after `backoff`. `on_error(exc, delay)` is told of each; by default it logs a warning. `wait()`, if
+        given, says how long the next poll may hold (at most `self.wait`)."""
         while not stop.is_set():
             failure, self._pending = self._pending, None
             if failure is None:

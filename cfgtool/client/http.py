@@ -1,30 +1,31 @@
 """ConfigClient over HTTP (docs/http-client.md): read one pinned version of a store through `cfgtool serve`.
 
-`ConfigClient("http://host:8750", store="demo")` builds an `HttpConfigClient`. The rule (`is_server_url`): an
-http(s) URL with nothing after the host and port (`http://host:8750`, `http://host:8750/`) names a cfgtool
-server; every other location, including `https://git.example.com/configs.git`, is a git repository that the git
-client clones. A server behind a path prefix is reached with `HttpConfigClient(url, ...)` directly.
+`ConfigClient("http://host:8750", store="demo")` builds an `HttpConfigClient`. The rule (`is_server_url`): an http(s)
+URL with nothing after the host and port names a cfgtool server, such as `http://host:8750` or `http://host:8750/`.
+Every other location is a git repository that the git client clones, including `https://git.example.com/configs.git`.
+A server behind a path prefix is reached with `HttpConfigClient(url, ...)` directly.
 
-The client pins the store's current version at construction (one conditional GET of `/v1/{store}/versions`, which
-also gives the commit) and from then on reads only `versions/{N}/...`, so a pinned process never mixes versions.
-Every answer is kept in memory and in the cache (`cache_root()/http`, msgpack plain data sealed with the user's
-cache key, written atomically): a `versions/{N}/...` answer never changes, so a cached one is used without asking;
-the versions list is asked for with `If-None-Match`, so an unchanged one costs a 304. When the server is unreachable
-at construction, `offline="cache"` (the default) pins the version the server last named as current, from the cache,
-and warns (`OfflineWarning`); `offline="error"` raises `ServerUnavailable`. Only the standard library speaks HTTP
-here: a client needs none of the server's dependencies. Secrets arrive as "[hidden]", as the server serves them.
+The client pins the store's current version at construction. That takes one conditional GET of
+`/v1/{store}/versions`, which also gives the commit. From then on it reads only `versions/{N}/...`, so a pinned
+process never mixes versions. Every answer is kept in memory and in the cache (`cache_root()/http`). The cache holds
+msgpack plain data sealed with the user's cache key, written atomically. A `versions/{N}/...` answer never changes,
+so a cached one is used without asking. The versions list is asked for with `If-None-Match`, so an unchanged one
+costs a 304. The server may be unreachable at construction. Then `offline="cache"` (the default) pins the version the
+server last named as current, from the cache, and warns (`OfflineWarning`). `offline="error"` raises
+`ServerUnavailable`. Only the standard library speaks HTTP here: a client needs none of the server's dependencies.
+Secrets arrive as "[hidden]", as the server serves them.
 
-The reads are the git client's (`lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`,
-`tags`, `datasets`, `keys`, `children`); `keys` comes from one `imported-by -r /` answer (every node but the root
-has the root among its layers). The server applies no caller variables and opens no secrets, so `variables=` and
-`identity=` are refused. `offline=`, `token=`, `timeout=`, `max_bytes=`, `instance=` and `kind=` pass through
-`ConfigClient(...)` at run time; typed code names them on `HttpConfigClient(...)`, whose signature has them. What
-a server can make the client do is bounded (`Connection`): answer size, a total deadline per request, redirects
-to the same origin only; the cache is kept per server, store and principal (`cache_name`).
+The reads are the git client's: `lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`, `tags`,
+`datasets`, `keys`, `children`. `keys` comes from one `imported-by -r /` answer. Every node but the root has the root
+among its layers. The server applies no caller variables and opens no secrets, so `variables=` and `identity=` are
+refused. `offline=`, `token=`, `timeout=`, `max_bytes=`, `instance=` and `kind=` pass through `ConfigClient(...)` at
+run time. Typed code names them on `HttpConfigClient(...)`, whose signature has them. What a server can make the
+client do is bounded (`Connection`). It bounds answer size, a total deadline per request, and redirects to the same
+origin only. The cache is kept per server, store and principal (`cache_name`).
 
-Every request says who asks, for the server's list of consumers (docs/serving.md): `Cfgtool-Instance: <id>`
-(`instance=`, default the host name and process id) and `User-Agent: cfgtool/<version> (<kind>)`. A process
-that applies versions (the agent) also reports the version it applied with `report_applied`.
+Every request says who asks, for the server's list of consumers (docs/serving.md). It sends `Cfgtool-Instance: <id>`
+and `User-Agent: cfgtool/<version> (<kind>)`. The id is `instance=`, by default the host name and process id. A
+process that applies versions (the agent) also reports the version it applied with `report_applied`.
 
     client = ConfigClient("http://configs:8750", store="demo")
     client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
@@ -114,14 +115,14 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 class Connection:
-    """One kept-alive HTTP connection to a server at `location` (a prefix path allowed), used by one thread at
-    a time (a lock); `get` retries once on a fresh connection when the server closed the old one.
+    """One kept-alive HTTP connection to a server at `location` (a prefix path allowed). One thread at a time uses it
+    (a lock). `get` retries once on a fresh connection when the server closed the old one.
 
-    It bounds what a server can make it do (docs/http-client.md): an answer over `max_bytes` is AnswerTooLarge;
-    `timeout` is a total deadline for each request, redirects and every byte of the answer included (each read
-    waits at most the time left, and a timer cuts the socket at the deadline, so a server that trickles bytes
-    cannot stretch it); redirects are followed
-    only to the same origin (scheme, host and port), at most 5, so a token is never sent elsewhere.
+    It bounds what a server can make it do (docs/http-client.md). An answer over `max_bytes` is AnswerTooLarge.
+    `timeout` is a total deadline for each request, redirects and every byte of the answer included. Each read waits
+    at most the time left, and a timer cuts the socket at the deadline. So a server that trickles bytes cannot
+    stretch it. Redirects are followed only to the same origin (scheme, host and port), at most 5. So a token is
+    never sent elsewhere.
     """
 
     def __init__(self, location: str, timeout: float, max_bytes: int = MAX_BYTES) -> None:
@@ -141,8 +142,8 @@ class Connection:
         self._shut = False
 
     def get(self, path: str, headers: Mapping[str, str]) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """(status, headers, body) of GET `path` within the deadline; ServerUnavailable when the server cannot
-        be reached, fails to answer in time, redirects elsewhere, or (AnswerTooLarge) answers too much."""
+        """(status, headers, body) of GET `path` within the deadline. ServerUnavailable when the server cannot be
+        reached, fails to answer in time, or redirects elsewhere. AnswerTooLarge when it answers too much."""
         deadline = time.monotonic() + self._timeout
         target = self._prefix + path
         with self._lock:
@@ -162,8 +163,8 @@ class Connection:
         raise ServerUnavailable(f"{self._url(path)}: more than {_MAX_REDIRECTS} redirects", hint="check the server")
 
     def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, http.client.HTTPMessage, bytes]:
-        """(status, headers, body) of POST `body` to `path` within the deadline, bounded as `get`; a redirect is
-        an answer like any other (a body is never sent on to another place)."""
+        """(status, headers, body) of POST `body` to `path` within the deadline, bounded as `get`. A redirect is an
+        answer like any other: a body is never sent on to another place."""
         with self._lock:
             return self._attempt("POST", self._prefix + path, headers, body, time.monotonic() + self._timeout)
 
@@ -223,8 +224,8 @@ class Connection:
         )
 
     def _body(self, response: http.client.HTTPResponse, deadline: float) -> bytes:
-        """The whole body, refused (AnswerTooLarge) past `max_bytes` whatever Content-Length says, and cut at
-        `deadline`: each read takes what has arrived and waits at most the time left, so bytes that keep coming
+        """The whole body, refused (AnswerTooLarge) past `max_bytes` whatever Content-Length says. It is cut at
+        `deadline`: each read takes what has arrived and waits at most the time left. So bytes that keep coming
         slowly cannot stretch it."""
         limit = self._max_bytes
         length = response.getheader("Content-Length")
@@ -255,17 +256,17 @@ class Connection:
         return b"".join(chunks)
 
     def abort(self) -> None:
-        """Wake a request blocked in another thread (it fails with ServerUnavailable): for stopping a watch, and
-        at the deadline."""
+        """Wake a request blocked in another thread; it fails with ServerUnavailable. It serves to stop a watch, and
+        to end a request at its deadline."""
         sock = self._sock
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # a read blocked on it returns at once
 
     def shut(self) -> None:
-        """Cut the request under way for good, from another thread or a signal handler (it takes no lock): it
-        fails with ServerUnavailable instead of being retried, and so does every later one (stopping a follower
-        whose long poll must not start again)."""
+        """Cut the request under way for good, from another thread or a signal handler; it takes no lock. The request
+        fails with ServerUnavailable instead of being retried, and so does every later one. This stops a follower
+        whose long poll must not start again."""
         self._shut = True
         self.abort()
 
@@ -294,8 +295,8 @@ def default_instance() -> str:
 
 
 def checked_instance(instance: str | None) -> str:
-    """`instance` (the default one for None), UsageError when it is not 1 to 200 visible ASCII characters, but
-    `/`, starting with a letter or digit."""
+    """`instance`, or the default one for None. UsageError when it is not 1 to 200 visible ASCII characters but `/`,
+    starting with a letter or digit."""
     if instance is None:
         return default_instance()
     if not INSTANCE.fullmatch(instance):
@@ -308,9 +309,9 @@ def checked_instance(instance: str | None) -> str:
 
 
 def request_headers(token: str | None, instance: str | None = None, kind: str = "client") -> dict[str, str]:
-    """The headers of every request: JSON, cfgtool's user agent naming the client's kind (`client`, `watch`,
-    `agent` or `cli`), the instance id (`Cfgtool-Instance`: who reads which version, docs/serving.md) and
-    the bearer token if any."""
+    """The headers of every request: JSON, and cfgtool's user agent naming the client's kind (`client`, `watch`,
+    `agent` or `cli`). Also the instance id (`Cfgtool-Instance`: who reads which version, docs/serving.md) and the
+    bearer token if any."""
     if kind not in KINDS:
         raise UsageError(f"kind={kind!r} is not one of {', '.join(KINDS)}", hint="kind='client'")
     headers = {
@@ -324,9 +325,10 @@ def request_headers(token: str | None, instance: str | None = None, kind: str = 
 
 
 class Check(NamedTuple):
-    """The outcome of an instance's last attempt to apply a version: which one, whether it worked, why not (a
-    short text, at most 500 characters) and the keys it rendered. The server shows the text only to those who
-    may read every one of those keys (with no keys named, to super users only): it may quote their values."""
+    """The outcome of an instance's last attempt to apply a version. It says which one, whether it worked and the
+    keys it rendered. It says why not in a short text, at most 500 characters. The server shows the text only to
+    those who may read every one of those keys, since it may quote their values. With no keys named, it shows it to
+    super users only."""
 
     version: int
     ok: bool
@@ -345,10 +347,10 @@ def report_applied(
     token: str | None = None,
     timeout: float = 10.0,
 ) -> None:
-    """Tell the server at `location` which version of `store` this instance has applied (None: none yet) and
-    how its last attempt went (`POST /v1/{store}/consumers/{instance}`, which needs `describe` on the store),
-    so that `GET /v1/{store}/consumers` shows it. Raises ServerUnavailable when the server cannot be reached
-    or refuses the report, AccessDenied for 401 and 403; a caller that must go on catches CfgtoolError."""
+    """Tell the server at `location` which version of `store` this instance has applied (None: none yet). Also tell
+    it how its last attempt went. It posts to `/v1/{store}/consumers/{instance}`, which needs `describe` on the
+    store. `GET /v1/{store}/consumers` then shows it. Raises ServerUnavailable when the server cannot be reached or
+    refuses the report, AccessDenied for 401 and 403. A caller that must go on catches CfgtoolError."""
     headers = request_headers(token, instance, kind)
     doc: dict[str, Any] = {"applied": applied}
     if check is not None:
@@ -367,9 +369,9 @@ def report_applied(
 
 
 def cache_name(location: str, store: str, token: str | None) -> str:
-    """The cache directory's name for one server, store and principal: answers fetched with one token (or none)
-    never serve a client holding another, which the server may allow less. The token is hashed twice over,
-    never written."""
+    """The cache directory's name for one server, store and principal. Answers fetched with one token (or none) never
+    serve a client holding another. The server may allow that one less. The token is hashed twice over, never
+    written."""
     principal = hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest() if token is not None else ""
     return hashlib.sha256(f"{location}\0{store}\0{principal}".encode()).hexdigest()[:32]
 
@@ -378,8 +380,8 @@ def consumers(
     location: str, store: str, *, token: str | None = None, timeout: float = 10.0, instance: str | None = None
 ) -> dict[str, Any]:
     """`GET /v1/{store}/consumers` of the server at `location`: `{"instances": [...], "by_version": {"N": n}}`,
-    the client instances this server heard from (docs/serving.md). StoreNotFound for a store it does not serve
-    (or that the principal may not describe), AccessDenied for 401 and 403, ServerUnavailable otherwise."""
+    the client instances this server heard from (docs/serving.md). StoreNotFound for a store it does not serve, or
+    that the principal may not describe. AccessDenied for 401 and 403. ServerUnavailable otherwise."""
     path = f"/v1/{quote(store, safe='')}/consumers"
     connection = Connection(location.rstrip("/"), timeout)
     try:
@@ -398,16 +400,16 @@ def consumers(
 
 
 class _Answer(NamedTuple):
-    """An answer's parsed JSON body, from the server or the cache (wrapped: a cached `null` is not a miss)."""
+    """An answer's parsed JSON body, from the server or the cache. It is wrapped, so a cached `null` is not a miss."""
 
     body: Any
 
 
 class HttpConfigClient(ConfigClient, reads=is_server_url):
-    """Reads one version of a store through a cfgtool server; the same reads as the git-backed client.
+    """Reads one version of a store through a cfgtool server. It has the same reads as the git-backed client.
 
-    `requests` counts the HTTP requests made, `not_modified` the 304 answers among them (cache revalidations
-    that cost no body), `offline` is True when the client pinned from the cache because the server was down.
+    `requests` counts the HTTP requests made. `not_modified` counts the 304 answers among them: cache revalidations
+    that cost no body. `offline` is True when the client pinned from the cache because the server was down.
     """
 
     def __init__(
@@ -456,8 +458,8 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
     def lookup(self, key: str, strict: bool = False, *, sealed: bool = False) -> Lookup:
         """The config of `key` at the pinned version and whether it has a node
         (docs/resolution.md#keys-without-a-node). `sealed`: its secrets as their sealed envelopes instead of
-        `[hidden]` (`?secrets=sealed`), for a reader that holds an identity and opens them itself (`cfgtool agent
-        --identity`)."""
+        `[hidden]` (`?secrets=sealed`). It is for a reader that holds an identity and opens them itself
+        (`cfgtool agent --identity`)."""
         key = self._key(key)
         body = self._read(f"keys{_tail(key)}" + ("?secrets=sealed" if sealed else ""))
         exists = bool(body.get("exists"))
@@ -506,8 +508,8 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         return self._query("datasets", tag, "datasets", False)
 
     def keys(self, prefix: str = ROOT) -> list[str]:
-        """Every node key at or under `prefix`, sorted: the root and every node that has the root among its
-        layers (which is every node that resolved), from one `imported-by -r /` answer."""
+        """Every node key at or under `prefix`, sorted, from one `imported-by -r /` answer. That is the root and
+        every node that has the root among its layers: every node that resolved."""
         prefix = self._key(prefix)
         every = {ROOT, *self.imported_by(ROOT, recursive=True)}
         under = prefix.rstrip("/") + "/"
@@ -535,8 +537,8 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         return normalize_key(key, self.store)
 
     def _choose(self, version: int | str | None, offline: Offline) -> tuple[int, str]:
-        """(version, commit): `version` (N, `current` or `previous`), else the store's current one; from the
-        cache when the server is down."""
+        """(version, commit): `version` (N, `current` or `previous`), else the store's current one. From the cache
+        when the server is down."""
         wanted = version_spec(version) if isinstance(version, str) else version
         path = f"/v1/{quote(self.store, safe='')}/versions"
         try:
@@ -672,7 +674,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
 
 
 def _decode(entry: Mapping[str, Any] | None) -> _Answer | None:
-    """A cache entry's answer; None when there is no entry or its body is damaged (a miss)."""
+    """A cache entry's answer. None when there is no entry or its body is damaged (a miss)."""
     if entry is None:
         return None
     try:
@@ -687,7 +689,7 @@ def _tail(key: str) -> str:
 
 
 def _json(data: bytes, path: str) -> Any:
-    """A server's JSON answer; ServerUnavailable for one that is not JSON or nests past the parser's recursion."""
+    """A server's JSON answer. ServerUnavailable for one that is not JSON or nests past the parser's recursion."""
     try:
         return json.loads(data) if data else None
     except (ValueError, RecursionError) as exc:
@@ -700,12 +702,11 @@ Missing = Callable[[str | None], CfgtoolError]  # the error of a 404, given the 
 def checked_status(
     status: int, data: bytes, path: str, ok: tuple[int, ...] = (200,), *, missing: Missing | None = None
 ) -> None:
-    """The one mapping of a server's refusals to cfgtool's errors, for every reader (the client, the change
-    feed, the agent, the consumers list): nothing for a status in `ok`; AccessDenied for 401 (no or an unknown
-    token) and 403 (the principal may not); for 404 the caller's `missing(message)` (a store, a key, a version:
-    the caller knows what was asked for), else ServerUnavailable, as for any other status. The server's own
-    message is kept when its body has one. (An unreachable server and a missed deadline are ServerUnavailable
-    already: `Connection`.)"""
+    """The one mapping of a server's refusals to cfgtool's errors. Every reader uses it: the client, the change feed,
+    the agent, the consumers list. Nothing for a status in `ok`. AccessDenied for 401 (no or an unknown token) and
+    403 (the principal may not). For 404, the caller's `missing(message)`: a store, a key, a version, as the caller
+    knows what was asked for. Else ServerUnavailable, as for any other status. The server's own message is kept when
+    its body has one. (An unreachable server and a missed deadline are ServerUnavailable already: `Connection`.)"""
     if status in ok:
         return
     try:
@@ -724,8 +725,8 @@ def checked_status(
 
 
 def get_json(connection: Connection, path: str, headers: Mapping[str, str]) -> Any:
-    """The JSON answer of `GET path` (the change feed, the list of stores): AccessDenied for 401 and 403,
-    ServerUnavailable for any other status but 200 and for an answer that is not JSON."""
+    """The JSON answer of `GET path`, such as the change feed or the list of stores. AccessDenied for 401 and 403.
+    ServerUnavailable for any other status but 200, and for an answer that is not JSON."""
     status, _, data = connection.get(path, headers)
     checked_status(status, data, path)
     return _json(data, path)
@@ -736,8 +737,8 @@ _COUNT = re.compile(r"[0-9]{1,18}")
 
 def answer_int(value: object, what: str) -> int:
     """A version or sequence number read from a server's answer (a JSON number, or header text such as
-    `Cfgtool-Version`). Anything else (text, a float, a boolean, the digits of another script that `int()` would
-    take, thousands of digits) is ServerUnavailable, so a broken or hostile server costs a retry, not a crash."""
+    `Cfgtool-Version`). Anything else is ServerUnavailable: text, a float, a boolean, thousands of digits. So are the
+    digits of another script that `int()` would take. So a broken or hostile server costs a retry, not a crash."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**18:
         return value
     if isinstance(value, str) and _COUNT.fullmatch(value):
@@ -747,8 +748,8 @@ def answer_int(value: object, what: str) -> int:
 
 
 def feed_state(doc: object, what: str) -> tuple[int, int | None]:
-    """(seq, current version) of a store's entry in `/v1/stores` or of a change feed's answer: the one reading
-    of both, checked (`answer_int`)."""
+    """(seq, current version) of a store's entry in `/v1/stores` or of a change feed's answer. This is the one
+    reading of both, checked (`answer_int`)."""
     if not isinstance(doc, dict):
         raise ServerUnavailable(f"{what} is not a JSON object", hint="is this a cfgtool server?")
     seq, current = answer_int(doc.get("seq"), f"{what}: seq"), doc.get("current")

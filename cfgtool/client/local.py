@@ -1,11 +1,11 @@
 """ConfigClient (docs/client.md): read one pinned version of a store, for the whole life of the client.
 
-The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves, so
-a rollback or a new publish never changes what a running process reads. Compiled versions are cached on disk
-as version artifacts (`cfgtool.versions.artifact`: SQLite, by (commit, store, variables, cfgtool version), written
-atomically), read key by key: a second process on the same version starts without compiling or loading the
-whole snapshot, and without starting git while the repository's refs stay as they were (`RefMemo`). A git
-URL is cloned into the cache directory and fetched once per client.
+The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves. So a rollback
+or a new publish never changes what a running process reads. Compiled versions are cached on disk as version
+artifacts, read key by key. An artifact (`cfgtool.versions.artifact`) is SQLite, by (commit, store, variables,
+cfgtool version), written atomically. So a second process on the same version starts without compiling or loading the
+whole snapshot. It starts no git either, while the repository's refs stay as they were (`RefMemo`). A git URL is
+cloned into the cache directory and fetched once per client.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class ConfigClient:
             ConfigClient._backends.append((reads, cls))
 
     def __new__(cls, location: str | Path, *args: Any, **kwargs: Any) -> ConfigClient:
-        """The backend that reads `location`: a server URL (`http://host:8750`, no path) reads through the server
-        (`HttpConfigClient`, which also takes offline=, token=, timeout=, max_bytes=); any other location is git.
+        """The backend that reads `location`. A server URL (`http://host:8750`, no path) reads through the server:
+        `HttpConfigClient`, which also takes offline=, token=, timeout=, max_bytes=. Any other location is git.
         Importing any of `cfgtool.client` registers every backend (the package imports them)."""
         if cls is ConfigClient:
             cls = next((backend for reads, backend in ConfigClient._backends if reads(location)), cls)
@@ -125,9 +125,9 @@ class ConfigClient:
         return replace(found, config=with_secrets(found.config, sealed, partial(self._open, found.node)))
 
     def _open(self, node: str, envelope: str) -> str:
-        """Open a secret read from `node`: only if it was sealed for a (layer, path) of `node` where this
-        very value is assigned (its own main.conf, an ancestor's, an import's, or a file one of them
-        includes), whatever its clear binding says."""
+        """Open a secret read from `node`, whatever its clear binding says. It opens only if sealed for a (layer,
+        path) of `node` where this very value is assigned. That is its own main.conf, an ancestor's, an import's, or
+        a file one of them includes."""
         from cfgtool.access.secrets import SecretError, open_envelope, sealed_in, store_label
 
         if self._identities is None:
@@ -152,16 +152,16 @@ class ConfigClient:
         return self.lookup(key).exists
 
     def get(self, key: str, strict: bool | None = None, *, nearest: bool = False) -> Mapping[str, Any]:
-        """The resolved config of `key`. A key without a node raises KeyNotFound (naming a node with a close key)
-        unless `nearest`: then it reads as its nearest ancestor's (docs/resolution.md#keys-without-a-node).
-        `strict` is the older spelling, kept so existing programs run (see `_nearest`)."""
+        """The resolved config of `key`. A key without a node raises KeyNotFound, naming a node with a close key.
+        With `nearest`, it reads as its nearest ancestor's instead (docs/resolution.md#keys-without-a-node). `strict`
+        is the older spelling, kept so existing programs run (see `_nearest`)."""
         return self._lookup(key, _nearest(strict, nearest)).config
 
     def get_value(
         self, key: str, path: str, default: Any = MISSING, strict: bool | None = None, *, nearest: bool = False
     ) -> Any:
-        """The value at `path` (a HOCON path expression) in `key`'s config; KeyNotFound when it is not set, unless
-        `default`, and for a key without a node, unless `nearest` (as `get`)."""
+        """The value at `path` (a HOCON path expression) in `key`'s config. KeyNotFound when it is not set, unless
+        `default`. KeyNotFound too for a key without a node, unless `nearest` (as `get`)."""
         from cfgtool.hocon import read_path
 
         config = self._lookup(key, _nearest(strict, nearest)).config
@@ -186,8 +186,8 @@ class ConfigClient:
         return self.snapshot.near_node(key)
 
     def explain(self, key: str, path: str) -> Explanation:
-        """Which file and line set the value, what it overrode, how each layer was reached (the provenance of
-        the layers of `key` only, computed from their files when first asked for)."""
+        """Which file and line set the value, what it overrode, and how each layer was reached. Only the provenance
+        of the layers of `key` is computed, from their files, when first asked for."""
         from cfgtool.snapshot.explain import explain
 
         return explain(self.snapshot, self._key(key), path)
@@ -218,8 +218,8 @@ class ConfigClient:
         return self.snapshot.keys(self._key(prefix))
 
     def config_json(self) -> Mapping[str, str]:
-        """Every node's resolved config as compact JSON (`compact_json`), by key; a node that did not resolve
-        is absent. Read as stored in the version artifact (encoded once, when the version was compiled)."""
+        """Every node's resolved config as compact JSON (`compact_json`), by key. A node that did not resolve is
+        absent. Read as stored in the version artifact (encoded once, when the version was compiled)."""
         if not hasattr(self, "_config_json"):
             if self._artifact is not None:
                 self._config_json: dict[str, str] = self._artifact.config_json()
@@ -229,10 +229,10 @@ class ConfigClient:
         return self._config_json
 
     def config_values(self, paths: Sequence[tuple[str, ...]]) -> tuple[list[str], list[list[Any]]]:
-        """The keys of every node that resolved, sorted, and for each path (split, as `hocon.split_path` gives
-        it) the value at it in each one's config, None where it has none; secrets read `[hidden]`. Only these
-        values are decoded when the version artifact can extract them (`Artifact.config_values`), else every
-        config, in one pass."""
+        """The keys of every node that resolved, sorted. For each path (split, as `hocon.split_path` gives it), the
+        value at it in each one's config, None where it has none. Secrets read `[hidden]`. Only these values are
+        decoded when the version artifact can extract them (`Artifact.config_values`). Else every config is, in one
+        pass."""
         if self._artifact is not None:
             found = self._artifact.config_values(paths)
             if found is not None:
@@ -259,7 +259,7 @@ class ConfigClient:
         return normalize_key(key, self.snapshot.name if hasattr(self, "snapshot") else None)
 
     def _refs(self) -> RefMemo:
-        """The local repository's ref answers: the location itself, or a clone of a URL in the cache, fetched
+        """The local repository's ref answers. It is the location itself, or a clone of a URL in the cache, fetched
         once now."""
         if not _URL.match(self.location):
             path = Path(self.location).expanduser()
@@ -342,8 +342,8 @@ class ConfigClient:
         return artifact.reading(self.commit, lambda: self._compile().snapshot).snapshot
 
     def _checked(self, memo: RefMemo) -> Snapshot:
-        """The pinned version's snapshot; VersionHasErrors when its compile, schemas or policies report an
-        error (checked once per commit, the verdict cached beside its artifact: `validation_error`)."""
+        """The pinned version's snapshot. VersionHasErrors when its compile, schemas or policies report an error.
+        That is checked once per commit; the verdict is cached beside its artifact (`validation_error`)."""
         snapshot = self._snapshot(memo)
         problem = validation_error(self.repo, self.commit, snapshot, self._cache, self.variables)
         if problem is not None:
@@ -355,8 +355,8 @@ class ConfigClient:
         return snapshot
 
     def _fall_back(self, memo: RefMemo, first: VersionHasErrors) -> Snapshot:
-        """The newest good version below the named one that has no errors, pinned instead of it with a
-        `SkippedVersionWarning` naming each version skipped; the first error when there is none."""
+        """The newest good version below the named one that has no errors. It is pinned instead, with a
+        `SkippedVersionWarning` naming each version skipped. The first error when there is none."""
         from cfgtool.versions import history
 
         found = history(self.repo, self.store)

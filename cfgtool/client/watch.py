@@ -1,8 +1,8 @@
 """`cfgtool.watch`: follow a server's change feed and hand over a NEW pinned client for each new version.
 
-A process that must pick up new versions without restarting watches the store: the callback receives a fresh
-`ConfigClient` pinned at the new current version, and swaps it in where the program reads configs. Clients
-already handed out never move, so a request that started on one version finishes on it::
+A process that must pick up new versions without restarting watches the store. The callback receives a fresh
+`ConfigClient` pinned at the new current version. It swaps it in where the program reads configs. Clients already
+handed out never move, so a request that started on one version finishes on it::
 
     import cfgtool
 
@@ -15,16 +15,16 @@ already handed out never move, so a request that started on one version finishes
     ...
     watcher.stop()                        # or: with cfgtool.watch(...) as watcher: ...
 
-The watch follows the store's change feed (`ChangeFeed`: a long poll of `GET /v1/{store}/changes?since=S&wait=W`,
-docs/serving.md). An answer with a new `seq` names the store's current version: when it differs from the last one
-handed over (a publish, or a rollback to an older one), one client pinned at it is made and handed over; a jump
-over several events (a gap, or a batch) simply pins the newest, never replaying the versions in between. On errors
-(server down, restarting, failing, or a version the client cannot pin) the watch retries after a backoff with
-jitter, growing from 1 to 120 s, and goes on where it was. The first client, for
-the version current when the watch starts, is handed over too (`initial=False` skips it). A callback that raises
-is logged and the watch goes on. Each handed-over version is reported to the server as this instance's applied
-one (`report_applied`; a callback that raised reports a failed check), so the server's consumers list shows
-which version every watching process runs.
+The watch follows the store's change feed: `ChangeFeed`, a long poll of `GET /v1/{store}/changes?since=S&wait=W`
+(docs/serving.md). An answer with a new `seq` names the store's current version. It may differ from the last one
+handed over: a publish, or a rollback to an older one. Then one client pinned at it is made and handed over. A jump
+over several events (a gap, or a batch) simply pins the newest, never replaying the versions in between. Errors are
+the server down, restarting or failing, or a version the client cannot pin. On errors the watch retries after a
+backoff with jitter, growing from 1 to 120 s, and goes on where it was. The first client, for the version current
+when the watch starts, is handed over too (`initial=False` skips it). A callback that raises is logged and the watch
+goes on. Each handed-over version is reported to the server as this instance's applied one (`report_applied`). A
+callback that raised reports a failed check. So the server's consumers list shows which version every watching
+process runs.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ log = logging.getLogger("cfgtool.watch")
 
 
 class Watcher:
-    """A running watch (see the module's docstring): a daemon thread, stopped by `stop()` or a `with` block.
+    """A running watch (see the module's docstring). It is a daemon thread, stopped by `stop()` or a `with` block.
 
-    `version` and `client` are the last version and client handed over (None before the first), `failures`
-    the current run of consecutive errors, `last_error` the latest error.
+    `version` and `client` are the last version and client handed over (None before the first). `failures` is the
+    current run of consecutive errors, `last_error` the latest error.
     """
 
     def __init__(
@@ -149,7 +149,7 @@ class Watcher:
             self._report(version, Check(version, True))
 
     def _report(self, applied: int | None, check: Check) -> None:
-        """Tell the server what this instance runs; a failed report costs a log line, never the watch."""
+        """Tell the server what this instance runs. A failed report costs a log line, never the watch."""
         try:
             report_applied(
                 self.location, self.store, applied, check, instance=self.instance, kind="watch",
@@ -172,13 +172,13 @@ def watch(
     max_bytes: int = MAX_BYTES,
     instance: str | None = None,
 ) -> Watcher:
-    """Follow store `store` of the server at `location` and call `on_change(client)` with a new client pinned
-    at each new current version (see this module's docstring); returns the running `Watcher`.
+    """Follow store `store` of the server at `location`. Call `on_change(client)` with a new client pinned at each
+    new current version (see this module's docstring). Returns the running `Watcher`.
 
-    `wait` is each long poll's hold (the server allows at most 55 s); `initial=False` skips the client of the
-    version current at the start; `token`, `cache_dir`, `timeout`, `max_bytes` and `instance` (the
-    `Cfgtool-Instance` id, default host name and process id) are given to every client (and the feed's
-    requests, whose deadline is `timeout + wait`).
+    `wait` is each long poll's hold (the server allows at most 55 s). `initial=False` skips the client of the version
+    current at the start. `token`, `cache_dir`, `timeout`, `max_bytes` and `instance` are given to every client. The
+    feed's requests get them too; their deadline is `timeout + wait`. `instance` is the `Cfgtool-Instance` id,
+    default host name and process id.
     """
     return Watcher(
         location,
