@@ -1,29 +1,29 @@
 """Version artifacts: a compiled store at one commit, stored so that one key is read without loading the rest.
 
-An artifact is one SQLite file per (commit, store, given variables, cfgtool version): table `nodes` holds each
-node's resolved config as compact JSON (what `ConfigClient.config_json()` ships) and its layers, imports,
-file, content hash, how each layer was reached and its sealed secrets; table `texts` the store's files (for
-keys without a node that use the intrinsics, and for provenance); table `meta` the snapshot's header and the
-compile's diagnostics (a query refuses a key that errors affect, exactly as after a compile). Reading a key is
-an indexed lookup of one row; provenance (`explain`) is computed on demand from the texts of that key's layers,
-as the compiler does for a node it took from its cache.
+An artifact is one SQLite file per (commit, store, given variables, cfgtool version). Table `nodes` holds each node's
+resolved config as compact JSON, what `ConfigClient.config_json()` ships. Beside it are its layers, imports, file,
+content hash, how each layer was reached and its sealed secrets. Table `texts` holds the store's files, for
+provenance and for keys without a node that use the intrinsics. Table `meta` holds the snapshot's header and the
+compile's diagnostics. So a query refuses a key that errors affect, exactly as after a compile. Reading a key is an
+indexed lookup of one row. Provenance (`explain`) is computed on demand from the texts of that key's layers. The
+compiler does the same for a node it took from its cache.
 
-Why SQLite (standard library): a B-tree indexed by key, so a read touches a few pages whatever the store's size;
-any number of concurrent readers; plain data. Opening a version and reading one key costs about as much as one
-indexed lookup, not the unpacking of the whole store (docs/scaling.md, "Reading a version", has the figures);
-readers of the whole store pay a little more than a single file would cost them. Configs stay JSON text, so
-`config_json()` needs no encoding, and the values at a few paths of every node (the Spark loader's lookup,
-`config_values`) are extracted by SQLite's JSON functions without decoding the configs in Python. Each stored
-text has a keyed check (`RowSeal`, in the `*_crc` columns: a MAC under the user's cache key and the artifact's
-name, key included), which finds damage and a forged or moved row alike, and costs a read of one key nothing
+Why SQLite (standard library)? It is a B-tree indexed by key, so a read touches a few pages whatever the store's
+size. It allows any number of concurrent readers, and holds plain data. Opening a version and reading one key costs
+about as much as one indexed lookup, not the unpacking of the whole store. docs/scaling.md ("Reading a version") has
+the figures. Readers of the whole store pay a little more than a single file would cost them. Configs stay JSON text,
+so `config_json()` needs no encoding. The values at a few paths of every node are extracted by SQLite's JSON
+functions, without decoding the configs in Python. The Spark loader's lookup (`config_values`) reads them so. Each
+stored text has a keyed check (`RowSeal`, in the `*_crc` columns). It is a MAC under the user's cache key and the
+artifact's name, key included. It finds damage and a forged or moved row alike. It costs a read of one key nothing
 measurable.
 
-Written once, to a temporary file renamed into place, and never changed afterwards: readers open it read-only
-and `immutable` (no locks), and a reader keeps reading the file it opened while a writer replaces it. Every
-row carries the check of its stored text, and the header names the format, the cfgtool version, the commit, the
-store and the variables: an artifact that is damaged, truncated, foreign or stale is a miss (docs/security.md). A
-damage found only while reading (a lazily read row) switches the reader to `recover`, a fresh compile, so
-the answer is never wrong.
+It is written once, to a temporary file renamed into place, and never changed afterwards. Readers open it read-only
+and `immutable` (no locks). A reader keeps reading the file it opened while a writer replaces it. Every row carries
+the check of its stored text. The header names the format, the cfgtool version, the commit, the store and the
+variables. An artifact that is damaged, truncated, foreign or stale is a miss (docs/security.md). Damage may be found
+only while reading, in a lazily read row. That switches the reader to `recover`, a fresh compile, so the answer is
+never wrong.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def artifact_path(cache: Path, commit: str, store: str, variables: Mapping[str, 
 def write_artifact(
     path: Path, snapshot: Snapshot, diagnostics: Sequence[Diagnostic], variables: Mapping[str, str]
 ) -> None:
-    """Store a compiled snapshot of a commit (read from a ref, never a working tree) and its diagnostics at
-    `path`, atomically: a temporary file in the same directory, renamed over `path` when complete."""
+    """Store a compiled snapshot of a commit and its diagnostics at `path`. The commit is read from a ref, never a
+    working tree. The write is atomic: a temporary file in the same directory, renamed over `path` when complete."""
     if snapshot.source.commit is None or snapshot.source.ref is None:
         raise ValueError("only a snapshot of a commit has an artifact")
     head = {
@@ -133,8 +133,8 @@ def write_artifact(
 
 
 def _node_rows(snapshot: Snapshot, seal: RowSeal) -> Iterator[tuple[str, str | None, int, str, int, str, int]]:
-    """Each node's row: its config (what `config_json` reads), what every read needs, and how its layers were
-    reached (only `explain` reads that), each with a CRC of its own."""
+    """Each node's row: its config (what `config_json` reads) and what every read needs. Also how its layers were
+    reached, which only `explain` reads. Each has a CRC of its own."""
     secrets = snapshot.secrets
     for key, snap in snapshot.nodes.items():
         config = compact_json(snap.config) if snap.config is not None else None
@@ -161,7 +161,7 @@ def _text_rows(texts: Mapping[str, str], seal: RowSeal) -> Iterator[tuple[str, s
 
 
 class Artifact:
-    """An opened artifact (see `open_artifact`): its diagnostics and a `Snapshot` whose nodes, texts and
+    """An opened artifact (see `open_artifact`): its diagnostics and a `Snapshot`. The snapshot's nodes, texts and
     secrets are read from the file when first asked for."""
 
     def __init__(
@@ -211,11 +211,11 @@ class Artifact:
         return out
 
     def config_values(self, paths: Sequence[tuple[str, ...]]) -> tuple[list[str], list[list[Any]]] | None:
-        """The keys of every resolved node, sorted, and for each path the value at it in each one's config (None
-        where it has none), as `values_at` over the decoded configs gives them. SQLite extracts the values
-        (`json_extract` of several paths is a JSON array of each value's own text), so only they are decoded,
-        not every config; every row's CRC is checked on the way. None when SQLite cannot (no JSON functions,
-        a config it does not parse) or a row is damaged or no object: the caller reads `config_json()` instead."""
+        """The keys of every resolved node, sorted. For each path, the value at it in each one's config (None where
+        it has none). They are as `values_at` over the decoded configs gives them. SQLite extracts the values:
+        `json_extract` of several paths is a JSON array of each value's own text. So only they are decoded, not every
+        config. Every row's CRC is checked on the way. None when SQLite cannot (no JSON functions, a config it does
+        not parse), or a row is damaged or no object. The caller then reads `config_json()` instead."""
         named = [sqlite_path(parts) for parts in paths]
         args = tuple(path for path, _ in named)
         args += args[:1] if len(args) == 1 else ()  # one path gives an SQL value, two or more a JSON array
@@ -306,7 +306,7 @@ class Artifact:
 
 def open_artifact(path: Path, *, commit: str, store: str, variables: Mapping[str, str]) -> Artifact | None:
     """The artifact at `path` when it is one of this format and cfgtool version, for this commit, store and
-    variables, and its header reads back intact; None (a miss) for anything else."""
+    variables. Its header must read back intact. None (a miss) for anything else."""
     try:
         if not path.is_file():
             return None
@@ -342,11 +342,11 @@ NodeDiff = tuple[str, Any, Any, Mapping[str, Any], Mapping[str, Any]]
 
 
 def differing(old: Path, new: Path) -> list[NodeDiff] | None:
-    """The nodes whose stored config differs between two artifacts (both already opened with `open_artifact`,
-    so their headers are checked), or whose sealed secrets do: `(key, old config, new config, old sealed,
-    new sealed)`, a config None where that side has no node. One SQL join finds them, so unchanged nodes are
-    never read into Python; each row returned has its CRCs checked. None when a row is damaged or SQLite
-    cannot compare: the caller compares the snapshots instead."""
+    """The nodes whose stored config or sealed secrets differ between two artifacts. Both were opened with
+    `open_artifact` already, so their headers are checked. Each is
+    `(key, old config, new config, old sealed, new sealed)`, a config None where that side has no node. One SQL join
+    finds them, so unchanged nodes are never read into Python. Each row returned has its CRCs checked. None when a
+    row is damaged or SQLite cannot compare: the caller compares the snapshots instead."""
     hidden = json.dumps("[hidden]")
     sql = """
         SELECT o.key, o.config, o.config_crc, o.node, o.node_crc, n.config, n.config_crc, n.node, n.node_crc

@@ -1,6 +1,6 @@
-"""The rows of a version artifact as the mappings a `Snapshot` reads (`cfgtool.versions.artifact`): each node, text and
-secret decoded and checked when first asked for, kept afterwards; a row that does not read back as written
-switches the whole artifact to its recovery (a compile), so an answer is never wrong."""
+"""The rows of a version artifact as the mappings a `Snapshot` reads (`cfgtool.versions.artifact`). Each node, text
+and secret is decoded and checked when first asked for, and kept afterwards. A row that does not read back as written
+switches the whole artifact to its recovery (a compile). So an answer is never wrong."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ class Damaged(Exception):
 
 
 class RowSeal:
-    """The keyed check of an artifact's rows (`cfgtool._util.cacheauth`): a 64-bit BLAKE2b MAC of a row's stored
-    text, its key among the parts, under a key derived from the user's cache key and the artifact's name, so a
+    """The keyed check of an artifact's rows (`cfgtool._util.cacheauth`). It is a 64-bit BLAKE2b MAC of a row's
+    stored text, its key among the parts. The MAC key derives from the user's cache key and the artifact's name. So a
     row can be neither forged nor moved from another artifact. Damage and tampering are what it finds."""
 
     def __init__(self, key: bytes) -> None:
@@ -39,8 +39,8 @@ class RowSeal:
         return int.from_bytes(blake2b(data, key=self._key, digest_size=8).digest(), "big", signed=True)
 
     def ok(self, key: str, stored: bytes | None, expected: int) -> bool:
-        """Whether `of(key, text)` is `expected`, given the text as SQLite stores it (UTF-8 bytes, None for
-        NULL): SQLite calls this for each row, and the bytes need no decoding to be checked."""
+        """Whether `of(key, text)` is `expected`, given the text as SQLite stores it (UTF-8 bytes, None for NULL).
+        SQLite calls this for each row. The bytes need no decoding to be checked."""
         mac = blake2b(f"{key}\0".encode("utf-8", "surrogatepass"), key=self._key, digest_size=8)
         mac.update(stored if stored is not None else b"\1")
         return int.from_bytes(mac.digest(), "big", signed=True) == expected
@@ -68,9 +68,9 @@ def sqlite_path(parts: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
 
 
 def values_at(values: Sequence[Any], parts: tuple[str, ...]) -> list[Any]:
-    """The value at `parts` in each of `values` (configs, or values already taken at a prefix of the path), None
-    where there is none: only objects have members. Inlined `plain.value_at`: this runs for every node of a
-    Spark lookup, and testing for `dict` is several times cheaper than for `Mapping`."""
+    """The value at `parts` in each of `values`: configs, or values already taken at a prefix of the path. None where
+    there is none; only objects have members. Inlined `plain.value_at`: this runs for every node of a Spark lookup.
+    Testing for `dict` is several times cheaper than for `Mapping`."""
     out = list(values)
     for part in parts:
         out = [value.get(part) if isinstance(value, dict) else None for value in out]

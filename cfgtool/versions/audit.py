@@ -6,12 +6,12 @@
   with the commits since the previous version that touched the files the key resolves from (its layers'
   main.conf and includes files, files included from them, `_CONFIG_STORE`).
 
-`audit_key` compiles only the versions that can differ: ONE `git diff-tree --stdin` lists the files changed
-between every pair of consecutive versions, and a version none of whose changes touch the files the key
-resolved from at the last compiled version (or the directories that would create a node above it) keeps
-the previous value. The commits come from ONE `git log --name-only -z` pass over the whole range; which
-commits lie between two versions is worked out from the parent links it prints (reachable from the new
-version, not from the old one), never with one git call per version or per file.
+`audit_key` compiles only the versions that can differ. ONE `git diff-tree --stdin` lists the files changed between
+every pair of consecutive versions. A version may change none of the files the key resolved from at the last compiled
+version, nor the directories that would create a node above it. Such a version keeps the previous value. The commits
+come from ONE `git log --name-only -z` pass over the whole range. Which commits lie between two versions is worked
+out from the parent links it prints: reachable from the new version, not from the old one. It never takes one git
+call per version or per file.
 """
 
 from __future__ import annotations
@@ -91,10 +91,10 @@ class Commit:
 
 @dataclass(frozen=True)
 class ValueChangeEvent:
-    """What readers read went from `old` to `new` (ABSENT: not set): version `version` was published over
-    `previous` (the version readers had before it), or (`kind` rollback / restore) rolled back or restored,
-    readers going from `previous` to `current`. `commits` are, for a publish, the commits since `previous` that
-    touched the files the key resolves from, newest first."""
+    """What readers read went from `old` to `new` (ABSENT: not set). Version `version` was published over `previous`,
+    the version readers had before it. Or (`kind` rollback / restore) it was rolled back or restored, and readers
+    went from `previous` to `current`. `commits` are, for a publish, the commits since `previous` that touched the
+    files the key resolves from, newest first."""
 
     version: int
     tag: str
@@ -189,10 +189,10 @@ def audit_key(
     store: str | Path = "store",
     variables: Mapping[str, str] | None = None,
 ) -> KeyHistory:
-    """Every change (on or after `since`) of what readers read for `key`, or the value at `path` in it; newest
-    first. A version's change is counted against the version readers had before it (`readers.seen_before`),
-    never against a rolled-back one; a rollback or a restore that changed it is an event too. Rolled-back
-    versions count: they were live. A key without a node reads what it inherits
+    """Every change of what readers read for `key`, or of the value at `path` in it, newest first. Only changes on or
+    after `since` count. A version's change is counted against the version readers had before it
+    (`readers.seen_before`), never against a rolled-back one. A rollback or a restore that changed it is an event
+    too. Rolled-back versions count: they were live. A key without a node reads what it inherits
     (docs/resolution.md#keys-without-a-node), as a client would."""
     root = git.locate(repo if repo is not None else Path.cwd()).root
     parts = _split(path)
@@ -229,8 +229,8 @@ def audit_key(
 
 
 def changed_steps(wanted: list[Step], value: Callable[[int], Any]) -> list[tuple[Step, Any, Any]]:
-    """(step, old, new) for each of `wanted` after which readers read another value than before: `value(N)` is
-    the value at version N (ABSENT where unset). The one rule `audit_key` and the console's history share."""
+    """(step, old, new) for each of `wanted` after which readers read another value than before. `value(N)` is the
+    value at version N (ABSENT where unset). The one rule `audit_key` and the console's history share."""
     out = []
     for s in wanted:
         if s.before == s.after and s.kind != "publish":
@@ -243,9 +243,9 @@ def changed_steps(wanted: list[Step], value: Callable[[int], Any]) -> list[tuple
 
 
 def _values(root: Path, reader: _Reader, chain: list[Version]) -> dict[int, tuple[Any, bool, _Relevant]]:
-    """Version N -> (the value at N or ABSENT, whether the key has a node there, the files it resolves from),
-    for each version of `chain` (ascending). A version none of whose changes since the last one read touch those
-    files keeps the last value unread; one where the key does not resolve (a broken publish) keeps it too."""
+    """Version N -> (the value at N or ABSENT, whether the key has a node there, the files it resolves from), for
+    each version of `chain` (ascending). A version whose changes since the last one read touch none of those files
+    keeps the last value unread. So does one where the key does not resolve (a broken publish)."""
     changes = _changed_files(root, [v.commit for v in chain], reader.store_dir)
     out: dict[int, tuple[Any, bool, _Relevant]] = {}
     last: tuple[Any, bool, _Relevant] = (ABSENT, False, _Relevant(everything=True))
@@ -314,8 +314,8 @@ class _Reader:
         return value, found.exists, self._relevant(snapshot, self.key, result.store.settings_file)
 
     def require_node(self) -> None:
-        """CfgtoolError when the key had no node in any version read: its history would only be inherited
-        values, which reads as if someone had changed it (most likely a typo)."""
+        """CfgtoolError when the key had no node in any version read; most likely it is a typo. Its history would
+        only be inherited values, which reads as if someone had changed it."""
         if self.existed or not self.nodes:
             return
         key = self.key or self.raw
@@ -326,8 +326,8 @@ class _Reader:
         )
 
     def _relevant(self, snapshot: Snapshot, key: str, settings_file: str) -> _Relevant:
-        """Its layers' directories, the directories that would create a node between it and its nearest
-        node, files included from main.conf files, and `_CONFIG_STORE` (variables)."""
+        """Its layers' directories, and the directories that would create a node between it and its nearest node.
+        Also files included from main.conf files, and `_CONFIG_STORE` (variables)."""
         layers = snapshot.nodes[snapshot.nearest_node(key)].layers
         dirs = {self._dir(k) for k in layers}
         k: str | None = key
@@ -358,7 +358,7 @@ def _split(path: str | None) -> tuple[str, ...]:
 
 def _changed_files(root: Path, commits: list[str], store_dir: str) -> dict[tuple[str, str], set[str]]:
     """Files under the store that differ between each pair of consecutive `commits`, from ONE
-    `git diff-tree --stdin` (each input line `NEW OLD` compares OLD with NEW)."""
+    `git diff-tree --stdin`. Each input line `NEW OLD` compares OLD with NEW."""
     pairs = list(dict.fromkeys((a, b) for a, b in itertools.pairwise(commits) if a != b))
     if not pairs:
         return {}
@@ -384,8 +384,8 @@ _LOG_FORMAT = "%x1e%H%x00%P%x00%an <%ae>%x00%aI%x00%s"
 def _commits_between(
     root: Path, ranges: list[tuple[str | None, str]], baseline: Version | None
 ) -> list[list[tuple[Commit, tuple[str, ...]]]]:
-    """For each (old, new) commit pair: the commits reachable from new but not from old (all of new's
-    history when old is None), newest first, with the files each touched; from ONE `git log` pass."""
+    """For each (old, new) commit pair: the commits reachable from new but not from old, newest first, with the files
+    each touched. All of new's history when old is None. It takes ONE `git log` pass."""
     if not ranges:
         return []
     tips = list(dict.fromkeys(c for pair in ranges for c in pair if c is not None))

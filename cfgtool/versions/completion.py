@@ -1,8 +1,8 @@
 """Shell completion candidates for versions: `current`, `previous` and every version of a store, by number or
 by tag.
 
-The numbers come from the ref memo (`cfgtool.store.refmemo`): git is asked once, and again only after a ref
-changed, so a Tab costs no git process.
+The numbers come from the ref memo (`cfgtool.store.refmemo`). git is asked once, and again only after a ref changed.
+So a Tab costs no git process.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from cfgtool.versions.names import VERSION_NAMES
 def version_candidates(
     repo: Path | None, store: str | Path, cache: Path, incomplete: str, *, tags: bool = False
 ) -> list[str]:
-    """`current`, `previous` and the store's versions, newest first, that start with `incomplete`: their
-    numbers (what `--version` and `diff` take), or with `tags` their tags (what `--ref` takes)."""
+    """`current`, `previous` and the store's versions, newest first, that start with `incomplete`. They are numbers,
+    as `--version` and `diff` take. With `tags`, they are tags, as `--ref` takes."""
     memo = RefMemo(repo if repo is not None else Path.cwd(), cache)
     root = memo.repo.root
     memo.add_file(root / store / SETTINGS_FILE)  # version tag prefixes come from it before a first commit

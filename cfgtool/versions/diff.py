@@ -2,20 +2,19 @@
 
 A and B are side specs (`sides.py`): a version, a git ref, or `worktree` for the working tree.
 
-Both sides are compiled without validation and without checking other variable values (only resolved
-values matter here), under the same `--var` values. Per key, leaf values are compared: objects are walked,
-arrays are compared as whole values, and `1`, `1.0` and `true` are different values. Nodes added or
-removed entirely are keys added or removed with all their values. Each new value carries its origin from
-B's provenance, `via`: the layer of B that set it (the node owning the origin's file), or `own` when the key
-sets it in its own files, and `file`: the file that set it when that is not the layer's main.conf but a file
-it includes (relative to the key's directory when `via` is `own`, else repository-relative). Changes are then
-grouped by (path, old, new, via, file) and counted over keys.
+Both sides are compiled under the same `--var` values, without validation and without checking other variable values.
+Only resolved values matter here. Per key, leaf values are compared. Objects are walked, and arrays are compared as
+whole values. `1`, `1.0` and `true` are different values. Nodes added or removed entirely are keys added or removed
+with all their values. Each new value carries its origin from B's provenance. `via` is the layer of B that set it:
+the node owning the origin's file, or `own` when the key sets it in its own files. `file` is the file that set it,
+when that is not the layer's main.conf but a file it includes. It is relative to the key's directory when `via` is
+`own`, else repository-relative. Changes are then grouped by (path, old, new, via, file) and counted over keys.
 
-A node is compared only when it can differ: its layers changed, or the main.conf of one of them did (blob
-ids from both compiles); only nodes whose configs differ are walked. Renderers live in `diff_render.py`.
+A node is compared only when it can differ: its layers changed, or the main.conf of one of them did. The blob ids
+come from both compiles. Only nodes whose configs differ are walked. Renderers live in `diff_render.py`.
 
-A version is the configs and the rules, so the rule files (settings, schemas, policy code, ACL, recipients)
-whose blob ids differ are listed too, and for the ACL the statements each side has that the other lacks.
+A version is the configs and the rules. So the rule files whose blob ids differ are listed too: settings, schemas,
+policy code, ACL, recipients. For the ACL, so are the statements each side has that the other lacks.
 """
 
 from __future__ import annotations
@@ -59,8 +58,8 @@ ABSENT: Any = _Absent()
 
 @dataclass(frozen=True)
 class ValueChange:
-    """One leaf path of one key: `old` and/or `new` (ABSENT when unset), the new value's origin, `via` and
-    `file` (the included file that set it; None when it is the layer's main.conf)."""
+    """One leaf path of one key: `old` and/or `new` (ABSENT when unset), and the new value's origin. Also `via`, and
+    `file`: the included file that set it, None when it is the layer's main.conf."""
 
     path: str
     old: Any
@@ -118,8 +117,8 @@ class Group:
 
 @dataclass(frozen=True)
 class RuleChange:
-    """A rule file added, removed or changed; for the ACL, its statements added and removed (`Acl.statements`;
-    None when a side does not parse, so only the file can be named)."""
+    """A rule file added, removed or changed. For the ACL, also its statements added and removed (`Acl.statements`).
+    They are None when a side does not parse, so only the file can be named."""
 
     path: str
     kind: Kind
@@ -135,8 +134,8 @@ class RuleChange:
 
 @dataclass(frozen=True)
 class Diff:
-    """What changed from `a` to `b`: per key (sorted), grouped, and the keys that could not be compared
-    because they did not compile on one side."""
+    """What changed from `a` to `b`: per key (sorted), and grouped. Also the keys that could not be compared because
+    they did not compile on one side."""
 
     a: Side
     b: Side
@@ -219,7 +218,7 @@ def diff(
 
 
 def rule_diff(old: CompileResult | None, new: CompileResult | None) -> tuple[RuleChange, ...]:
-    """The rule files whose blob ids differ between two compiles (None: no store on that side), with the ACL's
+    """The rule files whose blob ids differ between two compiles (None: no store on that side). With them, the ACL's
     statements added and removed."""
     ids = [r.snapshot.rules if r is not None else {} for r in (old, new)]
     acls = [_acl_file(r) for r in (old, new)]
@@ -256,8 +255,8 @@ def diff_snapshots(
 ) -> Diff:
     """The diff of two compiled snapshots (pure: no git, no compile).
 
-    `changed`, when known, is the set of files whose content differs (`file_ids`): only nodes that can
-    have changed are compared, and a substituted value is credited to the layer whose file changed.
+    `changed`, when known, is the set of files whose content differs (`file_ids`). Only nodes that can have changed
+    are compared. A substituted value is credited to the layer whose file changed.
     """
     a = a or Side("a", old.source.ref, old.source.commit, dirty=old.source.dirty)
     b = b or Side("b", new.source.ref, new.source.commit, dirty=new.source.dirty)
@@ -292,9 +291,9 @@ def file_ids(result: CompileResult) -> dict[str, str]:
 def _candidates(old: Snapshot, new: Snapshot, changed: Set[str]) -> set[str] | None:
     """Keys whose config may differ, None for all of them.
 
-    A resolved config is a function of its key, its layers and their own documents, so a node whose
-    layers are the same on both sides and whose layers' main.conf files are unchanged cannot differ. A changed
-    file that is no node's main.conf (a HOCON `include`d file) or different variables: compare everything.
+    A resolved config is a function of its key, its layers and their own documents. A node cannot differ when its
+    layers and their main.conf files are the same on both sides. A changed file that is no node's main.conf (a HOCON
+    `include`d file) means: compare everything. So do different variables.
     """
     if dict(old.variables) != dict(new.variables):
         return None
@@ -423,9 +422,9 @@ def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...]
 
 
 class _Owners:
-    """Which layer of B set a value: the node owning a file (whose main.conf it is, else the node of its
-    directory). For a substituted or concatenated value, the first of its origin and its sources whose file
-    changed: `x = ${retention.ms}` in a dataset changes because the tag that sets `retention.ms` did."""
+    """Which layer of B set a value: the node owning a file. That is the node whose main.conf it is, else the node of
+    its directory. A substituted or concatenated value takes the first of its origin and its sources whose file
+    changed. So `x = ${retention.ms}` in a dataset changes because the tag that sets `retention.ms` did."""
 
     def __init__(self, snapshot: Snapshot, changed: Set[str]) -> None:
         self._snapshot = snapshot

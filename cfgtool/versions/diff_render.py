@@ -127,9 +127,9 @@ def render_markdown(
     max_rows: int = 500,
     max_cell: int = 80,
 ) -> str:
-    """A PR comment: heading and totals, the summary table (at most `max_groups` rows), the keys of each
-    change (at most `max_group_keys` each) and the per-key values (at most `max_rows` rows), the last two
-    folded. Every cap says how much it left out; the text never exceeds `max_chars` characters."""
+    """A PR comment: heading and totals, then the summary table (at most `max_groups` rows). Then the keys of each
+    change (at most `max_group_keys` each) and the per-key values (at most `max_rows` rows), both folded. Every cap
+    says how much it left out; the text never exceeds `max_chars` characters."""
     out = _Writer(max_chars)
     out.add(f"### Resolved config diff: {_code(diff.a.label())} → {_code(diff.b.label())}", "")
     out.add(_md_totals(diff), "")

@@ -4,8 +4,8 @@
 
     cfgtool-metadata: {"commit":"1a2b...","digest":"sha256:...","kind":"version","version":12,...}
 
-The metadata is one line of compact JSON (ASCII only, keys sorted), so `git tag -n` still shows the human
-subject, a tag made by hand simply has no metadata, and thousands of lines decode with one `json.loads`.
+The metadata is one line of compact JSON, ASCII only, keys sorted. So `git tag -n` still shows the human subject. A
+tag made by hand simply has no metadata. And thousands of lines decode with one `json.loads`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ _SIGNATURE = re.compile(r"^-----BEGIN (?:PGP|SSH) SIGNATURE-----$", re.MULTILINE
 def format_message(text: str, metadata: Mapping[str, Any]) -> str:
     """A tag message: `text` for people, a blank line, then `cfgtool-metadata: {json}` on ONE line.
 
-    No text can strip or alter the metadata (docs/security.md): a line of `text` that git would take for the start
-    of a signature (`-----BEGIN ...`, after which git drops the rest) is indented by one space, and the
-    metadata line is always the last, so a `cfgtool-metadata:` line inside the text is never read.
+    No text can strip or alter the metadata (docs/security.md). git may take a line of `text` for the start of a
+    signature (`-----BEGIN ...`) and drop the rest. Such a line is indented by one space. The metadata line is always
+    the last, so a `cfgtool-metadata:` line inside the text is never read.
     """
     line = json.dumps(dict(metadata), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
     safe = "\n".join(" " + t if t.startswith("-----BEGIN ") else t for t in text.strip().splitlines())

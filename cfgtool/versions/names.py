@@ -1,5 +1,5 @@
-"""Names the CLI shows in its help before any version is read: kept apart from the modules that read git, so
-that building the CLI does not import them."""
+"""Names the CLI shows in its help before any version is read. They are kept apart from the modules that read git, so
+building the CLI does not import them."""
 
 from cfgtool.errors import UsageError
 
@@ -35,9 +35,9 @@ def split_ref(ref: str | None, version: str | None) -> tuple[str | None, str | N
 
 def version_number(digits: str) -> int | None:
     """`digits` as a version number, None when it is not one. A version number is 1 to 9 ASCII digits without a
-    leading zero: the one rule for tag names and for what people type (see docs/versions.md). Anything longer
-    would not fit the snapshots' integers nor the server's URLs, so a tag like `config/v99999999999999999999`
-    is not a version at all rather than a current version nothing can serve."""
+    leading zero: the one rule for tag names and for what people type (see docs/versions.md). Anything longer would
+    not fit the snapshots' integers nor the server's URLs. So a tag like `config/v99999999999999999999` is not a
+    version at all, rather than a current version nothing can serve."""
     if 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit() and digits[0] != "0":
         return int(digits)
     return None

@@ -1,14 +1,13 @@
 """`publish`: compile and validate a ref and release it as the next numbered version tag (docs/versions.md,
 docs/security.md).
 
-compile + validate REF (refuse on errors) -> fetch the remote's version tags (refusing when this repository has
-version tags the remote lacks: pushing past them would leave a gap) -> nothing to do when the snapshot digest
-equals the current version's -> N = 1 + the highest version known -> write the tag object -> push it by object
-id without force -> write the local tag. The local tag is written only after the remote accepted the push, so
-a kill at any instant leaves either nothing, or a version on the remote that the next fetch brings here. When
-the push is rejected because the remote already has that name (a concurrent publisher took N), publish fetches,
-recomputes and tries again (bounded, with jitter). Any other rejection is a `RemoteError` naming what the remote
-said.
+compile + validate REF (refuse on errors) -> fetch the remote's version tags -> nothing to do when the snapshot
+digest equals the current version's -> N = 1 + the highest version known -> write the tag object -> push it by object
+id without force -> write the local tag. The fetch refuses when this repository has version tags the remote lacks:
+pushing past them would leave a gap. The local tag is written only after the remote accepted the push. So a kill at
+any instant leaves either nothing, or a version on the remote that the next fetch brings here. The remote may reject
+the push because it already has that name: a concurrent publisher took N. Publish then fetches, recomputes and tries
+again (bounded, with jitter). Any other rejection is a `RemoteError` naming what the remote said.
 """
 
 from __future__ import annotations
@@ -63,10 +62,9 @@ class PublishRefused(CfgtoolError):
 
 
 class RolledBackContent(CfgtoolError):
-    """The ref still holds values a rolled-back version introduced (or is that version's snapshot): publishing
-    it would silently undo the rollback (exit 1). `--allow-rolled-back` publishes it on purpose. `relapses`
-    lists the values (`cfgtool.versions.sticky`); the message names the first `TEXT_CAUSES` of them, `listing`
-    every one."""
+    """The ref still holds values a rolled-back version introduced, or is that version's snapshot. Publishing it
+    would silently undo the rollback (exit 1). `--allow-rolled-back` publishes it on purpose. `relapses` lists the
+    values (`cfgtool.versions.sticky`); the message names the first `TEXT_CAUSES` of them, `listing` every one."""
 
     def __init__(self, message: str, *, hint: str | None = None, relapses: Sequence[Watch] = (),
                  listing: str | None = None) -> None:  # fmt: skip
@@ -76,8 +74,8 @@ class RolledBackContent(CfgtoolError):
 
 
 class StoreDirty(CfgtoolError):
-    """Publishing HEAD while the working tree's store has uncommitted changes, which would not be in the
-    version (exit 1): commit them, or name the ref with --ref."""
+    """Publishing HEAD while the working tree's store has uncommitted changes, which would not be in the version
+    (exit 1). Commit them, or name the ref with --ref."""
 
 
 class PublishRaceLost(CfgtoolError):
@@ -143,13 +141,13 @@ def publish(
     """Publish the store at `ref` as the next version; see the module docstring.
 
     `ref` None is HEAD, refused (StoreDirty) while the working tree's store has uncommitted changes: they
-    would not be in the version. `publisher` is recorded in the tag (default: the git identity);
-    `principal` is who releases: recorded in the tag next to it, checked against the ACL, and seen by the
-    policies (default: the publisher), e.g. the same login a pull-request check passed.
+    would not be in the version. `publisher` is recorded in the tag (default: the git identity). `principal` is who
+    releases (default: the publisher), e.g. the same login a pull-request check passed. It is recorded in the tag
+    next to it, checked against the ACL, and seen by the policies.
 
-    Raises PublishRefused when the ref has compile or validation errors, RolledBackContent when it still
-    holds a value a rolled-back version introduced (unless `allow_rolled_back`), RemoteError when the remote
-    refuses for another reason than a concurrent publisher, PublishRaceLost after MAX_ATTEMPTS lost races.
+    Raises PublishRefused when the ref has compile or validation errors. Raises RolledBackContent when it still holds
+    a value a rolled-back version introduced (unless `allow_rolled_back`). Raises RemoteError when the remote refuses
+    for another reason than a concurrent publisher. Raises PublishRaceLost after MAX_ATTEMPTS lost races.
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
     check_text(message, "message")
@@ -258,8 +256,8 @@ def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult
 
 
 def _require_first_commit(root: Path, store: str | Path) -> None:
-    """UnknownRefError (exit 2) saying what to do when HEAD names no commit yet: a new repository has nothing
-    a version could be made of until the store is committed."""
+    """UnknownRefError (exit 2) saying what to do when HEAD names no commit yet. A new repository has nothing a
+    version could be made of until the store is committed."""
     if git.resolve_commit(root, "HEAD") is not None:
         return
     from cfgtool.versions.tags import store_path
@@ -289,9 +287,9 @@ def _require_clean(root: Path, store: str | Path) -> None:
 def _rolled_back_values(
     root: Path, store: str | Path, known: History, base: PublishResult, snap: Snapshot
 ) -> list[Watch]:
-    """The values a rolled-back version introduced that the candidate still holds; when none, a rolled-back
-    version with the candidate's very snapshot and no good version published since its rollback (a change to
-    the rules only) is one relapse without a path."""
+    """The values a rolled-back version introduced that the candidate still holds. When there are none, one case
+    remains: a rolled-back version with the candidate's very snapshot, and no good version published since its
+    rollback. That is a change to the rules only, one relapse without a path."""
     if not known.markers:
         return []
     held = relapses(watches(root, store, known), snap)
@@ -305,8 +303,8 @@ def _rolled_back_values(
 
 
 def _refuse_rolled_back(base: PublishResult, held: Sequence[Watch], known: History) -> None:
-    """RolledBackContent listing every rolled-back value the ref still holds: the rollback trap (a merge of
-    main that still holds the bad change would re-release it as the next version)."""
+    """RolledBackContent listing every rolled-back value the ref still holds. This is the rollback trap: a merge of
+    main that still holds the bad change would re-release it as the next version."""
     versions = sorted({w.version for w in held})
     named = ("version " if len(versions) == 1 else "versions ") + ", ".join(
         f"{n} ({known.tag(n).name})" for n in versions
@@ -334,8 +332,8 @@ def _refuse_rolled_back(base: PublishResult, held: Sequence[Watch], known: Histo
 
 
 def relapse_lines(values: Sequence[Watch], limit: int | None) -> list[str]:
-    """The values grouped by cause (the rolled-back version, who rolled it back and why, said once), each value
-    on a line of its own: the first `limit` of them, then how many more (None: every one)."""
+    """The values grouped by cause, each value on a line of its own. A cause (the rolled-back version, who rolled it
+    back and why) is said once. The first `limit` values show, then how many more (None: every one)."""
     by_cause: dict[tuple[int, str, str], list[Watch]] = {}
     for w in values:
         by_cause.setdefault((w.version, w.by, w.reason), []).append(w)
@@ -372,8 +370,8 @@ def _pushed(root: Path, remote: str, name: str, oid: str) -> bool:
 
 
 def _written(root: Path, name: str, oid: str, remote: str | None) -> bool:
-    """Write the local tag. Without a remote, False when another local publisher took the name (try the next
-    number); after a push, the remote has the version whatever happens here, so a local clash is an error."""
+    """Write the local tag. Without a remote, False when another local publisher took the name: try the next number.
+    After a push, the remote has the version whatever happens here, so a local clash is an error."""
     if write_tags(root, {name: oid}):
         return True
     if remote is None:

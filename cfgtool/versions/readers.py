@@ -1,17 +1,18 @@
-"""What readers saw: every publish, rollback and cancelled rollback of a store, in the order they happened, with
-the version new readers had just before and just after each (docs/versions.md#what-changed-is-what-readers-saw).
+"""What readers saw (docs/versions.md#what-changed-is-what-readers-saw). That is every publish, rollback and
+cancelled rollback of a store, in the order they happened. Each comes with the version new readers had just before
+and just after it.
 
-A version's changes are counted against the version readers had when it was published (`seen_before`), never
-against a rolled-back version they no longer read: after version 3 is rolled back and version 4 reverts it, 4
-changed what 2 had. A rollback is a step of its own (readers went from 3 back to 2), and so is the cancelling of
-one. `cfgtool audit --key`, the console's timeline, diff links and key history, and the server's change feed
-all take their "previous version" from here.
+A version's changes are counted against the version readers had when it was published (`seen_before`). They are never
+counted against a rolled-back version readers no longer read. After version 3 is rolled back and version 4 reverts
+it, 4 changed what 2 had. A rollback is a step of its own (readers went from 3 back to 2), and so is the cancelling
+of one. `cfgtool audit --key` takes its "previous version" from here. So do the console's timeline, diff links and
+key history, and the server's change feed.
 
-The order comes from the tags alone, so every reader of the same tags agrees: version N is published after
-N - 1; a rollback or restored marker records the highest version that existed when it was written (`after` in its
-metadata), so it comes after that version's publish and before the next one's, and how many markers existed then
-(`markers`), which orders markers between the same two publishes (then their dates do). A marker made by hand,
-without these records, comes after every version tagged before it.
+The order comes from the tags alone, so every reader of the same tags agrees. Version N is published after N - 1. A
+rollback or restored marker records the highest version that existed when it was written (`after` in its metadata).
+So it comes after that version's publish and before the next one's. It also records how many markers existed then
+(`markers`). That orders markers between the same two publishes; then their dates do. A marker made by hand, without
+these records, comes after every version tagged before it.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ StepKind = Literal["publish", "rollback", "restore"]
 
 @dataclass(frozen=True)
 class Step:
-    """One event readers could notice: `version` published, rolled back or restored at `date`, and the version
-    new readers had just `before` and just `after` it (None: none was good). A step that changes nothing for
-    readers (the rollback of a version that was not current) has `before == after`."""
+    """One event readers could notice: `version` published, rolled back or restored at `date`. Also the version new
+    readers had just `before` and just `after` it (None: none was good). A step that changes nothing for readers (the
+    rollback of a version that was not current) has `before == after`."""
 
     kind: StepKind
     version: int
@@ -80,8 +81,8 @@ def steps(known: History, skip: Collection[int] = ()) -> list[Step]:
 
 
 def seen_before(known: History, skip: Collection[int] = ()) -> dict[int, int | None]:
-    """Version N -> the version readers had when N was published (None: none), for every version not skipped:
-    what N's changes are counted against."""
+    """Version N -> the version readers had when N was published (None: none), for every version not skipped. N's
+    changes are counted against it."""
     return {s.version: s.before for s in steps(known, skip) if s.kind == "publish"}
 
 

@@ -1,10 +1,9 @@
-"""Reading a store at a git ref or a published version: from its version artifact when one is cached, else
-compiled once and the artifact written, so that the next read of the same commit opens it instead.
+"""Reading a store at a git ref or a published version. A cached version artifact serves it. Else it is compiled once
+and the artifact written, so the next read of the same commit opens it instead.
 
-Which commit a ref or version names comes from a `RefMemo` while the refs stay as they were, so a cached read
-starts no git process and imports no GitPython. Answers, messages and exit codes are the ones a compile
-gives: on any miss the compile runs exactly as before, and an artifact holds the same snapshot and
-diagnostics.
+Which commit a ref or version names comes from a `RefMemo`, while the refs stay as they were. So a cached read starts
+no git process and imports no GitPython. Answers, messages and exit codes are the ones a compile gives. On any miss
+the compile runs exactly as before. An artifact holds the same snapshot and diagnostics.
 """
 
 from __future__ import annotations
@@ -39,10 +38,10 @@ def read_at(
     cache: Path | None = None,
     progress: Progress | None = None,
 ) -> Reading:
-    """The store in `repo` (None: the repository containing the current directory) at `ref`, or at published
-    version N (rolled back or not) or the one `current` / `previous` names, under the given `variables`,
-    compiled as a query compiles (no other variable values, no validation): from the version artifact in
-    `cache` when there is one."""
+    """The store in `repo` (None: the repository containing the current directory) under the given `variables`. It is
+    read at `ref`, at published version N (rolled back or not), or at the one `current` / `previous` names. It is
+    compiled as a query compiles: no other variable values, no validation. The version artifact in `cache` serves it
+    when there is one."""
     variables = dict(variables or {})
     cache = cache if cache is not None else cache_root()
     memo = RefMemo(repo if repo is not None else Path.cwd(), cache)
@@ -132,8 +131,8 @@ def store_dir(memo: RefMemo, store: str | Path) -> str:
 
 
 def open_version(cache: Path, commit: str, store: str, variables: Mapping[str, str]) -> Artifact | None:
-    """The cached artifact of `commit`'s `store` (repo-relative) under `variables`, None when there is none;
-    one that is found is marked as read, so the pruning that follows each new artifact removes it last."""
+    """The cached artifact of `commit`'s `store` (repo-relative) under `variables`, None when there is none. One that
+    is found is marked as read. So the pruning that follows each new artifact removes it last."""
     path = artifact_path(cache, commit, store, variables)
     artifact = open_artifact(path, commit=commit, store=store, variables=variables)
     if artifact is not None:
@@ -146,10 +145,10 @@ def validation_error(
 ) -> str | None:
     """The first error of the schemas and policies of `commit`'s compiled `snapshot`, None when they pass.
 
-    A query reads a version without validating it, but a tag made by hand never went through `publish`'s
-    checks: the server never serves such a version, and `ConfigClient` never pins it. This is the one check
-    both use, run once per (commit, store, variables): the verdict is kept in the cache beside the version's
-    artifact, sealed (`cacheauth`): it decides what is served and pinned, so a damaged or forged one is a miss.
+    A query reads a version without validating it. But a tag made by hand never went through `publish`'s checks. The
+    server never serves such a version, and `ConfigClient` never pins it. This is the one check both use, run once
+    per (commit, store, variables). The verdict is kept in the cache beside the version's artifact. It is sealed
+    (`cacheauth`), since it decides what is served and pinned. A damaged or forged one is a miss.
     """
     from cfgtool._util.cacheauth import seal, unseal
 
@@ -196,8 +195,8 @@ def compile_at(
 def save_artifact(
     cache: Path, snapshot: Snapshot, diagnostics: Sequence[Diagnostic], variables: Mapping[str, str]
 ) -> bool:
-    """Write the artifact of a compiled commit; False when there is none to write (a working tree) or the
-    cache cannot be written (that only costs the next read a compile)."""
+    """Write the artifact of a compiled commit. False when there is none to write (a working tree). False too when
+    the cache cannot be written; that only costs the next read a compile."""
     commit = snapshot.source.commit
     if commit is None or snapshot.source.ref is None:
         return False

@@ -1,12 +1,12 @@
 """Writing version tags safely: create without overwriting, push without force, fetch without clobbering.
 
 Every write here is create-only and ordered so that a kill at any instant leaves the versions intact
-(docs/security.md). A tag object is made with `git mktag` (no ref yet); with a remote it is pushed by object id
-(`<oid>:refs/tags/<name>`, `git push --porcelain`, no force) and the local tag is written only once the
-remote has it, so a local tag never exists that the remote lacks; the local write is `git update-ref --stdin`
-`create` (fails when the name exists, so two local publishers cannot overwrite each other). Tags are fetched
-with a non-forcing refspec, so a tag that differs between here and the remote is reported, never replaced.
-Nothing here deletes a tag; `clear_stale_locks` removes the lock files a killed git left behind.
+(docs/security.md). A tag object is made with `git mktag` (no ref yet). With a remote, it is pushed by object id
+(`<oid>:refs/tags/<name>`, `git push --porcelain`, no force). The local tag is written only once the remote has it.
+So a local tag never exists that the remote lacks. The local write is `git update-ref --stdin` `create`. It fails
+when the name exists, so two local publishers cannot overwrite each other. Tags are fetched with a non-forcing
+refspec, so a tag that differs between here and the remote is reported, never replaced. Nothing here deletes a tag;
+`clear_stale_locks` removes the lock files a killed git left behind.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def make_tag(root: Path, name: str, commit: str, message: str, tagger: Identity)
 def write_tags(root: Path, tags: Mapping[str, str]) -> bool:
     """Point each local `refs/tags/<name>` at its tag object, all or none, never moving an existing tag.
 
-    True when every tag now points where asked (created, or already there: a fetch brought it); False when a
-    name is held by another object (nothing is written then).
+    True when every tag now points where asked: created, or already there because a fetch brought it. False when a
+    name is held by another object; nothing is written then.
     """
     existing = local_tags(root, list(tags))
     todo = {name: oid for name, oid in tags.items() if existing.get(name) != oid}
@@ -128,8 +128,8 @@ def local_tags(root: Path, names: Sequence[str]) -> dict[str, str]:
 
 
 def local_only(root: Path, remote: str, scheme: TagScheme) -> list[str]:
-    """The version tags and rollback and restored markers of `scheme` in this repository that `remote` lacks
-    (run after a fetch); another store's `config/<name>/vN`, which the plain pattern also matches, is not counted."""
+    """The version tags and rollback and restored markers of `scheme` in this repository that `remote` lacks. Run it
+    after a fetch. Another store's `config/<name>/vN` is not counted, though the plain pattern also matches it."""
     out = git.run_git(root, "for-each-ref", "--format=%(refname)", *scheme.patterns()).stdout.decode()
     prefixes = scheme.prefixes
     local = [
@@ -145,9 +145,9 @@ def local_only(root: Path, remote: str, scheme: TagScheme) -> list[str]:
 
 
 def require_pushed(root: Path, remote: str, scheme: TagScheme) -> None:
-    """RemoteError, saying exactly what to run, when this repository has version tags or rollback markers
-    that `remote` lacks: a version published here without `--remote`. Publishing past it would leave a gap in
-    the remote's versions, rolling back would skip it."""
+    """RemoteError, saying exactly what to run, when this repository has version tags or rollback markers that
+    `remote` lacks. Such a version was published here without `--remote`. Publishing past it would leave a gap in the
+    remote's versions, rolling back would skip it."""
     missing = local_only(root, remote, scheme)
     if not missing:
         return
@@ -162,8 +162,8 @@ def require_pushed(root: Path, remote: str, scheme: TagScheme) -> None:
 
 
 def clear_stale_locks(root: Path, scheme: TagScheme | StoreTags, older_than: float = 10.0) -> list[str]:
-    """Remove the ref locks a killed git left under the version tags (git holds one for milliseconds; a
-    leftover `config/vN.lock` makes every later write of that tag fail). Returns what was removed."""
+    """Remove the ref locks a killed git left under the version tags. git holds one for milliseconds. A leftover
+    `config/vN.lock` makes every later write of that tag fail. Returns what was removed."""
     gitdir = git.git_dir(root)
     now = time.time()
     candidates = [gitdir / "packed-refs.lock"]
@@ -188,8 +188,8 @@ _URL = re.compile(r"(?:https?|ssh|git|file)://[^\s]+|[\w.+-]+@[\w.-]+:[^\s]*")
 
 
 def checked_remote(root: Path, remote: str) -> str:
-    """`remote` when it is the name of a remote configured in the repository, a URL or an absolute path;
-    UsageError otherwise.
+    """`remote` when it is a URL, an absolute path, or the name of a remote configured in the repository. UsageError
+    otherwise.
 
     User text reaches git only as data (docs/security.md): `--remote '--upload-pack=...'` or `ext::sh ...` must never
     become an option or a command.
@@ -206,8 +206,8 @@ def checked_remote(root: Path, remote: str) -> str:
 
 
 def _remote_url(root: Path, remote: str, push: bool) -> str:
-    """The URL git fetches `remote` from (its first), or pushes to (of several push URLs, git pushes to each:
-    the first whose transfers `stall_bound` watches): `remote` itself unless it names a configured remote."""
+    """The URL git fetches `remote` from (its first), or pushes to. Of several push URLs, git pushes to each; this is
+    the first whose transfers `stall_bound` watches. It is `remote` itself unless that names a configured remote."""
     if remote not in git.run_git(root, "remote").stdout.decode(errors="replace").split():
         return remote
     args = ["remote", "get-url", *(["--all", "--push"] if push else []), "--", remote]
@@ -217,10 +217,10 @@ def _remote_url(root: Path, remote: str, push: bool) -> str:
 
 def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
     """Run `git args...` (fetch, push or ls-remote of `remote`) in `root`. At a terminal, as any git command:
-    git may ask there for a password or an ssh passphrase. Without one (a CI job), through `git.transfer`, so
-    that a remote that stops answering fails the command within the stall bound instead of holding the job
-    until its own timeout: RemoteStalled. A push stopped so may have landed: `push_tags` returns it as an
-    outcome, and its caller asks the remote."""
+    git may ask there for a password or an ssh passphrase. Without one (a CI job), it runs through `git.transfer`. So
+    a remote that stops answering fails the command within the stall bound (RemoteStalled). It does not hold the job
+    until its own timeout. A push stopped so may have landed: `push_tags` returns it as an outcome, and its caller
+    asks the remote."""
     if git.has_terminal():
         return git.run_git(root, *args, check=False)
     url = _remote_url(root, remote, push=args[0] == "push")
@@ -235,9 +235,9 @@ def _with_remote(root: Path, remote: str, *args: str) -> git.Completed:
 
 
 def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
-    """Fetch every version tag and rollback marker from `remote` (with `StoreTags`, of each spelling the store's
-    tags may have, so that which one applies is decided on the remote's tags), never overwriting a local tag.
-    No automatic maintenance after it: a detached gc would outlive a cancelled job, in the user's repository."""
+    """Fetch every version tag and rollback marker from `remote`, never overwriting a local tag. With `StoreTags`, it
+    fetches each spelling the store's tags may have. So which one applies is decided on the remote's tags. No
+    automatic maintenance after it: a detached gc would outlive a cancelled job, in the user's repository."""
     specs = [f"{p}:{p}" for p in scheme.patterns()]
     proc = _with_remote(
         root, remote, "fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--end-of-options", remote, *specs
@@ -259,9 +259,9 @@ def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
 
 
 def push_tags(root: Path, remote: str, tags: Mapping[str, str]) -> PushOutcome:
-    """Push tag objects (`{name: object id}`, no local ref needed) without force, atomically when there are
-    several; read each ref's status line. A push stopped for the remote's silence is an outcome too (`stalled`):
-    it may have landed, which the caller asks the remote."""
+    """Push tag objects (`{name: object id}`, no local ref needed) without force, atomically when there are several.
+    Read each ref's status line. A push stopped for the remote's silence is an outcome too (`stalled`). It may have
+    landed; the caller asks the remote."""
     names = list(tags)
     refs = [f"{oid}:refs/tags/{name}" for name, oid in tags.items()]
     atomic = ["--atomic"] if len(refs) > 1 else []

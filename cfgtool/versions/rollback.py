@@ -1,12 +1,12 @@
 """`rollback`: withdraw bad versions without deleting them (docs/versions.md).
 
-Rolling back version N creates the annotated marker tag `<rollback_tag_prefix>N` (default
-`config/rolledback/vN`) on N's commit, with who, when (the tagger date) and why in its message. The version
-tag stays, so processes already pinned to N keep reading it; new readers get the highest version without a
-marker. Markers are written like version tags (`cfgtool.versions.refs`): the marker objects first, pushed by
-object id without force and all at once (`--atomic`), the local markers only once the remote has them. Before
-the push, a journal in the git directory records what is being rolled back, so a rollback killed after its
-push and run again (with the same reason) finishes that same rollback instead of withdrawing the next version.
+Rolling back version N creates the annotated marker tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`) on
+N's commit. Its message says who, when (the tagger date) and why. The version tag stays, so processes already pinned
+to N keep reading it; new readers get the highest version without a marker. Markers are written like version tags
+(`cfgtool.versions.refs`). The marker objects come first, pushed by object id without force and all at once
+(`--atomic`). The local markers follow only once the remote has them. Before the push, a journal in the git directory
+records what is being rolled back. A rollback may be killed after its push and run again (with the same reason). It
+then finishes that same rollback instead of withdrawing the next version.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class RollbackRefused(CfgtoolError):
 
 
 class NotCurrent(UsageError):
-    """`rollback N` of a good version that is not the current one, without `--not-current` (exit 2): `held`
-    are N's values the current version still holds, which the next publish would refuse."""
+    """`rollback N` of a good version that is not the current one, without `--not-current` (exit 2). `held` are N's
+    values the current version still holds, which the next publish would refuse."""
 
     def __init__(self, message: str, held: Sequence[Watch], *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -85,8 +85,8 @@ class RollbackResult:
 
 @dataclass(frozen=True)
 class _Ask:
-    """What one run asks for: roll back `version`, every good version above `to`, or the current one; or
-    (`cancel`) cancel the rollback of `version`."""
+    """What one run asks for: roll back `version`, every good version above `to`, or the current one. Or (`cancel`)
+    cancel the rollback of `version`."""
 
     version: int | None
     to: int | None
@@ -113,9 +113,9 @@ def rollback(
 ) -> RollbackResult:
     """Roll back `version`, or every good version above `to`, or (neither given) the current version.
 
-    Refuses (RollbackRefused) when no good version would remain, when a named version is already rolled back
-    (or was, and its rollback was cancelled: marker names are never reused) or nothing is above `to`;
-    VersionNotFound when a named version does not exist; NotCurrent when `version` is a good version below the
+    Refuses (RollbackRefused) when no good version would remain, or nothing is above `to`. Refuses too when a named
+    version is already rolled back, or was and its rollback was cancelled: marker names are never reused.
+    VersionNotFound when a named version does not exist. NotCurrent when `version` is a good version below the
     current one and `not_current` is not set. With `remote`, its tags are fetched first and the markers pushed
     without force.
     """
@@ -134,9 +134,9 @@ def cancel(
     store: str | Path = "store",
     principal: str | None = None,
 ) -> RollbackResult:
-    """Cancel the rollback of `version` (one made by mistake): the create-only restored marker makes it good
-    again and ends its watch; no tag is deleted. The same permission, journal and remote handling as
-    `rollback`. RollbackRefused when the version is not rolled back or its rollback is already cancelled."""
+    """Cancel the rollback of `version`, one made by mistake. The create-only restored marker makes it good again and
+    ends its watch. No tag is deleted. The same permission, journal and remote handling as `rollback`.
+    RollbackRefused when the version is not rolled back or its rollback is already cancelled."""
     return _run(repo, _Ask(version, None, reason, cancel=True), remote, by, store, principal)
 
 
@@ -198,8 +198,8 @@ def _run(
 
 
 def _after_rollback(root: Path, store: str | Path, known: History, ask: _Ask, targets: list[int]) -> int:
-    """The current version once `targets` are rolled back; RollbackRefused when none would be left, NotCurrent
-    for a good version below the current one without `not_current`."""
+    """The current version once `targets` are rolled back. RollbackRefused when none would be left. NotCurrent for a
+    good version below the current one without `not_current`."""
     left = [n for n in known.numbers if not known.is_rolled_back(n) and n not in targets]
     if not left:
         shown = ", ".join(str(n) for n in targets)
@@ -264,8 +264,8 @@ def _restore_targets(known: History, ask: _Ask) -> list[int]:
 
 
 def _refuse_not_current(root: Path, store: str | Path, known: History, n: int, current: int) -> None:
-    """NotCurrent: rolling back N, which is not current, withdraws the changes N made, and the current version
-    may still hold some of them (the next publish would refuse those); say which, and ask for the flag."""
+    """NotCurrent: rolling back N, which is not current, withdraws the changes N made. The current version may still
+    hold some of them, and the next publish would refuse those. Say which, and ask for the flag."""
     held = still_held(root, store, known, n)
     lines = "".join(f"\n  {w.value_line()}" for w in held[:SHOWN])
     more = f"\n  ... and {len(held) - SHOWN} more (cfgtool diff shows them all)" if len(held) > SHOWN else ""
@@ -286,8 +286,8 @@ def _refuse_not_current(root: Path, store: str | Path, known: History, n: int, c
 
 
 def _same_again(pending: dict[str, Any], known: History, ask: _Ask) -> bool:
-    """Whether this run repeats the journaled, finished run: the same kind, reason and versions, and nothing
-    published, rolled back or restored since (the current version is still the one it left)."""
+    """Whether this run repeats the journaled, finished run: the same kind, reason and versions. And nothing was
+    published, rolled back or restored since: the current version is still the one it left."""
     r = pending["result"]
     current = known.current
     done = [int(n) for n in r.get("restored" if ask.cancel else "rolled_back", ())]
@@ -398,8 +398,8 @@ def _chosen(known: History, version: int | None, to: int | None) -> list[int]:
 
 
 def _push(root: Path, remote: str, markers: dict[str, str], journal: Path, ask: _Ask) -> None:
-    """Push the marker objects; RollbackRefused when someone else wrote one meanwhile, else RemoteError
-    (the journal is dropped then: nothing was done)."""
+    """Push the marker objects. RollbackRefused when someone else wrote one meanwhile. Else RemoteError; the journal
+    is dropped then, since nothing was done."""
     outcome = push_tags(root, remote, markers)
     if outcome.ok:
         return

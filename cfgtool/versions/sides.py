@@ -27,9 +27,9 @@ from cfgtool.versions.tags import History, TagScheme, read_history, scheme_for
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a diff: what was named (`spec`), the ref read (None: the working tree), its commit, the
-    version it names (None unless named as a version) and, once compiled, whether the working tree differed
-    from HEAD and how many compile errors it had."""
+    """One side of a diff: what was named (`spec`), the ref read (None: the working tree) and its commit. Also the
+    version it names (None unless named as a version). Once compiled, also whether the working tree differed from
+    HEAD and how many compile errors it had."""
 
     spec: str
     ref: str | None

@@ -1,22 +1,22 @@
 """Rollbacks stick: the values a rolled-back version introduced are watched until a revert ships.
 
-For each rolled-back version N of a store with a good version G below it, N *introduced* every (key, path)
-whose value differs between G and N: N's value is the rolled-back one, G's the good one. A value that is
-absent on one side counts too (a node N added or deleted, a path it set or removed), as `cfgtool diff`
-shows it. The watch on a (key, path) ends once a good version published after the rollback holds another
-value there (the revert has shipped), or was published with `--allow-rolled-back` over N.
+Take each rolled-back version N of a store with a good version G below it. N *introduced* every (key, path) whose
+value differs between G and N. N's value is the rolled-back one, G's the good one. A value that is absent on one side
+counts too (a node N added or deleted, a path it set or removed), as `cfgtool diff` shows it. The watch on a (key,
+path) ends with a good version published after the rollback. That version holds another value there (the revert has
+shipped), or was published with `--allow-rolled-back` over N.
 
 - `publish` refuses a candidate that still holds a watched rolled-back value (`relapses`).
 - `compile --base` lets policies see a path whose change returns from the rolled-back value to the good
   one as unchanged (`reverts`; W_POLICY_SKIPPED_REVERT).
 
-Versions are read from their compiled artifacts in the cache (compiled once and written on a miss); one SQL
-join of two artifacts finds the nodes whose stored JSON differs, so only those are decoded and walked. What a
-version introduced over another is kept in a small JSON file of the cache, so the next publish reads only that.
-Values are compared as values: a number is watched whatever its spelling (`5184000000.0` is `5184000000`), but
-`true` is not `1`. Secrets are compared by their sealed envelopes and always shown as [hidden]: the same clear
-text sealed again is another envelope, so it evades a watch (docs/versions.md says why that is a limit of a
-safety net, not a hole in a boundary).
+Versions are read from their compiled artifacts in the cache, compiled once and written on a miss. One SQL join of
+two artifacts finds the nodes whose stored JSON differs. So only those are decoded and walked. What a version
+introduced over another is kept in a small JSON file of the cache, so the next publish reads only that. Values are
+compared as values: a number is watched whatever its spelling (`5184000000.0` is `5184000000`), but `true` is not
+`1`. Secrets are compared by their sealed envelopes and always shown as [hidden]. The same clear text sealed again is
+another envelope, so it evades a watch. docs/versions.md says why that is a limit of a safety net, not a hole in a
+boundary.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class Sealed:
 
 @dataclass(frozen=True)
 class Watch:
-    """A value rolled-back `version` introduced at (key, path): `bad` (N's value) and `good` (the good
-    version's); ABSENT where unset, `Sealed` for a secret."""
+    """A value rolled-back `version` introduced at (key, path): `bad` (N's value) and `good` (the good version's).
+    ABSENT where unset, `Sealed` for a secret."""
 
     key: str
     path: str
@@ -212,9 +212,9 @@ def _introduced_over(
 
 
 def still_held(root: Path, store: str | Path, known: History, n: int, *, cache: Path | None = None) -> list[Watch]:
-    """The values good version N introduced (over the good version below it) that the current version still
-    holds: what rolling N back would make the next publish refuse, unless a revert ships first. Empty when N
-    has no good version below it or is the current version itself."""
+    """The values good version N introduced (over the good version below it) that the current version still holds.
+    Rolling N back would make the next publish refuse them, unless a revert ships first. Empty when N has no good
+    version below it or is the current version itself."""
     current = known.current_number
     below = [m for m in known.numbers if m < n and not known.is_rolled_back(m)]
     if current is None or current == n or not below:
@@ -278,8 +278,8 @@ def _save(cache: Path, store: str | Path, good: str, bad: str, pairs: list[tuple
 
 
 def _cached(cache: Path, store: str | Path, good: str, bad: str) -> list[tuple[str, str, Any, Any]] | None:
-    """What `bad` introduced over `good`, from the cache; None (a miss) for a missing, damaged, truncated,
-    forged, foreign or stale entry: it decides what publish refuses, so only a sealed one is believed."""
+    """What `bad` introduced over `good`, from the cache. None (a miss) for a missing, damaged, truncated, forged,
+    foreign or stale entry. It decides what publish refuses, so only a sealed one is believed."""
     path, head = _cache_file(cache, store, good, bad)
     try:
         data = unseal(f"watches {path.name}", path.read_bytes())
@@ -299,8 +299,8 @@ def _cached(cache: Path, store: str | Path, good: str, bad: str) -> list[tuple[s
 
 
 def published_after(known: History, n: int) -> list[int]:
-    """The good versions published after N's rollback, oldest first: above the highest version the marker
-    records (a marker written before it did: tagged at or after the marker's date)."""
+    """The good versions published after N's rollback, oldest first: above the highest version the marker records.
+    For a marker written before markers recorded it, those tagged at or after the marker's date."""
     after = marker_after(known, known.markers[n], n)
     return [m for m in known.numbers if m > after and not known.is_rolled_back(m)]
 
@@ -318,10 +318,10 @@ def relapses(active: Iterable[Watch], candidate: Snapshot) -> list[Watch]:
 
 
 def reverts(every: Sequence[Watch], base: Snapshot) -> dict[str, dict[str, tuple[Any, Any, int]]]:
-    """key -> {path: (rolled-back value, good value, version)} for the watched values `base` still holds
-    (MISSING where unset): a change returning such a path to the good value is a revert, which the policies
-    do not judge (`cfgtool.validate.policy_runs`). Secrets read [hidden] on both sides, so a policy sees no
-    change to revert there."""
+    """key -> {path: (rolled-back value, good value, version)} for the watched values `base` still holds (MISSING
+    where unset). A change returning such a path to the good value is a revert. The policies do not judge reverts
+    (`cfgtool.validate.policy_runs`). Secrets read [hidden] on both sides, so a policy sees no change to revert
+    there."""
     out: dict[str, dict[str, tuple[Any, Any, int]]] = {}
     for w in every:
         if not isinstance(w.bad, Sealed) and same(value_of(base, w.key, w.path), w.bad, by_value=True):

@@ -1,23 +1,22 @@
 """Version tags: read every version and rollback marker with ONE `git for-each-ref`, and derive each version's
 status.
 
-Version N is the annotated tag `<version_tag_prefix>N` (default `config/vN`); its rollback marker is the
-annotated tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`), and the marker that cancels that
-rollback is `config/restored/vN` (the rollback prefix with `restored` for `rolledback`). All carry
-machine-readable metadata in the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`).
-A version is rolled back while it has a rollback marker and no restored marker; the current version is the
-highest N that is not rolled back. Nothing here writes: creating tags is `refs.py`'s job.
+Version N is the annotated tag `<version_tag_prefix>N` (default `config/vN`). Its rollback marker is the annotated
+tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`). The marker that cancels that rollback is
+`config/restored/vN`: the rollback prefix with `restored` for `rolledback`. All carry machine-readable metadata in
+the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`). A version is rolled back while it has
+a rollback marker and no restored marker. The current version is the highest N that is not rolled back. Nothing here
+writes: creating tags is `refs.py`'s job.
 
-Several stores in one repository each have their own versions (`StoreTags`). The plain spelling `config/vN`
-belongs to one store: the one named by the metadata of the lowest plain version tag that names a store, or,
-before any plain tag exists, the repository's only store (with several: the one at `store/`, where `cfgtool
-init` puts it, else the first by path). Every other store uses `config/<name>/vN` and
-`config/<name>/rolledback/vN` (and `config/<name>/restored/vN`); a store that has such tags keeps them, so no
-tag is ever renamed. A store whose `_CONFIG_STORE` sets the prefixes uses those. A tag whose metadata names
-another store is never taken for one's own.
+Several stores in one repository each have their own versions (`StoreTags`). The plain spelling `config/vN` belongs
+to one store. It is the store named by the metadata of the lowest plain version tag that names a store. Before any
+plain tag exists, it is the repository's only store. With several, it is the one at `store/`, where `cfgtool init`
+puts it, else the first by path. Every other store uses `config/<name>/vN`, `config/<name>/rolledback/vN` and
+`config/<name>/restored/vN`. A store that has such tags keeps them, so no tag is ever renamed. A store whose
+`_CONFIG_STORE` sets the prefixes uses those. A tag whose metadata names another store is never taken for one's own.
 
-One `for-each-ref` lists 10,000 tags with their targets, taggers, dates and messages in a few tens of
-milliseconds; reading tag objects one by one (or through GitPython) takes seconds.
+One `for-each-ref` lists 10,000 tags with their targets, taggers, dates and messages in a few tens of milliseconds.
+Reading tag objects one by one (or through GitPython) takes seconds.
 """
 
 from __future__ import annotations
@@ -64,10 +63,10 @@ class VersionNotFound(SourceError):
 
 @dataclass(frozen=True)
 class TagScheme:
-    """How one store's versions are named in git: `version_prefix` + N, `rollback_prefix` + N and
-    `restored_prefix` + N (tag names, no refs/tags/; the restored prefix follows the rollback one unless given).
-    `path` and `name` identify the store (its repo-relative directory and its `_CONFIG_STORE` name): a tag
-    whose metadata names another store is not one of its versions. None: any tag is."""
+    """How one store's versions are named in git: `version_prefix` + N, `rollback_prefix` + N and `restored_prefix` +
+    N. These are tag names, without refs/tags/. The restored prefix follows the rollback one unless given. `path` and
+    `name` identify the store: its repo-relative directory and its `_CONFIG_STORE` name. A tag whose metadata names
+    another store is not one of its versions. None: any tag is."""
 
     version_prefix: str = "config/v"
     rollback_prefix: str = "config/rolledback/v"
@@ -102,17 +101,17 @@ class TagScheme:
         return tuple(f"refs/tags/{prefix}*" for prefix in self.prefixes)
 
     def claims_all(self, text: str) -> bool:
-        """Whether every `"store":` in `text` (tag messages, metadata compact JSON) is followed by this store's
-        path and every `"name":` by null or its name: then no tag in it names another store, and none needs
-        decoding to find out (any other occurrence, even in a message's text, only means "look closer")."""
+        """Whether every `"store":` in `text` is followed by this store's path, and every `"name":` by null or its
+        name. `text` holds tag messages and metadata as compact JSON. Then no tag in it names another store, and none
+        needs decoding to find out. Any other occurrence, even in a message's text, only means "look closer"."""
         if self.path is None:
             return True
         names = text.count('"name":null') + (text.count(f'"name":{_json(self.name)}') if self.name is not None else 0)
         return text.count('"store":') == text.count(f'"store":{_json(self.path)}') and text.count('"name":') == names
 
     def owns(self, metadata: Mapping[str, Any]) -> bool:
-        """Whether a tag with this metadata may be one of this store's: it names no store, or this one (by
-        directory, or by the explicit name, which survives a move)."""
+        """Whether a tag with this metadata may be one of this store's. It names no store, or this one: by directory,
+        or by the explicit name, which survives a move."""
         if self.path is None:
             return True
         path, name = metadata.get("store"), metadata.get("name")
@@ -123,8 +122,8 @@ class TagScheme:
 
 @dataclass(frozen=True)
 class StoreTags:
-    """The spellings a store's version tags may have (module doc); which one applies depends on the tags that
-    exist, so `read_history` decides it from the same `for-each-ref` that reads them."""
+    """The spellings a store's version tags may have (module doc). Which one applies depends on the tags that exist.
+    So `read_history` decides it from the same `for-each-ref` that reads them."""
 
     path: str  # the store's directory relative to the repository root ('' = the root)
     name: str | None  # the `name` of its _CONFIG_STORE
@@ -169,9 +168,9 @@ class StoreTags:
 
 
 def restored_prefix(version_prefix: str, rollback_prefix: str) -> str:
-    """The prefix of the markers that cancel rollbacks: the rollback prefix with its `rolledback` part spelled
-    `restored` (`config/rolledback/v` -> `config/restored/v`), else with a `restored/` part before its last
-    one; a prefix that would take the version prefix's place gets `restored-` appended instead."""
+    """The prefix of the markers that cancel rollbacks. It is the rollback prefix with its `rolledback` part spelled
+    `restored` (`config/rolledback/v` -> `config/restored/v`). Else it has a `restored/` part before its last one. A
+    prefix that would take the version prefix's place gets `restored-` appended instead."""
     head, slash, last = rollback_prefix.rpartition("/")
     parts = head.split("/") if slash else []
     if "rolledback" in parts:
@@ -250,8 +249,8 @@ class Version:
 
     @property
     def allow_rolled_back(self) -> list[int]:
-        """The rolled-back versions whose values this one re-released on purpose (`publish --allow-rolled-back`,
-        recorded in the tag's metadata); empty for a tag made by hand or without the flag."""
+        """The rolled-back versions whose values this one re-released on purpose (`publish --allow-rolled-back`). The
+        tag's metadata records them. Empty for a tag made by hand or without the flag."""
         found = self.metadata.get("allow_rolled_back")
         return [n for n in found if type(n) is int] if isinstance(found, list) else []
 
@@ -279,8 +278,8 @@ class Version:
 class History:
     """Every version and rollback marker of one tag scheme, as printed by one `git for-each-ref`.
 
-    The fields git printed are kept as columns: a `Tag` (message split, metadata decoded) is built only when
-    asked for, and listing every version decodes all their metadata lines with one `json.loads`.
+    The fields git printed are kept as columns. A `Tag` (message split, metadata decoded) is built only when asked
+    for. Listing every version decodes all their metadata lines with one `json.loads`.
     """
 
     def __init__(
@@ -335,8 +334,8 @@ class History:
 
     @property
     def markers(self) -> Mapping[int, Tag]:
-        """Every rollback marker in force by N (a marker may exist without its version tag): those of the
-        versions rolled back now, not the ones a restored marker cancelled."""
+        """Every rollback marker in force by N; a marker may exist without its version tag. Those are the markers of
+        the versions rolled back now, not the ones a restored marker cancelled."""
         self._build(list(self._marker_rows.values()))
         return {n: self._built[r] for n, r in self._marker_rows.items()}
 
@@ -366,8 +365,8 @@ class History:
 
     @property
     def highest(self) -> int:
-        """The highest N used by any version tag or marker under this store's prefixes (0 when none), another
-        store's included (their names are taken): the next version is one more."""
+        """The highest N used by any version tag or marker under this store's prefixes (0 when none). Another store's
+        count too, since their names are taken. The next version is one more."""
         return max(self._highest, *self._tag_rows, *self._rollback_rows, 0)
 
     @property
@@ -389,7 +388,7 @@ class History:
         return found
 
     def named(self, name: str) -> Version:
-        """The version `current` or `previous` names (`previous`: the good version below the current one);
+        """The version `current` or `previous` names; `previous` is the good version below the current one.
         VersionNotFound saying why when there is none."""
         current = self.current_number
         if current is None:
@@ -490,9 +489,10 @@ def current_version(repo: Path | None = None, store: str | Path = "store") -> Ve
 
 
 def unlike_current(source: Source) -> tuple[Version, bool] | None:
-    """(the current version, whether the store has uncommitted changes) when a read of the working tree `source`
-    may answer otherwise than the current version: uncommitted changes, or a store whose tree at HEAD is not the
-    current version's. None when nothing is published (then nothing else is asked of git) or the two agree."""
+    """(the current version, whether the store has uncommitted changes), when a read of the working tree `source` may
+    answer otherwise than the current version. That happens with uncommitted changes, or a store whose tree at HEAD
+    is not the current version's. None when the two agree, or nothing is published; then nothing else is asked of
+    git."""
     current = history(source.repo_root, source.store).current
     if current is None:
         return None
@@ -514,8 +514,8 @@ def _store_tree(root: Path, commit: str, store: str) -> str | None:
 
 
 def resolve_version(repo: Path | None, version: int | str, store: str | Path = "store") -> str:
-    """The commit of version N (rolled back or not) or of the one `current` / `previous` names;
-    VersionNotFound when there is no such version."""
+    """The commit of version N (rolled back or not) or of the one `current` / `previous` names. VersionNotFound when
+    there is no such version."""
     return history(repo, store).pick(version).commit
 
 
@@ -524,15 +524,15 @@ def history(
 ) -> History:
     """Every version of the store in `repo` (default: the repository containing the current directory).
 
-    The tag names come from the store's `_CONFIG_STORE` at HEAD (or in the working tree before the first
-    commit) and the tags that exist, unless `scheme` is given.
+    The tag names come from the store's `_CONFIG_STORE` at HEAD and the tags that exist, unless `scheme` is given.
+    Before the first commit, `_CONFIG_STORE` is read in the working tree.
     """
     root = git.locate(repo if repo is not None else Path.cwd()).root
     return read_history(root, scheme or scheme_for(root, store))
 
 
 def read_history(root: Path, scheme: TagScheme | StoreTags) -> History:
-    """Every version tag and rollback marker of the store, from one `git for-each-ref`; with `StoreTags`, the
+    """Every version tag and rollback marker of the store, from one `git for-each-ref`. With `StoreTags`, the
     spelling that applies is decided from the same output (module doc)."""
     candidates = scheme.candidates() if isinstance(scheme, StoreTags) else (scheme,)
     patterns = [p for s in candidates for p in s.patterns()]
@@ -560,8 +560,8 @@ _Rows = tuple[dict[int, int], dict[int, int], dict[int, int]]  # {N: row} of ver
 
 
 def _numbered(columns: Sequence[Sequence[str]], schemes: Sequence[TagScheme]) -> list[_Rows]:
-    """For each scheme, `{N: row}` of its version tags, its rollback markers and its restored markers (one pass
-    over the rows)."""
+    """For each scheme, `{N: row}` of its version tags, its rollback markers and its restored markers. It takes one
+    pass over the rows."""
     refs, otypes, peeled_types = columns[_REF], columns[_TYPE], columns[_PEELED_TYPE]
     found: list[_Rows] = [({}, {}, {}) for _ in schemes]
     prefixes: list[tuple[str, dict[int, int]]] = []
@@ -579,8 +579,8 @@ def _numbered(columns: Sequence[Sequence[str]], schemes: Sequence[TagScheme]) ->
 
 
 class _Metadata:
-    """The rows' metadata, decoded only as far as a question needs: when the raw output shows that no tag
-    names another store (`TagScheme.claims_all`), listing 10,000 versions decodes nothing to find out."""
+    """The rows' metadata, decoded only as far as a question needs. The raw output may show that no tag names another
+    store (`TagScheme.claims_all`). Then listing 10,000 versions decodes nothing to find out."""
 
     def __init__(self, columns: Sequence[Sequence[str]], text: str) -> None:
         self._columns = columns
@@ -622,8 +622,8 @@ def _choose(
     numbered: Sequence[_Rows],
     meta: _Metadata,
 ) -> int:
-    """Which of (plain, named) applies: the named one once the store has tags there, else the plain one when
-    the store owns it."""
+    """Which of (plain, named) applies. The named one, once the store has tags there. Else the plain one, when the
+    store owns it."""
     named_tags, named_markers, _ = numbered[1]
     if meta.owned(candidates[1], named_tags) or meta.owned(candidates[1], named_markers):
         return 1
@@ -631,8 +631,8 @@ def _choose(
 
 
 def _owns_plain(root: Path, store: StoreTags, plain: _Rows, meta: _Metadata) -> bool:
-    """Whether `config/vN` is the store's: the lowest plain version tag that names a store names it; with
-    none, the store is the repository's only one (or, with several, the one at `store/`, else the first)."""
+    """Whether `config/vN` is the store's: the lowest plain version tag that names a store names it. With none, the
+    store is the repository's only one. With several, it is the one at `store/`, else the first."""
     tags = plain[0]
     for n in sorted(tags):
         found = meta.get(tags[n])
