@@ -1,17 +1,18 @@
-"""The console's diff pages (docs/console.md): what changed between two versions, grouped by cause, and two keys of
-one version side by side.
+"""The console's diff pages (docs/console.md). They show what changed between two versions, grouped by cause, and two
+keys of one version side by side.
 
-`/ui/{store}/diff/{A}..{B}` is `cfgtool diff A B` itself (`cfgtool.versions.diff.diff`, the one implementation),
-computed once per pair of commits in a worker process and kept, then filtered for the principal. A page never waits long
-for it: the first request of a pair starts its computation (one per pair, shared by every request that asks meanwhile;
-at most `RUNNING` pairs at once, each pair independent of the others) and the loads of the two versions when they are
-not in memory, waits `WAIT` seconds, and answers a "being computed" page (202) that asks again by itself until the diff
-is there. The diffs the timeline and the diff form lead to (the previous good version against the current one, then each
-step the timeline shows: a version against the one readers had before it, newest first, `AHEAD` pairs) are computed
-ahead, one at a time at a low priority, as soon as a version loads (`prepare`), and kept apart from the diffs people
-asked for, so computing ahead never drops one of those. What the principal sees: a key it may not describe under the
-current ACL or either version's own appears nowhere, not in a group's count either; a key it may describe but not
-read counts as changed without its values; the layer a change came through shows as `[hidden layer]` when the
+`/ui/{store}/diff/{A}..{B}` is `cfgtool diff A B` itself: `cfgtool.versions.diff.diff`, the one implementation. It is
+computed once per pair of commits in a worker process and kept, then filtered for the principal. A page never waits
+long for it. The first request of a pair starts its computation. There is one per pair, shared by every request that
+asks meanwhile. At most `RUNNING` pairs run at once, each pair independent of the others. The request also starts the
+loads of the two versions when they are not in memory. It waits `WAIT` seconds. Then it answers a "being computed"
+page (202) that asks again by itself until the diff is there. Some diffs are computed ahead: those the timeline and
+the diff form lead to. They are the previous good version against the current one, then each step the timeline shows.
+A step is a version against the one readers had before it, newest first, `AHEAD` pairs. They are computed one at a
+time at a low priority, as soon as a version loads (`prepare`). They are kept apart from the diffs people asked for,
+so computing ahead never drops one of those. What the principal sees: a key it may not describe appears nowhere, not
+in a group's count either. That holds under the current ACL or either version's own. A key it may describe but not
+read counts as changed without its values. The layer a change came through shows as `[hidden layer]` when the
 principal may not describe it. A group's reach (how many keys one change touched) is drawn against the keys of
 version B it may see. Long answers are capped, with the totals said.
 """
@@ -78,8 +79,8 @@ Ident = tuple[str, str, str, str]  # (repo, store, commit A, commit B): a versio
 
 @dataclass(frozen=True)
 class Cause:
-    """One group of the diff as the principal sees it: the change, the layer it came through and the keys it
-    reached (`shown` of them named)."""
+    """One group of the diff as the principal sees it. It holds the change, the layer it came through and the keys it
+    reached, `shown` of them named."""
 
     path: str
     old: str | None  # value_text, None when unset
@@ -91,8 +92,8 @@ class Cause:
 
 
 async def diff_page(ctx: Context) -> Response:
-    """`/ui/{store}/diff/{A}..{B}`: the resolved diff of versions A and B, changes only, grouped by cause; the
-    "being computed" page while it is computed (htmx's request for the update waits longer)."""
+    """`/ui/{store}/diff/{A}..{B}`: the resolved diff of versions A and B, changes only, grouped by cause. The "being
+    computed" page while it is computed; htmx's request for the update waits longer."""
     state, view = ctx.state, ctx.view
     assert state is not None and view is not None
     span = ctx.request.path_params["span"]
@@ -149,8 +150,8 @@ async def diff_page(ctx: Context) -> Response:
 
 
 async def diff_form(ctx: Context) -> Response:
-    """`/ui/{store}/diff?a=A&b=B` (the form of the diff page, which works without scripts): redirect to the
-    permalink `/ui/{store}/diff/A..B`; without both, the previous version against the current one."""
+    """`/ui/{store}/diff?a=A&b=B` is the form of the diff page, which works without scripts. It redirects to the
+    permalink `/ui/{store}/diff/A..B`. Without both, it compares the previous version against the current one."""
     view, state = ctx.view, ctx.state
     assert view is not None and state is not None
     query = ctx.request.query_params
@@ -190,9 +191,9 @@ async def compare_page(ctx: Context) -> Response:
 
 # -- the diff, once per pair of commits ------------------------------------------------------------------------
 def latest_pair(view: View) -> tuple[int, int] | None:
-    """The versions the diff form compares by default, the store's last change: the previous good version against
-    the current one; when the current one has none below it, the newest rolled-back version above it against it
-    (what that rollback changed back). None without a current version, or when it is the only version."""
+    """The versions the diff form compares by default: the store's last change. That is the previous good version
+    against the current one. When the current one has none below it, it is the newest rolled-back version above it
+    against it: what that rollback changed back. None without a current version, or when it is the only version."""
     current = view.current
     if current is None:
         return None
@@ -205,9 +206,9 @@ def latest_pair(view: View) -> tuple[int, int] | None:
 
 
 def timeline_pairs(view: View) -> list[tuple[int, int]]:
-    """The pairs of versions the timeline and the diff form lead to, the most asked first: the latest pair, then
-    each step readers took (a version against the one they had before it, a rollback's way back), newest first
-    (`AHEAD` at most, versions that compile only)."""
+    """The pairs of versions the timeline and the diff form lead to, the most asked first. The latest pair comes
+    first, then each step readers took, newest first. A step is a version against the one they had before it, or a
+    rollback's way back. At most `AHEAD` pairs, of versions that compile only."""
     pairs: list[tuple[int, int]] = []
     latest = latest_pair(view)
     if latest is not None:
@@ -222,7 +223,7 @@ def timeline_pairs(view: View) -> list[tuple[int, int]]:
 
 
 def _settled(found: T | None, failed: CfgtoolError | None) -> Future[T] | None:
-    """A future already done with `found` (or, without it, failed with `failed`); None when neither is known."""
+    """A future already done with `found`, or without it, failed with `failed`. None when neither is known."""
     if found is None and failed is None:
         return None
     done: Future[T] = Future()
@@ -234,17 +235,18 @@ def _settled(found: T | None, failed: CfgtoolError | None) -> Future[T] | None:
 
 
 def prepare(state: StoreState) -> None:
-    """Compute ahead the diffs the timeline leads to (`timeline_pairs`), unless known or under way: called on the
-    loader thread after each refresh, so their first views find them ready."""
+    """Compute ahead the diffs the timeline leads to (`timeline_pairs`), unless known or under way. It is called on
+    the loader thread after each refresh, so their first views find them ready."""
     view = state.view
     for a, b in timeline_pairs(view):
         DIFFS.ahead(state, view.versions[a], view.versions[b])
 
 
 class Diffs:
-    """The diffs of pairs of versions: kept (those people asked for apart from those computed ahead), under way
-    (one computation per pair, shared), and failed (a `CfgtoolError`: the pair does not compile); and the loads of
-    the versions a diff page reads that the server does not hold (one per version, shared)."""
+    """The diffs of pairs of versions: kept, under way, and failed. Those people asked for are kept apart from those
+    computed ahead. There is one computation per pair, shared. A failed one is a `CfgtoolError`: the pair does not
+    compile. Also the loads of the versions a diff page reads that the server does not hold (one per version,
+    shared)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -266,9 +268,8 @@ class Diffs:
             return self._known(ident, keep)
 
     def ask(self, state: StoreState, a: Version, b: Version) -> Future[Diff]:
-        """The diff of versions A and B of the store: done when known (or known to fail), else its computation,
-        started now unless under way. One computed ahead but not started yet is started now at the page's
-        priority."""
+        """The diff of versions A and B of the store: done when known, or known to fail. Else its computation,
+        started now unless under way. One computed ahead but not started yet is started now at the page's priority."""
         ident = _ident(state, a, b)
         with self._lock:
             done = _settled(self._known(ident), self._failure(ident))
@@ -283,8 +284,8 @@ class Diffs:
             return started
 
     def version(self, state: StoreState, number: int) -> Future[LoadedVersion]:
-        """Version N of the store in memory (the page reads its ACL and keys), loaded on a thread of its own when
-        it is not (one load per version at a time, shared); CfgtoolError when it cannot be served."""
+        """Version N of the store in memory; the page reads its ACL and keys. When it is not in memory, it is loaded
+        on a thread of its own (one load per version at a time, shared). CfgtoolError when it cannot be served."""
         key = (str(state.root), state.path or ".", state.view.versions[number].commit)
         with self._lock:
             held = self._versions.get(key)
@@ -338,7 +339,7 @@ class Diffs:
         return found[0]
 
     def _drop_oldest_waiting(self) -> None:
-        """Past `QUEUED` diffs asked for and waiting, cancel the oldest waiting one (asked again, it starts again):
+        """Past `QUEUED` diffs asked for and waiting, cancel the oldest waiting one; asked again, it starts again. So
         a person asking for every pair of versions cannot queue hours of work."""
         waiting = [i for i, f in self._running.items() if i not in self._ahead_running and not f.running()]
         for ident in waiting[: max(0, len(waiting) - QUEUED + 1)]:
@@ -346,8 +347,8 @@ class Diffs:
                 del self._running[ident]
 
     def _compute(self, ident: Ident, state: StoreState, a: Version, b: Version, ahead: bool) -> Diff:
-        """`cfgtool diff` of the pair in a worker process (two whole compiles: their memory and CPU stay out of the
-        server; computed ahead at a low priority), kept."""
+        """`cfgtool diff` of the pair in a worker process, kept. It is two whole compiles, so their memory and CPU
+        stay out of the server. Computed ahead, it runs at a low priority."""
         root, store = state.root, state.path or "."
         try:
             found: Diff = self._worker.run(_diff_ahead if ahead else diff, root, a.tag, b.tag, store)
@@ -385,7 +386,8 @@ class _Threads:
         self._lock = threading.Lock()
 
     def submit(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
-        """`func(*args)`, on a thread when one is free; its future (cancelled before it starts, it never runs)."""
+        """`func(*args)`, on a thread when one is free; returns its future. Cancelled before it starts, it never
+        runs."""
         future: Future[Any] = Future()
         self._todo.put((future, func, args))
         with self._lock:
@@ -422,9 +424,9 @@ def _diff_ahead(root: Path, a: str, b: str, store: str) -> Diff:
 
 
 async def within_wait(ctx: Context, done: Callable[[], bool]) -> bool:
-    """Whether `done()` holds now or within the wait of a page whose answer is built in the background (a page's:
-    `WAIT`; htmx's request for the update, `POLL`), checked every 20 ms without holding a thread; the page then
-    answers what it has, or that it is being built (202)."""
+    """Whether `done()` holds now or within the wait of a page whose answer is built in the background. A page waits
+    `WAIT`; htmx's request for the update waits `POLL`. It is checked every 20 ms without holding a thread. The page
+    then answers what it has, or that it is being built (202)."""
     if done():
         return True
     if not ctx.fragment:
@@ -508,7 +510,7 @@ def _key_change(change: KeyChange) -> dict[str, Any]:
 
 
 def _rules(ctx: Context, found: Diff) -> list[dict[str, Any]]:
-    """The rule files that changed; the ACL's statements only to a principal that may describe the ACL."""
+    """The rule files that changed. The ACL's statements show only to a principal that may describe the ACL."""
     view = ctx.view
     assert view is not None
     acl_shown = ctx.who is None or (

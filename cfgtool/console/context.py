@@ -1,8 +1,8 @@
-"""What every console page shares: the request's context (who asks, the store and version it reads, what it may
-see of them), the console's templates, sessions and sign-in, and the answers' security headers.
+"""What every console page shares. That is the request's context: who asks, the store and version it reads, what it
+may see of them. Also the console's templates, sessions and sign-in, and the answers' security headers.
 
-Page modules (`pages`, `changes`, `rights`) import from here; `pages.routes` gathers them, so no page module
-imports another.
+Page modules (`pages`, `changes`, `rights`) import from here. `pages.routes` gathers them, so no page module imports
+another.
 """
 
 from __future__ import annotations
@@ -167,8 +167,9 @@ class Console:
 
     # -- who asks -----------------------------------------------------------------------------------------
     async def principal(self, request: Request) -> str | None:
-        """The signed-in principal (None without access control); SignIn without a live session: none, forged,
-        expired, signed out, or its token revoked (the API's tokens file, as the server last read it)."""
+        """The signed-in principal (None without access control). SignIn without a live session: none, forged,
+        expired, signed out, or its token revoked. Revoked means gone from the API's tokens file, as the server last
+        read it."""
         tokens = self.service.tokens
         if tokens is None:
             return None
@@ -179,8 +180,9 @@ class Console:
         return who
 
     async def context(self, request: Request, store: bool = True, version: bool = False) -> Context:
-        """The request's context: its principal, and (as the route names them) its store, judged as the JSON API
-        judges `/v1/{store}/versions`, and its version, with what the principal may see of it."""
+        """The request's context: its principal, and its store and version as the route names them. The store is
+        judged as the JSON API judges `/v1/{store}/versions`. The version comes with what the principal may see of
+        it."""
         ctx = Context(request, self, await self.principal(request))
         if not store:
             return ctx
@@ -214,8 +216,8 @@ class Console:
         return run
 
     def _to_sign_in(self, request: Request) -> Response:
-        """To the sign-in, then back: to the page asked for, its query included (a permalink's query is part of
-        it), or, for htmx's request of a fragment, to the page the person is on (`HX-Current-URL`)."""
+        """To the sign-in, then back to the page asked for, its query included; a permalink's query is part of it.
+        For htmx's request of a fragment, back to the page the person is on (`HX-Current-URL`)."""
         asked = urlsplit(str(request.url))
         if request.headers.get("hx-request") == "true":
             asked = urlsplit(request.headers.get("hx-current-url", "/ui/"))
@@ -244,9 +246,9 @@ class Console:
 
     def error_page(self, found: Answer, request: Request | None) -> Response:
         """An error the server answers before the console's routes run (`Api.error_page` under /ui), as the console's
-        error page: a request line and headers over 16 KB (431, answered before there is a request: as if for
-        /ui/, with no one signed in), a method a page does not take (405, its header naming who is signed in), a
-        `Host` that names another site to a server without tokens (421)."""
+        error page. One is a request line and headers over 16 KB (431). It is answered before there is a request: as
+        if for /ui/, with no one signed in. One is a method a page does not take (405), its header naming who is
+        signed in. One is a `Host` that names another site to a server without tokens (421)."""
         who = None
         if request is not None and self.service.tokens is not None:
             who = self.sessions.principal(request.cookies.get(COOKIE), self.service.tokens)
@@ -360,8 +362,8 @@ def _local(target: str) -> str:
 
 
 def _same_origin(request: Request) -> bool:
-    """Whether a form post comes from the console's own pages: browsers name the posting page's origin in `Origin`
-    and `Sec-Fetch-Site`, so a post from another site (sign-in forgery) is refused."""
+    """Whether a form post comes from the console's own pages. Browsers name the posting page's origin in `Origin`
+    and `Sec-Fetch-Site`. So a post from another site (sign-in forgery) is refused."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return False

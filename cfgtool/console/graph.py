@@ -1,8 +1,8 @@
 """The key page's import graph, laid out on the server and drawn as SVG by the template `graph.svg`.
 
-Five columns, left to right: what imports the key's importers, its importers, the key, its imports, and what those
-import (depth 2 both ways). A column draws at most `FAN_OUT` keys per neighbour; the rest are counted in one box
-("+ 12 more"), never drawn. Every key given here was already filtered by the caller (`Visibility.keys`).
+Five columns, left to right, depth 2 both ways. They are what imports the key's importers, its importers, the key,
+its imports, and what those import. A column draws at most `FAN_OUT` keys per neighbour. The rest are counted in one
+box ("+ 12 more"), never drawn. Every key given here was already filtered by the caller (`Visibility.keys`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """The history of a key, or of one value in it, across a store's versions (docs/console.md), from a per-store index.
 
-The index holds, per key, each version at which its resolved config (as the server answers it: secrets `[hidden]`)
-changed, with that config; it grows as versions load: after each refresh, the versions not yet in it are taken from
-the answers the server holds in memory, or read in a worker process (`version_changes`, from the client's snapshot
-cache), which hands back only what changed since the last version indexed. So a history request walks one key's few
-changes, never every version.
+The index holds, per key, each version at which its resolved config changed, with that config. The config is as the
+server answers it: secrets `[hidden]`. The index grows as versions load. After each refresh, the versions not yet in
+it are taken from the answers the server holds in memory. Or they are read in a worker process (`version_changes`,
+from the client's snapshot cache). It hands back only what changed since the last version indexed. So a history
+request walks one key's few changes, never every version.
 
 A version in which the key has no node of its own reads its nearest node's config, as a client would. The commits
-behind each change are `cfgtool audit --key KEY`'s to list; for a key that never had a node, the page asks
-`cfgtool.versions.audit.audit_key` itself, which says so (and names a close key). A request that comes after a new
-version loaded and before the index took it in waits for that increment (at a server's start, for the first build).
+behind each change are `cfgtool audit --key KEY`'s to list. For a key that never had a node, the page asks
+`cfgtool.versions.audit.audit_key` itself. It says so, and names a close key. A request may come after a new version
+loaded and before the index took it in. It waits for that increment; at a server's start, for the first build.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ def _digest(config: bytes) -> bytes:
 
 
 def version_changes(root: str, store: str, cache: str, versions: list[int], before: dict[str, bytes]) -> bytes:
-    """For each of `versions` (ascending) of the store: `[version, {key: config or None}]`, the keys whose config
-    (canonical JSON, as served) differs from the version before (`before`: the digests of the last one indexed),
-    None for a key whose node went; `[version, None]` for a version that does not load. Run in a worker process."""
+    """For each of `versions` (ascending) of the store: `[version, {key: config or None}]`. Its keys are those whose
+    config (canonical JSON, as served) differs from the version before. `before` holds the digests of the last one
+    indexed. None is for a key whose node went. `[version, None]` is for a version that does not load. Run in a
+    worker process."""
     out: list[list[Any]] = []
     last = dict(before)
     for n in versions:
@@ -87,8 +88,8 @@ class HistoryIndex:
         return all(n in self.indexed for n in view.versions if n not in view.unservable)
 
     def update(self, state: StoreState, cache: Path) -> None:
-        """Index the servable versions of the store newer than the newest indexed: a version the server holds in
-        memory from its answers, the others in a worker process."""
+        """Index the servable versions of the store newer than the newest indexed. A version the server holds in
+        memory is indexed from its answers, the others in a worker process."""
         with self._lock:
             view = state.view
             new = sorted(n for n in view.versions if n > self._newest and n not in view.unservable)
@@ -127,10 +128,10 @@ class HistoryIndex:
                 self._last[key] = _digest(config)
 
     def history(self, key: str, parts: tuple[str, ...], shown_path: str | None, view: View) -> KeyHistory | None:
-        """The history of `key` (at `parts`), newest first, as `audit_key` tells it but without the commits: each
-        step readers took (`View.steps`) after which they read another value (a version in which the key has no
-        node reads its nearest node's config); None when the key never had a node (`audit_key` says so). Only
-        the steps that span a version where the key or an ancestor changed are read."""
+        """The history of `key` (at `parts`), newest first, as `audit_key` tells it but without the commits. It lists
+        each step readers took (`View.steps`) after which they read another value. In a version where the key has no
+        node, it reads its nearest node's config. None when the key never had a node (`audit_key` says so). Only the
+        steps that span a version where the key or an ancestor changed are read."""
         if key not in self.changes:
             return None
         above = [key, *ancestors(key)]
@@ -158,7 +159,7 @@ class HistoryIndex:
 
     def _config_at(self, above: list[str], n: int) -> tuple[bytes | None, bool]:
         """The config the first of `above` (a key, then its ancestors) answers with at version `n`: its own, or its
-        nearest node's; and whether it is its own."""
+        nearest node's. Also whether it is its own."""
         for k in above:
             changes = self.changes.get(k, [])
             i = bisect.bisect_right(changes, n, key=lambda change: change[0]) - 1

@@ -1,12 +1,15 @@
-"""The console's pages under /ui/ (docs/console.md) and its routes: pages rendered on the server with Jinja2, from
-the versions the server already holds in memory (no second compile), each filtered by `Visibility`, the JSON API's
-own filter.
+"""The console's pages under /ui/ (docs/console.md) and its routes. Pages are rendered on the server with Jinja2,
+from the versions the server already holds in memory (no second compile). Each is filtered by `Visibility`, the JSON
+API's own filter.
 
-Every response carries the console's security headers (`Content-Security-Policy: default-src 'self'`, no inline
-script or style anywhere); a page asked for by htmx (`HX-Request`) answers only its fragment. Adding a page: write
-its handler, in any module that imports `context` (never `pages`), as `async def name(ctx: Context) -> Response`,
-render with `ctx.render(template, **values)`, judge every key it shows with `ctx.seen` (`describes`, `keys`,
-`verdict`), and add a `Route` with `page(...)` in `routes()` here.
+Every response carries the console's security headers: `Content-Security-Policy: default-src 'self'`, no inline
+script or style anywhere. A page asked for by htmx (`HX-Request`) answers only its fragment. Adding a page:
+
+1. Write its handler as `async def name(ctx: Context) -> Response`, in any module that imports `context` (never
+   `pages`).
+2. Render with `ctx.render(template, **values)`.
+3. Judge every key it shows with `ctx.seen` (`describes`, `keys`, `verdict`).
+4. Add a `Route` with `page(...)` in `routes()` here.
 """
 
 from __future__ import annotations
@@ -69,9 +72,9 @@ async def timeline(ctx: Context) -> Response:
 
 
 async def timeline_live(ctx: Context) -> Response:
-    """The timeline section again once the change feed has an event after `since`: htmx swaps it in and asks
-    again, so the page follows the feed. After `LIVE_WAIT` seconds without one, `204 No Content`: htmx swaps
-    nothing (a swap would take the keyboard's focus off a link of the timeline) and asks again on `IDLE`."""
+    """The timeline section again, once the change feed has an event after `since`. htmx swaps it in and asks again,
+    so the page follows the feed. After `LIVE_WAIT` seconds without one, `204 No Content`. htmx swaps nothing and
+    asks again on `IDLE`. A swap would take the keyboard's focus off a link of the timeline."""
     assert ctx.state is not None
     try:
         since = int(ctx.request.query_params.get("since", "0"))
@@ -89,8 +92,8 @@ async def timeline_live(ctx: Context) -> Response:
 
 
 def _timeline(ctx: Context) -> dict[str, Any]:
-    """Every publish, rollback and cancelled rollback, newest first, each with what it changed for readers: the
-    version they had before and after (`readers.steps`, as the change feed counts it)."""
+    """Every publish, rollback and cancelled rollback, newest first, each with what it changed for readers. That is
+    the version they had before and after (`readers.steps`, as the change feed counts it)."""
     assert ctx.state is not None and ctx.view is not None
     view = ctx.view
     feed = ctx.console.service.feeds[ctx.state.name]
@@ -129,8 +132,8 @@ def _timeline(ctx: Context) -> dict[str, Any]:
 
 
 async def tree(ctx: Context) -> Response:
-    """`/ui/{store}/v/{N}/tree/{key}`: the key's place in the node tree (its ancestors, its children: one level,
-    expanded on demand) and its resolved config beside it."""
+    """`/ui/{store}/v/{N}/tree/{key}`: the key's place in the node tree, with its resolved config beside it. The tree
+    shows its ancestors and one level of children, expanded on demand."""
     loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
     if ctx.seen.verdict(key, "describe") != 200:
         raise not_found(f"{key} has no node in version {loaded.version} of store {_store(ctx)}")
@@ -151,8 +154,8 @@ async def tree(ctx: Context) -> Response:
 
 
 async def key_page(ctx: Context) -> Response:
-    """`/ui/{store}/v/{N}/key/{key}`: the resolved config as a folding tree (each value opens its explain), its
-    tags, imports and imported-by (and a graph of them), and the datasets of a tag."""
+    """`/ui/{store}/v/{N}/key/{key}`: the resolved config as a folding tree, where each value opens its explain. Also
+    its tags, imports and imported-by, with a graph of them, and the datasets of a tag."""
     loaded, key = _loaded(ctx), ctx.console.key(ctx.request)
     _require(ctx, key, "read")
     config = await _config(ctx, key)
@@ -182,8 +185,8 @@ def _capped(keys: list[str]) -> Capped:
 
 
 def _neighbours(ctx: Context, key: str, exists: bool) -> dict[str, Any]:
-    """The key page's tags, imports, imported-by, a tag's datasets and the import graph, filtered (the first
-    queries of a version index its import relations: called off the event loop)."""
+    """The key page's tags, imports, imported-by, a tag's datasets and the import graph, filtered. The first queries
+    of a version index its import relations, so it is called off the event loop."""
     loaded = _loaded(ctx)
     imports = _query(ctx, key, "imports") if exists else []
     imported_by = _query(ctx, key, "imported-by") if exists else []
@@ -225,8 +228,8 @@ async def explain(ctx: Context) -> Response:
 
 
 async def history(ctx: Context) -> Response:
-    """`/ui/{store}/history/{key}?path=P`: each version that changed the key's config (or the value at P), with who,
-    when and why; a version whose own ACL does not let the principal read the key is left out. From the store's
+    """`/ui/{store}/history/{key}?path=P`: each version that changed the key's config (or the value at P). It shows
+    who, when and why. A version whose own ACL does not let the principal read the key is left out. From the store's
     history index (brought up to date first when a version loaded since)."""
     state, view, key = ctx.state, ctx.view, ctx.console.key(ctx.request)
     assert state is not None and view is not None
@@ -279,8 +282,8 @@ async def _audit(ctx: Context, key: str, path: str | None) -> KeyHistory:
 
 
 async def search(ctx: Context) -> Response:
-    """`/ui/{store}/v/{N}/search?q=`: keys, paths and values of the version matching `q`, from the version's
-    search index (shared by every principal), each hit judged by the principal's filter."""
+    """`/ui/{store}/v/{N}/search?q=`: keys, paths and values of the version matching `q`. They come from the
+    version's search index, shared by every principal. Each hit is judged by the principal's filter."""
     loaded = _loaded(ctx)
     q = searching.query_text(ctx.request.query_params.get("q", ""))
     if not q:
@@ -294,8 +297,8 @@ async def search(ctx: Context) -> Response:
 
 
 async def consumers(ctx: Context) -> Response:
-    """`/ui/{store}/consumers`: which instances read which version, as this server heard them (what
-    `/v1/{store}/consumers` answers, to the same principals: those that may describe the store)."""
+    """`/ui/{store}/consumers`: which instances read which version, as this server heard them. It is what
+    `/v1/{store}/consumers` answers, to the same principals: those that may describe the store."""
     assert ctx.state is not None
     instances, counts = ctx.console.service.consumers[ctx.state.name].summary(time.time())
     return ctx.render(
@@ -355,8 +358,8 @@ def _store(ctx: Context) -> str:
 
 
 def _require(ctx: Context, key: str, operation: str) -> None:
-    """Denied 404 when the principal may not describe `key` (or its nearest node), 403 when it may not
-    `operation` it: the JSON API's verdict."""
+    """The JSON API's verdict. Denied 404 when the principal may not describe `key` or its nearest node. Denied 403
+    when it may not `operation` it."""
     status = ctx.seen.verdict(key, operation)
     if status == 404:
         version = ctx.loaded.version if ctx.loaded is not None else ""
@@ -373,8 +376,8 @@ async def _config(ctx: Context, key: str) -> Any:
 
 
 def prepare(service: Service) -> None:
-    """Build what the console reads of each version in memory (its tree; the current version's search index, in a
-    worker process), start the latest diffs and bring the history index up to date: run on the server's loader
+    """Build what the console reads of each version in memory: its tree, and the current version's search index (in a
+    worker process). Start the latest diffs and bring the history index up to date. It runs on the server's loader
     thread after each refresh, so no request pays for them."""
     for state in service.stores.values():
         for loaded in state.view.pinned.values():

@@ -1,9 +1,9 @@
 """What the console builds once per version in memory (its tree), shared by every principal.
 
-Each thing is built once per `LoadedVersion` and kept as long as the version is (weakly keyed): right after a refresh
-loads the version (`pages.prepare`, on the loader thread), so no request pays for it; a request that comes first
-builds it on a worker thread, and any other request for it waits for that one build. (A version's search index is
-built in a worker process instead: `search.Indexes`.)
+Each thing is built once per `LoadedVersion` and kept as long as the version is (weakly keyed). It is built right
+after a refresh loads the version (`pages.prepare`, on the loader thread), so no request pays for it. A request that
+comes first builds it on a worker thread. Any other request for it waits for that one build. (A version's search
+index is built in a worker process instead: `search.Indexes`.)
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The console's access page (docs/console.md): who may do what on a key, and the ACL rule that decided.
 
-`/ui/{store}/v/{N}/access/{key}` is `cfgtool acl check` for each key operation, by the same `Authorizer`: under
-version N's own ACL and, when N is not the current version, under the current version's too (an answer about N's
-keys must pass both). A signed-in person sees their own rights; asking about another principal (`?principal=`),
-and the list of the ACL entries that apply to the key, need `describe_acl` on the store, as the ACL itself is
-described. Without tokens (loopback) everything may be asked, as with the CLI.
+`/ui/{store}/v/{N}/access/{key}` is `cfgtool acl check` for each key operation, by the same `Authorizer`. It checks
+under version N's own ACL. When N is not the current version, it checks under the current version's too: an answer
+about N's keys must pass both. A signed-in person sees their own rights. Asking about another principal
+(`?principal=`) needs `describe_acl` on the store, as the ACL itself is described. So does the list of the ACL
+entries that apply to the key. Without tokens (loopback) everything may be asked, as with the CLI.
 """
 
 from __future__ import annotations

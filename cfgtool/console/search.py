@@ -1,17 +1,17 @@
-"""The search of one version (docs/console.md): keys, paths and values containing a text, from an index built once per
-version and shared by every principal; each hit is then judged by the principal's `Visibility`, the JSON API's one
-filter.
+"""The search of one version (docs/console.md): keys, paths and values containing a text. It reads an index built
+once per version and shared by every principal. Each hit is then judged by the principal's `Visibility`, the JSON
+API's one filter.
 
-The index is one lowercase text with a record per node, in key order: the key, then each leaf as its path and its
-value, every part ended by a separator a query cannot hold (so no match spans two parts). The values are those the
-server answers (`LoadedVersion.configs`): a secret reads `[hidden]` there, so neither its envelope nor anything in it
-can be found. A query walks the text with `str.find`, one jump to the next record per matching key, so a query costs
-what its matching keys cost (counted up to `COUNTED` of them), never a pass over every config.
+The index is one lowercase text with a record per node, in key order. A record is the key, then each leaf as its path
+and its value. Every part ends with a separator a query cannot hold, so no match spans two parts. The values are
+those the server answers (`LoadedVersion.configs`). A secret reads `[hidden]` there. So neither its envelope nor
+anything in it can be found. A query walks the text with `str.find`, one jump to the next record per matching key. So
+a query costs what its matching keys cost (counted up to `COUNTED` of them), never a pass over every config.
 
-Building an index reads every config of the version (seconds of pure Python at 10,000 datasets): it runs in a worker
-process (`INDEXES`), so the server's interpreter lock stays free for the pages asked meanwhile; the server only
-decodes the text it hands back. The current version's index is built ahead, as soon as the version loads; any other
-version's when it is first searched.
+Building an index reads every config of the version: seconds of pure Python at 10,000 datasets. So it runs in a
+worker process (`INDEXES`), and the server's interpreter lock stays free for the pages asked meanwhile. The server
+only decodes the text it hands back. The current version's index is built ahead, as soon as the version loads. Any
+other version's is built when it is first searched.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ class SearchIndex:
 
 
 def index_of(nodes: Iterable[str], configs: Mapping[str, str | bytes]) -> SearchIndex:
-    """The index of a version's `nodes` from their `configs` (canonical JSON, as served; a node that did not resolve
-    has no config: its key alone)."""
+    """The index of a version's `nodes` from their `configs`, canonical JSON as served. A node that did not resolve
+    has no config; it is indexed by its key alone."""
     keys = tuple(sorted(nodes))
     parts: list[str] = []
     starts: list[int] = []
@@ -86,9 +86,9 @@ def index_of(nodes: Iterable[str], configs: Mapping[str, str | bytes]) -> Search
 
 
 def built_index(root: str, store: str, version: int, cache: str) -> bytes:
-    """Version N's index, packed: run in a worker process at a low CPU priority, from the version's snapshot (read
-    from the client's snapshot cache, where loading the version put it); its configs are those the server answers
-    (`cfgtool.serve.worker`), secrets `[hidden]`."""
+    """Version N's index, packed. It runs in a worker process at a low CPU priority, from the version's snapshot. The
+    snapshot is read from the client's snapshot cache, where loading the version put it. Its configs are those the
+    server answers (`cfgtool.serve.worker`), secrets `[hidden]`."""
     if multiprocessing.parent_process() is not None:
         os.nice(10)
     nodes = ConfigClient(Path(root), store=store or ".", version=version, cache_dir=Path(cache)).snapshot.nodes
@@ -98,9 +98,9 @@ def built_index(root: str, store: str, version: int, cache: str) -> bytes:
 
 
 class Indexes:
-    """Each version's search index, built once in a worker process (`built_index`) and kept as long as the version
-    is (weakly keyed); one build per version, shared by every request that asks meanwhile, and one build at a time
-    (each worker holds a whole snapshot)."""
+    """Each version's search index, built once in a worker process (`built_index`). It is kept as long as the version
+    is (weakly keyed). There is one build per version, shared by every request that asks meanwhile. And one build at
+    a time, since each worker holds a whole snapshot."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -151,8 +151,8 @@ INDEXES = Indexes()
 
 
 def prepare(state: StoreState, cache: Path) -> None:
-    """Start building the index of the store's current version, unless built or under way: called on the loader
-    thread after each refresh, so the first search of the version most searched finds it ready."""
+    """Start building the index of the store's current version, unless built or under way. It is called on the loader
+    thread after each refresh. So the first search of the version most searched finds it ready."""
     current = state.view.current
     loaded = state.view.pinned.get(current) if current is not None else None
     if loaded is not None:
@@ -179,8 +179,8 @@ def query_text(q: str) -> str:
 
 
 def search(index: SearchIndex, loaded: LoadedVersion, q: str, seen: Visibility) -> Found:
-    """The keys whose name contains `q` (case-insensitive) where the principal may describe them, and those whose
-    paths or values contain it where it may read them; secrets read `[hidden]`."""
+    """The keys whose name contains `q` (case-insensitive) where the principal may describe them. Also those whose
+    paths or values contain it, where it may read them. Secrets read `[hidden]`."""
     needle = q.lower()
     text, starts, keys = index.text, index.starts, index.keys
     matches: list[Match] = []

@@ -1,17 +1,18 @@
-"""Signing in to the console (docs/console.md): a person pastes a token once; the browser then holds a signed
-session cookie, `HttpOnly`, `SameSite=Strict` (`Secure` behind https), that lasts 12 hours.
+"""Signing in to the console (docs/console.md): a person pastes a token once. The browser then holds a signed session
+cookie that lasts 12 hours. It is `HttpOnly`, `SameSite=Strict`, and `Secure` behind https.
 
-The cookie reads `<token id>.<expiry>.<nonce>.<signature>`: the id of the token's entry in the tokens file (public:
-it is part of the token itself, never its secret), when the session ends, 128 random bits, and an HMAC-SHA256 of
-those and of the entry's stored hash under the server's session key. The key is 256 random bits kept in the
-server's cache directory (`console/session.key`, mode 0600, written atomically), so sessions outlive a restart.
-Every request looks the entry up in the tokens file as the server last read it: a revoked token (its entry gone)
-ends its sessions at the server's next reading of the file, as it ends its API access. Signing out records the
-nonce as ended, under the token id the cookie names (`console/ended.json`, kept until the session would have
-expired), so a copied cookie dies too. The record is bounded per token (`MAX_ENDED_PER_TOKEN`): a token signed in
-and out again and again forgets only its own oldest sign-outs, never another token's; past `MAX_ENDED` in all, the
-token with the most sign-outs recorded forgets its soonest to expire. An `ended.json` of an older server (nonces
-only) is still read, and its nonces end the sessions of every token until they would have expired.
+The cookie reads `<token id>.<expiry>.<nonce>.<signature>`. The token id is the id of the token's entry in the tokens
+file. It is public: it is part of the token itself, never its secret. The expiry says when the session ends, and the
+nonce is 128 random bits. The signature is an HMAC-SHA256 of those and of the entry's stored hash, under the server's
+session key. The key is 256 random bits kept in the server's cache directory. It is `console/session.key`, mode 0600,
+written atomically, so sessions outlive a restart. Every request looks the entry up in the tokens file as the server
+last read it. A revoked token (its entry gone) ends its sessions at the server's next reading of the file, as it ends
+its API access. Signing out records the nonce as ended, under the token id the cookie names. The record is
+`console/ended.json`, kept until the session would have expired. So a copied cookie dies too. The record is bounded
+per token (`MAX_ENDED_PER_TOKEN`). A token signed in and out again and again forgets only its own oldest sign-outs,
+never another token's. Past `MAX_ENDED` in all, the token with the most sign-outs recorded forgets its soonest to
+expire. An `ended.json` of an older server (nonces only) is still read. Its nonces end the sessions of every token
+until they would have expired.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class Sessions:
         return f"{body}.{self._sign(body, entry)}"
 
     def principal(self, cookie: str | None, tokens: Tokens) -> str | None:
-        """The principal of the live session `cookie` holds, or None: malformed, forged, expired, signed out, or
-        its token revoked (no longer in the tokens file)."""
+        """The principal of the live session `cookie` holds. None when it is malformed, forged, expired, signed out,
+        or its token revoked (no longer in the tokens file)."""
         parts = cookie.split(".") if cookie and len(cookie) <= MAX_COOKIE else []
         if len(parts) != 4 or not parts[1].isdigit():
             return None
@@ -80,9 +81,9 @@ class Sessions:
         return entry.principal
 
     def end(self, cookie: str | None, tokens: Tokens) -> None:
-        """End the live session `cookie` holds (signing out), for good: its nonce is recorded, under its token, until
-        it would expire. Anything else is not recorded: anyone may post a sign-out, and forged cookies would fill
-        the record until a signed-out session's copied cookie worked again."""
+        """End the live session `cookie` holds (signing out), for good. Its nonce is recorded, under its token, until
+        it would expire. Anything else is not recorded. Anyone may post a sign-out. Forged cookies would fill the
+        record until a signed-out session's copied cookie worked again."""
         if self.principal(cookie, tokens) is None:
             return
         assert cookie is not None
@@ -106,8 +107,8 @@ class Sessions:
 
 
 def _session_key(folder: Path) -> bytes:
-    """The server's session key from `folder`, made the first time (two servers sharing the cache agree: the
-    second reads the first's); a key only in memory, with a warning, when the folder cannot be written."""
+    """The server's session key from `folder`, made the first time. Two servers sharing the cache agree: the second
+    reads the first's. When the folder cannot be written, a key only in memory, with a warning."""
     path = folder / KEY_FILE
     try:
         private_dir(folder)

@@ -1,8 +1,8 @@
 """The node tree of one version, from the answers the server holds in memory.
 
-The tree is never rendered whole: a page shows one key's children (at most `PAGE` of them, then a link to the
-next ones), and each child opens its own children on demand. The children index is built once per version (off
-the event loop, see `prepared`) and kept as long as the version is in memory.
+The tree is never rendered whole. A page shows one key's children: at most `PAGE` of them, then a link to the next
+ones. Each child opens its own children on demand. The children index is built once per version, off the event loop
+(`prepared`). It is kept as long as the version is in memory.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def is_tag(loaded: LoadedVersion, key: str) -> bool:
 
 
 def kind(loaded: LoadedVersion, index: Index, key: str, seen: Visibility) -> str:
-    """`tag`, `group` (a node with nodes below it that the principal may see), `dataset` (any other node) or `none`
-    (no node of its own), as `cfgtool compile` counts them for one who sees every key."""
+    """`tag`, `group`, `dataset` or `none`, as `cfgtool compile` counts them for one who sees every key. A group is a
+    node with nodes below it that the principal may see. A dataset is any other node. `none` has no node of its
+    own."""
     if key not in loaded.nodes:
         return "none"
     if is_tag(loaded, key) or key in loaded.tag_roots:
@@ -58,8 +59,8 @@ def kind(loaded: LoadedVersion, index: Index, key: str, seen: Visibility) -> str
 
 
 def opens(index: Index, loaded: LoadedVersion, key: str, seen: Visibility) -> bool:
-    """Whether `key` has a child the principal may see: a level that opened on nothing, or a group of no visible
-    node, would tell of the keys it may not describe."""
+    """Whether `key` has a child the principal may see. A level that opened on nothing would tell of the keys it may
+    not describe. So would a group of no visible node."""
     if seen.sees_everything:
         return key in index
     return any(_shown(index, loaded, child, seen) for child in index.get(key, ()))
@@ -80,8 +81,8 @@ class Children:
 
 
 def children(index: Index, loaded: LoadedVersion, key: str, seen: Visibility, after: str | None) -> Children:
-    """One page of `key`'s children that the principal may see: a node it may describe, or a key without a node
-    with such a node below it."""
+    """One page of `key`'s children that the principal may see. Each is a node it may describe, or a key without a
+    node with such a node below it."""
     found = index.get(key, [])
     start = bisect.bisect_right(found, after) if after else 0
     items: list[Child] = []
