@@ -1,4 +1,4 @@
-"""`cfgtool serve` (docs/serving.md): published versions of a repository's stores over HTTP/JSON, with Keystone
+"""`cfgtool serve` (docs/serving.md): published versions of a repository's stores over HTTP/JSON. It has Keystone
 freshness for `current` reads and a Kafka-style change feed. An optional extra: `pip install -e '.[serve]'` in a
 cfgtool checkout.
 
@@ -15,6 +15,6 @@ and stops it (SIGTERM) when the test ends::
         server = start_server(published_repo.root, "--cache-time", "0")
         httpx.get(f"{server.url}/v1/demo/current/keys/data/tracking/PageViewEvent")
 
-`server.url` is `http://127.0.0.1:PORT`; `start_server(repo, *args, ready=False)` returns as soon as the port
-answers (for tests of the not-ready state); `server.stop()` stops it early, `server.log()` is its stderr.
+`server.url` is `http://127.0.0.1:PORT`. `start_server(repo, *args, ready=False)` returns as soon as the port
+answers, for tests of the not-ready state. `server.stop()` stops it early. `server.log()` is its stderr.
 """

@@ -1,14 +1,14 @@
 """The access log of `cfgtool serve` (docs/serving.md): one JSON line per request, on stderr or a file.
 
-Each line holds the time (UTC, milliseconds), the principal (null without tokens), method, path (without its
-query), store, key, version, status, body bytes, duration in seconds and the client's instance id (its
-`Cfgtool-Instance` header, else null); never a token, another header's value or a config value.
+Each line holds the time (UTC, milliseconds), the principal (null without tokens), method and path (without its
+query). Then store, key, version, status, body bytes and duration in seconds. Then the client's instance id: its
+`Cfgtool-Instance` header, else null. A line never holds a token, another header's value or a config value.
 
-Logging costs a request a few microseconds: the request only notes its clock readings, principal and ASGI
-scope (in which the answer's sender recorded what it sent, see `SENT`); the lines are formatted in batches
-when they are written (every `FLUSH_SECONDS` or `FLUSH_LINES` lines, and at shutdown), from C-level string
-escapes, with the fields that follow from the path formatted once per path. Whole lines are written at a
-time, so the log stays readable when it shares stderr with the server's messages.
+Logging costs a request a few microseconds. The request only notes its clock readings, principal and ASGI scope. In
+that scope the answer's sender recorded what it sent (`SENT`). The lines are formatted in batches when they are
+written: every `FLUSH_SECONDS` or `FLUSH_LINES` lines, and at shutdown. Formatting uses C-level string escapes. The
+fields that follow from the path are formatted once per path. Whole lines are written at a time, so the log stays
+readable when it shares stderr with the server's messages.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ Scope = MutableMapping[str, Any]
 
 
 class Exchange:
-    """An ASGI `send` that notes in the scope (`SENT`) what the answer was, for an application that sends its
-    own messages (the routes behind the fast path, which notes it itself)."""
+    """An ASGI `send` that notes in the scope (`SENT`) what the answer was. It is for an application that sends its
+    own messages: the routes behind the fast path, which notes it itself."""
 
     __slots__ = ("_scope", "_send")
 
@@ -70,8 +70,8 @@ def _json(value: str | None) -> str:
 
 
 def _middle(method: str, path: str, answered: bytes | None) -> str:
-    """The fields of a line that follow from the request's method and path (and the version a `current`
-    answer names): `"method":...,"path":...,"store":...,"key":...,"version":...,`."""
+    """The fields of a line that follow from the request's method and path, and the version a `current` answer names.
+    They are `"method":...,"path":...,"store":...,"key":...,"version":...,`."""
     store = key = version = None
     parts = path.split("/", 5)  # '', v1, store, current|versions, keys|N, the rest
     if len(parts) > 2 and parts[1] == "v1" and parts[2] != "stores":
@@ -107,9 +107,9 @@ class AccessLog:
 
     def request(self, scope: Scope, started: float, instance: bytes | None) -> None:
         """Log one answered request (`started`: its `time.perf_counter()` when it arrived; `instance`: its
-        `Cfgtool-Instance` header). Only numbers, strings and bytes are kept until the flush: keeping the scope
-        would keep its containers alive across the collector's young generation, which costs more than taking
-        them apart now."""
+        `Cfgtool-Instance` header). Only numbers, strings and bytes are kept until the flush. Keeping the scope would
+        keep its containers alive across the collector's young generation. That costs more than taking them apart
+        now."""
         now, duration, who = time.time(), time.perf_counter() - started, PRINCIPAL.get()
         status, size, version = scope.get(SENT, NOTHING_SENT)
         method, path = scope["method"], scope["path"]

@@ -1,8 +1,8 @@
 """Prebuilt answers: a JSON body as bytes and its ETag, built once and served as they are.
 
-Bodies are canonical JSON (sorted keys, no whitespace, UTF-8), so the ETag `"sha256:<hex>"` of a body is the
-hash of its canonical JSON (docs/serving.md), and two replicas build byte-identical answers from the same version.
-`Bounded` is the one cache shape of the server: a dictionary that forgets its oldest entries past a size.
+Bodies are canonical JSON: sorted keys, no whitespace, UTF-8. So the ETag `"sha256:<hex>"` of a body is the hash of
+its canonical JSON (docs/serving.md). Two replicas build byte-identical answers from the same version. `Bounded` is
+the one cache shape of the server: a dictionary that forgets its oldest entries past a size.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def etag_matches(if_none_match: bytes | None, etag: bytes) -> bool:
 
 
 class Bounded(Generic[K, V]):
-    """A dictionary of at most `size` entries that drops the least recently used one (hostile input, such as
-    every possible key name, cannot grow it); given `weight`, also at most `max_weight` in all (an answer's
-    bytes: a few thousand made-up names under a large config must not hold gigabytes)."""
+    """A dictionary of at most `size` entries that drops the least recently used one. So hostile input, such as every
+    possible key name, cannot grow it. Given `weight` (an answer's bytes), it holds at most `max_weight` in all. A
+    few thousand made-up names under a large config must not hold gigabytes."""
 
     def __init__(self, size: int, weight: Callable[[V], int] | None = None, max_weight: int = 0) -> None:
         self.size = size
@@ -129,14 +129,14 @@ def not_found(what: str) -> Denied:
 
 
 def unservable(number: int) -> Denied:
-    """The 404 of a version whose compile reports errors: the errors themselves may name values the principal
-    may not read, so they go only to super users (`/healthz`)."""
+    """The 404 of a version whose compile reports errors. The errors themselves may name values the principal may not
+    read. So they go only to super users (`/healthz`)."""
     return not_found(f"version {number} cannot be served: its compile reports errors")
 
 
 def url_version(text: str) -> int:
-    """A URL's version number (`version_number`: `007` is not 7, so each version has one URL), else Denied 404,
-    as for a version that does not exist."""
+    """A URL's version number (`version_number`), else Denied 404, as for a version that does not exist. `007` is not
+    7, so each version has one URL."""
     number = version_number(text)
     if number is None:
         raise not_found(f"no version {text[:20]!r}: a version number is 1 to 9 digits without a leading zero")
@@ -144,8 +144,8 @@ def url_version(text: str) -> int:
 
 
 def internal(exc: BaseException, scope: MutableMapping[str, Any]) -> Answer:
-    """The answer to an unexpected exception (a bug): one log line naming it by a random id, and a 500 with
-    that id and nothing else about the server's insides."""
+    """The answer to an unexpected exception (a bug). One log line names it by a random id. The 500 holds that id and
+    nothing else about the server's insides."""
     found = scope.get("cfgtool.error")
     if found is not None:  # already logged and answered (by Starlette's handler below the fast path)
         return found  # type: ignore[no-any-return]

@@ -1,9 +1,9 @@
 """The HTTP API of docs/serving.md as an ASGI application.
 
-The hot reads, `GET /v1/{store}/current/keys/{key}` and `GET /v1/{store}/versions/{N}/keys/{key}`, go through
-a raw ASGI path (`Api.__call__`) that answers prebuilt bytes after a few dictionary lookups
-(faster than routing them: docs/serving.md#speed-and-memory); everything else is routed by Starlette (`routes.py`).
-Both share `Api`'s helpers for access control, so the two kinds of route answer errors alike.
+The hot reads are `GET /v1/{store}/current/keys/{key}` and `GET /v1/{store}/versions/{N}/keys/{key}`. They go through
+a raw ASGI path (`Api.__call__`) that answers prebuilt bytes after a few dictionary lookups. That is faster than
+routing them (docs/serving.md#speed-and-memory). Starlette routes everything else (`routes.py`). Both share `Api`'s
+helpers for access control, so the two kinds of route answer errors alike.
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ class Api:
     """The application: the fast path, then Starlette for everything else."""
 
     def __init__(self, service: Service, routes: Routes, parts: Sequence[Part] = ()) -> None:
-        """`routes` builds the application for everything but the hot reads (`routes.starlette_app`); `parts` add
-        routes beside the API's (the console under /ui/), each given this application, which may show the errors
-        answered before its routes run as its own pages (`error_pages`)."""
+        """`routes` builds the application for everything but the hot reads (`routes.starlette_app`). `parts` add
+        routes beside the API's, such as the console under /ui/. Each is given this application. It may show the
+        errors answered before its routes run as its own pages (`error_pages`)."""
         self.service = service
         self.metrics = service.metrics
         self.error_pages: dict[str, ErrorPage] = {}  # path prefix -> a part's page for such errors (console: /ui)
@@ -92,8 +92,8 @@ class Api:
         self.access: AccessLog | None = None  # set by the server: the access log
 
     def error_page(self, path: str) -> ErrorPage | None:
-        """How an error answered before any route runs (405, 421, 431) is shown at `path`: the page of the part whose
-        prefix it is under (the console's HTML under /ui), None for the API's JSON error."""
+        """How an error answered before any route runs (405, 421, 431) is shown at `path`. It is the page of the part
+        whose prefix it is under (the console's HTML under /ui). None for the API's JSON error."""
         for prefix, page in self.error_pages.items():
             if path == prefix or path.startswith(prefix + "/"):
                 return page
@@ -145,7 +145,7 @@ class Api:
 
     def _note(self, scope: Scope, version: bytes | None, ident: bytes) -> None:
         """Remember the instance `ident` (its `Cfgtool-Instance`) behind an answered request of a store
-        (docs/serving.md "Consumers"); `version`: the `Cfgtool-Version` the answer named."""
+        (docs/serving.md "Consumers"). `version` is the `Cfgtool-Version` the answer named."""
         if not INSTANCE.fullmatch(ident):
             return
         parts = scope["path"].split("/", 5)  # '', v1, store, versions, N, ...
@@ -159,8 +159,8 @@ class Api:
         consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), number, time.time())
 
     def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        """The handler of a request: the fast path's own for key reads, the change feed and the version names;
-        Starlette's (noting what it sends for the access log) for everything else."""
+        """The handler of a request. Key reads, the change feed and the version names get the fast path's own.
+        Everything else gets Starlette's, noting what it sends for the access log."""
         if scope["method"] in ("GET", "HEAD"):
             parts = scope["path"].split("/", 6)  # '', v1, store, current|versions, keys|N, key... | keys, key...
             if len(parts) == 4 and parts[1] == "v1" and parts[3] == "changes":
@@ -176,9 +176,9 @@ class Api:
 
     # -- shared helpers -----------------------------------------------------------------------------------
     async def principal(self, headers: list[tuple[bytes, bytes]]) -> str | None:
-        """The request's principal (None without tokens); Denied 401 for a missing, unknown or revoked token (a refused
-        token after `REFUSED_DELAY`, whatever made it wrong), 429 while too many checks of older (scrypt) tokens
-        wait (`Tokens.check` never blocks the event loop)."""
+        """The request's principal (None without tokens). Denied 401 for a missing, unknown or revoked token. A
+        refused token is answered after `REFUSED_DELAY`, whatever made it wrong. Denied 429 while too many checks of
+        older (scrypt) tokens wait; `Tokens.check` never blocks the event loop."""
         tokens = self.service.tokens
         if tokens is None:
             return None
@@ -208,9 +208,9 @@ class Api:
         )
 
     def store(self, name: str, who: str | None) -> tuple[StoreState, View]:
-        """The store named `name` and the view this request reads; 503 while it loads, and 503 `E_NO_ACL` while
-        it has no current version (with access control on, also while the current version's ACL does not
-        load): never fail open."""
+        """The store named `name` and the view this request reads. 503 while it loads. 503 `E_NO_ACL` while it has no
+        current version, and with access control on, while the current version's ACL does not load. Never fail
+        open."""
         state = self.service.stores.get(name)
         if state is None:
             listed = "" if self.service.tokens is not None else f" (stores: {', '.join(self.service.stores)})"
@@ -223,8 +223,8 @@ class Api:
         return state, view
 
     def described_store(self, name: str, who: str | None, host: str | None) -> tuple[StoreState, View]:
-        """The store named `name` and the view this request reads (`store`), for an answer about the store as a
-        whole (its versions, change feed, consumers): 404 as a store that does not exist unless `who` may
+        """The store named `name` and the view this request reads (`store`). It is for an answer about the store as a
+        whole: its versions, change feed, consumers. It is 404, as a store that does not exist, unless `who` may
         describe it (`may_describe`)."""
         state, view = self.store(name, who)
         if not self.may_describe(state, view, who, host):
@@ -233,9 +233,9 @@ class Api:
 
     @staticmethod
     def may_describe(state: StoreState, view: View, who: str | None, host: str | None) -> bool:
-        """The one rule of who may describe a store: anyone without access control (`who` None); with it, a
-        principal that the store's current ACL grants `describe` on the store (implied by `describe` on any of
-        its keys), and nobody while the store cannot judge (still loading, or no ACL to judge by)."""
+        """The one rule of who may describe a store. Without access control (`who` None), anyone may. With it, a
+        principal may when the store's current ACL grants `describe` on the store. `describe` on any of its keys
+        implies that. Nobody may while the store cannot judge: still loading, or no ACL to judge by."""
         if who is None:
             return True
         judge = view.authorizer
@@ -251,8 +251,8 @@ class Api:
         host: str | None,
         missing: str,
     ) -> Visibility:
-        """The access rules for an answer about `key` from version `loaded` (`Visibility.verdict`): Denied 404
-        (as `missing`) when `who` may not describe it, 403 when it may describe but not `operation` it. The
+        """The access rules for an answer about `key` from version `loaded` (`Visibility.verdict`). Denied 404 (as
+        `missing`) when `who` may not describe it. Denied 403 when it may describe but not `operation` it. The
         rights, for filtering the rest of the answer."""
         seen = Visibility.of(view, loaded, who, host)
         status = seen.verdict(key, operation)
@@ -272,8 +272,8 @@ class Api:
         return listed
 
     async def version(self, state: StoreState, number: int) -> LoadedVersion:
-        """Version N in memory, loaded off the event loop when it is not; 404 when it cannot be served (without
-        why: see `unservable`)."""
+        """Version N in memory, loaded off the event loop when it is not. 404 when it cannot be served, without why
+        (`unservable`)."""
         view = state.view
         found = view.pinned.get(number)
         if found is not None:
@@ -289,7 +289,7 @@ class Api:
 
     @contextlib.contextmanager
     def long_poll(self, who: str | None, scope: Scope) -> Iterator[None]:
-        """One long poll waiting on a change feed (the API's or the console's live timeline): Denied 429 past
+        """One long poll waiting on a change feed: the API's, or the console's live timeline. Denied 429 past
         `MAX_POLLS` at once per principal (per client address without tokens)."""
         holder = who if who is not None else (scope["client"][0] if scope.get("client") else None)
         if self._polls[holder] >= MAX_POLLS:
@@ -431,14 +431,14 @@ class Api:
     async def key_answer(
         self, state: StoreState, loaded: LoadedVersion, key: str, who: str | None, host: str | None
     ) -> Answer:
-        """The answer for `key` from version `loaded`, a node or not (access already judged); Denied 409 when
-        its node did not resolve (the version compiled with errors elsewhere).
+        """The answer for `key` from version `loaded`, a node or not; access is already judged. Denied 409 when its
+        node did not resolve: the version compiled with errors elsewhere.
 
         A key without a node under a node whose config uses the intrinsics is resolved for its own name by
-        the store's resolver process, one name after another. Any name may be asked for, so the wait is
-        bounded: at most `RESOLVING_PER_PRINCIPAL` such reads wait per principal (per client address without
-        tokens) and `RESOLVING` in all, Denied 429 beyond, and each waits at most `worker.RESOLVE_TIMEOUT`, Denied 503
-        past it (the hung process is killed and started again); the answers are cached (bounded)."""
+        the store's resolver process, one name after another. Any name may be asked for, so the wait is bounded. At
+        most `RESOLVING_PER_PRINCIPAL` such reads wait per principal (per client address without tokens), and
+        `RESOLVING` in all. Beyond that: Denied 429. Each waits at most `worker.RESOLVE_TIMEOUT`, and past it: Denied
+        503. The hung process is then killed and started again. The answers are cached (bounded)."""
         try:
             found = loaded.key_answer(key)
             if found is not None:
@@ -453,9 +453,9 @@ class Api:
 
     @contextlib.contextmanager
     def resolving(self, who: str | None, host: str | None) -> Iterator[None]:
-        """One of the reads that wait for the store's resolver process (a key without a node under the intrinsics,
-        an explain): Denied 429 when `RESOLVING_PER_PRINCIPAL` of the principal's (the client address's without
-        tokens) or `RESOLVING` in all wait already."""
+        """One of the reads that wait for the store's resolver process: a key without a node under the intrinsics, or
+        an explain. Denied 429 when `RESOLVING` reads in all wait already. Also when `RESOLVING_PER_PRINCIPAL` of the
+        principal's wait (the client address's without tokens)."""
         holder = who if who is not None else host
         if self._resolving[holder] >= RESOLVING_PER_PRINCIPAL or self._resolving_total >= RESOLVING:
             message = "too many reads wait for the resolver process (keys without a node, explain): retry shortly"
@@ -472,16 +472,16 @@ class Api:
 
     @staticmethod
     def _suggesting(loaded: LoadedVersion, key: str, plain: Answer, seen: Visibility | None) -> Answer:
-        """The answer `plain` for `key` (which has no node) with `did_you_mean`: a node with a close key, when
-        there is one that the principal may describe (`Visibility.near_node`)."""
+        """The answer `plain` for `key` (which has no node) with `did_you_mean`. That is a node with a close key that
+        the principal may describe, if any (`Visibility.near_node`)."""
         near = (seen or Visibility((), None, None)).near_node(loaded, key)
         if near is None:
             return plain
         return loaded.cached(("near", key, near), lambda: {**json.loads(plain.body), "did_you_mean": near})
 
     def _value(self, loaded: LoadedVersion, key: str, path: str, plain: Answer, sealed: bool) -> Answer:
-        """The value at `path` of the key answer `plain` (whose secrets are sealed envelopes when `sealed`), with
-        its `exists` and `did_you_mean`; a 404 that says which quoted path is set when `path` is not."""
+        """The value at `path` of the key answer `plain`, with its `exists` and `did_you_mean`. Its secrets are
+        sealed envelopes when `sealed`. When `path` is not set, a 404 that says which quoted path is."""
         try:
             parts = split_path(path)
         except HoconError as exc:
@@ -517,8 +517,8 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 async def respond(scope: Scope, send: Send, found: Answer, headers: Headers, version: bytes | None = None) -> None:
-    """Send a prebuilt answer (a 304 or an answer to HEAD without its body), noting it in the scope for the access
-    log (`version`: the `Cfgtool-Version` it names)."""
+    """Send a prebuilt answer: a 304, or an answer to HEAD without its body. Note it in the scope for the access log
+    (`version`: the `Cfgtool-Version` it names)."""
     body = b"" if found.status == 304 or scope["method"] == "HEAD" else found.body
     start = [(b"content-type", JSON), *headers]
     if found.status != 304:

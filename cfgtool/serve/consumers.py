@@ -1,26 +1,26 @@
 """Who reads which version (docs/serving.md "Consumers"): each store's registry of the client instances that
 asked this server, kept in memory.
 
-Every HTTP client of cfgtool sends `Cfgtool-Instance: <id>` and `User-Agent: cfgtool/<version> (<kind>)`. An
-answered request (status below 400, so an unknown token or a refused principal leaves no trace) that names a
-served store and carries a valid instance id notes that instance's principal, kind, address, the version it
-read (`versions/{N}/...`, or the version a `current` answer named) and the time. An agent or a watch also
-reports the version it applied and its last attempt (`POST /v1/{store}/consumers/{id}`): from then on its
-version is the applied one, not what it last read (it may read a version that its check then refuses).
+Every HTTP client of cfgtool sends `Cfgtool-Instance: <id>` and `User-Agent: cfgtool/<version> (<kind>)`. Some
+requests are noted. They were answered (status below 400), name a served store and carry a valid instance id. So an
+unknown token or a refused principal leaves no trace. The note holds that instance's principal, kind, address and the
+time. It also holds the version it read: `versions/{N}/...`, or the version a `current` answer named. An agent or a
+watch also reports the version it applied and its last attempt (`POST /v1/{store}/consumers/{id}`). From then on its
+version is the applied one, not what it last read. It may read a version that its check then refuses.
 
-Instance ids are client text: 1 to 200 visible ASCII characters but `/`, the first a letter or digit (anything
-else is not noted), keyed together
-with the principal (one principal cannot overwrite another's instance), at most `MAX_INSTANCES` per store (the
-least recently heard one is dropped) and `MAX_PER_PRINCIPAL` per principal (its own least recently heard one is
-dropped: one token inventing ids cannot push the other principals' instances out, nor make every listing
-hold a hundred thousand of its inventions), and forgotten after `FORGET_AFTER` seconds of silence. Noting a request
-costs a dictionary update on the event loop; the listing is built when asked for.
+Instance ids are client text: 1 to 200 visible ASCII characters but `/`, the first a letter or digit. Anything else
+is not noted. Ids are keyed together with the principal, so one principal cannot overwrite another's instance. A
+store keeps at most `MAX_INSTANCES`, dropping the least recently heard one. A principal keeps at most
+`MAX_PER_PRINCIPAL`, dropping its own least recently heard one. So one token inventing ids cannot push the other
+principals' instances out. Nor can it make every listing hold a hundred thousand of its inventions. An instance is
+forgotten after `FORGET_AFTER` seconds of silence. Noting a request costs a dictionary update on the event loop; the
+listing is built when asked for.
 
-A report's text (a check's output, a template's render error) is data of the keys it was rendered from: it may
-quote their values. A report names those keys (`last_check.keys`, the agent's `--file` and `--template` keys),
-and a listing shows its message only to a principal that may read every one of them under the current ACL;
-one that names no keys shows its message to super users only. Others see `"message": null` with `"withheld":
-true`, and only the named keys they may describe (`shown_check`).
+A report's text (a check's output, a template's render error) is data of the keys it was rendered from. It may quote
+their values. A report names those keys (`last_check.keys`, the agent's `--file` and `--template` keys). A listing
+shows its message only to a principal that may read every one of them under the current ACL. A report that names no
+keys shows its message to super users only. Others see `"message": null` with `"withheld": true`, and only the named
+keys they may describe (`shown_check`).
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class Instance:
     json: str | None = None  # `to_json()` as canonical JSON, built when listed and dropped by any change
 
     def fragment(self, seen: Visibility | None = None) -> str:
-        """Its canonical JSON as `seen`'s principal may see it (None: everything), built once per change for
-        whoever sees it whole (a listing of thousands mostly joins kept strings)."""
+        """Its canonical JSON as `seen`'s principal may see it (None: everything). It is built once per change for
+        whoever sees it whole. So a listing of thousands mostly joins kept strings."""
         if self.last_check is not None and seen is not None and not seen.sees_everything:
             return canonical_json(self.to_json(seen))
         if self.json is None:
@@ -85,10 +85,10 @@ class Instance:
 
 
 def fair(instances: list[Instance]) -> list[Instance]:
-    """`instances` (most recently heard first) in rounds: the most recently heard instance of each client (a
-    principal at an address), then the second of each, and so on, the clients in the order they were last
-    heard. One token inventing hundreds of ids from one host fills one place per round, so the first rows of a
-    listing (the console's page) still show every other client's instances."""
+    """`instances` (most recently heard first) in rounds. A client is a principal at an address. The first round
+    holds the most recently heard instance of each client, the next the second of each, and so on. Clients come in
+    the order they were last heard. One token inventing hundreds of ids from one host fills one place per round. So
+    the first rows of a listing (the console's page) still show every other client's instances."""
     clients: dict[tuple[str | None, str | None], list[Instance]] = {}
     for instance in instances:
         clients.setdefault((instance.principal, instance.address), []).append(instance)
@@ -98,9 +98,9 @@ def fair(instances: list[Instance]) -> list[Instance]:
 
 
 def shown_check(check: dict[str, Any] | None, seen: Visibility) -> dict[str, Any] | None:
-    """A reported check as `seen`'s principal may see it: only the keys it names that the principal may
-    describe, and its message only when it may read every one of them (a check that names no keys: only a
-    principal that sees everything). `withheld` says that a message was left out."""
+    """A reported check as `seen`'s principal may see it: only the keys it names that the principal may describe. Its
+    message shows only when the principal may read every one of them. For a check that names no keys, only a
+    principal that sees everything reads it. `withheld` says that a message was left out."""
     if check is None or seen.sees_everything:
         return check
     keys = check.get("keys")
@@ -207,8 +207,8 @@ class Consumers:
         return self.summary(now)[1]
 
     def summary(self, now: float) -> tuple[list[Instance], Counter[int]]:
-        """What a listing shows: the instances heard within `forget_after` in fair order (`fair`) and how many
-        of them run each version (the JSON API and the console's page both list this)."""
+        """What a listing shows: the instances heard within `forget_after` in fair order (`fair`), and how many run
+        each version. The JSON API and the console's page both list this."""
         found = self.instances(now)
         return fair(found), Counter(i.version for i in found if i.version is not None)
 

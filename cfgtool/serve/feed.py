@@ -1,9 +1,9 @@
 """The change feed of one store (docs/serving.md; Kafka's sequence-numbered config change notifications).
 
-`seq` counts the events the server knows (publish tags, rollback and restored markers); it only grows, because tags are
-never moved or deleted. A long poll registers its waiter *before* it checks `seq` (Apollo's lesson), so an
-event that lands between the check and the wait still wakes it. All methods run on the event loop's thread;
-the loader hands events over with `loop.call_soon_threadsafe(feed.extend, ...)`.
+`seq` counts the events the server knows: publish tags, rollback and restored markers. It only grows, because tags
+are never moved or deleted. A long poll registers its waiter *before* it checks `seq` (Apollo's lesson). So an event
+that lands between the check and the wait still wakes it. All methods run on the event loop's thread; the loader
+hands events over with `loop.call_soon_threadsafe(feed.extend, ...)`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 @dataclass(frozen=True)
 class Event:
-    """One event: a version published, rolled back or restored (its rollback cancelled), when, how many keys
+    """One event: a version published, rolled back or restored (its rollback cancelled), and when. Also how many keys
     changed for readers, and when every key sees it."""
 
     kind: Literal["publish", "rollback", "restore"]
@@ -28,8 +28,8 @@ class Event:
     seq: int = 0
 
     def to_json(self, count: Callable[[int], int | None] = int) -> dict[str, Any]:
-        """The event as the feed answers it, its `changed_keys` as `count` shows it to the asker
-        (`Visibility.count`: null for one that may not describe every key)."""
+        """The event as the feed answers it, its `changed_keys` as `count` shows it to the asker. `Visibility.count`
+        is null for one that may not describe every key."""
         return {
             "seq": self.seq,
             "kind": self.kind,

@@ -1,12 +1,12 @@
 """One published version in the server's memory: its key answers prebuilt as bytes, its queries on demand.
 
-The answers come from a worker (`worker.load`): every node's answer (canonical JSON and its ETag) built once,
-about a tenth of the memory of the version's Snapshot, which the server never holds for key reads. Keys
-without a node (docs/resolution.md#keys-without-a-node) are answered from their nearest node's config; their
-answers live in a bounded cache, since any name may be asked for. A key without a node under a node that uses
-the `cfgtool.key` intrinsics has its own config, resolved by the store's resolver process (`worker.Resolver`) and handed
-to `resolved`. The queries read the version's import relations (`relations`, shipped by the worker); explain is
-answered by the resolver process; both answers are kept in a bounded cache.
+The answers come from a worker (`worker.load`). Every node's answer (canonical JSON and its ETag) is built once. They
+take about a tenth of the memory of the version's Snapshot, which the server never holds for key reads. Keys without
+a node (docs/resolution.md#keys-without-a-node) are answered from their nearest node's config. Their answers live in
+a bounded cache, since any name may be asked for. A key without a node under a node that uses the `cfgtool.key`
+intrinsics has its own config. The store's resolver process (`worker.Resolver`) resolves it and hands it to
+`resolved`. The queries read the version's import relations (`relations`, shipped by the worker). The resolver
+process answers explain. Both answers are kept in a bounded cache.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class LoadedVersion:
         return found[0]
 
     def key_answer(self, key: str) -> Answer | None:
-        """The answer for `key` (normalized), a node or not; None when it must be resolved for its own name
-        first (then `resolved`); CfgtoolError when its node did not resolve."""
+        """The answer for `key` (normalized), a node or not. None when it must be resolved for its own name first
+        (then `resolved`). CfgtoolError when its node did not resolve."""
         found = self.keys.get(key) or self._phantoms.get(key)
         if found is not None:
             return found

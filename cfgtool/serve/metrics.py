@@ -1,9 +1,9 @@
 """Prometheus metrics of the server (`GET /metrics`).
 
-The hot path only adds to a plain dictionary (`count`); the figures become Prometheus metric families when
-`/metrics` is scraped, through a collector of this server's own registry. The label sets are bounded: the
-route kind (a fixed set), the status code, the store name and a version number, never a key or a client's text.
-With access control on, a scrape shows the series of the stores its principal may describe (`render(stores)`).
+The hot path only adds to a plain dictionary (`count`). The figures become Prometheus metric families when `/metrics`
+is scraped. A collector of this server's own registry makes them. The label sets are bounded: the route kind (a fixed
+set), the status code, the store name and a version number. Never a key or a client's text. With access control on, a
+scrape shows the series of the stores its principal may describe (`render(stores)`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """Where the server reads tags: a local repository, or a bare mirror of a URL kept in the cache.
 
-With a URL (or `--remote NAME`, whose URL is used), the server never touches the user's repository: it
-clones a bare mirror into the cache once and fetches branches and tags into it every `--fetch-interval`.
-Tags are fetched without force, so a tag moved upstream is a fetch failure, never a silent change of a
-published version. With a local path, nothing is fetched: the tags are re-read as often.
+With a URL (or `--remote NAME`, whose URL is used), the server never touches the user's repository. It clones a bare
+mirror into the cache once. It fetches branches and tags into it every `--fetch-interval`. Tags are fetched without
+force, so a tag moved upstream is a fetch failure, never a silent change of a published version. With a local path,
+nothing is fetched: the tags are re-read as often.
 
-A URL's credentials (`https://user:token@host/...`) never reach the disk: the mirror's git config holds the URL
-without them, and each clone or fetch hands them to git through a credential helper named in the git process's
-environment, which answers for that URL's host only and stores nothing. A mirror written by an older cfgtool
-with the credentials in its config is rewritten on start. git never prompts, and a clone or fetch that stalls
-over any transport fails (`cfgtool.store.urls.stall_bound`).
+A URL's credentials (`https://user:token@host/...`) never reach the disk. The mirror's git config holds the URL
+without them. Each clone or fetch hands them to git through a credential helper named in the git process's
+environment. The helper answers for that URL's host only and stores nothing. A mirror written by an older cfgtool
+with the credentials in its config is rewritten on start. git never prompts, and a clone or fetch that stalls over
+any transport fails (`cfgtool.store.urls.stall_bound`).
 
-Stores are found at HEAD (every directory holding a `_CONFIG_STORE`, none inside a Python package: a
-package's templates are no stores of the repository), or named by `--store DIR`; each is addressed by the
+Stores are found at HEAD, or named by `--store DIR`. At HEAD, a store is every directory holding a `_CONFIG_STORE`,
+none inside a Python package. A package's templates are no stores of the repository. Each store is addressed by the
 `name` in its `_CONFIG_STORE`, else by its directory name.
 """
 
@@ -53,8 +53,8 @@ class StoreRef:
 
 
 class Repository:
-    """The repository the server reads: `root` (a work tree or a bare mirror) and, for a mirror, its URL
-    (without credentials; they live in `_env`, in memory only)."""
+    """The repository the server reads: `root` (a work tree or a bare mirror) and, for a mirror, its URL. The URL
+    holds no credentials; they live in `_env`, in memory only."""
 
     def __init__(self, location: str, remote: str | None, cache: Path) -> None:
         self.location = redact(location)  # for messages: without credentials
@@ -86,8 +86,8 @@ class Repository:
         return None if self.url is None else redact(self.url)
 
     def fetch(self) -> None:
-        """Clone the mirror if it is missing, else fetch it (SourceError, its message without credentials,
-        when the remote cannot be read)."""
+        """Clone the mirror if it is missing, else fetch it. SourceError when the remote cannot be read; its message
+        holds no credentials."""
         if self.url is None:
             return
         try:
@@ -96,8 +96,8 @@ class Repository:
             raise SourceError(redact(exc.message), hint=exc.hint and redact(exc.hint)) from None
 
     def close(self) -> None:
-        """Stop a clone or fetch under way at once, and any later one (the server is stopping: it must not wait
-        up to the stall bound for a remote that stopped answering)."""
+        """Stop a clone or fetch under way at once, and any later one. The server is stopping: it must not wait up to
+        the stall bound for a remote that stopped answering."""
         self._closed.set()
 
     def _fetch(self, url: str) -> None:
@@ -117,9 +117,9 @@ class Repository:
         self._point_head()
 
     def _scrub(self, url: str, legacy: Path) -> None:
-        """An older cfgtool kept this mirror under a name derived from the URL with its credentials, and that
-        URL in the mirror's config: the mirror moves to its new place with the URL rewritten (or, when the new
-        place is taken, goes), and a clone it left cut short goes too."""
+        """An older cfgtool kept this mirror under a name derived from the URL with its credentials. It also kept
+        that URL in the mirror's config. The mirror moves to its new place with the URL rewritten. When the new place
+        is taken, it goes. A clone it left cut short goes too."""
         shutil.rmtree(legacy.with_name(legacy.name + ".tmp"), ignore_errors=True)
         if not (legacy / "HEAD").exists():
             return
@@ -133,8 +133,8 @@ class Repository:
         return git.resolve_commit(self.root, "HEAD")
 
     def _point_head(self) -> None:
-        """A mirror of a repository whose HEAD names no branch (a bare `git init` pushed to with `main`)
-        points its HEAD at `main`, `master` or its only branch: the stores and tag prefixes are read there."""
+        """A mirror of a repository whose HEAD names no branch (a bare `git init` pushed to with `main`). It points
+        its HEAD at `main`, `master` or its only branch. The stores and tag prefixes are read there."""
         if self.head() is not None:
             return
         out = git.run_git(self.root, "for-each-ref", "--format=%(refname)", "refs/heads/").stdout.decode().split()

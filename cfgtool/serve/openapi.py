@@ -1,10 +1,10 @@
 """`GET /v1/openapi.json`: the OpenAPI 3.1 document of the HTTP API (docs/serving.md), built once as bytes.
 
 Every endpoint with every status it can answer, its bodies as JSON Schemas, its headers and the bearer scheme.
-`{key}` is one path parameter holding the key without its leading `/`: OpenAPI's path templates cannot match a
-`/`, so a client may send the key's `/` as `%2F` (the server decodes the path before routing, so both spellings
-name the same key); the empty string is the root key `/`. `tests/serve/test_openapi.py` checks the document
-against OpenAPI's meta-schema and against the routes the server answers, and fuzzes a live server with it.
+`{key}` is one path parameter holding the key without its leading `/`. OpenAPI's path templates cannot match a `/`,
+so a client may send the key's `/` as `%2F`. The server decodes the path before routing, so both spellings name the
+same key. The empty string is the root key `/`. `tests/serve/test_openapi.py` checks the document against OpenAPI's
+meta-schema and against the routes the server answers, and fuzzes a live server with it.
 """
 
 from __future__ import annotations

@@ -34,14 +34,14 @@ class Options:
     @property
     def local_only(self) -> bool:
         """Whether the server answers only this machine's own clients: no tokens, a loopback address, no proxy
-        named (`--forwarded-allow-ips`) and no shared cache in front. Then a request naming another site in
-        its `Host` is refused: it comes from a page of that site whose name now points at 127.0.0.1 (DNS
-        rebinding), and a loopback server without tokens would answer it everything."""
+        named (`--forwarded-allow-ips`) and no shared cache in front. Then a request naming another site in its
+        `Host` is refused. It comes from a page of that site whose name now points at 127.0.0.1 (DNS rebinding). A
+        loopback server without tokens would answer it everything."""
         return self.tokens is None and is_loopback(self.host) and not self.forwarded_allow_ips and not self.public_cache
 
     def check(self, insecure_open: bool = False) -> None:
-        """UsageError unless the settings are safe and usable: without tokens only a loopback address (or
-        `insecure_open`), an existing tokens file, and proxies named by IP address or network (or `*`)."""
+        """UsageError unless the settings are safe and usable. Without tokens, only a loopback address (or
+        `insecure_open`). An existing tokens file. Proxies named by IP address or network (or `*`)."""
         if self.tokens is None and not insecure_open and not is_loopback(self.host):
             raise UsageError(
                 f"without --tokens the server serves everyone, so it listens on loopback only, not {self.host}",

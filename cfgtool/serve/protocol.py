@@ -1,10 +1,10 @@
 """The server's HTTP/1.1 connections: uvicorn's httptools protocol with the transport limits of docs/serving.md.
 
-httptools (llhttp) has no limit on the size of a request's head: it buffers a header of any length until its
-end arrives, so four connections sending 250 MB of headers held a gigabyte. And uvicorn closes only idle
-keep-alive connections: a request sent half-way stays open forever. This subclass enforces the limits in
-front of the parser, for the cost of a length check per received chunk (no measurable change in throughput;
-uvicorn's h11 protocol has a head limit but serves about half as many requests a second):
+httptools (llhttp) has no limit on the size of a request's head. It buffers a header of any length until its end
+arrives. So four connections sending 250 MB of headers held a gigabyte. And uvicorn closes only idle keep-alive
+connections: a request sent half-way stays open forever. This subclass enforces the limits in front of the parser. It
+costs a length check per received chunk: no measurable change in throughput. uvicorn's h11 protocol has a head limit
+but serves about half as many requests a second:
 
 - the request line and headers together at most `HEAD_LIMIT` bytes: past that the bytes are never handed to
   the parser and the answer is 431 (the page of the part whose path it is, from the URL read so far: the
@@ -25,9 +25,9 @@ uvicorn's h11 protocol has a head limit but serves about half as many requests a
 - a request the parser rejects (a garbage request line, a bad header) is a JSON 400 `bad_request` with its
   access-log line, instead of uvicorn's plain-text answer and its own warning line in the server's log.
 
-A refused connection is closed as nginx's lingering close does: the answer and a FIN go out, what the client
-still sends is read and dropped for up to `LINGER` seconds, then the socket closes. Closing at once with
-unread bytes would send a reset, which can destroy the answer before the client reads it.
+A refused connection is closed as nginx's lingering close does. The answer and a FIN go out. What the client still
+sends is read and dropped for up to `LINGER` seconds. Then the socket closes. Closing at once with unread bytes would
+send a reset, which can destroy the answer before the client reads it.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ _QUIET = _NotInvalid()
 
 
 class LimitedProtocol(HttpToolsProtocol):
-    """One connection, with the head size, request time and connection count bounded (`limited()` makes the
-    class uvicorn instantiates, with the server's connection cap and access log)."""
+    """One connection, with the head size, request time and connection count bounded. `limited()` makes the class
+    uvicorn instantiates, with the server's connection cap and access log."""
 
     max_connections: ClassVar[int] = MAX_CONNECTIONS
     per_client: ClassVar[int] = PER_CLIENT
@@ -110,9 +110,9 @@ class LimitedProtocol(HttpToolsProtocol):
             cls._sweeping = self.loop.call_later(SWEEP, cls._sweep, self.loop, self.connections)
 
     def _turn_away(self, why: str) -> None:
-        """Refuse a new connection (429, lingering), or, when its address already has `per_client` refused
-        connections lingering, drop it at once: lingering sockets are open files too, and a client opening
-        connections as fast as it can must not run the server out of them."""
+        """Refuse a new connection (429, lingering). When its address already has `per_client` refused connections
+        lingering, drop it at once instead. Lingering sockets are open files too. A client opening connections as
+        fast as it can must not run the server out of them."""
         cls = type(self)
         lingering = cls._turned_away.get(self.client[0] if self.client else None, 0)
         if lingering >= cls.per_client:
@@ -124,8 +124,8 @@ class LimitedProtocol(HttpToolsProtocol):
 
     @classmethod
     def _reclaim(cls) -> bool:
-        """Close the oldest admitted connection that was never answered below 400 and has no request in
-        flight, making room for a new one; False when none of the oldest `RECLAIM_LOOK` is such."""
+        """Close the oldest admitted connection that was never answered below 400 and has no request in flight. That
+        makes room for a new one. False when none of the oldest `RECLAIM_LOOK` is such."""
         for _, connection in zip(range(RECLAIM_LOOK), cls._unanswered, strict=False):
             if connection.cycle is None or connection.cycle.response_complete:
                 connection._uncount()
@@ -197,8 +197,8 @@ class LimitedProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        """An answer below 400 (a client with a valid token, a probe) makes the connection one that a newcomer
-        never takes the place of."""
+        """An answer below 400 (a client with a valid token, a probe) marks the connection. A newcomer never takes
+        its place."""
         sent = cast(tuple[int, int, bytes | None], self.scope.get(SENT, NOTHING_SENT))
         if self._counted and 0 < sent[0] < 400:
             type(self)._unanswered.pop(self, None)
@@ -254,8 +254,9 @@ def limited(
     per_client: int = PER_CLIENT,
     uncapped: Callable[[str], bool] = lambda address: False,
 ) -> type[LimitedProtocol]:
-    """The protocol class for uvicorn's `http=` with this server's connection caps (in all, and per client
-    address but those `uncapped`: the proxies), access log and the pages of its errors (`Api.error_page`)."""
+    """The protocol class for uvicorn's `http=`, with this server's access log and the pages of its errors
+    (`Api.error_page`). It has this server's connection caps: in all, and per client address but those `uncapped`
+    (the proxies)."""
     logging.getLogger("uvicorn.error").addFilter(_QUIET)
     fields = {
         "max_connections": max_connections,

@@ -47,8 +47,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class AnyPath(PathConvertor):
-    """The rest of the path, newlines included (Starlette's `path` stops at one, so a key holding `%0A` fell
-    through every route to a plain-text 404)."""
+    """The rest of the path, newlines included. Starlette's `path` stops at one, so a key holding `%0A` fell through
+    every route to a plain-text 404."""
 
     regex = r"[\s\S]*"
 
@@ -213,9 +213,9 @@ class _Handlers:
         return JSONResponse(doc, status_code=status, headers={"cache-control": "no-store"})
 
     async def metrics(self, request: Request) -> Response:
-        """Open without access control or with `--public-metrics`; else a token's principal sees the series of
-        the stores it may describe (as `/v1/stores` lists them), and one that may describe none is refused (503
-        rather than 403 while a store still loads: its ACL may yet allow it)."""
+        """Open without access control or with `--public-metrics`. Else a token's principal sees the series of the
+        stores it may describe, as `/v1/stores` lists them. One that may describe none is refused. That is 503 rather
+        than 403 while a store still loads: its ACL may yet allow it."""
         shown: list[str] | None = None
         if self.service.tokens is not None and not self.service.options.public_metrics:
             who = await self.api.principal(request.headers.raw)
@@ -237,8 +237,8 @@ class _Handlers:
         return _response(internal(exc, request.scope))
 
     async def refused(self, request: Request, exc: Exception) -> Response:
-        """Starlette's one refusal, a method other than GET or HEAD (405), as a JSON error like every other, or as
-        the page of the part whose path it is (`Api.error_page`: the console's under /ui)."""
+        """Starlette's one refusal: a method other than GET or HEAD (405). It is a JSON error like every other. Or it
+        is the page of the part whose path it is (`Api.error_page`: the console's under /ui)."""
         refusal = cast(HTTPException, exc)  # the handler of HTTPException only
         what = (
             f"{request.method} is not answered here: the API is read-only (GET and HEAD), but for an instance's"
@@ -255,9 +255,9 @@ class _Handlers:
 
 def query_answer(loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:
     """The unfiltered answer of query `kind` (`tags`, `imports`, `imported-by`, `datasets`) about `key` in version
-    `loaded`, from its cache (built from the version's import relations: the first `imported-by` or `datasets` of a
-    version indexes them, so call it off the event loop). Denied 400 for `datasets` of a key that is not a tag;
-    UnresolvableKeyError for a key on or behind an import cycle."""
+    `loaded`. It comes from its cache, built from the version's import relations. The first `imported-by` or
+    `datasets` of a version indexes them, so call it off the event loop. Denied 400 for `datasets` of a key that is
+    not a tag; UnresolvableKeyError for a key on or behind an import cycle."""
     exists = key in loaded.nodes
 
     def build() -> dict[str, Any]:
@@ -341,9 +341,9 @@ def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
 async def explain_answer(
     api: Api, state: StoreState, loaded: LoadedVersion, key: str, path: str, who: str | None, host: str | None
 ) -> Answer:
-    """The unfiltered explain of `key` at `path` (a valid HOCON path) in version `loaded`, from its cache, else from
-    the store's resolver process, as one of the reads that wait for it (`Api.resolving`: Denied 429 past the
-    bound). Denied 503 `resolver_unavailable` when that process does not answer in time."""
+    """The unfiltered explain of `key` at `path` (a valid HOCON path) in version `loaded`, from its cache. Else it
+    comes from the store's resolver process, as one of the reads that wait for it. Past that bound: Denied 429
+    (`Api.resolving`). Denied 503 `resolver_unavailable` when that process does not answer in time."""
 
     async def build() -> dict[str, Any]:
         with api.resolving(who, host):

@@ -1,7 +1,7 @@
 """Run the server: uvicorn (uvloop, httptools) over the API, the loader beside it, and a graceful shutdown.
 
-SIGTERM or SIGINT first releases every waiting long poll (each answers at once with what it has), then
-uvicorn stops accepting, lets the open requests finish and exits 0.
+SIGTERM or SIGINT first releases every waiting long poll; each answers at once with what it has. Then uvicorn stops
+accepting, lets the open requests finish and exits 0.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 class ForwardedFor(ProxyHeadersMiddleware):
     """The one place that decides which forwarded headers count: only those of a socket peer that
-    `--forwarded-allow-ips` names. From such a proxy, the client's address from `X-Forwarded-For` (uvicorn's
-    choice of entry), but only an entry that is an IP address: anything else (`garbage`, an empty entry) leaves
-    the socket's peer, never a client without an address that a host-scoped ACL rule would not match; and the
-    request's scheme from `X-Forwarded-Proto` (`http` or `https`; the console's cookie is `Secure` over https).
-    From any other client both headers are ignored."""
+    `--forwarded-allow-ips` names. From such a proxy, the client's address comes from `X-Forwarded-For` (uvicorn's
+    choice of entry). Only an entry that is an IP address counts. Anything else (`garbage`, an empty entry) leaves
+    the socket's peer. So there is never a client without an address, which a host-scoped ACL rule would not match.
+    The request's scheme comes from `X-Forwarded-Proto` (`http` or `https`). The console's cookie is `Secure` over
+    https. From any other client both headers are ignored."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         peer = scope.get("client")
@@ -98,8 +98,8 @@ FILES_KEPT = 256  # open files kept for the server's own work (git, the caches, 
 
 def _raise_file_limit(max_connections: int) -> int:
     """Thousands of long polls are thousands of sockets: lift the soft limit on open files to the hard one.
-    The connection cap that leaves `FILES_KEPT` files for the server's own work (with a warning when that is
-    below `max_connections`), so clients can never starve its fetches of file descriptors."""
+    The connection cap that leaves `FILES_KEPT` files for the server's own work, with a warning when that is below
+    `max_connections`. So clients can never starve its fetches of file descriptors."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or soft < hard:
         with contextlib.suppress(ValueError, OSError):

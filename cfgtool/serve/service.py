@@ -1,8 +1,8 @@
 """The served repository as a whole: its stores, the loader that refreshes them, readiness and access.
 
-The loader runs `refresh()` on a worker thread every `fetch_interval` seconds: fetch the mirror (when the
-repository is a URL), then refresh each store and hand its new events to its feed on the event loop. A
-failed fetch leaves everything served as it was; `health()` says since when fetching fails.
+The loader runs `refresh()` on a worker thread every `fetch_interval` seconds. It fetches the mirror when the
+repository is a URL. Then it refreshes each store and hands its new events to its feed on the event loop. A failed
+fetch leaves everything served as it was; `health()` says since when fetching fails.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ log = logging.getLogger("cfgtool.serve")
 
 @functools.lru_cache(maxsize=1024)  # on every request of a tokenless server: parsing an address costs more than it
 def local_name(host: bytes) -> bool:
-    """Whether a `Host` header may come from a client of this machine: an IP address, `localhost` or a name under
-    `.localhost`, or a name of one label (a local proxy's upstream, as nginx sends it). A dotted name is a
+    """Whether a `Host` header may come from a client of this machine. That is an IP address, `localhost` or a name
+    under `.localhost`. Or a name of one label: a local proxy's upstream, as nginx sends it. A dotted name is a
     site's, and a page of that site can point it at 127.0.0.1 (DNS rebinding)."""
     text = host.decode("latin-1").strip().lower()
     if text.startswith("["):
@@ -84,8 +84,8 @@ class Service:
         # indexes of the versions just loaded: built there, so no request pays for them)
 
     def _check_public(self) -> None:
-        """`--public-cache` is refused with tokens (a shared cache would replay one principal's answer to
-        another) and for a store whose current ACL does not let everyone read every key."""
+        """`--public-cache` is refused with tokens: a shared cache would replay one principal's answer to another. It
+        is refused too for a store whose current ACL does not let everyone read every key."""
         if self.tokens is not None:
             raise UsageError(
                 "--public-cache with --tokens: a shared cache would give one principal's answers to another",
@@ -157,8 +157,8 @@ class Service:
                 log.warning("%s (the tokens read before stay in force)", exc.message)
 
     async def run_loader(self) -> None:
-        """Refresh now and then every `fetch_interval` seconds until closed; the tokens file is also re-read on
-        rounds of its own, so a fetch that hangs on a slow remote never delays a revocation."""
+        """Refresh now and then every `fetch_interval` seconds until closed. The tokens file is also re-read on
+        rounds of its own. So a fetch that hangs on a slow remote never delays a revocation."""
         await asyncio.gather(self._refresh_rounds(), self._token_rounds())
 
     async def _token_rounds(self) -> None:
@@ -192,8 +192,8 @@ class Service:
     # -- readiness and metrics ----------------------------------------------------------------------------
     @property
     def status(self) -> str:
-        """`starting` until every store's versions are loaded; `failing` while fetching fails or a store
-        cannot be refreshed or judged; else `ok`."""
+        """`starting` until every store's versions are loaded. `failing` while fetching fails, or a store cannot be
+        refreshed or judged. Else `ok`."""
         if not self.ready:
             return "starting"
         views = [state.view for state in self.stores.values()]
@@ -214,8 +214,8 @@ class Service:
         ]  # fmt: skip
 
     def health(self, who: str | None = None) -> dict[str, Any]:
-        """`/healthz`: `{"status"}` for anyone; for a super user (anyone, without access control) also each
-        of its stores' state and unservable versions, and the fetch state. Never a URL's credentials."""
+        """`/healthz`: `{"status"}` for anyone. A super user (anyone, without access control) also sees each of its
+        stores' state and unservable versions, and the fetch state. Never a URL's credentials."""
         shown = self.super_stores(who)
         if not shown:
             return {"status": self.status}
@@ -243,8 +243,8 @@ class Service:
         return {"status": self.status, "ready": self.ready, "stores": stores, "fetch": fetch}
 
     def _consumers(self) -> dict[str, dict[int, int]]:
-        """The metric's instances per version, of the versions each store has: a reported version is client text,
-        and one series per made-up number would let a client blow up the metric's cardinality."""
+        """The metric's instances per version, of the versions each store has. A reported version is client text. One
+        series per made-up number would let a client blow up the metric's cardinality."""
         now = time.time()
         found = {}
         for name, consumers in self.consumers.items():

@@ -11,9 +11,9 @@ from cfgtool.serve.options import Options
 
 
 def serve(options: Options, insecure_open: bool = False, parts: Callable[[], Sequence[Any]] = tuple) -> None:
-    """Check `options` (`Options.check`), then serve until stopped; `parts` builds the optional parts (the
-    console's routes), called once the extra is known to be installed. UsageError when the extra 'serve' is
-    not installed or an option breaks a rule."""
+    """Check `options` (`Options.check`), then serve until stopped. `parts` builds the optional parts (the console's
+    routes). It is called once the extra is known to be installed. UsageError when the extra 'serve' is not installed
+    or an option breaks a rule."""
     missing = _missing_extra()
     if missing is not None:
         raise UsageError(

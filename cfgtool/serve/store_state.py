@@ -1,11 +1,11 @@
 """The state of one served store: its versions, which of them can be served, the versions in memory, its
 change feed's events and its ACL.
 
-`refresh()` runs on the loader thread: it re-reads the tags (one `git for-each-ref`), loads each new version
-once (a version whose store does not compile is recorded as unservable and never served), numbers the new
-events and publishes a new immutable `View`. Request handlers read `view` once per request, so they never see
-half an update. The versions kept in memory are those some key can see now or within the next `T` seconds
-(Keystone's window, `timeline.window`); any other version is loaded on demand into a small LRU.
+`refresh()` runs on the loader thread. It re-reads the tags (one `git for-each-ref`) and loads each new version once.
+A version whose store does not compile is recorded as unservable and never served. It then numbers the new events and
+publishes a new immutable `View`. Request handlers read `view` once per request, so they never see half an update.
+The versions kept in memory are those some key can see now or within the next `T` seconds. That is Keystone's window
+(`timeline.window`). Any other version is loaded on demand into a small LRU.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ class StoreState:
 
     # -- loading ------------------------------------------------------------------------------------------
     def _load(self, versions: list[int], keep: set[int], bases: list[int | None] | None = None) -> list[VersionLoad]:
-        """Load `versions` (ascending) in a worker: each one's error or changed-key count against its base
-        (one per version; None: every key counts), and answers for `keep`."""
+        """Load `versions` (ascending) in a worker: each one's error or changed-key count against its base, and
+        answers for `keep`. There is one base per version; None means every key counts."""
         args = (str(self._root), self.path, self.name, str(self._cache), versions, sorted(keep))
         return self._worker.load(*args, bases if bases is not None else [None] * len(versions))
 
@@ -126,8 +126,8 @@ class StoreState:
         return self._acls.put(commit, found)
 
     async def resolve(self, version: int, key: str) -> bytes:
-        """The config (canonical JSON) of `key`, which has no node, under a node that uses the intrinsics:
-        resolved again for the key, in the resolver process (CfgtoolError when it does not resolve)."""
+        """The config (canonical JSON) of `key`, which has no node, under a node that uses the intrinsics. It is
+        resolved again for the key, in the resolver process. CfgtoolError when it does not resolve."""
         return await self._resolver.config(str(self._root), self.path, version, str(self._cache), key)
 
     def close(self) -> None:
@@ -135,8 +135,8 @@ class StoreState:
         self._resolver.close()
 
     async def explain(self, version: int, key: str, path: str) -> dict[str, Any]:
-        """`cfgtool explain --format json` of `key` at `path` in version N, from the resolver process, which keeps
-        the current version's snapshot (another version is loaded there first)."""
+        """`cfgtool explain --format json` of `key` at `path` in version N, from the resolver process. It keeps the
+        current version's snapshot; another version is loaded there first."""
         return await self._resolver.explain(str(self._root), self.path, version, str(self._cache), key, path)
 
     def loaded(self, version: int) -> LoadedVersion:
@@ -191,15 +191,15 @@ class StoreState:
     def _recounted(
         self, hist: History, unservable: Mapping[int, str], bases: Mapping[int, int | None], new: list[int]
     ) -> dict[int, int]:
-        """The changed-key counts of the new versions whose base turned out not to be servable as they loaded
-        (it was new too): counted again against the version readers had instead."""
+        """The changed-key counts of the new versions whose base turned out not to be servable as they loaded (it was
+        new too). They are counted again against the version readers had instead."""
         now = seen_before(hist, unservable)
         pairs = [(b, n) for n in new if n not in unservable and (b := now.get(n)) is not None and b != bases.get(n)]
         return {n: count for (_, n), count in zip(pairs, self._changes(pairs), strict=True)}
 
     def _marker_events(self, hist: History, unservable: Mapping[int, str]) -> list[Event]:
-        """A rollback or restore event for each marker not seen yet of a version that was served; its changed
-        keys are those between the version readers had before and after it (0 when they stayed on one)."""
+        """A rollback or restore event for each marker not seen yet of a version that was served. Its changed keys
+        are those between the version readers had before and after it (0 when they stayed on one)."""
         fresh: list[tuple[StepKind, int, Tag]] = []
         kinds: list[tuple[StepKind, Mapping[int, Tag], set[int]]] = [
             ("rollback", hist.rollback_markers, self._markers),
@@ -281,9 +281,9 @@ class StoreState:
 
 
 def public_refusal(acl: Acl) -> str | None:
-    """Why a shared cache may not keep answers under `acl`, None when `User:*` may read every key: no ACL file,
-    or an allow of `read` (or `all`) for `User:*` on key `*` or prefix `/` from any host and no deny of
-    `User:*` on keys (allow_everyone_if_no_acl_found with no entry on keys counts too)."""
+    """Why a shared cache may not keep answers under `acl`, None when `User:*` may read every key. That holds with no
+    ACL file. It holds with an allow of `read` (or `all`) for `User:*` on key `*` or prefix `/` from any host, and no
+    deny of `User:*` on keys. allow_everyone_if_no_acl_found with no entry on keys counts too."""
     if not acl.present:
         return None
     if acl.broken:

@@ -6,13 +6,13 @@ not all refresh at once::
     offset(s, k) = int.from_bytes(sha256(f"{s}:{k}".encode()).digest()[:8], "big") % T
     last_cp(t)   = offset + T * floor((t - offset) / T)
 
-At `t` a key sees the newest version good at `t` (no rollback marker dated at or before `t`) published at
-or before `last_cp(t)`, else the oldest version good at `t`; a rollback therefore applies at once. The
-answer holds until the key's next checkpoint: `max-age = ceil(last_cp(t) + T - t)`. With `T = 0`: the
-current version, `max-age = 0`.
+At `t` a key sees the newest version good at `t` published at or before `last_cp(t)`. Good at `t` means no rollback
+marker dated at or before `t`. Else it sees the oldest version good at `t`. A rollback therefore applies at once. The
+answer holds until the key's next checkpoint: `max-age = ceil(last_cp(t) + T - t)`. With `T = 0`: the current
+version, `max-age = 0`.
 
-Everything here is a pure function of its arguments (the clock is an argument), so replicas that see the
-same tags give the same answers, and the tests compute the expected switch instants by hand.
+Everything here is a pure function of its arguments; the clock is an argument. So replicas that see the same tags
+give the same answers. And the tests compute the expected switch instants by hand.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class Published:
 
 
 class Visible(NamedTuple):
-    """The version `key` sees now (None: no version is good) and how many seconds that answer holds (a tuple:
-    one is made per `current` read)."""
+    """The version `key` sees now (None: no version is good) and how many seconds that answer holds. It is a tuple,
+    since one is made per `current` read."""
 
     version: int | None
     max_age: int
@@ -79,17 +79,17 @@ def visible(versions: Sequence[Published], now: float, cache_time: int, store: s
 
 
 def effective_by(date: float, cache_time: int) -> float:
-    """When every key has passed a checkpoint at or after `date`: a publish at `date` is then visible
-    everywhere (checkpoints fall on whole seconds, one per key in every window of T seconds)."""
+    """When every key has passed a checkpoint at or after `date`. A publish at `date` is then visible everywhere.
+    Checkpoints fall on whole seconds, one per key in every window of T seconds."""
     if cache_time <= 0:
         return date
     return math.ceil(date) + cache_time - 1
 
 
 def window(versions: Sequence[Published], now: float, cache_time: int) -> list[int]:
-    """Every version some key can see from `now` until `now + T` (as far as the tags known now go): the
-    newest good one published at or before `now - T` (every key's checkpoint is past it), each good one
-    published after that, and the oldest good one (what keys see before their first checkpoint)."""
+    """Every version some key can see from `now` until `now + T`, as far as the tags known now go. That is the newest
+    good one published at or before `now - T`: every key's checkpoint is past it. Then each good one published after
+    that. And the oldest good one, which keys see before their first checkpoint."""
     good = [v for v in versions if v.good_at(now)]
     if not good:
         return []

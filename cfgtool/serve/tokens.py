@@ -1,21 +1,21 @@
-"""Bearer tokens of the server (docs/access.md): `cfgtool token add PRINCIPAL --tokens FILE` prints a new
-token once and stores only its SHA-256 hash; `cfgtool token list` and `cfgtool token revoke ID` manage the file.
+"""Bearer tokens of the server (docs/access.md). `cfgtool token add PRINCIPAL --tokens FILE` prints a new token once
+and stores only its SHA-256 hash. `cfgtool token list` and `cfgtool token revoke ID` manage the file.
 
 A token reads `cfgtool_<id>_<secret>`: the id (public, 64 random bits) finds the entry, the secret is 256
-random bits. A slow password hash protects nothing more for a random 256-bit secret and lets anyone make the
-server burn CPU, so a new entry holds the SHA-256 of the whole token, checked on the event loop with one hash
-and a constant-time comparison (`hmac.compare_digest`). An unknown id is compared against a random digest, so
-it costs exactly what a known id with a wrong secret costs.
+random bits. A slow password hash protects nothing more for a random 256-bit secret, and lets anyone make the server
+burn CPU. So a new entry holds the SHA-256 of the whole token. It is checked on the event loop with one hash and a
+constant-time comparison (`hmac.compare_digest`). An unknown id is compared against a random digest, so it costs
+exactly what a known id with a wrong secret costs.
 
-Older files hold salted scrypt hashes (entries without `"kind"`, or `"kind": "scrypt"`); they keep working and
-are never rewritten behind the operator's back (`cfgtool token list` shows their kind: replace them with new
-tokens and revoke the old ones). While a file holds any scrypt entry, every token that does not match a SHA-256
-entry costs one scrypt run, against its scrypt entry or a stand-in with the same parameters, so an unknown id
-still answers as slowly as a wrong secret. Those runs happen on one dedicated low-priority thread, never on the
-event loop or the shared thread pool, with at most `MAX_PENDING` waiting (`TooManyChecks` beyond: the server
-answers 429); a token that passed is remembered by its SHA-256 until its entry goes, so it costs one scrypt run.
-The server answers a refused token only after `REFUSED_DELAY` (on the event loop's timer, no thread held), so a
-client trying tokens on one connection costs the server a few requests a second, however fast it sends.
+Older files hold salted scrypt hashes: entries without `"kind"`, or `"kind": "scrypt"`. They keep working and are
+never rewritten behind the operator's back. `cfgtool token list` shows their kind: replace them with new tokens and
+revoke the old ones. While a file holds any scrypt entry, every token that does not match a SHA-256 entry costs one
+scrypt run. It runs against its scrypt entry or a stand-in with the same parameters. So an unknown id still answers
+as slowly as a wrong secret. Those runs happen on one dedicated low-priority thread. They never run on the event loop
+or the shared thread pool. At most `MAX_PENDING` wait; beyond that, `TooManyChecks` makes the server answer 429. A
+token that passed is remembered by its SHA-256 until its entry goes, so it costs one scrypt run. The server answers a
+refused token only after `REFUSED_DELAY`, on the event loop's timer, with no thread held. So a client trying tokens
+on one connection costs the server a few requests a second, however fast it sends.
 
 The file is JSON, written atomically with mode 0600::
 
@@ -113,8 +113,8 @@ def _entry(e: dict[str, Any]) -> Entry:
 
 
 def read_tokens(path: Path) -> dict[str, Entry]:
-    """The entries of a tokens file by id ({} when it does not exist); SourceError (exit 2) when it cannot be
-    read or is malformed."""
+    """The entries of a tokens file by id ({} when it does not exist). SourceError (exit 2) when it cannot be read or
+    is malformed."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return {entry.id: entry for entry in map(_entry, data["tokens"])}
@@ -144,8 +144,8 @@ def _write_tokens(path: Path, entries: dict[str, Entry]) -> None:
 
 @contextlib.contextmanager
 def _editing(path: Path) -> Iterator[dict[str, Entry]]:
-    """The entries of `path`, written back atomically when the block ends without an error; two commands
-    editing the same file at once take turns (a lock on `FILE.lock`), so neither loses the other's change."""
+    """The entries of `path`, written back atomically when the block ends without an error. Two commands editing the
+    same file at once take turns (a lock on `FILE.lock`). So neither loses the other's change."""
     try:
         lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 (held for the block)
     except OSError as exc:
@@ -183,15 +183,16 @@ def revoke_token(path: Path, ident: str) -> Entry:
 
 
 def _low_priority() -> None:
-    """Run the scrypt thread at the lowest CPU priority (Linux sets a nice value per thread), so hostile wrong
-    secrets slow first the checks of older tokens, not the answers."""
+    """Run the scrypt thread at the lowest CPU priority; Linux sets a nice value per thread. So hostile wrong secrets
+    slow first the checks of older tokens, not the answers."""
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 class _State:
-    """One reading of the tokens file: its entries, and the stand-ins an unknown id is checked against (a
-    random digest; with scrypt entries, a random scrypt entry with their parameters, which no token matches)."""
+    """One reading of the tokens file: its entries, and the stand-ins an unknown id is checked against. A stand-in is
+    a random digest. With scrypt entries, it is also a random scrypt entry with their parameters; no token matches
+    it."""
 
     def __init__(self, entries: dict[str, Entry]) -> None:
         self.entries = entries
@@ -232,8 +233,8 @@ class Tokens:
         return self._state.entries.get(ident)
 
     def _fast(self, token: str) -> tuple[bytes, str | None, Entry | None]:
-        """(the token's SHA-256, its principal if a SHA-256 entry matches, the entry an scrypt run must check
-        it against when one is needed): one hash and one constant-time comparison, whatever the id."""
+        """(the token's SHA-256, its principal if a SHA-256 entry matches, the entry an scrypt run must check it
+        against when one is needed). It costs one hash and one constant-time comparison, whatever the id."""
         state = self._state
         digest = _digest(token)
         match = _TOKEN.fullmatch(token)
@@ -249,8 +250,8 @@ class Tokens:
         return digest, None, entry if entry is not None and entry.kind == SCRYPT else state.legacy
 
     async def check(self, token: str) -> str | None:
-        """The token's principal, or None, without blocking the event loop: a SHA-256 entry is checked at once,
-        an scrypt run waits for the dedicated thread. TooManyChecks when `MAX_PENDING` runs are waiting."""
+        """The token's principal, or None, without blocking the event loop. A SHA-256 entry is checked at once. An
+        scrypt run waits for the dedicated thread. TooManyChecks when `MAX_PENDING` runs are waiting."""
         digest, who, against = self._fast(token)
         if against is None:
             return who
@@ -265,8 +266,8 @@ class Tokens:
             self._pending -= 1
 
     def _slow(self, token: str, digest: bytes, against: Entry) -> str | None:
-        """One scrypt run of the token's secret against `against` (its own entry, or the stand-in whose
-        parameters an unknown id is checked with, which never matches)."""
+        """One scrypt run of the token's secret against `against`. That is its own entry, or the stand-in an unknown
+        id is checked with, which never matches."""
         match = _TOKEN.fullmatch(token)
         secret = match.group(2) if match else token
         ok = hmac.compare_digest(_scrypt(secret, against), against.hash)

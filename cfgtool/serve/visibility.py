@@ -1,10 +1,10 @@
 """What one principal may see of one served version: the single filter of the JSON API and the console.
 
-Every answer about a version's keys, whether a JSON body or a console page or fragment, is judged here, so the
-two can never disagree (docs/access.md): both the current version's ACL and the version's own must allow an
-operation (a deny in either wins); a key without a node answers with its nearest node's config, so the same right
-is needed on that node too; a key the principal may not describe appears nowhere (404, as a key that does not
-exist); an explain shows a layer it may not describe as `[hidden layer]`.
+Every answer about a version's keys is judged here, whether a JSON body or a console page or fragment. So the two can
+never disagree (docs/access.md). Both the current version's ACL and the version's own must allow an operation; a deny
+in either wins. A key without a node answers with its nearest node's config. So the same right is needed on that node
+too. A key the principal may not describe appears nowhere: 404, as a key that does not exist. An explain shows a
+layer it may not describe as `[hidden layer]`.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ class Visibility:
 
     @classmethod
     def of_store(cls, view: View, who: str | None, host: str | None) -> Visibility:
-        """The rights over a store's own answers (its versions, its change feed): judged by the current
-        version's ACL, as `describe` on the store is."""
+        """The rights over a store's own answers: its versions, its change feed. The current version's ACL judges
+        them, as it judges `describe` on the store."""
         judge = view.authorizer
         return cls((judge,) if judge is not None else (), who, host)
 
@@ -60,8 +60,8 @@ class Visibility:
 
     @property
     def counts(self) -> bool:
-        """Whether counts over all the keys of a version (its nodes, the keys an event changed) are shown:
-        only to a principal that sees everything. Such a count takes in keys others may not describe, and the
+        """Whether counts over all the keys of a version are shown, such as its nodes or the keys an event changed.
+        Only a principal that sees everything sees them. Such a count takes in keys others may not describe, and the
         server keeps no list of them to count again per principal."""
         return self.sees_everything
 
@@ -79,8 +79,8 @@ class Visibility:
         return self.may("describe", key)
 
     def verdict(self, key: str, operation: str) -> int:
-        """The status of an answer about `key` (a node or not): 404 when the principal may not describe it or
-        its nearest node, 403 when it may describe but not `operation` them, else 200."""
+        """The status of an answer about `key` (a node or not). 404 when the principal may not describe it or its
+        nearest node. 403 when it may describe but not `operation` them. Else 200."""
         if self.who is None:
             return 200
         resources = {key, self.nearest(key)}
@@ -91,8 +91,8 @@ class Visibility:
         return 200
 
     def near_node(self, loaded: LoadedVersion, key: str) -> str | None:
-        """A node of `loaded` whose key is close to `key` (which has no node), for a did-you-mean, when the
-        principal may describe it: a suggestion never names a node it may not know of."""
+        """A node of `loaded` whose key is close to `key` (which has no node), for a did-you-mean. Only one the
+        principal may describe: a suggestion never names a node it may not know of."""
         near = loaded.near_node(key)
         return near if near is not None and self.describes(near) else None
 
@@ -107,10 +107,10 @@ class Visibility:
         return {**doc, **{f: self.keys(doc[f]) for f in QUERY_FIELDS if f in doc}}
 
     def explain(self, doc: dict[str, Any], store_path: str) -> dict[str, Any]:
-        """An explain answer as the principal may see it: each layer it may not describe shows as
-        `[hidden layer]` (its value, origin and how it was reached dropped; `hidden_layers` counts them); how a
-        visible layer was reached is hidden too when it names a hidden one, and so is any origin in a file
-        outside the directories of the visible layers."""
+        """An explain answer as the principal may see it. Each layer it may not describe shows as `[hidden layer]`.
+        Its value, origin and how it was reached are dropped; `hidden_layers` counts them. How a visible layer was
+        reached is hidden too when it names a hidden one. So is any origin in a file outside the directories of the
+        visible layers."""
         if self.who is None:
             return doc
         hidden = {lv["layer"] for lv in doc["layers"] if not self.describes(lv["layer"])}

@@ -1,22 +1,22 @@
 """Versions are read in a short-lived worker process, not in the server.
 
-Reading a version means loading its whole Snapshot through `ConfigClient` (compiled the first time, then from
-the client's snapshot cache): tens of megabytes and a second of CPU for a large store. Done in the server, that
-memory would stay as the process's high-water mark and the compile would hold the interpreter lock while
-requests wait. So a worker (forked from a fork server that has cfgtool imported; one task, then it exits)
-loads the versions, builds each node's answer (canonical JSON bytes and ETag), counts the keys each version
-changed, and hands back plain data packed with msgpack. The server keeps only the answers: a tenth of the
+Reading a version means loading its whole Snapshot through `ConfigClient`. It is compiled the first time, then read
+from the client's snapshot cache. That takes tens of megabytes and a second of CPU for a large store. Done in the
+server, that memory would stay as the process's high-water mark. And the compile would hold the interpreter lock
+while requests wait. So a worker loads the versions. It is forked from a fork server that has cfgtool imported; it
+runs one task, then exits. It builds each node's answer (canonical JSON bytes and ETag). It counts the keys each
+version changed, and hands back plain data packed with msgpack. The server keeps only the answers: a tenth of the
 snapshot.
 
 If no worker can be started, the same function runs in the server's loader thread.
 
-A key without a node under a node whose config uses the `cfgtool.key` intrinsics needs its config resolved
-again for its own name: milliseconds of pure Python over the whole snapshot, for any name a client makes up.
-`Resolver` does that in one long-lived worker process that keeps the store's current version's snapshot (loaded
-as soon as that version is current) and at most one other, so the server's event loop only sends the key and
-receives the config's bytes: a client asking for one random name after another costs the server a pipe round trip
-per name and never holds its interpreter lock (the server bounds how many such reads wait, see `app.py`). Explain
-(provenance: which file and line set a value) is answered there too, from the same snapshots, so the server never
+A key without a node under a node whose config uses the `cfgtool.key` intrinsics needs its config resolved again for
+its own name. That takes milliseconds of pure Python over the whole snapshot, for any name a client makes up.
+`Resolver` does that in one long-lived worker process. It keeps the snapshot of the store's current version, loaded
+as soon as that version is current, and at most one other. So the server's event loop only sends the key and receives
+the config's bytes. A client asking for one random name after another costs the server a pipe round trip per name. It
+never holds the server's interpreter lock. The server bounds how many such reads wait (`app.py`). Explain
+(provenance: which file and line set a value) is answered there too, from the same snapshots. So the server never
 loads one.
 """
 
@@ -53,15 +53,15 @@ LOAD_TRIES = 3  # loads of a version a read asks for while other reads make the 
 
 
 def _client(root: str, store: str, version: int, cache: str) -> ConfigClient:
-    """Version N of the store; `VersionHasErrors` when its compile, schemas or policies report an error (such
-    a version is never served: a tag made by hand never went through `publish`'s checks)."""
+    """Version N of the store. `VersionHasErrors` when its compile, schemas or policies report an error. Such a
+    version is never served: a tag made by hand never went through `publish`'s checks."""
     return ConfigClient(Path(root), store=store or ".", version=version, cache_dir=Path(cache))
 
 
 @dataclass(frozen=True, slots=True)
 class VersionAnswers:
-    """What the server keeps of a version it serves, built by the worker: every resolved node's key answer
-    (`{"commit", "config", "exists", "key", "store", "version"}` as canonical JSON bytes, with its ETag), what a
+    """What the server keeps of a version it serves, built by the worker. That is every resolved node's key answer:
+    `{"commit", "config", "exists", "key", "store", "version"}` as canonical JSON bytes, with its ETag. Also what a
     key without a node needs to be answered, and the import relations the queries read (`pack_relations`)."""
 
     commit: str
@@ -87,8 +87,8 @@ class VersionAnswers:
 
 @dataclass(frozen=True, slots=True)
 class VersionLoad:
-    """The worker's report on one version: why it cannot be served (`error`), or the number of keys it changed
-    since its base (the version readers had before it) and, when asked to keep it, its answers."""
+    """The worker's report on one version: why it cannot be served (`error`). Or the number of keys it changed since
+    its base, the version readers had before it. When asked to keep it, also its answers."""
 
     version: int
     error: str | None = None
@@ -139,8 +139,8 @@ def _answers(client: ConfigClient, name: str) -> VersionAnswers:
 
 
 def build_body(head: bytes, tail: bytes, key: str, exists: bool, config: bytes) -> bytes:
-    """A key answer's body, in canonical (sorted) order; re-encoded canonically when it is not ASCII (the
-    key and store parts are written with `json.dumps`' escapes, the config without)."""
+    """A key answer's body, in canonical (sorted) order. It is re-encoded canonically when it is not ASCII. The key
+    and store parts are written with `json.dumps`' escapes, the config without."""
     flag = b"true" if exists else b"false"
     body = b"".join((head, config, b',"exists":', flag, b',"key":', json.dumps(key).encode(), tail))
     return body if body.isascii() else canonical_json(json.loads(body)).encode("utf-8")
@@ -153,10 +153,10 @@ def etag(body: bytes) -> bytes:
 def load(
     root: str, store: str, name: str, cache: str, versions: list[int], keep: list[int], bases: list[int | None]
 ) -> bytes:
-    """Load `versions` (ascending) of a store: per version its error, or the number of keys it changed since its
-    base (`bases`, one per version: the version readers had before it, `readers.seen_before`; None: every key
-    counts), and for those in `keep` its answers: `VersionLoad`s as plain data packed with msgpack. A base that
-    does not load counts every key too."""
+    """Load `versions` (ascending) of a store as `VersionLoad`s, plain data packed with msgpack. Per version that is
+    its error, or the number of keys it changed since its base. `bases` has one per version: the version readers had
+    before it (`readers.seen_before`). None means every key counts. For those in `keep`, it also holds the answers. A
+    base that does not load counts every key too."""
     out: list[list[Any]] = []
     wanted = Counter(b for b in bases if b is not None)  # how many versions still need each base's hashes
     kept: dict[int, Mapping[str, str] | None] = {}
@@ -208,8 +208,8 @@ def changed(before: Mapping[str, str], after: Mapping[str, str]) -> int:
 
 
 class Worker:
-    """Runs `load`, `changes_between` (and the console's diffs) in a fresh process per call (in the calling
-    thread when no process can be started)."""
+    """Runs `load`, `changes_between` and the console's diffs in a fresh process per call. When no process can be
+    started, they run in the calling thread."""
 
     def __init__(self) -> None:
         self._processes = True
@@ -261,11 +261,11 @@ RESOLVED_TIMES = 4  # ... beyond this many times what its nearest node's own con
 
 
 def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes | None:
-    """The canonical JSON config of `key`, which has no node, in version N (run by the resolver process; the
-    snapshot it keeps remembers the newest few such keys itself); None when the process does not keep N (`keep`
-    it first). CfgtoolError when it would be far larger
-    than its nearest node's own config: the intrinsics repeat the name, and a config that doubles it a few
-    times turned a 1,000-character name into a 500 MB answer (a gigabyte in the server, for one request)."""
+    """The canonical JSON config of `key`, which has no node, in version N. The resolver process runs it. The
+    snapshot it keeps remembers the newest few such keys itself. None when the process does not keep N (`keep` it
+    first). CfgtoolError when it would be far larger than its nearest node's own config. The intrinsics repeat the
+    name. A config that doubles it a few times turned a 1,000-character name into a 500 MB answer. That was a
+    gigabyte in the server, for one request."""
     client = _resolving.get((root, store, version, cache))
     if client is None:
         return None
@@ -284,15 +284,15 @@ def resolve(root: str, store: str, version: int, cache: str, key: str) -> bytes 
 
 
 def explanation(root: str, store: str, version: int, cache: str, key: str, path: str) -> dict[str, Any] | None:
-    """`cfgtool explain --format json` of `key` at `path` in version N (run by the resolver process: the first one
-    of a key computes its layers' provenance from their files); None when the process does not keep N."""
+    """`cfgtool explain --format json` of `key` at `path` in version N. The resolver process runs it. The first one
+    of a key computes its layers' provenance from their files. None when the process does not keep N."""
     client = _resolving.get((root, store, version, cache))
     return None if client is None else client.explain(key, path).to_json()
 
 
 def _characters(value: Any, limit: int) -> int:
-    """About how many characters `value`'s JSON holds (its strings, names and one per other value), counted up
-    to just past `limit` only (a repeated string counts each time, as JSON writes it)."""
+    """About how many characters `value`'s JSON holds: its strings, names and one per other value. It counts up to
+    just past `limit` only. A repeated string counts each time, as JSON writes it."""
     total, todo = 0, [value]
     while todo and total <= limit:
         item = todo.pop()
@@ -321,20 +321,20 @@ def _background() -> None:
 
 
 class ResolverUnavailable(CfgtoolError):
-    """The resolver process did not answer within `RESOLVE_TIMEOUT` (or load a version within `LOAD_TIMEOUT`)
-    or stopped: the read may be made again (the next one starts another process)."""
+    """The resolver process did not answer within `RESOLVE_TIMEOUT`, did not load a version within `LOAD_TIMEOUT`, or
+    stopped. The read may be made again; the next one starts another process."""
 
 
 T = TypeVar("T")
 
 
 class Resolver:
-    """Runs `resolve` and `explanation` in one long-lived worker process (in worker threads of the server when no
-    process can be started). A call waits at most `RESOLVE_TIMEOUT`: a process that hangs past it is killed (the
-    calls waiting on it fail at once) and the next call starts another, so a hung resolver cannot hold the
-    server's bounded number of such reads for ever. Loading a version's snapshot is not part of that time: it
-    takes seconds of a busy machine for a large store, so it has its own bound (`LOAD_TIMEOUT`), and a call is
-    sent only once the loads sent before it are done, so it never waits behind one."""
+    """Runs `resolve` and `explanation` in one long-lived worker process. When no process can be started, they run in
+    worker threads of the server. A call waits at most `RESOLVE_TIMEOUT`. A process that hangs past it is killed, and
+    the calls waiting on it fail at once. The next call starts another. So a hung resolver cannot hold the server's
+    bounded number of such reads for ever. Loading a version's snapshot is not part of that time. It takes seconds of
+    a busy machine for a large store, so it has its own bound (`LOAD_TIMEOUT`). A call is sent only once the loads
+    sent before it are done, so it never waits behind one."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
@@ -371,8 +371,8 @@ class Resolver:
             self._loading.pop(future, None)
 
     def warm(self, root: str, store: str, version: int, cache: str) -> None:
-        """Have the process load version N, the store's current version, now and keep it while it is current (call
-        it on the loader thread when the current version changes), so the first read or explain finds it loaded."""
+        """Have the process load version N, the store's current version, now, and keep it while it is current. So the
+        first read or explain finds it loaded. Call it on the loader thread when the current version changes."""
         if not self._processes:
             return
         try:
@@ -387,7 +387,7 @@ class Resolver:
             self._processes = False
 
     async def config(self, root: str, store: str, version: int, cache: str, key: str) -> bytes:
-        """The config of `key` in version N as canonical JSON; CfgtoolError when it does not resolve,
+        """The config of `key` in version N as canonical JSON. CfgtoolError when it does not resolve.
         ResolverUnavailable when the resolver does not answer in time or stopped."""
         found: bytes = await self._call(resolve, (root, store, version, cache), (key,), key)
         return found
@@ -398,8 +398,8 @@ class Resolver:
         return found
 
     async def _call(self, func: Any, ident: Ident, args: tuple[str, ...], what: str) -> Any:
-        """`func(*ident, *args)` in the resolver, loading that version first when the process does not keep it
-        (and again when it answers None: other reads made it keep other versions meanwhile; a few times)."""
+        """`func(*ident, *args)` in the resolver, loading that version first when the process does not keep it. It
+        loads it again, a few times, when it answers None: other reads made it keep other versions meanwhile."""
         if ident not in (self._current, self._other):
             await self._load(ident, what)
         for _ in range(LOAD_TRIES):
@@ -481,8 +481,8 @@ class Resolver:
 
 
 async def _result(future: Future[T], timeout: float) -> T:
-    """`future`'s result, waiting at most `timeout` seconds (TimeoutError) without cancelling it (others may wait
-    for it too); BrokenProcessPool when it was cancelled (its process was discarded before running it)."""
+    """`future`'s result, waiting at most `timeout` seconds (TimeoutError) without cancelling it; others may wait for
+    it too. BrokenProcessPool when it was cancelled: its process was discarded before running it."""
     try:
         return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
     except asyncio.CancelledError:
