@@ -165,13 +165,13 @@ def codeowners_command(
     """Write .github/CODEOWNERS from the ACL, so GitHub asks the right owners to review.
 
     Each key prefix's `alter` principals own its store directory
-    (/data/tracking/ prefixed -> /store/data/tracking/); the super users and
-    the principals allowed alter_store own the rule files (settings, schemas,
-    policies, recipients, .github/, requirements.txt), those allowed
-    alter_acl the ACL. Principals become GitHub names through `github:` in
-    the ACL, e.g. github: {"Group:tracking": "@org/tracking", "User:alice":
-    "@alice"}; a group without one is its members' names. Turn on "Require
-    review from Code Owners" in the branch protection of main to enforce it.
+    (/data/tracking/ prefixed -> /store/data/tracking/). The super users and
+    the principals allowed alter_store own the rule files: settings, schemas,
+    policies, recipients, .github/, requirements.txt. Those allowed alter_acl
+    own the ACL. Principals become GitHub names through `github:` in the ACL,
+    e.g. github: {"Group:tracking": "@org/tracking", "User:alice": "@alice"}.
+    A group without one is its members' names. Turn on "Require review from
+    Code Owners" in the branch protection of main to enforce it.
 
     Exit status: 0 written or fresh, 1 stale (--check) or the ACL has errors.
 

@@ -172,12 +172,12 @@ def agent_command(
 ) -> None:
     """Write published configs as files and keep them current.
 
-    All files of one version appear together: they are written into a new
-    directory, then the link DIR/..data is switched to it in one rename
-    (the kubelet's layout). The agent follows the server's change feed and
-    each key's `current` answer, so it switches at the key's checkpoint and
-    at once on a rollback. While the server is away the files stay as they
-    are. Stop it with SIGTERM or Ctrl-C.
+    All files of one version appear together. They are written into a new
+    directory, then the link DIR/..data is switched to it in one rename (the
+    kubelet's layout). The agent follows the server's change feed and each
+    key's `current` answer. So it switches at the key's checkpoint, and at
+    once on a rollback. While the server is away the files stay as they are.
+    Stop it with SIGTERM or Ctrl-C.
 
     Examples:
       cfgtool agent --server http://configs:8750 --store demo --dir /etc/app \\

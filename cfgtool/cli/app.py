@@ -53,8 +53,8 @@ _ROOT_VALUED = ("--repo", "--store")  # the root options that take a value
 
 
 def build_app(only: str | None = None) -> typer.Typer:
-    """A fresh typer app with every command registered, or only the command `only`: building the click
-    command of all of them (their signatures, options and help) costs about 30 ms of every run."""
+    """A fresh typer app with every command registered, or only the command `only`. Building the click command of all
+    of them costs about 30 ms of every run: their signatures, options and help."""
     app = typer.Typer(
         name="cfgtool",
         help=HELP,
@@ -77,8 +77,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run cfgtool with `argv` (default: the process arguments) and return its exit status.
 
-    A command runs for seconds and builds large acyclic structures, so the cyclic garbage collector
-    (which would rescan them again and again) stays off for the run; reference counting frees memory.
+    A command runs for seconds and builds large acyclic structures. The cyclic garbage collector would rescan them
+    again and again, so it stays off for the run. Reference counting frees memory.
     """
     gc.disable()
     command = typer.main.get_command(build_app(named_command(sys.argv[1:] if argv is None else argv)))
@@ -97,11 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def named_command(args: Sequence[str]) -> str | None:
-    """The command `args` run, when it can be told before parsing them: the first argument after the root
-    options that take values (`--repo PATH`, `--store=DIR`), if it names a command. None (every command is
-    built) for anything else: no command, an unknown one (its error suggests the near ones), root help,
-    `--version`. During a shell completion, the words before the one being completed are looked at instead:
-    completing `cfgtool get /da` builds `get` alone."""
+    """The command `args` run, when it can be told before parsing them. It is the first argument after the root
+    options that take values (`--repo PATH`, `--store=DIR`), if it names a command. None (every command is built) for
+    anything else: no command, root help, `--version`, or an unknown command. Its error suggests the near ones.
+    During a shell completion, the words before the one being completed are looked at instead. Completing
+    `cfgtool get /da` builds `get` alone."""
     if os.environ.get("_CFGTOOL_COMPLETE"):
         args = _completed_words()
     rest = iter(args)
@@ -114,9 +114,9 @@ def named_command(args: Sequence[str]) -> str | None:
 
 
 def _completed_words() -> list[str]:
-    """The words a completing shell passed before the one being completed, without the program's name: bash
-    sets COMP_WORDS and COMP_CWORD, zsh, fish and PowerShell `_TYPER_COMPLETE_ARGS` (the incomplete word last,
-    unless the line ends with a space). A word split at a quoted space only makes `named_command` say None."""
+    """The words a completing shell passed before the one being completed, without the program's name. bash sets
+    COMP_WORDS and COMP_CWORD. zsh, fish and PowerShell set `_TYPER_COMPLETE_ARGS`, the incomplete word last unless
+    the line ends with a space. A word split at a quoted space only makes `named_command` say None."""
     if "COMP_WORDS" in os.environ:
         words = os.environ["COMP_WORDS"].split()
         cword = os.environ.get("COMP_CWORD", "")
@@ -146,10 +146,10 @@ def _flags_without_metavar(command: typer.core.TyperCommand | typer.core.TyperGr
 
 
 def _global_options_after(root: typer.core.TyperGroup) -> None:
-    """Accept the root's options after the command too (`cfgtool get --store other KEY`): each command and group
-    gets a hidden copy of every root option (`_AFTER_COMMAND`) it has no option or argument of that name for. Its value
-    replaces the root's in the command's `CliContext` (the root callback has run by then); given twice, the later
-    one wins."""
+    """Accept the root's options after the command too (`cfgtool get --store other KEY`). Each command and group gets
+    a hidden copy of every root option (`_AFTER_COMMAND`), unless it has an option or argument of that name. Its
+    value replaces the root's in the command's `CliContext`; the root callback has run by then. Given twice, the
+    later one wins."""
     copies = []
     for param in root.params:
         if param.name in _AFTER_COMMAND:

@@ -100,9 +100,9 @@ def compile_command(
 ) -> None:
     """Compile every node of the store and report every problem.
 
-    Reads the working tree (or the store at --ref), resolves every node and
-    checks every declared value of every variable the includes use (a --var
-    fixes that variable to one value). One failing node never stops the others.
+    Reads the working tree (or the store at --ref) and resolves every node. It
+    checks every declared value of every variable the includes use; a --var
+    fixes that variable to one value. One failing node never stops the others.
 
     Exit status: 0 no errors (warnings allowed unless --strict), 1 errors,
     2 usage error or unreadable source.
@@ -157,8 +157,8 @@ def render_json_report(result: CompileResult) -> str:
 
 
 def render_report(result: CompileResult, color: bool, output: Path | None = None, *, every: bool = False) -> str:
-    """The problems (source line and caret, grouped; the first causes, or `every` one), then a one-screen
-    summary of what was compiled."""
+    """The problems, then a one-screen summary of what was compiled. Problems show the source line and caret,
+    grouped: the first causes, or `every` one."""
     read_line = result.store.source.line_reader()
     problems = render_text(result.diagnostics, read_line, color, summary=False, limit=None if every else TEXT_CAUSES)
     return (problems + "\n" if problems else "") + render_summary(result, output)

@@ -69,8 +69,8 @@ def _candidates(ctx: typer.Context, ask: Callable[[CliContext, Path], list[str]]
 
 
 def cli_context(ctx: typer.Context) -> CliContext:
-    """The global options as given so far: the root command's callback has not run during a completion, so
-    they are read from the root context's parameters (and from the command's own copies, `app.py`)."""
+    """The global options as given so far. The root command's callback has not run during a completion. So they are
+    read from the root context's parameters, and from the command's own copies (`app.py`)."""
     if isinstance(ctx.obj, CliContext):
         return ctx.obj
     params = ctx.find_root().params

@@ -32,8 +32,8 @@ def consumers_command(
     """List the client instances a server heard from, with the version each reads or applied.
 
     One row per instance (ConfigClient, watch, agent), most recently heard
-    first, then how many instances run each version: "has every service
-    picked up the rollback?". Each server knows its own clients only; sum over
+    first. Then how many instances run each version: "has every service picked
+    up the rollback?". Each server knows its own clients only; sum over
     replicas with Prometheus (the cfgtool_consumers metric). Needs describe on
     the store.
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class CliContext:
-    """`repo`: the config repository (None: the git repository containing the current directory);
-    `store`: the store directory, relative to the repository root unless absolute."""
+    """`repo`: the config repository (None: the git repository containing the current directory). `store`: the store
+    directory, relative to the repository root unless absolute."""
 
     repo: Path | None
     store: Path

@@ -62,17 +62,18 @@ def diff_command(
     """Show how resolved configs differ between A and B.
 
     Every value that changes, in every key it reaches: values added, removed
-    or changed, each new value with the file:line:col that set it. A summary
-    comes first, grouping equal changes: "retention.ms 604800000 -> 2592000000
-    in 1,243 keys, via /tags/retention/LONG". Both sides are compiled with the
-    same --var values, without validation (that is `cfgtool compile`).
+    or changed. Each new value comes with the file:line:col that set it. A
+    summary comes first, grouping equal changes: "retention.ms 604800000 ->
+    2592000000 in 1,243 keys, via /tags/retention/LONG". Both sides are
+    compiled with the same --var values, without validation (that is
+    `cfgtool compile`).
 
-    A version is the configs and the rules: rule files that differ (settings,
-    schemas, policy code, the ACL, the recipients) are listed first, with the
-    ACL entries, super users, group members and GitHub names added (+) and
-    removed (-).
+    A version is the configs and the rules. Rule files that differ are listed
+    first: settings, schemas, policy code, the ACL, the recipients. With them
+    come the ACL entries, super users, group members and GitHub names added
+    (+) and removed (-).
 
-    v5 or 5 names version 5 when it exists, else a git ref of that name; when
+    v5 or 5 names version 5 when it exists, else a git ref of that name. When
     both exist and differ, write config/v5 or refs/tags/v5. Exit 0 whether or
     not there are differences, unless --exit-code; exit 1 when a side does not
     compile (its keys cannot be compared).
@@ -145,8 +146,9 @@ def audit_command(
 
     Without --key: every publish and rollback, newest first.
     With --key K [--path P]: every version in which that resolved value
-    changed, old -> new, with the commits since the previous version that
-    touched the files K resolves from (author, date, subject), newest first.
+    changed, old -> new. Each lists the commits since the previous version
+    that touched the files K resolves from (author, date, subject), newest
+    first.
 
     Examples:
       cfgtool audit --since "2 weeks ago"

@@ -27,7 +27,7 @@ DEBUG_VARIABLE = "CFGTOOL_DEBUG"
 
 
 def run_handled(func: Callable[[], int]) -> int:
-    """Call `func` and return its exit code; or report the exception it raised and return its exit code."""
+    """Call `func` and return its exit code. Or report the exception it raised and return that one's exit code."""
     try:
         return func()
     except CfgtoolError as exc:

@@ -53,16 +53,17 @@ def init_command(
 ) -> None:
     """Scaffold a new config repository that compiles cleanly out of the box.
 
-    Writes a store (store/_CONFIG_STORE, the root node, an example dataset
-    /data/orders and tag /tags/retention/LONG), a JSON Schema, the config
-    workflows (.github/workflows/config-pr.yml, config-publish.yml,
-    config-rollback.yml), a pre-commit hook that runs `cfgtool compile`,
-    requirements.txt and a README; runs `git init` when DIR is in no git
-    repository. Never overwrites a file: it lists the ones it skipped.
+    Writes a store: store/_CONFIG_STORE, the root node, an example dataset
+    /data/orders and tag /tags/retention/LONG. Writes a JSON Schema and the
+    config workflows (.github/workflows/config-pr.yml, config-publish.yml,
+    config-rollback.yml). Writes a pre-commit hook that runs
+    `cfgtool compile`, requirements.txt and a README. Runs `git init` when DIR
+    is in no git repository. Never overwrites a file: it lists the ones it
+    skipped.
 
-    With --add-missing around an existing store, the store is left exactly
-    as it is (no sample nodes, no ACL, no schema: its configs, its rules and
-    its digest do not change); add an ACL in a reviewed change of its own
+    With --add-missing around an existing store, the store is left exactly as
+    it is: no sample nodes, no ACL, no schema. Its configs, its rules and its
+    digest do not change. Add an ACL in a reviewed change of its own
     (docs/access.md, "Rolling it out").
 
     Exit status: 0 done; 2 DIR already holds a store (without --add-missing),

@@ -62,7 +62,7 @@ ListAll = Annotated[
 
 
 def parse_variables(items: Sequence[str] | None) -> dict[str, str]:
-    """`--var NAME=VALUE` options as a mapping; UsageError (exit 2) for anything else or a name given twice."""
+    """`--var NAME=VALUE` options as a mapping. UsageError (exit 2) for anything else or a name given twice."""
     out: dict[str, str] = {}
     for item in items or ():
         name, sep, value = item.partition("=")
@@ -90,9 +90,9 @@ def compile_for(
 ) -> CompileResult:
     """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
 
-    `check` also compiles every other value of every variable and validates schemas and policies (what
-    `compile` reports); queries skip both, since neither changes a resolved config. A compile that takes
-    more than a second shows a progress bar on a terminal, when the command's `--format` is text.
+    `check` also compiles every other value of every variable and validates schemas and policies, as `compile`
+    reports. Queries skip both, since neither changes a resolved config. A compile that takes more than a second
+    shows a progress bar on a terminal, when the command's `--format` is text.
     """
     from cfgtool.cli.progress import terminal_progress
     from cfgtool.compile.compiler import compile_store  # imported by the commands that compile, not at start-up
@@ -126,8 +126,8 @@ def version_number_arg(text: str) -> int:
 
 
 def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | None:
-    """The ref `--ref` or `--version` names (None: the working tree; `current` and `previous`, as either, name
-    that version); both at once is a usage error."""
+    """The ref `--ref` or `--version` names; None is the working tree. `current` and `previous`, as either, name that
+    version. Both at once is a usage error."""
     from cfgtool.versions.names import split_ref, version_spec
 
     cli: CliContext = ctx.obj
@@ -140,8 +140,8 @@ def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | N
 
 
 def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None) -> Reading:
-    """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached
-    (compiled and cached otherwise: `cfgtool.versions.reading`). One of `ref` and `version` is given."""
+    """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached.
+    Otherwise it is compiled and cached (`cfgtool.versions.reading`). One of `ref` and `version` is given."""
     from cfgtool.versions.names import split_ref, version_spec
     from cfgtool.versions.reading import read_at, refuse_invalid
 

@@ -1,8 +1,8 @@
 """A progress bar on stderr for long compiles: only on a terminal, only for text output, only after a second.
 
-The compile library never prints (STYLE): it calls a `Progress` callback with (stage, done, total), and this
-module turns those calls into a rich progress bar. The bar is drawn by hand (no refresh thread: a compile
-forks a worker only when it is the only thread) and removed when the compile ends.
+The compile library never prints (STYLE): it calls a `Progress` callback with (stage, done, total). This module turns
+those calls into a rich progress bar. The bar is drawn by hand and removed when the compile ends. There is no refresh
+thread: a compile forks a worker only when it is the only thread.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ REFRESH_S = 0.1  # at most ten redraws a second
 
 
 class _Bar:
-    """The callback: starts the rich bar once the compile has run for its delay, then redraws it at most
-    every REFRESH_S (and at each new stage)."""
+    """The callback: starts the rich bar once the compile has run for its delay. Then it redraws it at most every
+    REFRESH_S, and at each new stage."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -72,7 +72,7 @@ def _start() -> RichProgress:
 
 @contextmanager
 def terminal_progress(text_output: bool) -> Iterator[Progress | None]:
-    """A progress callback when stderr is a terminal and the output is text for people; else None."""
+    """A progress callback when stderr is a terminal and the output is text for people. Else None."""
     if not (text_output and sys.stderr.isatty()):
         yield None
         return

@@ -1,10 +1,10 @@
 """The query commands of docs/queries.md#the-queries, docs/compile.md: `get`, `explain`, `imports`, `imported-by`,
 `tags` and `datasets`.
 
-`get`, `explain`, `imports` and `tags` compile the nodes KEY needs in a working tree (`cfgtool.compile.query.query_key`)
-and read a commit (`--ref`, `--version`) from its version artifact (`cfgtool.versions.reading`, compiled and
-cached on a miss); `imported-by` and `datasets` read the import graph of every node (`query_graph`). Each
-refuses when there are errors that affect the answer (exit 1), then answers.
+`get`, `explain`, `imports` and `tags` compile the nodes KEY needs in a working tree
+(`cfgtool.compile.query.query_key`). They read a commit (`--ref`, `--version`) from its version artifact
+(`cfgtool.versions.reading`), compiled and cached on a miss. `imported-by` and `datasets` read the import graph of
+every node (`query_graph`). Each refuses when there are errors that affect the answer (exit 1), then answers.
 """
 
 from __future__ import annotations
@@ -93,10 +93,10 @@ def get(
 ) -> None:
     """Print the resolved config of KEY, or the value at PATH in it.
 
-    A key without a node of its own is exit 1, naming a node with a close
-    key: a typo must not read as its ancestor's config. With --nearest it
-    prints the config it inherits from its nearest ancestor, and says so on
-    stderr. A PATH that is not set is exit 1.
+    A key without a node of its own is exit 1, naming a node with a close key.
+    A typo must not read as its ancestor's config. With --nearest it prints
+    the config it inherits from its nearest ancestor, and says so on stderr. A
+    PATH that is not set is exit 1.
 
     Examples:
       cfgtool get /data/tracking/PageViewEvent
@@ -120,8 +120,8 @@ def explain_command(
 ) -> None:
     """Explain a value: which file and line set it, and what it overrode.
 
-    Shows the winning assignment (file:line:col), the values it was built
-    from, the lower layers it overrode, and how each layer of KEY's
+    Shows the winning assignment (file:line:col) and the values it was built
+    from. Also the lower layers it overrode, and how each layer of KEY's
     linearization was reached. A PATH set in no layer is exit 1.
 
     Example:
@@ -224,7 +224,7 @@ def datasets(
     """List the datasets (non-tag nodes) that import TAG, sorted.
 
     A dataset counts when it imports TAG itself or inherits it through an
-    ancestor or another tag; importing a child tag of TAG does not count.
+    ancestor or another tag. Importing a child tag of TAG does not count.
 
     Example:
       cfgtool datasets /tags/priority/HIGH --format json
@@ -247,9 +247,9 @@ def datasets(
 def _answer(
     ctx: typer.Context, text: str, ref: str | None, version: str | None, variables: list[str] | None
 ) -> KeyAnswer:
-    """What a forward query reads about KEY (`text`; BadKeyError: exit 2), refused (exit 1) when errors
-    affect it: errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas,
-    policies) never change a resolved config, so they refuse nothing."""
+    """What a forward query reads about KEY (`text`; BadKeyError: exit 2). Refused (exit 1) when errors affect it:
+    errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas, policies) never change a
+    resolved config, so they refuse nothing."""
     from cfgtool.compile.query import key_at, query_key
 
     cli: CliContext = ctx.obj
@@ -263,8 +263,8 @@ def _answer(
 
 
 def _note_working_tree(answer: KeyAnswer) -> None:
-    """Say on stderr that a working tree answered when the current version may answer otherwise (as `compile`
-    names its source): a reader who meant the published config adds --version current."""
+    """Say on stderr that a working tree answered when the current version may answer otherwise, as `compile` names
+    its source. A reader who meant the published config adds --version current."""
     from cfgtool.compile.compiler import CompileResult
     from cfgtool.versions.tags import unlike_current
 
@@ -285,9 +285,9 @@ def _note_working_tree(answer: KeyAnswer) -> None:
 def _graph(
     ctx: typer.Context, text: str, ref: str | None, version: str | None, variables: list[str] | None
 ) -> tuple[GraphAnswer, str]:
-    """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2), refused
-    (exit 1) when the graph has errors: any error of the store's includes, discovery or settings can change
-    who imports what (a `main.conf` cannot)."""
+    """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2). Refused (exit 1)
+    when the graph has errors. Any error of the store's includes, discovery or settings can change who imports what.
+    A `main.conf` cannot."""
     from cfgtool.compile.query import query_graph
     from cfgtool.store.keys import normalize_key
 
@@ -299,9 +299,9 @@ def _graph(
 
 
 def _refuse(key: str | None, errors: list[Diagnostic], total: int | None = None) -> None:
-    """CfgtoolError (exit 1) naming the first of `errors` by place (then code and message), if any. `total`:
-    the errors of the whole store this read found (None: it read only what the key needs), so the count says
-    why it differs from `cfgtool compile`'s."""
+    """CfgtoolError (exit 1) naming the first of `errors` by place (then code and message), if any. `total`: the
+    errors of the whole store this read found (None: it read only what the key needs). So the count says why it
+    differs from `cfgtool compile`'s."""
     if not errors:
         return
     first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0, d.code, d.message))
@@ -359,8 +359,8 @@ def _path(text: str) -> str:
 
 def _note_phantom(key: str, node: str, exists: bool, answer: KeyAnswer) -> bool:
     """Say on stderr when KEY has no node and the answer comes from its nearest ancestor
-    (docs/resolution.md#keys-without-a-node), and name a node with a close key: a typo reads as a valid,
-    inherited answer otherwise."""
+    (docs/resolution.md#keys-without-a-node). Also name a node with a close key. A typo reads as a valid, inherited
+    answer otherwise."""
     if not exists:
         typer.echo(f"cfgtool: note: {key} has no node; it inherits everything from {node}", err=True)
         near = answer.near_node()

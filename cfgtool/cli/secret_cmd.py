@@ -44,12 +44,12 @@ def set_command(
     """Seal a value from standard input for KEY's PATH and write it into KEY's main.conf.
 
     The value is sealed with age to the recipients in the store's _RECIPIENTS;
-    only their identities can open it. Every existing assignment of PATH in the file
-    is replaced in place, whatever its form (quoted, unquoted, triple-quoted);
-    otherwise a line is added. A PATH that no schema selecting KEY marks
-    writeOnly is refused (exit 2). Commit the file as usual.
-    A trailing newline of the input is dropped. On a terminal, the value is asked
-    for without echo.
+    only their identities can open it. Every existing assignment of PATH in
+    the file is replaced in place, whatever its form (quoted, unquoted,
+    triple-quoted). Otherwise a line is added. A PATH that no schema selecting
+    KEY marks writeOnly is refused (exit 2). Commit the file as usual. A
+    trailing newline of the input is dropped. On a terminal, the value is
+    asked for without echo.
 
     Examples:
       printf %s "$DB_PASSWORD" | cfgtool secret set /data/databases/orders db.password

@@ -1,4 +1,4 @@
-"""`cfgtool serve` and `cfgtool token add|list|revoke` (docs/serving.md, docs/access.md): serve published
+"""`cfgtool serve` and `cfgtool token add|list|revoke` (docs/serving.md, docs/access.md). They serve published
 versions over HTTP, and manage the bearer tokens it accepts."""
 
 from __future__ import annotations
@@ -172,16 +172,16 @@ def serve_command(
     applies at once. Stop it with SIGTERM or Ctrl-C: waiting long polls are
     answered first. Without --tokens it listens on loopback only. With
     --tokens, /metrics needs a token too and shows the stores its principal
-    may describe (--public-metrics opens it to a trusted scraper).
+    may describe. --public-metrics opens it to a trusted scraper.
 
     A read-only browser console is at /ui/ (docs/console.md); with --tokens,
     people sign in by pasting a token once.
 
     Every request is logged as one JSON line (stderr, or --access-log FILE).
-    Limits: 16 KB of request line and headers (431), 10 s for a request to
-    arrive (408), --max-connections open connections (when all are taken, a
-    newcomer takes the place of one never answered), --max-client-connections
-    of one address and 100 waiting long polls per principal (429),
+    Limits: 16 KB of request line and headers (431). 10 s for a request to
+    arrive (408). --max-connections open connections; when all are taken, a
+    newcomer takes the place of one never answered. --max-client-connections
+    of one address, and 100 waiting long polls per principal (429).
     1,024-character keys (414).
 
     Examples:
@@ -226,9 +226,10 @@ def token_add(
 ) -> None:
     """Create a bearer token for PRINCIPAL and print it (once: only its SHA-256 is kept).
 
-    The token is 256 random bits; the token's principal is checked against each store's ACL:
-    read for configs and explain, describe for the other queries. A running server reads the
-    changed file within its --fetch-interval.
+    The token is 256 random bits. The token's principal is checked against
+    each store's ACL: read for configs and explain, describe for the other
+    queries. A running server reads the changed file within its
+    --fetch-interval.
 
     Example:
       cfgtool token add User:dashboard --tokens /etc/cfgtool/tokens.json
@@ -245,8 +246,9 @@ def token_add(
 def token_list(tokens: TokensFile, fmt: QueryFmt = QueryFormat.TEXT) -> None:
     """List the tokens of FILE: id, principal, created, hash kind (never a secret or a hash).
 
-    Kind `scrypt` marks a token made by an older cfgtool: it still works, but each new
-    connection's first check costs an scrypt run; replace it with `token add` and revoke it.
+    Kind `scrypt` marks a token made by an older cfgtool. It still works, but
+    each new connection's first check costs an scrypt run. Replace it with
+    `token add` and revoke it.
 
     Examples:
       cfgtool token list --tokens /etc/cfgtool/tokens.json

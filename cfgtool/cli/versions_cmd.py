@@ -99,21 +99,21 @@ def publish_command(
 
     Refuses when REF has compile or validation errors. Publishes nothing when
     the snapshot is identical to the current version's. With --remote, fetches
-    that remote's version tags first and pushes the new tag without force; if
+    that remote's version tags first and pushes the new tag without force. If
     another publisher took the number meanwhile, it recomputes and retries.
 
     Restoring an old version is publishing it again: a new version on its commit.
 
     Rollbacks stick: refuses when REF still holds a value that a rolled-back
-    version introduced (a value that differs between it and the good version
-    below it), and lists each one (key, path, the rolled-back and the good
-    value, the version and why). A later, different change to that value is
-    fine, and the watch on it ends once a version published after the rollback
+    version introduced. Such a value differs between it and the good version
+    below it. Each one is listed: key, path, the rolled-back and the good
+    value, the version and why. A later, different change to that value is
+    fine. The watch on it ends once a version published after the rollback
     holds another value there. Revert the change on the branch, or pass
     --allow-rolled-back to publish the values on purpose (the tag records it).
 
     Without --ref, publishes HEAD and refuses while the store has uncommitted
-    changes (they would not be in the version): commit them, or pass --ref.
+    changes, which would not be in the version. Commit them, or pass --ref.
 
     Exit status: 0 published (or nothing to publish, or a dry run), 1 refused
     (config errors, rolled-back values, uncommitted store changes, or the remote
@@ -226,27 +226,28 @@ def rollback_command(
     """Withdraw a bad version: mark it rolled back (tag config/rolledback/vN).
 
     Nothing is deleted: processes already running on the version keep reading
-    it; new readers get the highest version that is not rolled back. Refuses
-    when no good version would remain, or when the version is already rolled back.
+    it. New readers get the highest version that is not rolled back. Refuses
+    when no good version would remain, or when the version is already rolled
+    back.
 
     Then revert the bad change on the branch you publish from (git revert) and
-    publish that: rollbacks stick, so publish refuses any ref that still holds
-    a value the rolled-back version introduced until the revert is published.
-    Change-aware policies (e.g. partitions may only grow) do not judge a
-    change that returns such values to the good version's
+    publish that. Rollbacks stick: until the revert is published, publish
+    refuses any ref that still holds a value the rolled-back version
+    introduced. Change-aware policies (e.g. partitions may only grow) do not
+    judge a change that returns such values to the good version's
     (W_POLICY_SKIPPED_REVERT). A rollback killed midway is finished by running
     the same command again (same reason).
 
-    Rolling back N when it is not the current version needs --not-current:
-    without it, nothing changes (exit 2) and the message names N's values
-    that the current version still holds, which the next publish would
-    refuse until they are reverted.
+    Rolling back N when it is not the current version needs --not-current.
+    Without it, nothing changes (exit 2). The message names N's values that
+    the current version still holds. The next publish would refuse them until
+    they are reverted.
 
-    A rollback made by mistake is undone with --cancel N: the marker
-    config/restored/vN (no tag is deleted) makes N good again (current again
-    when it is the highest) and ends its watch. Marker names are never reused,
-    so a version whose rollback was cancelled cannot be rolled back again:
-    publish a revert instead.
+    A rollback made by mistake is undone with --cancel N. The marker
+    config/restored/vN (no tag is deleted) makes N good again and ends its
+    watch. N is current again when it is the highest. Marker names are never
+    reused, so a version whose rollback was cancelled cannot be rolled back
+    again: publish a revert instead.
 
     Exit status: 0 rolled back (or restored), 1 refused (or the remote rejected
     the marker), 2 usage error (e.g. an unknown version, or N is not current).
@@ -327,7 +328,7 @@ def versions_command(
 
 
 def render_refused(refused: PublishRefused, fmt: OutputFormat, *, every: bool = False) -> str:
-    """The problems that stopped a publish: text like `cfgtool compile` (the first causes, or `every` one), or
+    """The problems that stopped a publish. As text, like `cfgtool compile`: the first causes, or `every` one. Else
     the publish object with all of them."""
     result = refused.result
     if fmt is OutputFormat.JSON:
@@ -388,8 +389,8 @@ MIN_PUBLISHER = 8
 
 
 def terminal_width() -> int | None:
-    """The width to fit the table to: `COLUMNS` when set, else the terminal's; None (cut nothing) when the
-    output goes to a file or a pipe."""
+    """The width to fit the table to: `COLUMNS` when set, else the terminal's. None (cut nothing) when the output
+    goes to a file or a pipe."""
     import os
     import shutil
     import sys
@@ -402,8 +403,8 @@ def terminal_width() -> int | None:
 def render_versions(shown: Sequence[Version], total: int, width: int | None = None) -> str:
     """One row per version (rolled-back ones followed by who, when and why); a note when some are hidden.
 
-    Lines wider than `width` (None: no limit) are fitted to it: the message is cut first, down to
-    MIN_MESSAGE characters, then the publisher, down to MIN_PUBLISHER; what fits is never cut."""
+    Lines wider than `width` (None: no limit) are fitted to it. The message is cut first, down to MIN_MESSAGE
+    characters. Then the publisher is, down to MIN_PUBLISHER. What fits is never cut."""
     if not shown:
         return "no version has been published yet (cfgtool publish creates version 1)\n"
     rows = [("VERSION", "DATE", "COMMIT", "STATUS")]
