@@ -1,5 +1,5 @@
-"""`Arguments`, what `cfgtool agent` is asked as its options are written, and `start`, which checks them, builds
-the agent's `Options` and runs it: once, or following the server until SIGTERM or SIGINT."""
+"""`Arguments` is what `cfgtool agent` is asked, as its options are written. `start` checks them, builds the agent's
+`Options` and runs it. It runs once, or follows the server until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ STOP_TIMEOUT = 10.0  # seconds given to a swap or reload under way when the agen
 
 @dataclass(frozen=True)
 class Arguments:
-    """The options of `cfgtool agent` as given (docs/agent.md): file and template specs, signal names and keys
-    still as text, the token as the file that holds it."""
+    """The options of `cfgtool agent` as given (docs/agent.md). File and template specs, signal names and keys are
+    still text. The token is the file that holds it."""
 
     server: str
     store: str
@@ -98,8 +98,8 @@ class Arguments:
 
 
 def start(arguments: Arguments) -> None:
-    """Check `arguments` and run the agent, logging to stderr: with `once`, write the current version and
-    return; else follow the server until SIGTERM or SIGINT (a swap under way is finished, a long poll cut)."""
+    """Check `arguments` and run the agent, logging to stderr. With `once`, write the current version and return.
+    Else follow the server until SIGTERM or SIGINT: a swap under way is finished, a long poll cut."""
     options = arguments.options()
     _log_to_stderr()
     agent = Agent(options)
@@ -111,8 +111,8 @@ def start(arguments: Arguments) -> None:
 
 
 def _follow(agent: Agent) -> None:
-    """Follow the server on a worker thread while the main thread only waits, so a signal never lands in the
-    middle of a swap; the worker's error is raised again here, the one place that reports errors."""
+    """Follow the server on a worker thread while the main thread only waits. So a signal never lands in the middle
+    of a swap. The worker's error is raised again here, the one place that reports errors."""
     stop = threading.Event()
 
     def stopping(signum: int, frame: object) -> None:

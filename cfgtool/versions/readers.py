@@ -87,9 +87,9 @@ def seen_before(known: History, skip: Collection[int] = ()) -> dict[int, int | N
 
 
 def marker_after(known: History, marker: Tag, n: int, dated: _Dated | None = None) -> int:
-    """The highest version published before `marker` (of version N, so at least N): the `after` its metadata
-    records, else (a marker made by hand) the highest version tagged before the marker's date (`dated`:
-    `_dated(known)`, when already at hand)."""
+    """The highest version published before `marker` (of version N, so at least N). That is the `after` its metadata
+    records. For a marker made by hand, it is the highest version tagged before the marker's date. `dated` is
+    `_dated(known)`, when already at hand."""
     after = marker.metadata.get("after")
     if not isinstance(after, int) or isinstance(after, bool):
         dates, highest = dated if dated is not None else _dated(known)

@@ -67,9 +67,9 @@ def read_at(
 def refuse_invalid(
     repo: Path | None, store: str | Path, reading: Reading, version: int | str, variables: Mapping[str, str]
 ) -> None:
-    """CfgtoolError (exit 1) naming the first schema or policy error of a published version: a version made by
-    hand without `publish`'s checks is never applied (the server and `ConfigClient` skip it), so its values are
-    not printed as if it were. The check is the one they run, cached per commit."""
+    """CfgtoolError (exit 1) naming the first schema or policy error of a published version. A version made by hand
+    without `publish`'s checks is never applied: the server and `ConfigClient` skip it. So its values are not printed
+    as if it were. The check is the one they run, cached per commit."""
     commit = reading.snapshot.source.commit
     if commit is None:
         return
