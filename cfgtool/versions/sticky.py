@@ -165,12 +165,7 @@ def watches(
     below it introduced nothing that can be told apart, so it has no watch.
     """
     cache = cache if cache is not None else cache_root()
-    loaded: dict[str, _Version] = {}
-
-    def load(commit: str) -> _Version:
-        if commit not in loaded:
-            loaded[commit] = _Version(root, store, commit, cache)
-        return loaded[commit]
+    load = _loader(root, store, cache)
 
     markers = known.markers
     numbers = known.numbers
@@ -200,6 +195,18 @@ def watches(
     return found
 
 
+def _loader(root: Path, store: str | Path, cache: Path) -> Callable[[str], _Version]:
+    """A reader of the version at a commit that opens each commit once."""
+    loaded: dict[str, _Version] = {}
+
+    def load(commit: str) -> _Version:
+        if commit not in loaded:
+            loaded[commit] = _Version(root, store, commit, cache)
+        return loaded[commit]
+
+    return load
+
+
 def _introduced_over(
     cache: Path, store: str | Path, good: str, bad: str, load: Callable[[str], _Version]
 ) -> list[tuple[str, str, Any, Any]]:
@@ -220,12 +227,7 @@ def still_held(root: Path, store: str | Path, known: History, n: int, *, cache: 
     if current is None or current == n or not below:
         return []
     cache = cache if cache is not None else cache_root()
-    loaded: dict[str, _Version] = {}
-
-    def load(commit: str) -> _Version:
-        if commit not in loaded:
-            loaded[commit] = _Version(root, store, commit, cache)
-        return loaded[commit]
+    load = _loader(root, store, cache)
 
     pairs = _introduced_over(cache, store, known.tag(below[-1]).commit, known.tag(n).commit, load)
     snapshot = load(known.tag(current).commit).snapshot
