@@ -22,6 +22,8 @@ import errors, a class that is not a Policy, a `configure` that rejects its sett
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import sys
 import traceback
@@ -162,6 +164,7 @@ def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | Non
         sys.dont_write_bytecode = True
     sys.path.insert(0, root)
     _forget_finders(root)
+    _claim_namespace(root, top)
     try:
         yield
     finally:
@@ -174,6 +177,17 @@ def _repository_on_path(repo_root: Path, module_name: str, work_tree: Path | Non
             sys.modules.pop(name, None)
         sys.modules.update(stashed)
         _forget_finders(root)
+
+
+def _claim_namespace(root: str, top: str) -> None:
+    """Make `top` the repository's own when it is a directory without `__init__.py` there (a namespace package).
+    Python prefers a regular package of that name anywhere on `sys.path`, even after `root`. The repository's policy
+    modules would then not be found, or another package's imported in their place."""
+    if top in sys.modules or (Path(root, top, "__init__.py")).exists():
+        return
+    spec = importlib.machinery.PathFinder.find_spec(top, [root])
+    if spec is not None and spec.loader is None and spec.submodule_search_locations:
+        sys.modules[top] = importlib.util.module_from_spec(spec)
 
 
 def _forget_finders(root: str) -> None:

@@ -503,6 +503,28 @@ def test_load_policies_a_policies_package_imported_elsewhere_does_not_shadow(tmp
         sys.modules.update(saved)
 
 
+def test_load_policies_a_namespace_package_of_the_repository_beats_a_regular_one_elsewhere(tmp_path: Path) -> None:
+    """A repository's `policies/` without `__init__.py` is still the one imported. Python would prefer a regular
+    `policies` package anywhere on `sys.path`, such as a checkout of cfgtool's own examples."""
+    make_policy_repo(tmp_path / "elsewhere", "elsewhere")
+    make_policy_repo(tmp_path / "repo", "repo")
+    (tmp_path / "repo" / "policies" / "__init__.py").unlink()
+    sys.path.append(str(tmp_path / "elsewhere"))
+    saved = {n: m for n, m in sys.modules.items() if n == "policies" or n.startswith("policies.")}
+    try:
+        for name in saved:
+            del sys.modules[name]
+        loaded, diags = load_policies([PolicySpec("policies.check:Check")], tmp_path / "repo")
+        assert diags == []
+        assert type(loaded[0].policy).VALUE == "repo"  # type: ignore[attr-defined]
+        assert "policies" not in sys.modules
+    finally:
+        sys.path.remove(str(tmp_path / "elsewhere"))
+        for name in [n for n in sys.modules if n == "policies" or n.startswith("policies.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
 # ------------------------------------------------------------------------------------------- embedded store
 
 
