@@ -33,6 +33,18 @@ _PORT = re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)")
 START_TIMEOUT = 60.0
 
 
+SIZE_SCHEMA = """\
+$schema: https://json-schema.org/draft/2020-12/schema
+x-cfgtool:
+  applies_to:
+    keys: ["/data/*"]
+type: object
+properties:
+  size: {type: integer, maximum: 10}
+"""
+"""A schema for `small`: every dataset's `size` at most 10, so a version with a larger one does not validate."""
+
+
 class Server(Process):
     """A running `cfgtool serve` process: `url`, `port`, `stop()`, `log()` (its stderr so far)."""
 

@@ -16,7 +16,7 @@ import httpx
 
 from cfgtool.store.urls import redact
 from tests.conftest import GitRepo
-from tests.serve.conftest import SMALL, StartServer, cfgtool_command, cli_command, publish_change
+from tests.serve.conftest import SIZE_SCHEMA, SMALL, StartServer, cfgtool_command, cli_command, publish_change
 
 ACL = """\
 super_users: [User:admin]
@@ -187,16 +187,7 @@ def test_explain_hides_the_layers_the_principal_may_not_describe(
 def test_a_tag_with_schema_errors_is_never_served_and_healthz_names_it_to_super_users(
     small: GitRepo, start_server: StartServer, tmp_path: Path
 ) -> None:
-    schema = """\
-$schema: https://json-schema.org/draft/2020-12/schema
-x-cfgtool:
-  applies_to:
-    keys: ["/data/*"]
-type: object
-properties:
-  size: {type: integer, maximum: 10}
-"""
-    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": schema,
+    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SIZE_SCHEMA,
              "store/_ACL.yaml": KEYS_ACL}  # fmt: skip
     publish_change(small, files, "a schema")
     small.write({"store/data/b/main.conf": "size = 99\n"})

@@ -21,19 +21,9 @@ from cfgtool import ConfigClient, HttpConfigClient
 from cfgtool.versions import rollback
 from cfgtool.versions.artifact_rows import RowSeal
 from tests.conftest import GitRepo
-from tests.serve.conftest import StartServer, publish_change
+from tests.serve.conftest import SIZE_SCHEMA, StartServer, publish_change
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
-
-SCHEMA = """\
-$schema: https://json-schema.org/draft/2020-12/schema
-x-cfgtool:
-  applies_to:
-    keys: ["/data/*"]
-type: object
-properties:
-  size: {type: integer, maximum: 10}
-"""
 
 # Every cache directory a reader fills, by the start of its name, and what checks its entries.
 KNOWN = {
@@ -75,7 +65,7 @@ ATTACKS: dict[str, Callable[[bytes], bytes]] = {
 def scene(small: GitRepo) -> GitRepo:
     """v2 adds a schema (size at most 10) and sets /data/b size = 3; v3, tagged by hand, sets it to 5000 (it does
     not validate); v4 sets 4 and is rolled back; the branch still holds 4, with an unrelated change."""
-    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SCHEMA}
+    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SIZE_SCHEMA}
     publish_change(small, {**files, "store/data/b/main.conf": "size = 3\n"}, "a schema")
     small.write({"store/data/b/main.conf": "size = 5000\n"})
     small.commit("too big")

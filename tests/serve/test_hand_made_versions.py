@@ -13,25 +13,15 @@ import pytest
 
 from cfgtool.client.local import ConfigClient, SkippedVersionWarning, VersionHasErrors
 from tests.conftest import GitRepo
-from tests.serve.conftest import publish_change
+from tests.serve.conftest import SIZE_SCHEMA, publish_change
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
-
-SCHEMA = """\
-$schema: https://json-schema.org/draft/2020-12/schema
-x-cfgtool:
-  applies_to:
-    keys: ["/data/*"]
-type: object
-properties:
-  size: {type: integer, maximum: 10}
-"""
 
 
 @pytest.fixture
 def bad_current(small: GitRepo) -> GitRepo:
     """Version 2 adds a schema (size at most 10); version 3, tagged by hand, sets /data/b size = 5000."""
-    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SCHEMA}
+    files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SIZE_SCHEMA}
     publish_change(small, {**files, "store/data/b/main.conf": "size = 3\n"}, "a schema")
     small.write({"store/data/b/main.conf": "size = 5000\n"})
     small.commit("too big")
