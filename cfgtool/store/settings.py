@@ -25,6 +25,7 @@ from cfgtool._util.yamlmarks import duplicate_keys, mark
 from cfgtool.diagnostics import Diagnostic
 from cfgtool.errors import UsageError
 from cfgtool.store.keys import BadKeyError, normalize_key
+from cfgtool.store.rollout_plan import PlanError, RolloutPlan, plan
 
 if TYPE_CHECKING:
     import jsonschema
@@ -64,6 +65,7 @@ class Settings:
     schemas: str | None = None
     policies: tuple[PolicySpec, ...] = ()
     acl: str | None = None  # the ACL file, relative to the store root (docs/access.md#the-acl); None: ACL_FILE
+    rollout: RolloutPlan | None = None  # None: every version reaches every reader at once
 
     def schemas_dir(self, store_dir: str) -> str | None:
         """The schemas directory relative to the repository root, given the store's repo-relative dir."""
@@ -169,6 +171,12 @@ def _build(
         kwargs["variables"] = MappingProxyType(variables)
     if "policies" in ok:
         kwargs["policies"] = tuple(_policy(p) for p in ok["policies"])
+    if "rollout" in ok:
+        try:
+            kwargs["rollout"] = plan(ok["rollout"])
+        except PlanError as err:
+            where = ("rollout", *err.path)
+            diags.append(_at(root, where, file, f"setting {_name(where)}: {err.message}"))
     defaults = Settings()
     version = kwargs.get("version_tag_prefix", defaults.version_tag_prefix)
     if version == kwargs.get("rollback_tag_prefix", defaults.rollback_tag_prefix):
@@ -199,12 +207,13 @@ def _schema_diagnostics(error: jsonschema.ValidationError, root: yaml.Node, file
         yield _at(root, path, file, f"setting {_name(path)}: must be {shape}")
         return
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = list(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        known = list(schema.get("properties", {}))
+        what = schema.get("x-unknown", "unknown field" if path else "unknown setting")
         for extra in error.instance:
             if extra in known:
                 continue
             where = (*path, extra)
-            what = "unknown setting" if not path else "unknown field"
             close = difflib.get_close_matches(str(extra), known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             if not close and known:
@@ -225,6 +234,9 @@ def _schema_diagnostics(error: jsonschema.ValidationError, root: yaml.Node, file
         message = f"missing {', '.join(missing)}"
     elif error.validator == "pattern" and isinstance(error.schema, dict) and "x-message" in error.schema:
         message = f"{error.instance!r} {error.schema['x-message']}"
+    elif isinstance(error.schema, dict) and str(error.validator) in error.schema.get("x-messages", {}):
+        custom = error.schema["x-messages"][str(error.validator)]
+        message = custom if isinstance(error.instance, (dict, list)) else f"{error.instance!r} {custom}"
     else:
         message = error.message
     if "propertyNames" in error.schema_path:  # point at the offending key itself
@@ -239,13 +251,17 @@ _ARTICLE = {
     "object": "a mapping",
     "integer": "an integer",
     "string or integer": "a string or an integer",
+    "string or number": "a string or a number",
+    "number": "a number",
 }
 
 
 def _kind(value: object) -> str:
     """The YAML kind of a value, for type messages."""
-    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
+    return "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+
+
+_KINDS = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
 
 
 def _name(path: Iterable[object]) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
+from cfgtool.store.rollout_plan import CommandGate, ConsumersGate, PrometheusGate, RolloutPlan
 from cfgtool.store.settings import (
     PolicySpec,
     Settings,
@@ -157,3 +158,105 @@ def test_assignments_cover_every_declared_value_with_given_ones_fixed() -> None:
     ]
     assert assignments(variables, ["a", "b"], {"b": "y"}) == [{"b": "y", "a": "1"}, {"b": "y", "a": "2"}]
     assert assignments(variables, []) == [{}]
+
+
+ROLLOUT = """\
+rollout:
+  steps: [5, 25, 100]
+  step_time: 10m
+  bake: 1h
+  min_reports: 2
+  gates:
+    - consumers: {max_failed: 0}
+    - prometheus: {url: 'http://prom:9090', query: 'sum(rate(app_errors_total[1m]))', max: 0.5}
+    - command: {run: ./scripts/health.sh, timeout: 90}
+"""
+
+
+def test_parse_settings_rollout_plan_with_every_gate_kind() -> None:
+    settings, diags = parse_settings(ROLLOUT, FILE)
+    assert diags == []
+    assert settings.rollout == RolloutPlan(
+        steps=(5, 25, 100),
+        step_time=600.0,
+        bake=3600.0,
+        min_reports=2,
+        gates=(
+            ConsumersGate(max_failed=0),
+            PrometheusGate("http://prom:9090", "sum(rate(app_errors_total[1m]))", 0.5),
+            CommandGate("./scripts/health.sh", 90.0),
+        ),
+    )
+
+
+def test_parse_settings_rollout_defaults_and_no_plan() -> None:
+    assert parse_settings("name: demo\n", FILE)[0].rollout is None
+    settings, diags = parse_settings("rollout: {steps: [100]}\n", FILE)
+    assert diags == []
+    assert settings.rollout == RolloutPlan(steps=(100,), step_time=600.0, bake=600.0, min_reports=1, gates=())
+
+
+@pytest.mark.parametrize(
+    ("steps", "col", "message"),
+    [
+        ("[5, 5, 100]", 14, "setting 'rollout.steps[1]': must increase strictly: 5 follows 5; e.g. [5, 25, 100]"),
+        ("[50, 25, 100]", 15, "setting 'rollout.steps[1]': must increase strictly: 25 follows 50; e.g. [5, 25, 100]"),
+        ("[5, 50]", 14, "setting 'rollout.steps[1]': must end at 100 (every instance), not 50: add 100"),
+        ("[0, 100]", 11, "setting 'rollout.steps[0]': 0 is not a percent from 1 to 100"),
+        ("[5, 101]", 14, "setting 'rollout.steps[1]': 101 is not a percent from 1 to 100"),
+        ("[]", 10, "setting 'rollout.steps': must list at least one percent, e.g. [5, 25, 100]"),
+        ("[5, x, 100]", 14, "setting 'rollout.steps[1]': must be an integer, not a string"),
+    ],
+)
+def test_parse_settings_bad_rollout_steps_point_at_the_step(steps: str, col: int, message: str) -> None:
+    settings, diags = parse_settings(f"rollout:\n  steps: {steps}\n", FILE)
+    assert [(d.code, d.line, d.col, d.message) for d in diags] == [("E_SETTINGS", 2, col, message)]
+    assert settings.rollout is None
+
+
+def test_parse_settings_bad_rollout_durations_and_counts() -> None:
+    text = "rollout:\n  steps: [100]\n  step_time: 10d\n  bake: -1\n  min_reports: -2\n"
+    duration = "is not a duration: seconds, or a number with s, m or h (30s, 10m, 1h)"
+    assert errors(text) == [
+        (3, 14, f"setting 'rollout.step_time': '10d' {duration}"),
+        (4, 9, "setting 'rollout.bake': -1 is not a duration: it must be 0 or more"),
+        (5, 16, "setting 'rollout.min_reports': -2 must be 0 or more"),
+    ]
+    assert errors("rollout:\n  steps: [100]\n  bake: 800h\n") == [
+        (3, 9, "setting 'rollout.bake': '800h' is out of range: from 0 to 30 days (720h)")
+    ]
+    assert errors("rollout:\n  steps: [100]\n  gates:\n    - command: {run: x, timeout: 0s}\n") == [
+        (4, 34, "setting 'rollout.gates[0].command.timeout': must be more than 0 seconds, e.g. 60s")
+    ]
+
+
+def test_parse_settings_bad_rollout_gates_name_the_gate_and_the_fix() -> None:
+    text = """\
+rollout:
+  steps: [100]
+  stepz: 1
+  gates:
+    - promethus: {url: 'http://p:9090'}
+    - {}
+    - consumers: {max_failed: 1}
+      command: {run: x}
+    - prometheus: {url: 'ftp://p', query: q, max: 1, min: 0}
+    - command: {}
+    - consumers: {max_failed: -1}
+"""
+    kinds = "a gate has exactly one kind: consumers, prometheus or command"
+    assert errors(text) == [
+        (3, 3, "unknown field 'rollout.stepz' (did you mean 'steps'?)"),
+        (5, 7, "unknown gate kind 'rollout.gates[0].promethus' (did you mean 'prometheus'?)"),
+        (6, 7, f"setting 'rollout.gates[1]': {kinds}"),
+        (7, 7, f"setting 'rollout.gates[2]': {kinds}; write each as its own list item"),
+        (
+            9,
+            25,
+            "setting 'rollout.gates[3].prometheus.url': 'ftp://p' is not an http:// or https:// URL, "
+            "e.g. http://prometheus:9090",
+        ),
+        (9, 54, "unknown field 'rollout.gates[3].prometheus.min' (known: url, query, max)"),
+        (10, 16, "setting 'rollout.gates[4].command': missing 'run'"),
+        (11, 31, "setting 'rollout.gates[5].consumers.max_failed': -1 must be 0 or more"),
+    ]
