@@ -29,7 +29,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("compile",),
     ("versions",),
     ("client",),
-    ("serve", "spark", "agent", "scaffold", "edit"),
+    ("serve", "spark", "agent", "scaffold", "edit", "rollout"),
     ("console",),  # mounted into the server: it reads serve's versions in memory
     ("cli",),
     ("__main__", "__init__"),

@@ -1,0 +1,197 @@
+"""The gates of a rollout step against real parts: the consumers reports of real `cfgtool serve` processes, a real
+Prometheus scraping metrics this test controls, and real commands (docs/rollout.md "Gates")."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cfgtool import HttpConfigClient
+from cfgtool.client.http import Check, report_applied
+from cfgtool.rollout.gates import (
+    GateResult,
+    Step,
+    command_gate,
+    consumers_gate,
+    evaluate,
+    prometheus_gate,
+    read_reports,
+    verdict,
+)
+from tests.conftest import GitRepo
+from tests.rollout.conftest import PrometheusServer, needs_prometheus
+from tests.serve.conftest import StartServer
+
+
+def cohort(*hosts: str) -> Callable[[str], bool]:
+    """A cohort of the instances whose id, up to the first `:`, is one of `hosts`."""
+    return lambda instance: instance.partition(":")[0] in hosts
+
+
+def closed_url() -> str:
+    """The URL of a loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_a_gate_result_is_json_and_the_verdict_takes_the_worst() -> None:
+    ok, unsure, bad = GateResult("g", "pass", "d"), GateResult("g", "inconclusive", "d"), GateResult("g", "fail", "d")
+    assert bad.to_json() == {"gate": "g", "result": "fail", "detail": "d"}
+    assert verdict([ok, unsure, bad]) == "fail"
+    assert verdict([ok, unsure]) == "inconclusive"
+    assert verdict([ok, ok]) == verdict([]) == "pass"
+
+
+# -- consumers ------------------------------------------------------------------------------------------------------
+
+
+def test_consumers_gate_sums_the_reports_of_two_servers(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    one, two = start_server(small.root), start_server(small.root)
+    # web-1 reads version 1 through one server (a plain client: it read it, it reported nothing)
+    HttpConfigClient(one.url, "small", instance="web-1:10", cache_dir=tmp_path / "c")
+    report_applied(one.url, "small", 1, Check(1, True), instance="web-2:20")
+    report_applied(one.url, "small", None, Check(1, False, "exit 1"), instance="web-3:30")
+    report_applied(two.url, "small", None, Check(1, False, "exit 1"), instance="web-9:90")
+    report_applied(two.url, "small", None, Check(1, False, "exit 1"), instance="out-1:1")  # not in the cohort
+    # web-4 failed on one server, then passed on the other: the newest report wins, and it counts once
+    report_applied(one.url, "small", None, Check(1, False, "exit 1"), instance="web-4:40")
+    time.sleep(1.1)  # reports are dated to the second
+    report_applied(two.url, "small", 1, Check(1, True), instance="web-4:40")
+    reports = read_reports([one.url, two.url], "small")
+    assert [r.error for r in reports] == [None, None]
+    admitted = cohort("web-1", "web-2", "web-3", "web-4", "web-9")
+
+    failed = consumers_gate(reports, 1, admitted, min_reports=2, max_failed=1)
+    assert failed == GateResult("consumers", "fail", "2 of 4 instances failed --check on version 1: web-3:30, web-9:90")
+    passed = consumers_gate(reports, 1, admitted, min_reports=2, max_failed=2)
+    assert passed == GateResult("consumers", "pass", "2 of 4 instances failed --check on version 1")
+    # nobody is on version 2 yet: too few reports, the step holds
+    none = consumers_gate(reports, 2, admitted, min_reports=1, max_failed=0)
+    assert none.result == "inconclusive" and none.detail.startswith("0 of 1 reports needed")
+    # the same through evaluate, as a plan names the gate
+    step = Step("small", 1, 25, admitted, min_reports=2, reports=reports)
+    assert evaluate([{"consumers": {"max_failed": 1}}], step) == [failed]
+
+
+def test_consumers_gate_never_passes_without_every_server(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(small.root)
+    for n in range(12):
+        report_applied(server.url, "small", None, Check(1, False, "exit 1"), instance=f"web-{n:02}:1")
+    report_applied(server.url, "small", 1, Check(1, True), instance="api-1:1")
+    dead = closed_url()
+    reports = read_reports([server.url, dead], "small")
+    assert reports[1].listing is None and reports[1].error
+
+    good = consumers_gate(reports, 1, cohort("api-1"), min_reports=1, max_failed=0)
+    assert good.result == "inconclusive"
+    assert good.detail.startswith("0 of 1 instances failed --check on version 1, but a server cannot be read")
+    assert dead in good.detail
+    # failures seen on the servers that answered are failures all the same: at most 10 ids are named
+    bad = consumers_gate(reports, 1, cohort(*(f"web-{n:02}" for n in range(12))), min_reports=1, max_failed=0)
+    assert bad.result == "fail"
+    assert bad.detail.endswith(": " + ", ".join(f"web-{n:02}:1" for n in range(10)) + " and 2 more")
+    assert consumers_gate(read_reports([dead], "small"), 1, cohort("api-1"), 0, 0).result == "inconclusive"
+    assert consumers_gate([], 1, cohort("api-1"), 0, 0).result == "inconclusive"
+
+
+# -- prometheus -----------------------------------------------------------------------------------------------------
+
+
+@needs_prometheus
+def test_prometheus_gate_sums_a_vector_against_its_maximum(prometheus: PrometheusServer) -> None:
+    prometheus.metrics.set('gate_errors{pod="a"}', 0.5)
+    prometheus.metrics.set('gate_errors{pod="b"}', 0.33)
+    prometheus.wait_for("gate_errors", 0.83)
+    query = "sum(gate_errors)"
+    assert prometheus_gate(prometheus.url, query, 0.5) == GateResult("prometheus", "fail", f"{query} = 0.83 > 0.5")
+    assert prometheus_gate(prometheus.url, "gate_errors", 1) == GateResult(
+        "prometheus", "pass", "gate_errors = 0.83 <= 1"
+    )
+    assert prometheus_gate(prometheus.url, "scalar(sum(gate_errors)) * 2", 1).result == "fail"  # a scalar
+    step = Step("small", 1, 5, cohort())
+    plan = [{"prometheus": {"url": prometheus.url + "/", "query": query, "max": 1}}]
+    assert [r.result for r in evaluate(plan, step)] == ["pass"]
+
+
+@needs_prometheus
+def test_prometheus_gate_is_inconclusive_without_a_number(prometheus: PrometheusServer) -> None:
+    prometheus.metrics.set("gate_nan", float("nan"))
+    prometheus.wait_for("gate_nan", float("nan"))
+    assert prometheus_gate(prometheus.url, "gate_nan", 1) == GateResult("prometheus", "inconclusive", "gate_nan = NaN")
+    assert prometheus_gate(prometheus.url, "gate_never_exposed", 1) == GateResult(
+        "prometheus", "inconclusive", "gate_never_exposed: no data"
+    )
+    broken = prometheus_gate(prometheus.url, "sum(", 1)
+    assert broken.result == "inconclusive" and broken.detail.startswith("sum(: Prometheus answered HTTP 400: ")
+    dead = prometheus_gate(closed_url(), "up", 1)
+    assert dead.result == "inconclusive" and "Prometheus cannot be reached" in dead.detail
+    assert prometheus_gate(prometheus.url, "up[1m]", 1).result == "inconclusive"
+
+
+# -- command --------------------------------------------------------------------------------------------------------
+
+
+def script(root: Path, name: str, body: str) -> Path:
+    path = root / "scripts" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def test_command_gate_judges_by_exit_status(tmp_path: Path) -> None:
+    script(tmp_path, "health.sh", 'echo "checking"\necho "v$CFGTOOL_ROLLOUT_VERSION at $CFGTOOL_ROLLOUT_PERCENT% of'
+           ' $CFGTOOL_ROLLOUT_STORE in $(pwd): $*"\nexit "$1"')  # fmt: skip
+    step = Step("small", 7, 25, cohort(), workdir=tmp_path)
+    where = os.path.realpath(tmp_path)
+    assert command_gate("./scripts/health.sh 0", step) == GateResult(
+        "command", "pass", f"v7 at 25% of small in {where}: 0"
+    )
+    assert command_gate("./scripts/health.sh 1", step) == GateResult(
+        "command", "fail", f"v7 at 25% of small in {where}: 1"
+    )
+    assert command_gate("./scripts/health.sh 2", step) == GateResult(
+        "command", "inconclusive", f"exit 2: v7 at 25% of small in {where}: 2"
+    )
+    # no shell: `;` and `$(...)` are words handed to the command, not run
+    passed = command_gate("./scripts/health.sh 0 ';' 'exit 1' '$(false)'", step)
+    assert passed.result == "pass" and passed.detail.endswith(": 0 ; exit 1 $(false)")
+    gates = [{"command": {"run": "./scripts/health.sh 1", "timeout": 10}}, {"command": {"run": "true"}}]
+    assert [r.result for r in evaluate(gates, step)] == ["fail", "pass"]
+
+
+def test_command_gate_is_inconclusive_when_it_cannot_judge(tmp_path: Path) -> None:
+    script(tmp_path, "slow.sh", "echo started\nsleep 30 &\nsleep 30")
+    script(tmp_path, "quiet.sh", "exec 1>&-\nexit 0")
+    script(tmp_path, "long.sh", "printf 'x%.0s' $(seq 1 2000)\necho\necho\nexit 1")
+    step = Step("small", 7, 25, cohort(), workdir=tmp_path)
+    began = time.monotonic()
+    slow = command_gate("./scripts/slow.sh", step, timeout=0.5)
+    assert slow == GateResult("command", "inconclusive", "./scripts/slow.sh: no exit within 0.5 s (killed)")
+    assert time.monotonic() - began < 10  # its children were killed too: nothing held it
+    missing = command_gate("./scripts/missing.sh", step)
+    assert missing.result == "inconclusive" and missing.detail.startswith("./scripts/missing.sh: cannot run it")
+    assert command_gate("./scripts/quiet.sh", step) == GateResult("command", "pass", "no output")
+    assert command_gate("./scripts/long.sh", step) == GateResult("command", "fail", "x" * 300)
+    assert command_gate("'unbalanced", step).result == "inconclusive"
+    assert command_gate("  ", step).result == "inconclusive"
+    assert [r.result for r in evaluate([{"command": {"run": "true", "timeout": -1}}, {"shell": {}}], step)] == [
+        "inconclusive",
+        "inconclusive",
+    ]
+
+
+@pytest.mark.parametrize("bad", [{}, {"consumers": 5}, {"consumers": {"max_failed": -1}}, {"a": {}, "b": {}}])
+def test_a_malformed_gate_is_inconclusive(bad: dict[str, object]) -> None:
+    (found,) = evaluate([bad], Step("small", 1, 5, cohort()))
+    assert found.result == "inconclusive"
