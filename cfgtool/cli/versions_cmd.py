@@ -315,9 +315,10 @@ def versions_command(
     """
     cli: CliContext = ctx.obj
     from cfgtool.versions import history
+    from cfgtool.versions.rollout import listing
 
     found = history(cli.repo, cli.store)
-    shown = found.listing(all=show_all)
+    shown = listing(found, all=show_all)
     if fmt is OutputFormat.JSON:
         typer.echo(json.dumps([v.to_json() for v in shown], indent=2))
     else:
@@ -414,6 +415,8 @@ def render_versions(shown: Sequence[Version], total: int, width: int | None = No
         status: str = "rolled back" if v.rolled_back else v.status
         if v.restored is not None:
             status += " (restored)"
+        if v.rollout is not None and v.rollout.get("state") not in ("done", "rolled_back"):
+            status += f" (rollout: {v.rollout.get('state')} at {v.rollout.get('percent')}%)"
         if v.allow_rolled_back:  # published with --allow-rolled-back
             status += " (re-released " + ", ".join(f"v{n}" for n in v.allow_rolled_back) + ")"
         rows.append((str(v.version), _date(v), v.commit[:7], status))

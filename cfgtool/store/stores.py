@@ -22,7 +22,7 @@ _PACKAGE_MARK = "__init__.py"
 # word the default markers use (`config/rolledback/v3` is a rollback marker of `config/v3`, `config/restored/v3`
 # cancels it).
 _REF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*(?:\.[A-Za-z0-9_+-]+)*")
-_RESERVED = frozenset({"rolledback", "restored"})
+_RESERVED = frozenset({"rolledback", "restored", "rollout"})
 
 
 def store_name(name: str | None, path: str) -> str:
@@ -51,8 +51,8 @@ def tag_name_part(name: str, path: str) -> str:
     where = posixpath.join(path, SETTINGS_FILE) if path else SETTINGS_FILE
     raise SourceError(
         f"the store {path or '.'}/ is named {name!r}, which cannot be part of its version tags (config/{name}/vN)",
-        hint=f"set `name:` in {where} to letters, digits, '-', '_', '+' or single dots (not 'rolledback' or"
-        " 'restored')",
+        hint=f"set `name:` in {where} to letters, digits, '-', '_', '+' or single dots (not 'rolledback',"
+        " 'restored' or 'rollout')",
     )
 
 

@@ -238,7 +238,7 @@ def fetch_tags(root: Path, remote: str, scheme: TagScheme | StoreTags) -> None:
     """Fetch every version tag and rollback marker from `remote`, never overwriting a local tag. With `StoreTags`, it
     fetches each spelling the store's tags may have. So which one applies is decided on the remote's tags. No
     automatic maintenance after it: a detached gc would outlive a cancelled job, in the user's repository."""
-    specs = [f"{p}:{p}" for p in scheme.patterns()]
+    specs = [f"{p}:{p}" for p in scheme.fetch_patterns()]
     proc = _with_remote(
         root, remote, "fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--end-of-options", remote, *specs
     )

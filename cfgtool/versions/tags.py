@@ -73,10 +73,14 @@ class TagScheme:
     path: str | None = None
     name: str | None = None
     restored_prefix: str = ""
+    rollout_prefix: str = ""
 
     def __post_init__(self) -> None:
         if not self.restored_prefix:
-            object.__setattr__(self, "restored_prefix", restored_prefix(self.version_prefix, self.rollback_prefix))
+            object.__setattr__(self, "restored_prefix", marker_prefix(self.version_prefix, self.rollback_prefix))
+        if not self.rollout_prefix:
+            found = marker_prefix(self.version_prefix, self.rollback_prefix, "rollout")
+            object.__setattr__(self, "rollout_prefix", found)
 
     @classmethod
     def of(cls, settings: Settings) -> TagScheme:
@@ -91,14 +95,23 @@ class TagScheme:
     def restored_tag(self, n: int) -> str:
         return f"{self.restored_prefix}{n}"
 
+    def rollout_tag(self, n: int, seq: int) -> str:
+        """The `seq`th step of version N's staged rollout (docs/rollout.md)."""
+        return f"{self.rollout_prefix}{n}/{seq}"
+
     @property
     def prefixes(self) -> tuple[str, str, str]:
         """The version, rollback and restored prefixes."""
         return self.version_prefix, self.rollback_prefix, self.restored_prefix
 
     def patterns(self) -> tuple[str, ...]:
-        """The refs to read or fetch: every tag under any of the prefixes."""
-        return tuple(f"refs/tags/{prefix}*" for prefix in self.prefixes)
+        """The refs to read: every tag under any of the prefixes, and every rollout step (`vN/<seq>`: git's `*`
+        stops at a slash here)."""
+        return (*(f"refs/tags/{prefix}*" for prefix in self.prefixes), f"refs/tags/{self.rollout_prefix}*/*")
+
+    def fetch_patterns(self) -> tuple[str, ...]:
+        """The refs to fetch: the same tags as `patterns`, spelled as refspecs (where `*` crosses slashes)."""
+        return tuple(f"refs/tags/{prefix}*" for prefix in (*self.prefixes, self.rollout_prefix))
 
     def claims_all(self, text: str) -> bool:
         """Whether every `"store":` in `text` is followed by this store's path, and every `"name":` by null or its
@@ -163,23 +176,28 @@ class StoreTags:
             return (self.plain,)
 
     def patterns(self) -> tuple[str, ...]:
-        """The refs to read or fetch to find this store's tags, whichever spelling applies."""
+        """The refs to read to find this store's tags, whichever spelling applies."""
         return tuple(p for scheme in self.candidates() for p in scheme.patterns())
 
+    def fetch_patterns(self) -> tuple[str, ...]:
+        """The same refs as refspecs to fetch."""
+        return tuple(p for scheme in self.candidates() for p in scheme.fetch_patterns())
 
-def restored_prefix(version_prefix: str, rollback_prefix: str) -> str:
-    """The prefix of the markers that cancel rollbacks. It is the rollback prefix with its `rolledback` part spelled
-    `restored` (`config/rolledback/v` -> `config/restored/v`). Else it has a `restored/` part before its last one. A
-    prefix that would take the version prefix's place gets `restored-` appended instead."""
+
+def marker_prefix(version_prefix: str, rollback_prefix: str, word: str = "restored") -> str:
+    """The prefix of the tags beside the rollback markers: `restored` ones cancel rollbacks, `rollout` ones are the
+    steps of a staged rollout. It is the rollback prefix with its `rolledback` part spelled `word`
+    (`config/rolledback/v` -> `config/restored/v`). Else it has a `word/` part before its last one. A prefix that
+    would take the version prefix's place gets `word-` appended instead."""
     head, slash, last = rollback_prefix.rpartition("/")
     parts = head.split("/") if slash else []
     if "rolledback" in parts:
         i = len(parts) - 1 - parts[::-1].index("rolledback")
-        parts[i] = "restored"
+        parts[i] = word
         found = "/".join(parts) + "/" + last
     else:
-        found = "/".join([*parts, "restored", last])
-    return found if found != version_prefix else f"{rollback_prefix}restored-"
+        found = "/".join([*parts, word, last])
+    return found if found != version_prefix else f"{rollback_prefix}{word}-"
 
 
 class Tag(NamedTuple):
@@ -242,6 +260,7 @@ class Version:
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     principal: str | None = None  # who released it (`publish --principal`), next to the git identity
     restored: Restored | None = None  # a rollback of it that was cancelled (it is good again)
+    rollout: Mapping[str, Any] | None = None  # its staged rollout's state and percent (`versions.rollout.listing`)
 
     @property
     def good(self) -> bool:
@@ -272,6 +291,7 @@ class Version:
             "cfgtool_version": self.cfgtool_version,
             "allow_rolled_back": self.allow_rolled_back,
             "restored": self.restored.to_json() if self.restored else None,
+            "rollout": dict(self.rollout) if self.rollout is not None else None,
         }
 
 
@@ -291,6 +311,7 @@ class History:
         highest: int = 0,
         metadata: Mapping[int, Mapping[str, Any]] | None = None,
         restored: dict[int, int] | None = None,
+        rollouts: Mapping[int, Mapping[int, int]] | None = None,
     ) -> None:
         self.scheme = scheme
         self._columns = columns
@@ -302,6 +323,7 @@ class History:
         self._highest = highest  # the highest N under the prefixes, another store's tags included
         self._metadata = metadata or {}  # row -> its decoded metadata, where already decoded
         self._built: dict[int, Tag] = {}  # row -> Tag
+        self._rollout_rows = rollouts or {}  # N -> {seq: row} of its rollout steps
 
     def __iter__(self) -> Iterator[Version]:
         """Every version, newest first."""
@@ -350,6 +372,12 @@ class History:
         """Every restored marker (a rollback cancelled) by N."""
         self._build(list(self._restored_rows.values()))
         return {n: self._built[r] for n, r in self._restored_rows.items()}
+
+    def rollout_tags(self, n: int) -> list[Tag]:
+        """The steps of version N's staged rollout (docs/rollout.md), by their sequence number."""
+        rows = self._rollout_rows.get(n, {})
+        self._build(list(rows.values()))
+        return [self._built[rows[seq]] for seq in sorted(rows)]
 
     def tag(self, n: int) -> Tag:
         """The version tag of N (KeyError when there is none)."""
@@ -452,6 +480,7 @@ class History:
             metadata=meta,
             principal=_str(meta.get("principal")),
             restored=restored,
+            rollout=None,
         )
 
     def _tag(self, row: int) -> Tag:
@@ -553,7 +582,8 @@ def read_history(root: Path, scheme: TagScheme | StoreTags) -> History:
     picked, (tags, markers, restored) = candidates[chosen], numbered[chosen]
     highest = max((*tags, *markers), default=0)
     owned = [meta.owned(picked, rows) for rows in (tags, markers, restored)]
-    return History(picked, columns, owned[0], owned[1], highest, meta.decoded, owned[2])
+    rollouts = _rollout_rows(columns, picked, meta)
+    return History(picked, columns, owned[0], owned[1], highest, meta.decoded, owned[2], rollouts)
 
 
 _Rows = tuple[dict[int, int], dict[int, int], dict[int, int]]  # {N: row} of version tags, rollback and restored markers
@@ -576,6 +606,24 @@ def _numbered(columns: Sequence[Sequence[str]], schemes: Sequence[TagScheme]) ->
                 if number is not None:
                     into[number] = i
     return found
+
+
+def _rollout_rows(columns: Sequence[Sequence[str]], scheme: TagScheme, meta: _Metadata) -> dict[int, dict[int, int]]:
+    """`{N: {seq: row}}` of the rollout steps of `scheme`'s versions (`<rollout_prefix>N/<seq>`, annotated)."""
+    prefix = "refs/tags/" + scheme.rollout_prefix
+    found: dict[tuple[int, int], int] = {}
+    for i, ref in enumerate(columns[_REF]):
+        if ref.startswith(prefix) and columns[_TYPE][i] == "tag" and columns[_PEELED_TYPE][i] == "commit":
+            number, slash, seq = ref[len(prefix) :].partition("/")
+            n, k = version_number(number), version_number(seq)
+            if slash and n is not None and k is not None:
+                found[n, k] = i
+    owned = meta.owned(scheme, {r: r for r in found.values()})
+    out: dict[int, dict[int, int]] = {}
+    for (n, k), row in found.items():
+        if row in owned:
+            out.setdefault(n, {})[k] = row
+    return out
 
 
 class _Metadata:

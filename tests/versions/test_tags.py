@@ -331,7 +331,7 @@ def test_identity_falls_back_to_USER(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ],
 )
 def test_the_restored_prefix_follows_the_rollback_prefix(version: str, rollback: str, restored: str) -> None:
-    from cfgtool.versions.tags import restored_prefix
+    from cfgtool.versions.tags import marker_prefix
 
-    assert restored_prefix(version, rollback) == restored
+    assert marker_prefix(version, rollback) == restored
     assert TagScheme(version, rollback).restored_tag(3) == f"{restored}3"
