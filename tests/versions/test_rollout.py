@@ -182,7 +182,10 @@ def test_step_tags_are_fetched_with_the_version_tags(tags: Tags, tmp_path: Path)
     assert clone.git("tag", "-l", "config/rollout/*") == "config/rollout/v2/1"
     known = read_history(clone.root, StoreTags("store", None))
     assert [t.name for t in known.rollout_tags(2)] == ["config/rollout/v2/1"]
-    assert json.loads(json.dumps(selection(known, "store").rollouts[2].to_json())) == {"state": "rolling", "percent": 25}
+    assert json.loads(json.dumps(selection(known, "store").rollouts[2].to_json())) == {
+        "state": "rolling",
+        "percent": 25,
+    }
 
 
 def test_rollout_prefixes_follow_the_rollback_prefix_and_the_name_is_reserved() -> None:
