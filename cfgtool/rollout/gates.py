@@ -7,8 +7,7 @@ inconclusive, and the step's verdict combines them.
 - `command`: a command of the config repository (exit 0 pass, 1 fail, anything else inconclusive).
 
 A gate never passes on missing evidence. An unreachable server or Prometheus, a query without data, a command that
-hangs or is not found: each is inconclusive, and the step holds. Gates come from a version's tag metadata, which is
-data: a gate this module does not know, or one whose fields are malformed, is inconclusive too.
+hangs or is not found: each is inconclusive, and the step holds.
 """
 
 from __future__ import annotations
@@ -28,12 +27,12 @@ from urllib.parse import quote
 
 from cfgtool.client.http import Connection, consumers
 from cfgtool.errors import CfgtoolError
+from cfgtool.store.rollout_plan import DEFAULT_COMMAND_TIMEOUT, ConsumersGate, Gate, PrometheusGate
 
 Result = Literal["pass", "fail", "inconclusive"]
 
 PROMETHEUS_TIMEOUT = 5.0  # seconds an instant query may take
 PROMETHEUS_BYTES = 16 * 2**20  # the largest query answer read
-COMMAND_TIMEOUT = 60.0  # seconds a command gate may run unless its `timeout` says otherwise
 DETAIL_LIMIT = 300  # characters of a command's last output line kept as its detail
 SHOWN_IDS = 10  # failed instance ids a consumers gate names
 _OUTPUT_TAIL = 65536  # bytes of a command's output read back to find its last line
@@ -89,9 +88,8 @@ def read_reports(
     return found
 
 
-def evaluate(gates: Iterable[Mapping[str, Any]], step: Step) -> list[GateResult]:
-    """Each gate of a plan (`{"consumers": {...}}`, `{"prometheus": {...}}`, `{"command": {...}}`) judged on
-    `step`, in the plan's order."""
+def evaluate(gates: Iterable[Gate], step: Step) -> list[GateResult]:
+    """Each gate of a plan judged on `step`, in the plan's order."""
     return [_judge(gate, step) for gate in gates]
 
 
@@ -101,41 +99,16 @@ def verdict(results: Iterable[GateResult]) -> Result:
     return "fail" if "fail" in found else "inconclusive" if "inconclusive" in found else "pass"
 
 
-def _judge(gate: Mapping[str, Any], step: Step) -> GateResult:
-    if not isinstance(gate, Mapping) or len(gate) != 1:
-        return GateResult("unknown", "inconclusive", f"not a gate: {_short(gate)}")
-    ((kind, spec),) = gate.items()
-    if not isinstance(spec, Mapping):
-        return GateResult(str(kind), "inconclusive", f"not a gate: {_short(gate)}")
-    if kind == "consumers":
-        limit = spec.get("max_failed")
-        if not _count(limit):
-            return GateResult(kind, "inconclusive", "max_failed is not a count")
-        return consumers_gate(step.reports, step.version, step.admitted, step.min_reports, limit)
-    if kind == "prometheus":
-        url, query, top = spec.get("url"), spec.get("query"), spec.get("max")
-        if not isinstance(url, str) or not isinstance(query, str) or not _number(top):
-            return GateResult(kind, "inconclusive", "needs url, query and a numeric max")
-        return prometheus_gate(url, query, float(top))
-    if kind == "command":
-        run, timeout = spec.get("run"), spec.get("timeout", COMMAND_TIMEOUT)
-        if not isinstance(run, str) or not _number(timeout) or timeout <= 0:
-            return GateResult(kind, "inconclusive", "needs run (a command line) and a positive timeout")
-        return command_gate(run, step, float(timeout))
-    return GateResult(str(kind), "inconclusive", f"unknown gate {str(kind)[:40]!r}: is this cfgtool too old?")
+def _judge(gate: Gate, step: Step) -> GateResult:
+    if isinstance(gate, ConsumersGate):
+        return consumers_gate(step.reports, step.version, step.admitted, step.min_reports, gate.max_failed)
+    if isinstance(gate, PrometheusGate):
+        return prometheus_gate(gate.url, gate.query, gate.max)
+    return command_gate(gate.run, step, gate.timeout)
 
 
 def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- consumers ------------------------------------------------------------------------------------------------------
@@ -278,7 +251,7 @@ def _sample(text: Any) -> float:
 # -- command --------------------------------------------------------------------------------------------------------
 
 
-def command_gate(run: str, step: Step, timeout: float = COMMAND_TIMEOUT) -> GateResult:
+def command_gate(run: str, step: Step, timeout: float = DEFAULT_COMMAND_TIMEOUT) -> GateResult:
     """The `command` gate: `run`, split as a shell would but run without one, in the config repository's working
     directory, with `CFGTOOL_ROLLOUT_VERSION`, `CFGTOOL_ROLLOUT_PERCENT` and `CFGTOOL_ROLLOUT_STORE` set. Exit 0
     passes, 1 fails; any other status, a timeout, or a command that cannot start is inconclusive. The detail is
