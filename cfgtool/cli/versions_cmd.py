@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -83,6 +83,14 @@ PublishAllowRolledBack = Annotated[
     ),
 ]
 
+PublishAllAtOnce = Annotated[
+    bool,
+    typer.Option(
+        "--all-at-once",
+        help="Skip the store's rollout plan for this version: every reader gets it at once (the tag records it).",
+    ),
+]
+
 
 def publish_command(
     ctx: typer.Context,
@@ -92,6 +100,7 @@ def publish_command(
     dry_run: PublishDryRun = False,
     principal: PublishPrincipal = None,
     allow_rolled_back: PublishAllowRolledBack = False,
+    all_at_once: PublishAllAtOnce = False,
     fmt: Fmt = OutputFormat.TEXT,
     every: ListAll = False,
 ) -> None:
@@ -103,6 +112,10 @@ def publish_command(
     another publisher took the number meanwhile, it recomputes and retries.
 
     Restoring an old version is publishing it again: a new version on its commit.
+
+    With a rollout plan in the store's settings, the new version reaches the
+    instances step by step (cfgtool rollout status N follows it). A restore
+    skips the plan, and so does --all-at-once.
 
     Rollbacks stick: refuses when REF still holds a value that a rolled-back
     version introduced. Such a value differs between it and the good version
@@ -132,7 +145,7 @@ def publish_command(
     try:
         result = publish(
             cli.repo, cli.store, ref, remote=remote, message=message, dry_run=dry_run, principal=principal,
-            allow_rolled_back=allow_rolled_back,
+            allow_rolled_back=allow_rolled_back, all_at_once=all_at_once,
         )  # fmt: skip
     except PublishRefused as refused:
         typer.echo(render_refused(refused, fmt, every=every), nl=False)
@@ -368,7 +381,26 @@ def render_published(result: PublishResult) -> str:
         lines.append(f"  checks     {summary_line(result.diagnostics)} (cfgtool compile --ref {result.ref} shows them)")
     if result.attempts > 1:
         lines.append(f"  note       another publisher took a version number meanwhile ({result.attempts} attempts)")
+    if result.rollout is not None and result.version is not None:
+        lines.append(rollout_line(result.version, result.rollout, done=result.published))
     return "\n".join(lines) + "\n"
+
+
+SKIPPED = {"all-at-once": "--all-at-once", "restore": "a restore: going back is never slowed down"}
+
+
+def rollout_line(n: int, record: Mapping[str, Any], *, done: bool) -> str:
+    """How version `n` goes out, from its tag's `rollout` record."""
+    from cfgtool.store.rollout_plan import RolloutPlan
+
+    skipped = record.get("skipped")
+    if skipped is not None:
+        return f"version {n} {'skips' if done else 'would skip'} the rollout plan ({SKIPPED.get(skipped, skipped)})"
+    plan = RolloutPlan.from_json(record.get("plan"))
+    shown = f": {plan.describe()}" if plan is not None else ""
+    if not done:
+        return f"version {n} would roll out by its plan{shown}"
+    return f"version {n} rolls out by its plan{shown}; `cfgtool rollout status {n}` follows it"
 
 
 def render_rollback(result: RollbackResult) -> str:

@@ -13,8 +13,9 @@ again (bounded, with jitter). Any other rejection is a `RemoteError` naming what
 from __future__ import annotations
 
 import random
+import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from cfgtool.diagnostics import TEXT_CAUSES, Diagnostic, bounded, plural
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import Snapshot
 from cfgtool.store import git
+from cfgtool.store.rollout_plan import RolloutPlan
 from cfgtool.store.urls import redact
 from cfgtool.versions.diff import ABSENT
 from cfgtool.versions.messages import check_text, format_message
@@ -102,6 +104,7 @@ class PublishResult:
     dry_run: bool = False
     same_as: int | None = None  # nothing published: the current version that has the same digest
     attempts: int = 0  # tags created before one stuck (more than 1: concurrent publishers were met)
+    rollout: Mapping[str, Any] | None = None  # the tag's `rollout` record: {plan, salt} or {skipped}; None: no plan
     diagnostics: tuple[Diagnostic, ...] = field(default=(), repr=False)  # warnings
 
     def to_json(self) -> dict[str, Any]:
@@ -123,6 +126,7 @@ class PublishResult:
             "dry_run": self.dry_run,
             "same_as": self.same_as,
             "attempts": self.attempts,
+            "rollout": None if self.rollout is None else dict(self.rollout),
             "warnings": sum(1 for d in self.diagnostics if d.severity == "warning"),
         }
 
@@ -137,13 +141,16 @@ def publish(
     publisher: str | None = None,
     principal: str | None = None,
     allow_rolled_back: bool = False,
+    all_at_once: bool = False,
 ) -> PublishResult:
     """Publish the store at `ref` as the next version; see the module docstring.
 
     `ref` None is HEAD, refused (StoreDirty) while the working tree's store has uncommitted changes: they
     would not be in the version. `publisher` is recorded in the tag (default: the git identity). `principal` is who
     releases (default: the publisher), e.g. the same login a pull-request check passed. It is recorded in the tag
-    next to it, checked against the ACL, and seen by the policies.
+    next to it, checked against the ACL, and seen by the policies. When the ref's own `_CONFIG_STORE` has a rollout
+    plan, the tag records it with a fresh salt, unless `all_at_once` or the ref is a good version's commit (a restore):
+    then it records why the plan is skipped (docs/versions.md#staged-rollout).
 
     Raises PublishRefused when the ref has compile or validation errors. Raises RolledBackContent when it still holds
     a value a rolled-back version introduced (unless `allow_rolled_back`). Raises RemoteError when the remote refuses
@@ -223,20 +230,38 @@ def publish(
         allowed = tuple(sorted({w.version for w in held}))
         n = known.highest + 1
         name = known.scheme.version_tag(n)
+        rollout = rollout_record(result.store.settings.rollout, known, commit, all_at_once=all_at_once)
         if dry_run:
             where = f" and push it to {redact(remote)}" if remote else ""
             reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
-            return _with(base, version=n, tag=name, reason=reason, attempts=0, allowed=allowed)
+            return _with(base, version=n, tag=name, reason=reason, attempts=0, allowed=allowed, rollout=rollout)
         text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
-        extra = {"allow_rolled_back": list(allowed)} if allowed else {}
+        extra: dict[str, Any] = {"allow_rolled_back": list(allowed)} if allowed else {}
+        extra |= {"rollout": rollout} if rollout is not None else {}
         oid = make_tag(root, name, commit, format_message(text, {**meta, **extra, "version": n}), tagger)
         if (remote is None or _pushed(root, remote, name, oid)) and _written(root, name, oid, remote):
-            return _with(base, published=True, version=n, tag=name, attempts=attempt, allowed=allowed)
+            done = {"published": True, "version": n, "tag": name, "attempts": attempt, "rollout": rollout}
+            return _with(base, allowed=allowed, **done)
         _back_off(attempt)  # another publisher took N (here or on the remote): recompute
     raise PublishRaceLost(
         f"gave up after {MAX_ATTEMPTS} attempts: other publishers kept taking the next version number",
         hint="run publish again; it publishes nothing if one of them published the same snapshot",
     )
+
+
+def rollout_record(
+    plan: RolloutPlan | None, known: History, commit: str, *, all_at_once: bool = False
+) -> dict[str, Any] | None:
+    """The `rollout` record of a new version's tag metadata: `{"plan", "salt"}` when the version goes out by its
+    plan, `{"skipped": "restore" | "all-at-once"}` when it has one but skips it, None when it has none. A restore
+    (the commit of a good version published again) always skips it: going back is never slowed down."""
+    if plan is None:
+        return None
+    if any(tag.commit == commit and not known.is_rolled_back(n) for n, tag in known.tags.items()):
+        return {"skipped": "restore"}
+    if all_at_once:
+        return {"skipped": "all-at-once"}
+    return {"plan": plan.to_json(), "salt": secrets.token_hex(8)}
 
 
 def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult | None:

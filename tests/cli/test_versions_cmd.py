@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cfgtool.versions.messages import parse_message
 from tests.remotes import RemoteWatch, bump
 
 if TYPE_CHECKING:
@@ -69,6 +70,34 @@ def test_publish_dry_run_json_creates_nothing(run_cfgtool: Run, work: GitRepo, r
     assert (doc["published"], doc["dry_run"], doc["version"], doc["tag"]) == (False, True, 1, "config/v1")
     assert doc["reason"].startswith("dry run")
     assert work.git("tag", "--list") == "" and remote.tags() == []
+
+
+def test_publish_says_how_a_version_rolls_out_and_records_it(run_cfgtool: Run, work: GitRepo) -> None:
+    code, doc = run_json(run_cfgtool, work, "publish")
+    assert (code, doc["version"], doc["rollout"]) == (0, 1, None)
+    path = work.root / "store" / "_CONFIG_STORE"
+    path.write_text(path.read_text(encoding="utf-8") + "rollout: {steps: [5, 25, 100], bake: 1h}\n", "utf-8")
+    work.commit("a rollout plan")
+    proc = run_cfgtool("publish", cwd=work.root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "version 2 rolls out by its plan: 5% -> 25% -> 100% (step time 10m, bake 1h);"
+        " `cfgtool rollout status 2` follows it"
+    )
+    bump(work, "3")
+    code, doc = run_json(run_cfgtool, work, "publish", "--dry-run")
+    assert doc["rollout"]["plan"]["steps"] == [5, 25, 100] and len(doc["rollout"]["salt"]) == 16
+    code, doc = run_json(run_cfgtool, work, "publish", "--all-at-once")
+    assert (code, doc["version"], doc["rollout"]) == (0, 3, {"skipped": "all-at-once"})
+    _, meta = parse_message(work.git("for-each-ref", "--format=%(contents)", "refs/tags/config/v3"))
+    assert meta["rollout"] == {"skipped": "all-at-once"}
+    proc = run_cfgtool("publish", "--ref", "config/v2", cwd=work.root)
+    assert proc.stdout.splitlines()[-1] == (
+        "version 4 skips the rollout plan (a restore: going back is never slowed down)"
+    )
+    bump(work, "5")
+    proc = run_cfgtool("publish", "--all-at-once", cwd=work.root)
+    assert proc.stdout.splitlines()[-1] == "version 5 skips the rollout plan (--all-at-once)"
 
 
 def test_publish_broken_commit_exits_1_with_diagnostics(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> None:

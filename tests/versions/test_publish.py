@@ -158,6 +158,76 @@ def test_publish_restores_an_old_version_as_a_new_version(work: GitRepo, remote:
     assert listed[0].metadata["ref"] == "config/v1"
 
 
+# ------------------------------------------------------------------------------------------ rollout plans
+
+PLAN = "\nrollout:\n  steps: [5, 25, 100]\n  step_time: 30s\n  gates:\n    - consumers: {max_failed: 0}\n"
+PLAN_JSON = {
+    "steps": [5, 25, 100],
+    "step_time": 30.0,
+    "bake": 600.0,
+    "min_reports": 1,
+    "gates": [{"consumers": {"max_failed": 0}}],
+}
+
+
+def with_plan(repo: GitRepo, plan: str = PLAN) -> str:
+    """Commit a rollout plan into the store's settings; returns the commit."""
+    path = repo.root / "store" / "_CONFIG_STORE"
+    path.write_text(path.read_text(encoding="utf-8") + plan, encoding="utf-8")
+    return repo.commit("a rollout plan")
+
+
+def rollout_of(repo: GitRepo, n: int) -> Any:
+    """The `rollout` record of version n's tag metadata, read by git itself (absent: None)."""
+    _, meta = parse_message(repo.git("for-each-ref", "--format=%(contents)", f"refs/tags/config/v{n}"))
+    return meta.get("rollout")
+
+
+def test_publish_records_the_plan_of_the_versions_own_rules(work: GitRepo) -> None:
+    assert publish(work.root).rollout is None
+    with_plan(work)  # a plan added in version 2 applies to version 2
+    second = publish(work.root)
+    bump(work, "3")
+    third = publish(work.root)
+    assert rollout_of(work, 1) is None
+    for result in (second, third):
+        record = rollout_of(work, result.version or 0)
+        assert record == {"plan": PLAN_JSON, "salt": record["salt"]}
+        assert len(record["salt"]) == 16 and int(record["salt"], 16) >= 0
+        assert result.rollout == record and result.to_json()["rollout"] == record
+    assert rollout_of(work, 2)["salt"] != rollout_of(work, 3)["salt"]
+    listed = {v.version: v.metadata.get("rollout") for v in versions(work.root)}
+    assert listed[1] is None and listed[3] == rollout_of(work, 3)
+    path = work.root / "store" / "_CONFIG_STORE"
+    path.write_text(path.read_text(encoding="utf-8").replace(PLAN, ""), encoding="utf-8")
+    work.commit("no plan any more")
+    assert publish(work.root).rollout is None and rollout_of(work, 4) is None
+
+
+def test_publish_all_at_once_records_that_the_plan_was_skipped(work: GitRepo) -> None:
+    with_plan(work)
+    dry = publish(work.root, dry_run=True, all_at_once=True)
+    assert (dry.published, dry.rollout) == (False, {"skipped": "all-at-once"})
+    result = publish(work.root, all_at_once=True)
+    assert result.rollout == {"skipped": "all-at-once"} == rollout_of(work, 1)
+    assert result.to_json()["rollout"] == {"skipped": "all-at-once"}
+
+
+def test_publish_of_a_good_versions_commit_is_a_restore_that_skips_the_plan(work: GitRepo, remote: RemoteWatch) -> None:
+    from cfgtool.versions import rollback
+
+    with_plan(work)
+    publish(work.root, remote="origin")
+    bump(work, "2")
+    publish(work.root, remote="origin")
+    restored = publish(work.root, ref="config/v1", remote="origin", message="restore v1")
+    assert (restored.version, restored.rollout) == (3, {"skipped": "restore"})
+    assert rollout_of(work, 3) == {"skipped": "restore"}
+    rollback(work.root, 2, reason="bad", remote="origin", not_current=True)
+    again = publish(work.root, ref="config/v2", remote="origin", allow_rolled_back=True)
+    assert again.version == 4 and rollout_of(work, 4)["plan"] == PLAN_JSON  # a rolled-back commit is no restore
+
+
 def test_publish_an_unknown_ref_is_a_source_error(work: GitRepo) -> None:
     from cfgtool.errors import SourceError
 
