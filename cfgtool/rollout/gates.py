@@ -158,6 +158,23 @@ def consumers_gate(
     return GateResult("consumers", "pass", summary)
 
 
+@dataclass(frozen=True)
+class Cohort:
+    """The cohort as the servers' reports together know it: its instances, those that read or applied the version
+    (or checked it or reported errors on it), and those that failed on it, counted as the `consumers` gate counts."""
+
+    instances: int
+    applied: int
+    failed: int
+
+
+def cohort(reports: Sequence[ServerReport], version: int, admitted: Callable[[str], bool]) -> Cohort:
+    """The cohort's counts over every readable report (`rollout status`)."""
+    seen = _merged(reports, version, admitted)
+    on = [s for s in seen.values() if _on(s, version)]
+    return Cohort(len(seen), len(on), sum(1 for s in on if _failed(s, version)))
+
+
 def _merged(reports: Sequence[ServerReport], version: int, admitted: Callable[[str], bool]) -> dict[str, _Seen]:
     """The cohort's instances over every readable report, each id once."""
     seen: dict[str, _Seen] = {}
@@ -310,10 +327,12 @@ def _last_line(output: Any) -> str:
 
 
 __all__ = [
+    "Cohort",
     "GateResult",
     "Result",
     "ServerReport",
     "Step",
+    "cohort",
     "command_gate",
     "consumers_gate",
     "evaluate",
