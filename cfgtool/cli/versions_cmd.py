@@ -383,6 +383,11 @@ def render_published(result: PublishResult) -> str:
         lines.append(f"  note       another publisher took a version number meanwhile ({result.attempts} attempts)")
     if result.rollout is not None and result.version is not None:
         lines.append(rollout_line(result.version, result.rollout, done=result.published))
+    if result.waits_for is not None:
+        lines.append(
+            f"version {result.version} waits until version {result.waits_for} is done or rolled back"
+            f" (it rolls out now: `cfgtool rollout status {result.waits_for}` follows it)"
+        )
     return "\n".join(lines) + "\n"
 
 

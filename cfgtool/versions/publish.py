@@ -44,8 +44,9 @@ from cfgtool.versions.refs import (
     require_pushed,
     write_tags,
 )
+from cfgtool.versions.rollout import selection
 from cfgtool.versions.sticky import Watch, published_after, relapses, watches
-from cfgtool.versions.tags import History, StoreTags, history, read_history
+from cfgtool.versions.tags import History, StoreTags, TagScheme, history, read_history
 
 MAX_ATTEMPTS = 20  # 12 concurrent publishers need at most 12; jitter spreads the retries
 METADATA_SCHEMA = 1
@@ -105,6 +106,7 @@ class PublishResult:
     same_as: int | None = None  # nothing published: the current version that has the same digest
     attempts: int = 0  # tags created before one stuck (more than 1: concurrent publishers were met)
     rollout: Mapping[str, Any] | None = None  # the tag's `rollout` record: {plan, salt} or {skipped}; None: no plan
+    waits_for: int | None = None  # published while this version rolls out: it starts once that one ends
     diagnostics: tuple[Diagnostic, ...] = field(default=(), repr=False)  # warnings
 
     def to_json(self) -> dict[str, Any]:
@@ -127,6 +129,7 @@ class PublishResult:
             "same_as": self.same_as,
             "attempts": self.attempts,
             "rollout": None if self.rollout is None else dict(self.rollout),
+            "waits_for": self.waits_for,
             "warnings": sum(1 for d in self.diagnostics if d.severity == "warning"),
         }
 
@@ -240,8 +243,9 @@ def publish(
         extra |= {"rollout": rollout} if rollout is not None else {}
         oid = make_tag(root, name, commit, format_message(text, {**meta, **extra, "version": n}), tagger)
         if (remote is None or _pushed(root, remote, name, oid)) and _written(root, name, oid, remote):
+            waits = _waits_for(root, known.scheme, n) if rollout is not None and "plan" in rollout else None
             done = {"published": True, "version": n, "tag": name, "attempts": attempt, "rollout": rollout}
-            return _with(base, allowed=allowed, **done)
+            return _with(base, allowed=allowed, waits_for=waits, **done)
         _back_off(attempt)  # another publisher took N (here or on the remote): recompute
     raise PublishRaceLost(
         f"gave up after {MAX_ATTEMPTS} attempts: other publishers kept taking the next version number",
@@ -262,6 +266,15 @@ def rollout_record(
     if all_at_once:
         return {"skipped": "all-at-once"}
     return {"plan": plan.to_json(), "salt": secrets.token_hex(8)}
+
+
+def _waits_for(root: Path, scheme: TagScheme, n: int) -> int | None:
+    """The version rolling out that version N, just published with a plan, waits for (None: N starts now)."""
+    chosen = selection(read_history(root, scheme))
+    rollout = chosen.rollouts.get(n)
+    if rollout is None or rollout.state != "waiting" or chosen.candidate is None:
+        return None
+    return chosen.candidate.version
 
 
 def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult | None:

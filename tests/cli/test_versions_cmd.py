@@ -100,6 +100,25 @@ def test_publish_says_how_a_version_rolls_out_and_records_it(run_cfgtool: Run, w
     assert proc.stdout.splitlines()[-1] == "version 5 skips the rollout plan (--all-at-once)"
 
 
+def test_publish_while_another_version_rolls_out_says_it_waits(run_cfgtool: Run, work: GitRepo) -> None:
+    run_cfgtool("publish", cwd=work.root)
+    path = work.root / "store" / "_CONFIG_STORE"
+    path.write_text(path.read_text(encoding="utf-8") + "rollout: {steps: [10, 100]}\n", "utf-8")
+    work.commit("a rollout plan")
+    code, doc = run_json(run_cfgtool, work, "publish")
+    assert (code, doc["version"], doc["waits_for"]) == (0, 2, None)
+    bump(work, "3")
+    proc = run_cfgtool("publish", cwd=work.root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "version 3 waits until version 2 is done or rolled back (it rolls out now: `cfgtool rollout status 2`"
+        " follows it)"
+    )
+    bump(work, "4")
+    code, doc = run_json(run_cfgtool, work, "publish")
+    assert (code, doc["version"], doc["waits_for"]) == (0, 4, 2)
+
+
 def test_publish_broken_commit_exits_1_with_diagnostics(run_cfgtool: Run, work: GitRepo, remote: RemoteWatch) -> None:
     (work.root / "store" / "main.conf").write_text("broken = ${nowhere}\n", encoding="utf-8")
     work.commit("broken")

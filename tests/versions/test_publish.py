@@ -196,6 +196,7 @@ def test_publish_records_the_plan_of_the_versions_own_rules(work: GitRepo) -> No
         assert len(record["salt"]) == 16 and int(record["salt"], 16) >= 0
         assert result.rollout == record and result.to_json()["rollout"] == record
     assert rollout_of(work, 2)["salt"] != rollout_of(work, 3)["salt"]
+    assert (second.waits_for, third.waits_for) == (None, 2)  # version 3 starts once version 2 is done
     listed = {v.version: v.metadata.get("rollout") for v in versions(work.root)}
     assert listed[1] is None and listed[3] == rollout_of(work, 3)
     path = work.root / "store" / "_CONFIG_STORE"
