@@ -25,7 +25,8 @@ origin only. The cache is kept per server, store and principal (`cache_name`).
 
 Every request says who asks, for the server's list of consumers (docs/serving.md). It sends `Cfgtool-Instance: <id>`
 and `User-Agent: cfgtool/<version> (<kind>)`. The id is `instance=`, by default the host name and process id. A
-process that applies versions (the agent) also reports the version it applied with `report_applied`.
+process that applies versions (the agent) also reports the version it applied with `report_applied`. An application
+reports the errors it meets on the pinned version with `client.report_error(message)`, for a rollout's consumers gate.
 
     client = ConfigClient("http://configs:8750", store="demo")
     client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
@@ -358,13 +359,45 @@ def report_applied(
         doc["last_check"] = {"version": check.version, "ok": check.ok, "message": message}
         if check.keys is not None:
             doc["last_check"]["keys"] = list(check.keys)
-    body = json.dumps(doc).encode()
-    path = f"/v1/{quote(store, safe='')}/consumers/{quote(headers['Cfgtool-Instance'], safe='')}"
     connection = Connection(location.rstrip("/"), timeout)
     try:
-        status, _, data = connection.post(path, {**headers, "Content-Type": "application/json"}, body)
+        post_report(connection, store, headers, doc)
     finally:
         connection.close()
+
+
+def report_error(
+    location: str,
+    store: str,
+    version: int,
+    message: str | None,
+    *,
+    instance: str | None = None,
+    kind: str = "client",
+    token: str | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Tell the server at `location` that this instance met an error on `version` of `store`: a value its code could
+    not use, a request that failed after a change. The server counts them per version and a rollout's consumers
+    gate fails on them. `message` (at most 500 characters kept) shows to super users only, as it may quote config
+    values. Errors as `report_applied`."""
+    connection = Connection(location.rstrip("/"), timeout)
+    try:
+        post_report(connection, store, request_headers(token, instance, kind), error_report(version, message))
+    finally:
+        connection.close()
+
+
+def error_report(version: int, message: str | None) -> dict[str, Any]:
+    """The body of an error report on `version`."""
+    return {"error": {"version": version, "message": message[:500] if message else None}}
+
+
+def post_report(connection: Connection, store: str, headers: Mapping[str, str], doc: Mapping[str, Any]) -> None:
+    """POST a report `doc` about the instance `headers` name to `/v1/{store}/consumers/{instance}`."""
+    path = f"/v1/{quote(store, safe='')}/consumers/{quote(headers['Cfgtool-Instance'], safe='')}"
+    body = json.dumps(doc).encode()
+    status, _, data = connection.post(path, {**headers, "Content-Type": "application/json"}, body)
     checked_status(status, data, path, ok=(200, 204))
 
 
@@ -519,6 +552,12 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         """The child nodes of `key`."""
         key = self._key(key)
         return [k for k in self.keys(key) if k != key and k.rpartition("/")[0] in (key, "")]
+
+    def report_error(self, message: str) -> None:
+        """Tell the server that this instance met an error on the pinned version (`report_error`). A rollout's
+        consumers gate counts it against that version. Raises as `report_applied`: a caller that must go on
+        catches CfgtoolError."""
+        post_report(self._http, self.store, self._headers, error_report(self.version, message))
 
     def config_json(self) -> Mapping[str, str]:
         """Every node's config as compact JSON, by key (one request per key not yet cached)."""
@@ -805,6 +844,8 @@ __all__ = [
     "feed_state",
     "get_json",
     "is_server_url",
+    "post_report",
     "report_applied",
+    "report_error",
     "request_headers",
 ]

@@ -6,7 +6,9 @@ requests are noted. They were answered (status below 400), name a served store a
 unknown token or a refused principal leaves no trace. The note holds that instance's principal, kind, address and the
 time. It also holds the version it read: `versions/{N}/...`, or the version a `current` answer named. An agent or a
 watch also reports the version it applied and its last attempt (`POST /v1/{store}/consumers/{id}`). From then on its
-version is the applied one, not what it last read. It may read a version that its check then refuses.
+version is the applied one, not what it last read. It may read a version that its check then refuses. An application
+reports the errors it meets on a version (`ConfigClient.report_error()`): the instance counts them per version, for
+the rollout's consumers gate, and keeps the last one's message.
 
 Instance ids are client text: 1 to 200 visible ASCII characters but `/`, the first a letter or digit. Anything else
 is not noted. Ids are keyed together with the principal, so one principal cannot overwrite another's instance. A
@@ -19,8 +21,8 @@ listing is built when asked for.
 A report's text (a check's output, a template's render error) is data of the keys it was rendered from. It may quote
 their values. A report names those keys (`last_check.keys`, the agent's `--file` and `--template` keys). A listing
 shows its message only to a principal that may read every one of them under the current ACL. A report that names no
-keys shows its message to super users only. Others see `"message": null` with `"withheld": true`, and only the named
-keys they may describe (`shown_check`).
+keys (a reported error names none) shows its message to super users only. Others see `"message": null` with
+`"withheld": true`, and only the named keys they may describe (`shown_check`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgt
 USER_AGENT = re.compile(rb"cfgtool/[!-~]{1,40} \((client|watch|agent|cli)\)")
 MESSAGE_LIMIT = 500  # characters of a reported check's message kept
 CHECK_KEYS = 100  # keys a report may name
+ERROR_VERSIONS = 10  # versions an instance keeps error counts of (the highest)
 
 
 @dataclass(slots=True)
@@ -59,12 +62,15 @@ class Instance:
     last_contact: float
     reported: bool = False
     last_check: dict[str, Any] | None = None  # {"version", "ok", "message", "keys", "at"}
+    errors: dict[int, int] | None = None  # version -> errors reported on it (the ERROR_VERSIONS highest)
+    last_error: dict[str, Any] | None = None  # {"version", "message", "keys": None, "at"}
     json: str | None = None  # `to_json()` as canonical JSON, built when listed and dropped by any change
 
     def fragment(self, seen: Visibility | None = None) -> str:
         """Its canonical JSON as `seen`'s principal may see it (None: everything). It is built once per change for
         whoever sees it whole. So a listing of thousands mostly joins kept strings."""
-        if self.last_check is not None and seen is not None and not seen.sees_everything:
+        has_text = self.last_check is not None or self.last_error is not None
+        if has_text and seen is not None and not seen.sees_everything:
             return canonical_json(self.to_json(seen))
         if self.json is None:
             self.json = canonical_json(self.to_json())
@@ -81,6 +87,8 @@ class Instance:
             "reported": self.reported,
             "last_contact": _iso(self.last_contact),
             "last_check": self.last_check if seen is None else shown_check(self.last_check, seen),
+            "errors": {str(n): count for n, count in sorted((self.errors or {}).items())},
+            "last_error": self.last_error if seen is None else shown_check(self.last_error, seen),
         }
 
 
@@ -179,6 +187,25 @@ class Consumers:
             found.last_check = {**check, "at": _iso(now)}
         return found
 
+    def error(
+        self,
+        ident: str,
+        principal: str | None,
+        kind: str,
+        address: str | None,
+        version: int,
+        message: str | None,
+        now: float,
+    ) -> Instance:
+        """An instance's report of an error it met on `version` (which it read, unless it reports what it applied)."""
+        found = self.note(ident, principal, kind, address, version, now)
+        errors = found.errors = found.errors or {}
+        errors[version] = errors.get(version, 0) + 1
+        if len(errors) > ERROR_VERSIONS:
+            del errors[min(errors)]
+        found.last_error = {"version": version, "message": message, "keys": None, "at": _iso(now)}
+        return found
+
     def _forget(self, now: float) -> None:
         """Drop the instances silent for too long and, past the limit, the least recently heard."""
         items = self._items
@@ -223,6 +250,7 @@ class Consumers:
 
 __all__ = [
     "CHECK_KEYS",
+    "ERROR_VERSIONS",
     "FORGET_AFTER",
     "INSTANCE",
     "MAX_INSTANCES",

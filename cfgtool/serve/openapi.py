@@ -220,6 +220,25 @@ SCHEMAS: dict[str, Schema] = {
                     ),
                 ]
             },
+            "errors": {
+                "type": "object",
+                "additionalProperties": INT,
+                "description": '`{"N": count}`: the errors it reported on each version (its 10 highest)',
+            },
+            "last_error": {
+                "oneOf": [
+                    {"type": "null"},
+                    _obj(
+                        ["version", "message", "at"],
+                        {
+                            "version": INT,
+                            "message": {**NULLABLE_STRING, "description": "null (and `withheld`) but for super users"},
+                            "withheld": {"type": "boolean"},
+                            "at": STRING,
+                        },
+                    ),
+                ]
+            },
         },
     ),
     "Consumers": _obj(
@@ -231,7 +250,7 @@ SCHEMAS: dict[str, Schema] = {
     ),
     "Report": {
         **_obj(
-            ["applied"],
+            [],
             {
                 "applied": {"type": ["integer", "null"], "minimum": 1, "maximum": 999_999_999},
                 "last_check": {
@@ -254,8 +273,22 @@ SCHEMAS: dict[str, Schema] = {
                         ),
                     ]
                 },
+                "error": {
+                    "oneOf": [
+                        {"type": "null"},
+                        _obj(
+                            ["version"],
+                            {
+                                "version": {"type": "integer", "minimum": 1, "maximum": 999_999_999},
+                                "message": {**NULLABLE_STRING, "description": "kept to 500 characters"},
+                            },
+                        ),
+                    ],
+                    "description": "an error the application met on a version (`ConfigClient.report_error()`)",
+                },
             },
         ),
+        "anyOf": [{"required": ["applied"]}, {"required": ["error"]}],
         "maxProperties": 8,
     },
     "Health": _obj(

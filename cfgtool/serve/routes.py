@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from starlette.applications import Starlette
 from starlette.convertors import PathConvertor, register_url_convertor
@@ -185,21 +185,24 @@ class _Handlers:
         return _response(prebuilt(listing), {"cache-control": "no-store"})
 
     async def report(self, request: Request) -> Response:
-        """An instance's report of the version it applied and of its last attempt (`describe` on the store)."""
+        """An instance's report of the version it applied and of its last attempt, or of an error it met on a
+        version (`describe` on the store)."""
         who, state, _ = await self._described(request)
         ident = request.path_params["instance"]
         if not INSTANCE.fullmatch(ident.encode("utf-8", "replace")):
             what = "an instance id is 1 to 200 visible ASCII characters but /, the first a letter or digit"
             raise Denied(error(400, "bad_instance", what))
         try:
-            applied, check = _report(await _body(request))
+            posted = _report(await _body(request))
         except BadReport as exc:
             code = "too_large" if exc.status == 413 else "bad_request"
             raise Denied(error(exc.status, code, str(exc))) from None
-        agent = request.headers.get("user-agent", "").encode("latin-1", "replace")
-        found = self.service.consumers[state.name].report(
-            ident, who, kind_of(agent), _client(request), applied, check, time.time()
-        )
+        agent = kind_of(request.headers.get("user-agent", "").encode("latin-1", "replace"))
+        registry, now = self.service.consumers[state.name], time.time()
+        if posted.applies:
+            found = registry.report(ident, who, agent, _client(request), posted.applied, posted.check, now)
+        if posted.error is not None:
+            found = registry.error(ident, who, agent, _client(request), *posted.error, now)
         return _response(answer(found.to_json()), {"cache-control": "no-store"})
 
     async def healthz(self, request: Request) -> Response:
@@ -320,11 +323,38 @@ def _keys(value: Any) -> list[str] | None:
         raise BadReport(400, f"{what}: {exc.message}") from None
 
 
-def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
-    """(applied, last check) of a report `{"applied": N | null, "last_check": {"version", "ok", "message",
-    "keys"}}`."""
-    if not isinstance(doc, dict) or "applied" not in doc:
-        raise BadReport(400, 'a report is {"applied": N | null, "last_check": {...}}')
+class Posted(NamedTuple):
+    """A report's parts. `applies`: it says which version the instance applied (`applied`, None for none yet) and
+    its last attempt (`check`). `error`: the version it met an error on and the error's message."""
+
+    applies: bool
+    applied: int | None
+    check: dict[str, Any] | None
+    error: tuple[int, str | None] | None
+
+
+def _report(doc: Any) -> Posted:
+    """The parts of a report `{"applied": N | null, "last_check": {"version", "ok", "message", "keys"}}`, or of
+    `{"error": {"version": N, "message": text | null}}`, or of both in one."""
+    what = 'a report is {"applied": N | null, "last_check": {...}} or {"error": {"version": N, "message": text}}'
+    if not isinstance(doc, dict) or ("applied" not in doc and doc.get("error") is None):
+        raise BadReport(400, what)
+    met = doc.get("error")
+    if met is not None and (not isinstance(met, dict) or not isinstance(met.get("message"), str | None)):
+        raise BadReport(400, 'error is {"version": N, "message": text | null}')
+    failed = None if met is None else (_version(met.get("version"), "error.version"), _text(met.get("message")))
+    if "applied" not in doc:
+        return Posted(False, None, None, failed)
+    applied, check = _applied(doc)
+    return Posted(True, applied, check, failed)
+
+
+def _text(message: str | None) -> str | None:
+    return None if message is None else message[:MESSAGE_LIMIT]
+
+
+def _applied(doc: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
+    """(applied, last check) of a report that says what the instance applied."""
     applied = None if doc["applied"] is None else _version(doc["applied"], "applied")
     check = doc.get("last_check")
     if check is None:
@@ -333,8 +363,7 @@ def _report(doc: Any) -> tuple[int | None, dict[str, Any] | None]:
     if not isinstance(check, dict) or not isinstance(check.get("ok"), bool) or not isinstance(message, str | None):
         raise BadReport(400, 'last_check is {"version": N, "ok": true | false, "message": text | null}')
     kept = {"version": _version(check.get("version"), "last_check.version"), "ok": check["ok"],
-            "message": None if message is None else message[:MESSAGE_LIMIT],
-            "keys": _keys(check.get("keys"))}  # fmt: skip
+            "message": _text(message), "keys": _keys(check.get("keys"))}  # fmt: skip
     return applied, kept
 
 

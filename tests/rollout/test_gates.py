@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool import HttpConfigClient
-from cfgtool.client.http import Check, report_applied
+from cfgtool.client.http import Check, report_applied, report_error
 from cfgtool.rollout.gates import (
     GateResult,
     Step,
@@ -63,7 +63,7 @@ def test_consumers_gate_sums_the_reports_of_two_servers(
 ) -> None:
     one, two = start_server(small.root), start_server(small.root)
     # web-1 reads version 1 through one server (a plain client: it read it, it reported nothing)
-    HttpConfigClient(one.url, "small", instance="web-1:10", cache_dir=tmp_path / "c")
+    assert HttpConfigClient(one.url, "small", instance="web-1:10", cache_dir=tmp_path / "c").get("/data/a")
     report_applied(one.url, "small", 1, Check(1, True), instance="web-2:20")
     report_applied(one.url, "small", None, Check(1, False, "exit 1"), instance="web-3:30")
     report_applied(two.url, "small", None, Check(1, False, "exit 1"), instance="web-9:90")
@@ -77,9 +77,9 @@ def test_consumers_gate_sums_the_reports_of_two_servers(
     admitted = cohort("web-1", "web-2", "web-3", "web-4", "web-9")
 
     failed = consumers_gate(reports, 1, admitted, min_reports=2, max_failed=1)
-    assert failed == GateResult("consumers", "fail", "2 of 4 instances failed --check on version 1: web-3:30, web-9:90")
+    assert failed == GateResult("consumers", "fail", "2 of 5 instances failed --check on version 1: web-3:30, web-9:90")
     passed = consumers_gate(reports, 1, admitted, min_reports=2, max_failed=2)
-    assert passed == GateResult("consumers", "pass", "2 of 4 instances failed --check on version 1")
+    assert passed == GateResult("consumers", "pass", "2 of 5 instances failed --check on version 1")
     # nobody is on version 2 yet: too few reports, the step holds
     none = consumers_gate(reports, 2, admitted, min_reports=1, max_failed=0)
     assert none.result == "inconclusive" and none.detail.startswith("0 of 1 reports needed")
@@ -109,6 +109,23 @@ def test_consumers_gate_never_passes_without_every_server(
     assert bad.detail.endswith(": " + ", ".join(f"web-{n:02}:1" for n in range(10)) + " and 2 more")
     assert consumers_gate(read_reports([dead], "small"), 1, cohort("api-1"), 0, 0).result == "inconclusive"
     assert consumers_gate([], 1, cohort("api-1"), 0, 0).result == "inconclusive"
+
+
+def test_consumers_gate_fails_on_errors_an_application_reported(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    one, two = start_server(small.root), start_server(small.root)
+    client = HttpConfigClient(one.url, "small", instance="web-1:10", cache_dir=tmp_path / "c")
+    assert client.get("/data/a")
+    report_applied(one.url, "small", 1, Check(1, True), instance="web-2:20")
+    assert consumers_gate(read_reports([one.url], "small"), 1, cohort("web-1", "web-2"), 2, 0).result == "pass"
+    client.report_error("a value the code could not use")
+    report_error(two.url, "small", 1, "timeouts since the change", instance="web-2:20")
+    report_error(two.url, "small", 2, "an error on another version", instance="web-3:30")
+    found = consumers_gate(read_reports([one.url, two.url], "small"), 1, cohort("web-1", "web-2", "web-3"), 2, 1)
+    assert found == GateResult(
+        "consumers", "fail", "2 of 2 instances failed --check or reported errors on version 1: web-1:10, web-2:20"
+    )
 
 
 # -- prometheus -----------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 
 import cfgtool
 from cfgtool import HttpConfigClient
-from cfgtool.client.http import Check, default_instance, report_applied, request_headers
+from cfgtool.client.http import Check, default_instance, report_applied, report_error, request_headers
 from cfgtool.errors import UsageError
 from cfgtool.serve.consumers import Consumers
 from cfgtool.versions import rollback
@@ -274,6 +274,39 @@ def test_a_reports_text_goes_only_to_who_may_read_every_key_it_concerns(
     refused = httpx.post(f"{server.url}/v1/small/consumers/agent-3", json=bad,
                          headers={"authorization": f"Bearer {agent}"}, timeout=10)  # fmt: skip
     assert refused.status_code == 400 and "last_check.keys" in refused.json()["message"]
+
+
+def test_an_application_reports_the_errors_it_meets_on_a_version(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    publish_change(small, {"store/_ACL.yaml": REPORTS_ACL}, "acl")
+    tokens = tmp_path / "tokens.json"
+    agent, alice, admin = (_token(tokens, f"User:{who}") for who in ("agent", "alice", "admin"))
+    server = start_server(small.root, *FAST, "--tokens", str(tokens))
+    client = HttpConfigClient(server.url, "small", instance="web-1:7", token=alice, cache_dir=tmp_path / "c")
+    client.report_error("size = 2 broke the parser")
+    client.report_error("x" * 2000)
+    report_applied(server.url, "small", 1, Check(1, True), instance="agent-1", token=agent)
+    report_error(server.url, "small", 2, "refused", instance="agent-1", token=agent)
+
+    def seen(token: str) -> dict[str, tuple[object, ...]]:
+        return {i: (v["version"], v["errors"], v["last_error"] and v["last_error"]["message"],
+                    v["last_error"] and v["last_error"].get("withheld", False))
+                for i, v in by_id(listing(server, authorization=f"Bearer {token}")).items()}  # fmt: skip
+
+    # a plain client's version stays the one it read; an agent's the one it applied
+    assert seen(admin) == {"web-1:7": (2, {"2": 2}, "x" * 500, False), "agent-1": (1, {"2": 1}, "refused", False)}
+    # an error names no keys: its text goes to super users only
+    assert seen(alice) == {"web-1:7": (2, {"2": 2}, None, True), "agent-1": (1, {"2": 1}, None, True)}
+    as_agent = {"authorization": f"Bearer {agent}"}
+    for bad in ({}, {"error": None}, {"error": {"version": 0}}, {"error": {"version": 2, "message": 5}}, {"error": 1}):
+        refused = httpx.post(f"{server.url}/v1/small/consumers/agent-1", json=bad, headers=as_agent, timeout=10)
+        assert refused.status_code == 400, bad
+    registry = Consumers()
+    for n in range(1, 13):
+        registry.error("i", None, "client", None, n, None, now=1000.0)
+    [instance] = registry.instances(1000.0)
+    assert instance.errors == {n: 1 for n in range(3, 13)}  # the 10 highest versions are kept
 
 
 def test_a_flood_of_one_client_does_not_push_the_others_down_the_listing() -> None:
