@@ -44,6 +44,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("diff_cmd", "audit_command"),
     "serve": ("serve_cmd", "serve_command"),
     "consumers": ("consumers_cmd", "consumers_command"),
+    "rollout": ("rollout_cmd", "rollout_app"),
     "agent": ("agent_cmd", "agent_command"),
     "acl": ("acl_cmd", "acl_app"),
     "secret": ("secret_cmd", "secret_app"),
