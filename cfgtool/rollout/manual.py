@@ -88,6 +88,7 @@ def abort(
     if not reason.strip():
         raise UsageError("an abort needs a reason", hint='say why with -m "REASON"; it is kept in the rollback marker')
     root, known, chosen = read_tags(repo, store, remote)
+    _allowed(root, store, known, n, principal, "rollback")
     rollout = rollout_of(known, chosen, n)
     if rollout.state not in (*MOVING, "waiting"):
         raise _ended(rollout, "abort")
@@ -104,6 +105,14 @@ def read_tags(repo: Path | None, store: str | Path, remote: str | None) -> tuple
     return (root, *current(root, store, remote=remote))
 
 
+def _allowed(root: Path, store: str | Path, known: History, n: int, principal: str | None, operation: str) -> None:
+    """AccessDenied unless `principal` may do `operation` on the store, under the current version's ACL (that of
+    version N when no version is good; docs/access.md#the-acl). No principal: not checked, as for publish."""
+    if principal is not None:
+        judge = known.current or known.require(n)
+        require(root, store, judge.commit, principal, operation)
+
+
 def _act(
     repo: Path | None, store: str | Path, n: int, command: str, reason: str | None, principal: str | None,
     remote: str | None,
@@ -112,11 +121,10 @@ def _act(
     check_text(reason, "reason")
     for attempt in (1, 2):
         root, known, chosen = read_tags(repo, store, remote)
+        if attempt == 1:
+            _allowed(root, store, known, n, principal, "publish")
         rollout = rollout_of(known, chosen, n)
         action, percent = _next(rollout, command)
-        if attempt == 1 and principal is not None:  # the current version's ACL decides (docs/access.md#the-acl)
-            judge = known.current or known.require(n)
-            require(root, store, judge.commit, principal, "publish")
         who = principal or str(identity(root))
         tag = record(root, known, chosen, rollout, action, percent, by=who, reason=reason, remote=remote)
         if tag is not None:

@@ -1,0 +1,153 @@
+"""`cfgtool rollout status|promote|pause|resume|abort`, run as real subprocesses against a real repository whose
+versions `cfgtool publish` made under a rollout plan, with a bare remote whose tags must never move."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cfgtool.versions.messages import parse_message
+from tests.conftest import GitRepo
+from tests.remotes import RemoteWatch, add_origin
+from tests.serve.conftest import small  # noqa: F401 (a fixture)
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+ACL = """super_users: [User:admin]
+acls:
+  - {principal: User:releaser, operation: publish, resource: store, permission: allow}
+  - {principal: User:oncall, operation: rollback, resource: store, permission: allow}
+  - {principal: "User:*", operation: read, key: "*", permission: allow}
+"""
+RULES = "name: small\nrollout: {steps: [5, 25, 100], step_time: 10m, bake: 1h}\n"
+
+
+@pytest.fixture
+def rolling(small: GitRepo, run_cfgtool: Run, tmp_path: Path) -> Iterator[tuple[GitRepo, RemoteWatch]]:  # noqa: F811
+    """`small` with a bare remote, then version 2 published by `cfgtool publish` under a plan and an ACL."""
+    watch = add_origin(small, tmp_path / "remote.git")
+    small.git("push", "-q", "origin", "config/v1")
+    small.write({"store/_CONFIG_STORE": RULES, "store/_ACL.yaml": ACL, "store/main.conf": "owner = platform\n"
+                 "retention.days = 14\n"})  # fmt: skip
+    small.commit("a rollout plan, an ACL, longer retention")
+    proc = run_cfgtool("publish", "--remote", "origin", "-m", "v2", cwd=small.root)
+    assert proc.returncode == 0, proc.stderr
+    yield small, watch
+    watch.check()
+
+
+def cli(run: Run, repo: GitRepo, *args: str) -> tuple[int, Any, str]:
+    """Exit status, the JSON printed (None when none) and stderr of `cfgtool rollout ARGS --format json`."""
+    proc = run("rollout", *args, "--format", "json", cwd=repo.root)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
+
+
+def meta(repo: GitRepo, tag: str) -> dict[str, Any]:
+    return parse_message(repo.git("for-each-ref", "--format=%(contents)", f"refs/tags/{tag}"))[1]
+
+
+def test_status_shows_the_rolling_version_as_json_and_text(
+    rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run
+) -> None:
+    repo, _ = rolling
+    code, doc, _ = cli(run_cfgtool, repo, "status")
+    assert code == 0
+    assert set(doc) == {"store", "version", "stable", "state", "percent", "step", "steps", "since", "cohort", "gates",
+                        "why", "events"}  # fmt: skip
+    assert (doc["store"], doc["version"], doc["stable"], doc["state"], doc["percent"], doc["steps"]) == (
+        "small",
+        2,
+        1,
+        "rolling",
+        5,
+        [5, 25, 100],
+    )
+    assert doc["cohort"] is None and doc["gates"] == [] and doc["events"] == []
+    assert doc["why"].startswith("next step (25%) at ") and doc["why"].endswith(" if the gates pass")
+    text = run_cfgtool("rollout", "status", "2", cwd=repo.root).stdout
+    assert "version 2 of store small: rolling at 5% (stable version: 1)" in text and "[5%] -> 25% -> 100%" in text
+    code, _, err = cli(run_cfgtool, repo, "status", "1")
+    assert code == 1 and "version 1 has no staged rollout: its rules have no rollout plan" in err
+    code, _, err = cli(run_cfgtool, repo, "status", "9")
+    assert code == 2 and "version 9 does not exist" in err
+
+
+def test_promote_pause_and_resume_write_pushed_step_tags(
+    rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run
+) -> None:
+    repo, remote = rolling
+    code, doc, _ = cli(run_cfgtool, repo, "promote", "2", "-m", "canary fine", "--remote", "origin")
+    assert code == 0 and (doc["action"], doc["percent"], doc["state"]) == ("step", 25, "rolling")
+    assert doc["tag"] == "config/rollout/v2/1" and "config/rollout/v2/1" in remote.tags()
+    step = meta(repo, "config/rollout/v2/1")
+    assert (step["action"], step["percent"], step["reason"]) == ("step", 25, "promote: canary fine")
+    code, doc, _ = cli(run_cfgtool, repo, "pause", "2", "-m", "watching errors", "--remote", "origin")
+    assert code == 0 and (doc["action"], doc["percent"], doc["state"]) == ("pause", 25, "paused")
+    code, _, err = cli(run_cfgtool, repo, "pause", "2", "-m", "again")
+    assert code == 1 and "version 2 is already paused" in err and "rollout resume 2" in err
+    _, status, _ = cli(run_cfgtool, repo, "status", "2")
+    assert status["state"] == "paused" and status["why"].endswith(": watching errors")
+    code, doc, _ = cli(run_cfgtool, repo, "resume", "2", "--remote", "origin")
+    assert code == 0 and (doc["action"], doc["state"]) == ("resume", "rolling")
+    code, _, err = cli(run_cfgtool, repo, "resume", "2")
+    assert code == 1 and "version 2 is not paused: it is rolling" in err
+    assert cli(run_cfgtool, repo, "promote", "2")[1]["state"] == "baking"
+    code, doc, _ = cli(run_cfgtool, repo, "promote", "2", "--remote", "origin")
+    assert code == 0 and (doc["action"], doc["state"]) == ("done", "done")
+    code, _, err = cli(run_cfgtool, repo, "promote", "2")
+    assert code == 1 and "cannot promote: version 2 finished its rollout" in err
+    assert [t for t in remote.tags() if "rollout" in t] == [f"config/rollout/v2/{seq}" for seq in (1, 2, 3, 5)]
+
+
+def test_abort_is_a_rollback_that_sticks(rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run) -> None:
+    repo, remote = rolling
+    code, doc, _ = cli(run_cfgtool, repo, "abort", "2", "-m", "latency up", "--remote", "origin")
+    assert code == 0 and doc["rolled_back"] == [2] and doc["current"] == 1
+    assert "config/rolledback/v2" in remote.tags()
+    assert meta(repo, "config/rolledback/v2")["reason"] == "abort: latency up"
+    _, status, _ = cli(run_cfgtool, repo, "status", "2")
+    assert status["state"] == "rolled_back" and status["why"].endswith(": abort: latency up")
+    code, _, err = cli(run_cfgtool, repo, "promote", "2")
+    assert code == 1 and "cannot promote: version 2 is rolled back" in err
+    code, _, err = cli(run_cfgtool, repo, "abort", "2", "-m", "again")
+    assert code == 1 and "version 2 is rolled back" in err
+    proc = run_cfgtool("publish", "-m", "the same again", cwd=repo.root)
+    assert proc.returncode == 1 and "rolled back" in proc.stderr  # the values of version 2 stay withdrawn
+
+
+def test_each_command_needs_its_permission(rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run) -> None:
+    repo, _ = rolling
+    for command in (["promote", "2"], ["pause", "2", "-m", "x"]):
+        code, _, err = cli(run_cfgtool, repo, *command, "--principal", "oncall")
+        assert code == 1 and "User:oncall may not publish this store" in err
+    code, _, err = cli(run_cfgtool, repo, "abort", "2", "-m", "x", "--principal", "releaser")
+    assert code == 1 and "User:releaser may not rollback this store" in err
+    assert repo.git("tag", "-l", "config/rollout/*", "config/rolledback/*") == ""  # nothing was written
+    code, doc, _ = cli(run_cfgtool, repo, "pause", "2", "-m", "x", "--principal", "User:releaser")
+    assert code == 0 and doc["by"] == "User:releaser"
+    assert cli(run_cfgtool, repo, "resume", "2", "--principal", "releaser")[0] == 0
+    code, _, err = cli(run_cfgtool, repo, "resume", "2", "--principal", "oncall")
+    assert code == 1 and "may not publish" in err
+    code, doc, _ = cli(run_cfgtool, repo, "abort", "2", "-m", "bad", "--principal", "oncall")
+    assert code == 0 and doc["rolled_back"] == [2]
+
+
+def test_a_restore_skips_the_plan_and_has_no_rollout(rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run) -> None:
+    repo, _ = rolling
+    repo.write({"store/data/b/main.conf": "size = 3\n"})
+    repo.commit("bigger b")
+    assert run_cfgtool("publish", "-m", "v3", cwd=repo.root).returncode == 0
+    _, waiting, _ = cli(run_cfgtool, repo, "status", "3")
+    assert waiting["state"] == "waiting" and waiting["why"] == "waits for version 2 to finish"
+    code, _, err = cli(run_cfgtool, repo, "promote", "3")
+    assert code == 1 and "version 3 waits for the version before it" in err
+    proc = run_cfgtool("publish", "--ref", "config/v2", "-m", "restore v2", cwd=repo.root)
+    assert proc.returncode == 0, proc.stderr
+    code, _, err = cli(run_cfgtool, repo, "status", "4")
+    assert code == 1 and "version 4 has no staged rollout: it restores an earlier version" in err
