@@ -117,14 +117,19 @@ def _act(
     repo: Path | None, store: str | Path, n: int, command: str, reason: str | None, principal: str | None,
     remote: str | None,
 ) -> Recorded:  # fmt: skip
-    """Decide the step tag `command` writes from the tags, write it; once more on a lost race, from the new tags."""
+    """Decide the step tag `command` writes from the tags and write it. On a lost race, read the tags again and
+    write it once more when it is still the same step; RolloutRefused when the rollout moved meanwhile."""
     check_text(reason, "reason")
-    for attempt in (1, 2):
+    decided: tuple[Action, int] | None = None
+    for _ in (1, 2):
         root, known, chosen = read_tags(repo, store, remote)
-        if attempt == 1:
+        if decided is None:
             _allowed(root, store, known, n, principal, "publish")
         rollout = rollout_of(known, chosen, n)
         action, percent = _next(rollout, command)
+        if decided is not None and decided != (action, percent):
+            break  # it moved meanwhile: what was asked for no longer means the same step
+        decided = action, percent
         who = principal or str(identity(root))
         tag = record(root, known, chosen, rollout, action, percent, by=who, reason=reason, remote=remote)
         if tag is not None:
@@ -133,7 +138,7 @@ def _act(
                 state = "baking" if percent >= 100 else "rolling"
             return Recorded(n, action, percent, tag, who, reason, state, redact(remote) if remote else None)
     raise RolloutRefused(
-        f"the rollout of version {n} changed twice while this command ran (a controller is at work)",
+        f"the rollout of version {n} moved while this command ran (a controller or another person took a step)",
         hint=f"`cfgtool rollout status {n}` shows where it is now; run the command again if it still applies",
     )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cfgtool.versions.messages import parse_message
+from cfgtool.versions.messages import format_message, parse_message
 from tests.conftest import GitRepo
 from tests.remotes import RemoteWatch, add_origin
 from tests.serve.conftest import small  # noqa: F401 (a fixture)
@@ -151,3 +151,34 @@ def test_a_restore_skips_the_plan_and_has_no_rollout(rolling: tuple[GitRepo, Rem
     assert proc.returncode == 0, proc.stderr
     code, _, err = cli(run_cfgtool, repo, "status", "4")
     assert code == 1 and "version 4 has no staged rollout: it restores an earlier version" in err
+
+
+def lose_the_race(remote: Path, tmp_path: Path, seq: int, percent: int) -> None:
+    """Make the remote take `config/rollout/v2/SEQ` for another writer (a step to `percent`) at the moment the
+    command pushes it: a pre-receive hook creates it in the remote, then refuses the push."""
+    message = tmp_path / f"theirs-{seq}.txt"
+    meta = {"action": "step", "percent": percent, "by": "controller", "evidence": [], "store": "store"}
+    message.write_text(format_message(f"version 2: step to {percent}%", meta), encoding="utf-8")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\n"
+        f"if ! git rev-parse -q --verify refs/tags/config/rollout/v2/{seq} >/dev/null; then\n"
+        f"  GIT_COMMITTER_NAME=controller GIT_COMMITTER_EMAIL=c@example.com "
+        f"git tag -a config/rollout/v2/{seq} 'config/v2^{{commit}}' -F '{message}'\n  exit 1\nfi\n",
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+
+
+def test_a_lost_race_is_retried_only_while_it_means_the_same_step(
+    rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run, tmp_path: Path
+) -> None:
+    repo, watch = rolling
+    lose_the_race(watch.bare, tmp_path, 1, 25)
+    code, _, err = cli(run_cfgtool, repo, "promote", "2", "--remote", "origin")
+    assert code == 1 and "the rollout of version 2 moved while this command ran" in err
+    assert meta(repo, "config/rollout/v2/1")["by"] == "controller"
+    assert repo.git("tag", "-l", "config/rollout/v2/2") == ""
+    lose_the_race(watch.bare, tmp_path, 2, 25)  # a step that changes nothing: a pause still means the same
+    code, doc, _ = cli(run_cfgtool, repo, "pause", "2", "-m", "hold it", "--remote", "origin")
+    assert code == 0 and (doc["tag"], doc["percent"]) == ("config/rollout/v2/3", 25)
