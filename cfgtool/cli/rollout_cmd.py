@@ -1,5 +1,5 @@
 """`cfgtool rollout ...` (docs/rollout.md): staged rollouts. `status` shows one; `promote`, `pause`, `resume` and
-`abort` are what people do to it."""
+`abort` are what people do to it; `run` is the controller."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from cfgtool.cli.completion import complete_version_numbers
 from cfgtool.cli.context import CliContext
 from cfgtool.cli.options import version_number_arg
 from cfgtool.cli.versions_cmd import Fmt, OutputFormat, Remote, render_rollback
-from cfgtool.errors import UsageError
+from cfgtool.errors import SourceError, UsageError
 
 if TYPE_CHECKING:
     from cfgtool.rollout.manual import Recorded
@@ -26,6 +26,7 @@ rollout_app = typer.Typer(
       cfgtool rollout status
       cfgtool rollout promote 7 -m "the canary looks fine" --remote origin
       cfgtool rollout abort 7 -m "latency up in eu-west" --remote origin
+      cfgtool rollout run --server http://configs:8750 --remote origin
     """,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -207,6 +208,65 @@ def abort_command(
     typer.echo(
         json.dumps(result.to_json(), indent=2) + "\n" if fmt is OutputFormat.JSON else render_rollback(result), nl=False
     )
+
+
+@rollout_app.command("run")
+def run_command(
+    ctx: typer.Context,
+    servers: Annotated[
+        list[str],
+        typer.Option(
+            "--server",
+            metavar="URL",
+            help="A cfgtool server whose consumers report the gates read. Repeat for every replica: each knows only "
+            "its own clients.",
+        ),
+    ],
+    remote: Annotated[
+        str | None,
+        typer.Option("--remote", metavar="NAME", help="Fetch the tags from and push the steps to this remote."),
+    ] = None,
+    interval: Annotated[
+        str, typer.Option("--interval", metavar="DURATION", help="Time between rounds: 5s, 1m, or seconds.")
+    ] = "5s",
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            metavar="FILE",
+            help="A file holding the bearer token for the servers (a principal that may describe the store).",
+            show_default=False,
+        ),
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="Run one round and exit (a scheduled CI job).")] = False,
+) -> None:
+    """Drive the staged rollout of the store: the controller.
+
+    Each round it fetches the tags, reads the consumers reports of every
+    --server, judges the gates of the candidate's step, and then rolls it back
+    (a gate failed), takes the next step or finishes it (every gate passed
+    after the step time or the bake), or holds (a gate could not judge). It
+    runs until SIGTERM or SIGINT; a restarted controller carries on from the
+    tags. Needs push rights on the remote.
+
+    Examples:
+      cfgtool rollout run --server http://configs:8750 --remote origin
+      cfgtool rollout run --server http://configs:8750 --remote origin --interval 30s --once
+    """
+    from cfgtool.rollout.controller import Options, start
+    from cfgtool.store.rollout_plan import PlanError, duration
+
+    cli: CliContext = ctx.obj
+    try:
+        seconds = duration(interval)
+    except PlanError as exc:
+        raise UsageError(f"--interval: {exc.message}", hint="--interval 5s") from None
+    if seconds <= 0:
+        raise UsageError("--interval must be more than 0 seconds", hint="--interval 5s")
+    options = Options(cli.repo or Path.cwd(), cli.store, tuple(servers), remote, _token(token_file), seconds)
+    decision = start(options, once=once)
+    if once and decision.action == "error":
+        raise SourceError(decision.line(), hint="the next round tries again; check the remote and the servers")
 
 
 def _token(token_file: Path | None) -> str | None:

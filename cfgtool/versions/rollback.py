@@ -152,7 +152,7 @@ def _run(
         remote = checked_remote(root, remote)
     scheme = scheme_for(root, store)
     clear_stale_locks(root, scheme)
-    journal = git.git_dir(root) / "cfgtool" / "rollback-journal.json"
+    journal = _journal(root)
     pending = _pending(journal)
     if remote is not None:
         fetch_tags(root, remote, scheme)
@@ -301,6 +301,17 @@ def _same_again(pending: dict[str, Any], known: History, ask: _Ask) -> bool:
         and current.version == r.get("current")
         and all(known.is_rolled_back(n) != ask.cancel for n in done)
     )
+
+
+def unfinished(repo: Path) -> RollbackResult | None:
+    """The rollback an earlier run journaled and did not finish, killed perhaps after its push (None: none). Asking
+    for it again, with the same reason, finishes it; any other rollback is refused until then."""
+    pending = _pending(_journal(git.locate(repo).root))
+    return _result(pending) if pending is not None and not pending.get("done") else None
+
+
+def _journal(root: Path) -> Path:
+    return git.git_dir(root) / "cfgtool" / "rollback-journal.json"
 
 
 def _result(pending: dict[str, Any]) -> RollbackResult:
