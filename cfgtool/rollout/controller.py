@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from cfgtool.errors import CfgtoolError
 from cfgtool.rollout.gates import GateResult, Step, consumers_gate, evaluate, read_reports, verdict
+from cfgtool.rollout.status import status
 from cfgtool.store import git
 from cfgtool.store.rollout_plan import ConsumersGate, RolloutPlan
 from cfgtool.versions.refs import identity
@@ -98,18 +99,12 @@ def run_round(options: Options, now: Callable[[], datetime] = lambda: datetime.n
     judged = verdict(results)
     if judged == "fail":
         return _roll_back(options, root, rollout, results)
-    if judged == "inconclusive":
-        why = "; ".join(f"{r.gate}: {r.detail}" for r in results if r.result == "inconclusive")
-        return Decision("hold", v, p, detail=why, results=results)
-    if rollout.state == "paused":
-        return Decision("hold", v, p, detail="paused (cfgtool rollout resume continues it)", results=results)
-    since = rollout.since or now()
+    moment = now()
     last = rollout.percent >= 100
-    wait = plan.bake if last else plan.step_time
-    left = wait - (now() - since).total_seconds()
-    if left > 0:
-        what = "bake" if last else "step time"
-        return Decision("hold", v, p, detail=f"gates pass; {left:.0f} s of its {what} left", results=results)
+    waited = (moment - (rollout.since or moment)).total_seconds()
+    if judged == "inconclusive" or rollout.state == "paused" or waited < (plan.bake if last else plan.step_time):
+        why = status(known, chosen, v, gates=results, now=moment)["why"]
+        return Decision("hold", v, p, detail=str(why), results=results)
     action: Literal["step", "done"] = "done" if last else "step"
     percent = 100 if last else rollout.steps[rollout.step + 1]
     evidence = [r.to_json() for r in results]
