@@ -134,9 +134,9 @@ def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | N
     ref, version = split_ref(ref, version)
     if version is None:
         return ref
-    from cfgtool.versions.tags import history
+    from cfgtool.versions.current import resolve_version
 
-    return history(cli.repo, cli.store).pick(version_spec(version)).commit
+    return resolve_version(cli.repo, version_spec(version), cli.store)
 
 
 def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None) -> Reading:

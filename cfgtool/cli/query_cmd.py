@@ -266,7 +266,7 @@ def _note_working_tree(answer: KeyAnswer) -> None:
     """Say on stderr that a working tree answered when the current version may answer otherwise, as `compile` names
     its source. A reader who meant the published config adds --version current."""
     from cfgtool.compile.compiler import CompileResult
-    from cfgtool.versions.tags import unlike_current
+    from cfgtool.versions.current import unlike_current
 
     result = answer.result
     if not isinstance(result, CompileResult):

@@ -317,12 +317,13 @@ class ConfigClient:
     def _named(self, name: str) -> list[int | str] | None:
         """[N, commit] of the version `name` names; None when nothing is published (the client's own error)."""
         from cfgtool.versions import history
+        from cfgtool.versions.current import named, reading
 
         found = history(self.repo, self.store)
-        if found.current_number is None and name == CURRENT:
+        if reading(found) is None and name == CURRENT:
             return None
-        named = found.named(name)
-        return [named.version, named.commit]
+        chosen = named(found, name)
+        return [chosen.version, chosen.commit]
 
     def _snapshot(self, memo: RefMemo) -> Snapshot:
         """The pinned version from its artifact; compiled (and its artifact written) the first time. A

@@ -1,6 +1,7 @@
 """Versions in git (docs/versions.md): numbered, immutable version tags; publish, rollback and the version listing.
 
 - `tags`: read every version tag and rollback marker with one `git for-each-ref`; statuses; lookups.
+- `current`: what a reader means by `current` and `previous` (during a staged rollout, not always the newest).
 - `refs`: create-only tag writes, pushes without force, fetches that never clobber.
 - `publish`, `rollback`: the two commands that write tags. Nothing here ever moves or deletes a published tag.
 """
@@ -10,6 +11,8 @@ import typing as _typing
 from cfgtool._lazy import make_lazy as _make_lazy
 
 if _typing.TYPE_CHECKING:
+    from cfgtool.versions.current import current_version as current_version
+    from cfgtool.versions.current import resolve_version as resolve_version
     from cfgtool.versions.publish import PublishRaceLost as PublishRaceLost
     from cfgtool.versions.publish import PublishRefused as PublishRefused
     from cfgtool.versions.publish import PublishResult as PublishResult
@@ -24,9 +27,7 @@ if _typing.TYPE_CHECKING:
     from cfgtool.versions.tags import TagScheme as TagScheme
     from cfgtool.versions.tags import Version as Version
     from cfgtool.versions.tags import VersionNotFound as VersionNotFound
-    from cfgtool.versions.tags import current_version as current_version
     from cfgtool.versions.tags import history as history
-    from cfgtool.versions.tags import resolve_version as resolve_version
     from cfgtool.versions.tags import versions as versions
 
 __all__ = [
@@ -65,10 +66,10 @@ _make_lazy(
         "TagScheme": ("cfgtool.versions.tags", "TagScheme"),
         "Version": ("cfgtool.versions.tags", "Version"),
         "VersionNotFound": ("cfgtool.versions.tags", "VersionNotFound"),
-        "current_version": ("cfgtool.versions.tags", "current_version"),
+        "current_version": ("cfgtool.versions.current", "current_version"),
         "history": ("cfgtool.versions.tags", "history"),
         "publish": ("cfgtool.versions.publish", "publish"),
-        "resolve_version": ("cfgtool.versions.tags", "resolve_version"),
+        "resolve_version": ("cfgtool.versions.current", "resolve_version"),
         "rollback": ("cfgtool.versions.rollback", "rollback"),
         "versions": ("cfgtool.versions.tags", "versions"),
     },

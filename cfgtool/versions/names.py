@@ -5,7 +5,7 @@ from cfgtool.errors import UsageError
 
 DEFAULT_SHOWN = 20  # versions() without `all`: the newest this many (plus the current one)
 WORKTREE = "worktree"  # the side of a diff that is the working tree
-CURRENT = "current"  # the current version: the highest without a rollback marker
+CURRENT = "current"  # what a reader reads: the highest good version, or the stable one during a rollout
 PREVIOUS = "previous"  # the good version below the current one
 VERSION_NAMES = (CURRENT, PREVIOUS)
 

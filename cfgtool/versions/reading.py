@@ -79,9 +79,10 @@ def refuse_invalid(
     if problem is None:
         return
     if isinstance(version, str):  # `current` / `previous`: name it by its number
+        from cfgtool.versions.current import named
         from cfgtool.versions.tags import history
 
-        version = history(root, store).named(version).version
+        version = named(history(root, store), version).version
     raise CfgtoolError(
         f"version {version} ({commit[:7]}) has errors, so no application reads it: {problem}",
         hint=f"it was tagged without `cfgtool publish`'s checks: roll it back (`cfgtool rollback {version} -m"
@@ -107,7 +108,7 @@ def version_commit(memo: RefMemo, store: str | Path, version: int | str) -> str:
     root = memo.repo.root
 
     def resolve() -> str:
-        from cfgtool.versions.tags import resolve_version
+        from cfgtool.versions.current import resolve_version
 
         return resolve_version(root, version, store)
 

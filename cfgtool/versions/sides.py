@@ -8,8 +8,8 @@ A side spec is one of:
   `v5` and `5`. A short form names version N when that version exists; when it does not, it is read as a
   git ref if one has that name. When both a version N and a *different* commit answer to the short form,
   that is ambiguous and refused: write `config/v5`, or the ref's full name (`refs/tags/v5`).
-- `current` (the current version) or `previous` (the good version below it); a branch of that name is
-  reachable as `refs/heads/current`.
+- `current` (the version a reader without an instance id reads: `versions.current`) or `previous` (the good
+  version below it); a branch of that name is reachable as `refs/heads/current`.
 - anything else git can resolve to a commit: a branch, a tag, a sha, `HEAD~3`, `origin/main`.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 from cfgtool.errors import SourceError, UsageError
 from cfgtool.store import git
+from cfgtool.versions.current import named
 from cfgtool.versions.names import VERSION_NAMES, WORKTREE, version_number
 from cfgtool.versions.tags import History, TagScheme, read_history, scheme_for
 
@@ -72,8 +73,8 @@ def resolve_side(root: Path, spec: str, store: str | Path = "store") -> Side:
             f"{spec!r} is not a version, ref or `{WORKTREE}`", hint="name a version (v5), a ref or worktree"
         )
     if spec in VERSION_NAMES:
-        named = read_history(root, scheme_for(root, store)).named(spec)
-        return Side(spec, named.tag, named.commit, named.version)
+        version = named(read_history(root, scheme_for(root, store)), spec)
+        return Side(spec, version.tag, version.commit, version.version)
     number, explicit, history = _named_version(root, spec, store)
     if number is not None and history is not None:
         found = history.get(number)

@@ -5,8 +5,9 @@ Version N is the annotated tag `<version_tag_prefix>N` (default `config/vN`). It
 tag `<rollback_tag_prefix>N` (default `config/rolledback/vN`). The marker that cancels that rollback is
 `config/restored/vN`: the rollback prefix with `restored` for `rolledback`. All carry machine-readable metadata in
 the last line of their message: `cfgtool-metadata: {json}` (see `messages.py`). A version is rolled back while it has
-a rollback marker and no restored marker. The current version is the highest N that is not rolled back. Nothing here
-writes: creating tags is `refs.py`'s job.
+a rollback marker and no restored marker. The current version is the highest N that is not rolled back: what
+writers (publish, rollback) build on. A reader's `current` differs while a version rolls out under a plan
+(`cfgtool.versions.current`). Nothing here writes: creating tags is `refs.py`'s job.
 
 Several stores in one repository each have their own versions (`StoreTags`). The plain spelling `config/vN` belongs
 to one store. It is the store named by the metadata of the lowest plain version tag that names a store. Before any
@@ -33,7 +34,6 @@ from typing import Any, Literal, NamedTuple
 from cfgtool.errors import SourceError
 from cfgtool.store import git
 from cfgtool.store.settings import SETTINGS_FILE, Settings, parse_settings
-from cfgtool.store.sources import Source
 from cfgtool.store.stores import DEFAULT_STORE_DIR, store_dirs, store_name, tag_name_part
 from cfgtool.versions.messages import decode_all, split_message
 from cfgtool.versions.names import CURRENT, DEFAULT_SHOWN, PREVIOUS, version_number
@@ -388,6 +388,8 @@ class History:
 
     @cached_property
     def current_number(self) -> int | None:
+        """The newest good version: what publish and rollback compare with and build on. Readers read
+        `cfgtool.versions.current.reading`, which differs while a version rolls out."""
         good = [n for n in self._tag_rows if n not in self._marker_rows]
         return max(good) if good else None
 
@@ -415,10 +417,11 @@ class History:
             )
         return found
 
-    def named(self, name: str) -> Version:
+    def named(self, name: str, current: int | None = None) -> Version:
         """The version `current` or `previous` names; `previous` is the good version below the current one.
-        VersionNotFound saying why when there is none."""
-        current = self.current_number
+        VersionNotFound saying why when there is none. `current` is the version counted as current: by default the
+        newest good one, as writers mean it; readers name versions through `cfgtool.versions.current`."""
+        current = self.current_number if current is None else current
         if current is None:
             raise VersionNotFound(
                 f"there is no {name} version: {self._no_good()}",
@@ -435,10 +438,6 @@ class History:
                 hint="`cfgtool versions --all` lists every version and which are rolled back",
             )
         return self._version(max(below), current)
-
-    def pick(self, version: int | str) -> Version:
-        """Version N (rolled back or not), or the one `current` / `previous` names."""
-        return self.named(version) if isinstance(version, str) else self.require(version)
 
     def _no_good(self) -> str:
         if not self._tag_rows:
@@ -510,42 +509,6 @@ class History:
 def versions(repo: Path | None = None, store: str | Path = "store", *, all: bool = False) -> list[Version]:
     """Versions newest first: every one with `all`, else the newest `DEFAULT_SHOWN` and the current one."""
     return history(repo, store).listing(all=all)
-
-
-def current_version(repo: Path | None = None, store: str | Path = "store") -> Version | None:
-    """The current version (the highest N without a rollback marker), None when there is none."""
-    return history(repo, store).current
-
-
-def unlike_current(source: Source) -> tuple[Version, bool] | None:
-    """(the current version, whether the store has uncommitted changes), when a read of the working tree `source` may
-    answer otherwise than the current version. That happens with uncommitted changes, or a store whose tree at HEAD
-    is not the current version's. None when the two agree, or nothing is published; then nothing else is asked of
-    git."""
-    current = history(source.repo_root, source.store).current
-    if current is None:
-        return None
-    dirty = source.dirty
-    if dirty or source.commit is None:
-        return current, True
-    head = _store_tree(source.repo_root, source.commit, source.store)
-    return (
-        None
-        if head is not None and head == _store_tree(source.repo_root, current.commit, source.store)
-        else (current, False)
-    )
-
-
-def _store_tree(root: Path, commit: str, store: str) -> str | None:
-    """The id of the store directory's tree at `commit` (the commit's whole tree for a store at the root)."""
-    proc = git.run_git(root, "rev-parse", "--verify", "--quiet", f"{commit}:{store}", check=False)
-    return proc.stdout.decode().strip() if proc.returncode == 0 else None
-
-
-def resolve_version(repo: Path | None, version: int | str, store: str | Path = "store") -> str:
-    """The commit of version N (rolled back or not) or of the one `current` / `previous` names. VersionNotFound when
-    there is no such version."""
-    return history(repo, store).pick(version).commit
 
 
 def history(

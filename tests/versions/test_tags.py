@@ -7,6 +7,7 @@ import dataclasses
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -335,3 +336,30 @@ def test_the_restored_prefix_follows_the_rollback_prefix(version: str, rollback:
 
     assert marker_prefix(version, rollback) == restored
     assert TagScheme(version, rollback).restored_tag(3) == f"{restored}3"
+
+
+def test_readers_name_the_stable_version_current_while_another_rolls_out(
+    repo: GitRepo, run_cfgtool: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    from cfgtool.versions.current import named
+    from cfgtool.versions.rollout import admitted
+    from tests.versions.conftest import commit_at
+    from tests.versions.test_rollout import HOSTS, PLAN, SALT, Tags
+
+    tags = Tags(repo)
+    for n in (1, 2, 3):  # 3 rolls out at 5%
+        repo.write({"store/data/a/main.conf": f"retention = {n}\n"})
+        tags.commit = commit_at(repo, f"2026-01-01T1{n}:00:00+00:00", f"retention {n}")
+        tags.version(n, PLAN if n == 3 else None)
+    inside = next(h for h in HOSTS if admitted("store", 3, SALT, h, 5))
+    known = history(repo.root, "store")
+    assert (named(known, "current").version, named(known, "previous").version) == (2, 1)
+    assert (named(known, "current", inside).version, named(known, "previous", inside).version) == (3, 2)
+    # what publish and rollback build on stays the newest good version
+    assert known.current_number == 3 and known.named("previous").version == 2
+    assert current_version(repo.root) == named(known, "current")
+    assert resolve_version(repo.root, "current") == named(known, "current").commit
+    proc = run_cfgtool("get", "/data/a", "retention", "--version", "current", cwd=repo.root)
+    assert proc.returncode == 0 and proc.stdout.strip() == "2", proc.stderr
+    proc = run_cfgtool("diff", "previous", "current", "--format", "json", cwd=repo.root)
+    assert proc.returncode == 0 and '"retention"' in proc.stdout and "config/v2" in proc.stdout, proc.stdout
