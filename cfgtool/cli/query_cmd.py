@@ -23,7 +23,6 @@ from cfgtool.errors import CfgtoolError, UsageError
 
 if TYPE_CHECKING:
     from cfgtool.compile.query import GraphAnswer, KeyAnswer
-    from cfgtool.diagnostics import Diagnostic
 
 # The library (compile, explain, formats, the HOCON engine) is imported inside the commands: building the CLI,
 # `--help` and `--version` must not pay for it.
@@ -247,9 +246,8 @@ def datasets(
 def _answer(
     ctx: typer.Context, text: str, ref: str | None, version: str | None, variables: list[str] | None
 ) -> KeyAnswer:
-    """What a forward query reads about KEY (`text`; BadKeyError: exit 2). Refused (exit 1) when errors affect it:
-    errors of any layer of L(KEY), or of no node (settings). Validation errors (schemas, policies) never change a
-    resolved config, so they refuse nothing."""
+    """What a forward query reads about KEY (`text`; BadKeyError: exit 2). QueryRefused (exit 1) when errors affect
+    it (`KeyAnswer.check`)."""
     from cfgtool.compile.query import key_at, query_key
 
     cli: CliContext = ctx.obj
@@ -258,8 +256,7 @@ def _answer(
         _note_working_tree(answer)
     else:  # a commit: its version artifact when cached (one key read from it), else compiled once and cached
         answer = key_at(text, read_at_ref(ctx, ref, variables, version))
-    _refuse(answer.key, answer.errors(), answer.store_errors())
-    return answer
+    return answer.check()
 
 
 def _note_working_tree(answer: KeyAnswer) -> None:
@@ -285,41 +282,15 @@ def _note_working_tree(answer: KeyAnswer) -> None:
 def _graph(
     ctx: typer.Context, text: str, ref: str | None, version: str | None, variables: list[str] | None
 ) -> tuple[GraphAnswer, str]:
-    """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2). Refused (exit 1)
-    when the graph has errors. Any error of the store's includes, discovery or settings can change who imports what.
-    A `main.conf` cannot."""
+    """The import graph a reverse query reads and its normalized KEY (`text`; BadKeyError: exit 2). QueryRefused
+    (exit 1) when the graph has errors (`GraphAnswer.check`)."""
     from cfgtool.compile.query import query_graph
     from cfgtool.store.keys import normalize_key
 
     cli: CliContext = ctx.obj
     graph = query_graph(cli.repo, cli.store, ref_for(ctx, ref, version), parse_variables(variables))
     key = normalize_key(text, graph.store.settings.name)
-    _refuse(None, graph.errors())
-    return graph, key
-
-
-def _refuse(key: str | None, errors: list[Diagnostic], total: int | None = None) -> None:
-    """CfgtoolError (exit 1) naming the first of `errors` by place (then code and message), if any. `total`: the
-    errors of the whole store this read found (None: it read only what the key needs). So the count says why it
-    differs from `cfgtool compile`'s."""
-    if not errors:
-        return
-    first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0, d.code, d.message))
-    where = f"{first.location}: " if first.location else ""
-    plural = len(errors) != 1
-    if key is None:
-        count = f"the store cannot be queried: its import graph has {len(errors):,} error{'s' if plural else ''}"
-    elif total is not None and total > len(errors):
-        count = (
-            f"{key} cannot be queried: {len(errors):,} of the store's {total:,} errors affect{'' if plural else 's'} it"
-        )
-    else:
-        count = f"{key} cannot be queried: {len(errors):,} error{'s affect' if plural else ' affects'} it"
-    raise CfgtoolError(
-        f"{count}, the first: {where}{first.code} {first.message}",
-        hint="`cfgtool compile` lists every error of the store (also those of schemas, policies and other variable"
-        " values, which do not stop a query); or query a good state with --ref REF",
-    )
+    return graph.check(), key
 
 
 def _existing(graph: GraphAnswer, key: str) -> None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cfgtool.diagnostics import VALIDATION_CODES, Diagnostic, count
+from cfgtool.errors import CfgtoolError
 from cfgtool.store import keys
 
 if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by the functions that compile
@@ -31,6 +32,31 @@ if TYPE_CHECKING:  # the answers' types; the compile machinery is imported by th
     from cfgtool.store.nodes import Store
     from cfgtool.store.scope import Scope
     from cfgtool.store.sources import Source
+
+
+class QueryRefused(CfgtoolError):
+    """A query whose answer errors make unreliable (exit 1): every caller refuses it alike. The message names the
+    first error by place (then code and message) and counts them. `key` is None for the import graph. `total` is
+    the errors of the whole store the read found (None: it read only what the key needs). So the count says why it
+    differs from `cfgtool compile`'s."""
+
+    def __init__(self, key: str | None, errors: Sequence[Diagnostic], total: int | None = None) -> None:
+        first = min(errors, key=lambda d: (d.file or "", d.line or 0, d.col or 0, d.code, d.message))
+        where = f"{first.location}: " if first.location else ""
+        n, plural = len(errors), len(errors) != 1
+        if key is None:
+            count = f"the store cannot be queried: its import graph has {n:,} error{'s' if plural else ''}"
+        elif total is not None and total > n:
+            count = f"{key} cannot be queried: {n:,} of the store's {total:,} errors affect{'' if plural else 's'} it"
+        else:
+            count = f"{key} cannot be queried: {n:,} error{'s affect' if plural else ' affects'} it"
+        super().__init__(
+            f"{count}, the first: {where}{first.code} {first.message}",
+            hint="`cfgtool compile` lists every error of the store (also those of schemas, policies and other"
+            " variable values, which do not stop a query); or query a good state with --ref REF",
+        )
+        self.key = key
+        self.errors = tuple(errors)
 
 
 @dataclass(frozen=True)
@@ -57,6 +83,14 @@ class KeyAnswer:
             return None
         return count(self.result.diagnostics)[0]
 
+    def check(self) -> KeyAnswer:
+        """This answer, or QueryRefused when errors affect `key`: errors of any layer of L(key), or of no node
+        (settings). Validation errors (schemas, policies) never change a resolved config, so they refuse nothing."""
+        errors = self.errors()
+        if errors:
+            raise QueryRefused(self.key, errors, self.store_errors())
+        return self
+
     def near_node(self) -> str | None:
         """A node whose key is close to `key` (which has no node), for a did-you-mean (`keys.near_node`)."""
         scope = self.scope
@@ -80,7 +114,6 @@ class KeyAnswer:
         found = snap.lookup(self.key)
         if path is None:
             return KeyRead(found.key, found.node, found.exists, found.config)
-        from cfgtool.errors import CfgtoolError
         from cfgtool.hocon import (
             read_path,
             split_path,
@@ -175,6 +208,14 @@ class GraphAnswer:
         """Errors that make the graph unreliable: the store's discovery and import errors."""
         found = [*self.store.diagnostics, *self.graph.diagnostics]
         return [d for d in dict.fromkeys(found) if d.severity == "error" and d.code not in VALIDATION_CODES]
+
+    def check(self) -> GraphAnswer:
+        """This graph, or QueryRefused when it has errors. Any error of the store's includes, discovery or settings
+        can change who imports what; a `main.conf` cannot."""
+        errors = self.errors()
+        if errors:
+            raise QueryRefused(None, errors)
+        return self
 
 
 def query_graph(

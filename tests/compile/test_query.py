@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cfgtool.compile.compiler import CompileResult, compile_source
-from cfgtool.compile.query import KeyAnswer, query_graph, query_key
+from cfgtool.compile.query import KeyAnswer, QueryRefused, query_graph, query_key
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.explain import explain
 from cfgtool.snapshot.formats import Format, render
@@ -244,3 +244,39 @@ def test_query_key_checks_settings_the_cache_has_not_seen_pass(shop: GitRepo) ->
         assert [(d.code, d.file) for d in errors] == [("E_SETTINGS", "store/_CONFIG_STORE")]
     shop.write({"store/_CONFIG_STORE": "name: shop\n"})
     assert query_key(shop.root, "store", None, "/data/orders").errors() == []
+
+
+# ------------------------------------------------------------------------------------------ refusals
+
+
+def test_query_answers_refuse_errors_that_affect_them_for_every_caller(shop: GitRepo) -> None:
+    """The library refuses, not a command: the server or a script gets the CLI's message and hint."""
+    shop.write({"store/tags/gold/main.conf": "tier = {\n", "store/data/invoices/main.conf": "owner = ${nobody}\n"})
+    with pytest.raises(QueryRefused) as refused:
+        query_key(shop.root, "store", None, "/data/orders").check()
+    assert refused.value.message == (
+        "/data/orders cannot be queried: 1 error affects it, the first: "
+        "store/tags/gold/main.conf:2:1: E_SYNTAX unclosed object: add '}'"
+    )
+    assert refused.value.exit_code == 1
+    assert (refused.value.hint or "").startswith("`cfgtool compile` lists every error of the store")
+    # a read of the whole store counts its errors, so the numbers agree with `cfgtool compile`
+    whole = KeyAnswer("/data/orders", compile_source(open_source(shop.root, "store", None), validate=False), None)
+    with pytest.raises(QueryRefused, match=r"^/data/orders cannot be queried: 1 of the store's 2 errors affects it"):
+        whole.check()
+    answer = query_key(shop.root, "store", None, "/tags/silver")
+    assert answer.check() is answer  # the errors elsewhere do not affect it
+
+
+def test_query_graph_refuses_any_error_of_the_import_graph(shop: GitRepo) -> None:
+    shop.write({"store/data/invoices/main.conf": "owner = ${nobody}\n"})
+    graph = query_graph(shop.root, "store", None)
+    assert graph.check() is graph  # a main.conf cannot change who imports what
+    shop.write({"store/data/invoices/includes": "/tags/nothing\n"})
+    with pytest.raises(QueryRefused) as refused:
+        query_graph(shop.root, "store", None).check()
+    assert refused.value.key is None
+    assert refused.value.message.startswith(
+        "the store cannot be queried: its import graph has 1 error, the first: store/data/invoices/includes:1:1:"
+        " E_MISSING_IMPORT"
+    )
