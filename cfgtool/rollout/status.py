@@ -19,6 +19,8 @@ from cfgtool.store.rollout_plan import DEFAULT_BAKE, DEFAULT_STEP_TIME, RolloutP
 from cfgtool.versions.rollout import Rollout, RolloutEvent, Selection
 from cfgtool.versions.tags import History
 
+GATE_FIELDS = ("gate", "result", "detail")
+
 
 class NoRollout(CfgtoolError):
     """The version has no staged rollout: it went out without a plan, or there is none to show (exit 1)."""
@@ -65,6 +67,13 @@ def status(
     }
 
 
+def statuses(
+    known: History, chosen: Selection, *, reports: Sequence[ServerReport] | None = None, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The status of every version with a rollout, newest first (`GET /v1/{store}/rollouts`)."""
+    return [status(known, chosen, n, reports=reports, now=now) for n in sorted(chosen.rollouts, reverse=True)]
+
+
 def rollout_of(known: History, chosen: Selection, n: int) -> Rollout:
     """Version N's rollout; NoRollout saying why it has none (VersionNotFound when there is no version N)."""
     found = chosen.rollouts.get(n)
@@ -105,10 +114,11 @@ def plan_of(rollout: Rollout) -> RolloutPlan:
 
 
 def _recorded(events: Sequence[RolloutEvent]) -> list[dict[str, Any]]:
-    """The gates of the newest step tag that recorded any."""
+    """The gates of the newest step tag that recorded any (an entry the tag does not spell right is left out)."""
     for event in reversed(events):
-        if event.evidence:
-            return [{k: g.get(k) for k in ("gate", "result", "detail")} for g in event.evidence]
+        found = [{k: g.get(k) for k in GATE_FIELDS} for g in event.evidence]
+        if found:
+            return [g for g in found if all(isinstance(v, str) for v in g.values())]
     return []
 
 
@@ -146,4 +156,4 @@ def _when(date: datetime | None) -> str | None:
     return date.isoformat(timespec="seconds") if date is not None else None
 
 
-__all__ = ["NoRollout", "default_version", "plan_of", "rollout_of", "status"]
+__all__ = ["NoRollout", "default_version", "plan_of", "rollout_of", "status", "statuses"]

@@ -39,6 +39,31 @@ DID_YOU_MEAN_KEY: Schema = {
     "description": "when `exists` is false: a node with a close key that the principal may describe",
 }
 
+ROLLOUT: Schema = {
+    "store": STRING,
+    "version": INT,
+    "stable": {"type": ["integer", "null"], "description": "the version readers outside the cohort read"},
+    "state": {"enum": ["rolling", "paused", "holding", "baking", "done", "rolled_back", "waiting", "superseded"]},
+    "percent": {"type": "integer", "minimum": 0, "maximum": 100},
+    "step": {"type": "integer", "minimum": 0, "description": "the index of `percent` in `steps`"},
+    "steps": {"type": "array", "items": INT},
+    "since": {"type": ["string", "null"], "description": "when the current step began"},
+    "cohort": {
+        "description": "the step's cohort among the instances this server heard from",
+        "oneOf": [
+            {"type": "null"},
+            _obj(["instances", "applied", "failed"], {"instances": INT, "applied": INT, "failed": INT}),
+        ],
+    },
+    "gates": {
+        "type": "array",
+        "items": _obj(["gate", "result", "detail"], {"gate": STRING, "result": STRING, "detail": STRING}),
+        "description": "the gates' evidence recorded when the rollout last moved",
+    },
+    "why": {**NULLABLE_STRING, "description": "what the rollout waits for, or how it ended"},
+    "events": {"type": "array", "items": OBJECT, "description": "its step tags, oldest first"},
+}  # every field is always there
+
 SCHEMAS: dict[str, Schema] = {
     "Error": _obj(
         ["error"],
@@ -248,6 +273,7 @@ SCHEMAS: dict[str, Schema] = {
             "by_version": {"type": "object", "additionalProperties": INT, "description": '`{"N": instances}`'},
         },
     ),
+    "Rollout": _obj(list(ROLLOUT), ROLLOUT),
     "Report": {
         **_obj(
             [],
@@ -622,6 +648,19 @@ def _other_paths(listed: Schema) -> dict[str, Schema]:
                 _ok(
                     "every instance heard in the last 24 hours, most recent first",
                     _ref("schemas", "Consumers"),
+                    _headers("Cache-Control"),
+                ),
+                STORE,
+                not_modified=False,
+            ),
+        ),
+        "/v1/{store}/rollouts": _get(
+            "rollouts: every version with a staged rollout, newest first, with its cohort among this server's clients",
+            ["store"],
+            _responses(
+                _ok(
+                    "the status of each rollout (`cfgtool rollout status --format json`)",
+                    {"type": "array", "items": _ref("schemas", "Rollout")},
                     _headers("Cache-Control"),
                 ),
                 STORE,

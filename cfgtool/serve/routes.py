@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from starlette.applications import Starlette
@@ -18,6 +19,8 @@ from starlette.routing import BaseRoute, Route
 
 from cfgtool.errors import CfgtoolError
 from cfgtool.hocon import HoconError, split_path
+from cfgtool.rollout.gates import ServerReport
+from cfgtool.rollout.status import statuses
 from cfgtool.serve.answers import (
     Answer,
     Denied,
@@ -36,6 +39,8 @@ from cfgtool.serve.openapi import openapi_answer
 from cfgtool.serve.visibility import Visibility
 from cfgtool.serve.worker import ResolverUnavailable
 from cfgtool.store.keys import normalize_key
+from cfgtool.versions import history
+from cfgtool.versions.rollout import selection
 
 if TYPE_CHECKING:
     from cfgtool.serve.loaded import LoadedVersion
@@ -94,6 +99,7 @@ def starlette_app(api: Api, more: Sequence[BaseRoute] = ()) -> Starlette:
         Route("/v1/{store}/versions/{n}/{query}/{key:anypath}", handled("query", handlers.query)),
         Route("/v1/{store}/consumers", handled("consumers", handlers.consumers)),
         Route("/v1/{store}/consumers/{instance}", handled("report", handlers.report), methods=["POST"]),
+        Route("/v1/{store}/rollouts", handled("rollouts", handlers.rollouts)),
         Route("/healthz", handled("healthz", handlers.healthz)),
         Route("/metrics", handled("metrics", handlers.metrics)),
         *more,
@@ -184,6 +190,14 @@ class _Handlers:
         listing = self.service.consumers[state.name].listing(time.time(), seen)
         return _response(prebuilt(listing), {"cache-control": "no-store"})
 
+    async def rollouts(self, request: Request) -> Response:
+        """Every version with a staged rollout, in `rollout status`'s form; the cohort among this server's clients
+        (`describe` on the store). Only counts come from the consumers, never their reports' text."""
+        _, state, _ = await self._described(request)
+        heard = json.loads(self.service.consumers[state.name].listing(time.time()))
+        found = await asyncio.to_thread(rollout_statuses, state.root, state.path or ".", state.name, heard)
+        return _response(answer(found), {"cache-control": "no-store"})
+
     async def report(self, request: Request) -> Response:
         """An instance's report of the version it applied and of its last attempt, or of an error it met on a
         version (`describe` on the store)."""
@@ -254,6 +268,13 @@ class _Handlers:
         response = page(found, request)
         response.headers.update(headers)
         return response
+
+
+def rollout_statuses(root: Path, store: str, name: str, heard: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The status of every rollout of store `name` (at `store` in `root`), read from its tags now. Its cohort is
+    counted among `heard`, this server's consumers listing."""
+    known = history(root, store)
+    return statuses(known, selection(known, name), reports=[ServerReport("this server", heard)])
 
 
 def query_answer(loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:
