@@ -283,7 +283,8 @@ def _echo(done: Recorded, fmt: OutputFormat) -> None:
         typer.echo(json.dumps(done.to_json(), indent=2))
         return
     where = f", pushed to {done.remote}" if done.remote else " (local only: push the tag, or use --remote)"
-    what = "finished" if done.action == "done" else f"{done.action} at {done.percent}%"
+    what = {"step": "step to", "pause": "paused at", "resume": "resumed at"}.get(done.action)
+    what = f"{what} {done.percent}%" if what else "rollout finished"
     typer.echo(f"version {done.version}: {what} ({done.tag}){where}\n  by     {done.by}\n  now    {done.state}")
     if done.reason:
         typer.echo(f"  reason {done.reason}")
@@ -293,7 +294,8 @@ def render_status(found: dict[str, Any]) -> str:
     """`rollout status` for people."""
     steps = " -> ".join(f"[{p}%]" if i == found["step"] else f"{p}%" for i, p in enumerate(found["steps"]))
     lines = [
-        f"version {found['version']} of store {found['store']}: {found['state']} at {found['percent']}%"
+        f"version {found['version']} of store {found['store']}: {found['state'].replace('_', ' ')} at"
+        f" {found['percent']}%"
         f" (stable version: {found['stable']})",
         f"  steps   {steps}, since {found['since'] or '-'}",
     ]

@@ -131,7 +131,8 @@ def test_each_command_needs_its_permission(rolling: tuple[GitRepo, RemoteWatch],
     assert repo.git("tag", "-l", "config/rollout/*", "config/rolledback/*") == ""  # nothing was written
     code, doc, _ = cli(run_cfgtool, repo, "pause", "2", "-m", "x", "--principal", "User:releaser")
     assert code == 0 and doc["by"] == "User:releaser"
-    assert cli(run_cfgtool, repo, "resume", "2", "--principal", "releaser")[0] == 0
+    resumed = run_cfgtool("rollout", "resume", "2", "--principal", "releaser", cwd=repo.root)
+    assert resumed.stdout.startswith("version 2: resumed at 5% (config/rollout/v2/2) (local only: push the tag")
     code, _, err = cli(run_cfgtool, repo, "resume", "2", "--principal", "oncall")
     assert code == 1 and "may not publish" in err
     code, doc, _ = cli(run_cfgtool, repo, "abort", "2", "-m", "bad", "--principal", "oncall")
