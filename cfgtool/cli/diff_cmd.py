@@ -9,9 +9,10 @@ import typer
 
 from cfgtool.cli.completion import complete_keys, complete_sides
 from cfgtool.cli.context import CliContext
-from cfgtool.cli.options import Vars, parse_variables
+from cfgtool.cli.options import Vars
 from cfgtool.diagnostics import plural
 from cfgtool.errors import UsageError
+from cfgtool.store.assignments import parse_assignments
 from cfgtool.versions.names import WORKTREE
 
 
@@ -88,7 +89,7 @@ def diff_command(
     from cfgtool.versions.diff_render import render_json, render_markdown, render_text
 
     cli: CliContext = ctx.obj
-    result = diff(cli.repo, a, b, cli.store, parse_variables(variables))
+    result = diff(cli.repo, a, b, cli.store, parse_assignments(variables))
     if fmt is DiffFormat.JSON:
         text = render_json(result)
     elif fmt is DiffFormat.MARKDOWN:
@@ -165,5 +166,5 @@ def audit_command(
         events = audit(cli.repo, when, cli.store)
         typer.echo(to_json(events.to_json()) if fmt is AuditFormat.JSON else render_events_text(events, when), nl=False)
         return
-    found = audit_key(cli.repo, key, path, when, cli.store, parse_variables(variables))
+    found = audit_key(cli.repo, key, path, when, cli.store, parse_assignments(variables))
     typer.echo(to_json(found.to_json()) if fmt is AuditFormat.JSON else render_history_text(found, when), nl=False)

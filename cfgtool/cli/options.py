@@ -9,7 +9,7 @@ import typer
 
 from cfgtool.cli.completion import complete_refs, complete_variables, complete_versions
 from cfgtool.cli.context import CliContext
-from cfgtool.errors import UsageError
+from cfgtool.store.assignments import parse_assignments
 
 if TYPE_CHECKING:
     from cfgtool.compile.compiler import CompileResult
@@ -61,23 +61,6 @@ ListAll = Annotated[
 ]
 
 
-def parse_variables(items: Sequence[str] | None) -> dict[str, str]:
-    """`--var NAME=VALUE` options as a mapping. UsageError (exit 2) for anything else or a name given twice."""
-    out: dict[str, str] = {}
-    for item in items or ():
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UsageError(
-                f"--var {item!r} is not NAME=VALUE",
-                hint="write the variable's name, '=' and its value, e.g. --var local_cluster.name=lva1",
-            )
-        if name in out and out[name] != value:
-            raise UsageError(f"--var {name} is given twice ({out[name]!r} and {value!r})", hint="give it once")
-        out[name] = value
-    return out
-
-
 def compile_for(
     ctx: typer.Context,
     ref: str | None,
@@ -105,7 +88,7 @@ def compile_for(
             cli.repo,
             cli.store,
             commit,
-            parse_variables(variables),
+            parse_assignments(variables),
             check_variables=check,
             validate=check,
             base=base,
@@ -140,26 +123,11 @@ def ref_for(ctx: typer.Context, ref: str | None, version: str | None) -> str | N
 
 
 def read_at_ref(ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, version: str | None) -> Reading:
-    """The store at `--ref` or `--version` as a query reads it: from its version artifact when one is cached.
-    Otherwise it is compiled and cached (`cfgtool.versions.reading`). One of `ref` and `version` is given."""
-    from cfgtool.versions.names import split_ref, version_spec
-    from cfgtool.versions.reading import read_at, refuse_invalid
+    """The store at `--ref` or `--version` as a query reads it (`cfgtool.versions.reading.read_for_query`), with a
+    progress bar when a cold cache compiles. One of `ref` and `version` is given."""
+    from cfgtool.cli.progress import terminal_progress
+    from cfgtool.versions.reading import read_for_query
 
     cli: CliContext = ctx.obj
-    ref, version = split_ref(ref, version)
-    number = version_spec(version) if version is not None else None
-    try:
-        given = parse_variables(variables)
-    except UsageError:
-        if number is not None:  # as a compile does: an unknown version is reported before a bad --var
-            from cfgtool.versions import resolve_version
-
-            resolve_version(cli.repo, number, cli.store)
-        raise
-    from cfgtool.cli.progress import terminal_progress
-
-    with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:  # a cold cache compiles
-        reading = read_at(cli.repo, cli.store, ref=ref, version=number, variables=given, progress=progress)
-    if number is not None:
-        refuse_invalid(cli.repo, cli.store, reading, number, given)
-    return reading
+    with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:
+        return read_for_query(cli.repo, cli.store, ref=ref, version=version, variables=variables, progress=progress)

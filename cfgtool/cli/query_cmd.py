@@ -18,8 +18,9 @@ import typer
 
 from cfgtool.cli.completion import complete_keys, complete_tags
 from cfgtool.cli.context import CliContext
-from cfgtool.cli.options import Ref, Vars, Version, parse_variables, read_at_ref, ref_for
+from cfgtool.cli.options import Ref, Vars, Version, read_at_ref, ref_for
 from cfgtool.errors import CfgtoolError, UsageError
+from cfgtool.store.assignments import parse_assignments
 
 if TYPE_CHECKING:
     from cfgtool.compile.query import GraphAnswer, KeyAnswer
@@ -252,7 +253,7 @@ def _answer(
 
     cli: CliContext = ctx.obj
     if ref is None and version is None:
-        answer = query_key(cli.repo, cli.store, None, text, parse_variables(variables))
+        answer = query_key(cli.repo, cli.store, None, text, parse_assignments(variables))
         _note_working_tree(answer)
     else:  # a commit: its version artifact when cached (one key read from it), else compiled once and cached
         answer = key_at(text, read_at_ref(ctx, ref, variables, version))
@@ -288,7 +289,7 @@ def _graph(
     from cfgtool.store.keys import normalize_key
 
     cli: CliContext = ctx.obj
-    graph = query_graph(cli.repo, cli.store, ref_for(ctx, ref, version), parse_variables(variables))
+    graph = query_graph(cli.repo, cli.store, ref_for(ctx, ref, version), parse_assignments(variables))
     key = normalize_key(text, graph.store.settings.name)
     return graph.check(), key
 

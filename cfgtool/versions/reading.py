@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from cfgtool._util.cachedir import budget_bytes, cache_root, mark_used, private_dir, prune
 from cfgtool.diagnostics import Diagnostic
-from cfgtool.errors import CfgtoolError
+from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.snapshot.model import Reading, Snapshot
+from cfgtool.store.assignments import parse_assignments
 from cfgtool.store.refmemo import RefMemo, memoizable
 from cfgtool.versions.artifact import Artifact, artifact_path, open_artifact, write_artifact
 
@@ -62,6 +63,36 @@ def read_at(
         if artifact is not None:
             return artifact.reading(label, lambda: compile_at(repo, store, commit, variables, cache).snapshot)
     return compile_at(repo, store, label, variables, cache, progress)
+
+
+def read_for_query(
+    repo: Path | None,
+    store: str | Path,
+    *,
+    ref: str | None = None,
+    version: str | None = None,
+    variables: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> Reading:
+    """The store at `ref` or at `version` (as people write them: `--ref current` names a version too) as a query
+    reads it (`read_at`). `variables` are `NAME=VALUE` texts. As a compile does, an unknown version is reported
+    before a bad variable text. A version tagged without `publish`'s checks is refused (`refuse_invalid`)."""
+    from cfgtool.versions.names import split_ref, version_spec
+
+    ref, version = split_ref(ref, version)
+    number = version_spec(version) if version is not None else None
+    try:
+        given = parse_assignments(variables)
+    except UsageError:
+        if number is not None:
+            from cfgtool.versions.current import resolve_version
+
+            resolve_version(repo, number, store)
+        raise
+    reading = read_at(repo, store, ref=ref, version=number, variables=given, progress=progress)
+    if number is not None:
+        refuse_invalid(repo, store, reading, number, given)
+    return reading
 
 
 def refuse_invalid(

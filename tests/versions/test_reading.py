@@ -19,9 +19,10 @@ import pytest
 
 import cfgtool.versions.reading as reading
 from cfgtool.cli.app import main
+from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.snapshot.model import Reading
 from cfgtool.store.refmemo import SETTLED_NS
-from cfgtool.versions import publish
+from cfgtool.versions import VersionNotFound, publish
 from tests.conftest import CHECKOUT, GitRepo, copy_embedded
 
 Outcome = tuple[int, str, str]  # exit status, stdout, stderr
@@ -215,3 +216,27 @@ def test_an_unknown_ref_or_version_is_the_same_error_as_before(store_repo: GitRe
     for args in (["--ref", "nope"], ["--version", "7"], ["--version", "7", "--var", "bad"]):
         status, _, err = cli("get", "/", *args, cwd=store_repo.root)
         assert status == 2 and ("unknown ref 'nope'" in err or "version 7" in err), err
+
+
+SIZE_SCHEMA = "type: object\nx-cfgtool:\n  applies_to:\n    keys: [/]\nproperties:\n  a: {type: integer, maximum: 10}\n"
+
+
+def test_read_for_query_orders_its_refusals_as_a_compile_does(store_repo: GitRepo) -> None:
+    """The library, not the command: an unknown version before a bad variable text, a bad variable text before the
+    read, and a version tagged without publish's checks refused with the rule's message."""
+    store_repo.write({"store/_CONFIG_STORE": "schemas: ../schemas\n", "schemas/a.yaml": SIZE_SCHEMA})
+    store_repo.write({"store/main.conf": "a = 1\n"})
+    store_repo.commit()
+    publish(store_repo.root, message="v1")
+    read = reading.read_for_query
+    with pytest.raises(VersionNotFound):
+        read(store_repo.root, "store", version="7", variables=["bad"])
+    with pytest.raises(UsageError, match=r"^--var 'bad' is not NAME=VALUE \(hint"):
+        read(store_repo.root, "store", version="1", variables=["bad"])
+    assert read(store_repo.root, "store", ref="current").snapshot.lookup("/").config == {"a": 1}
+    store_repo.write({"store/main.conf": "a = 5000\n"})
+    store_repo.commit("too big")
+    store_repo.git("tag", "-a", "config/v2", "-m", "made by hand")
+    assert read(store_repo.root, "store", ref="HEAD").snapshot.lookup("/").config == {"a": 5000}  # a ref: as it is
+    with pytest.raises(CfgtoolError, match=r"^version 2 \([0-9a-f]{7}\) has errors, so no application reads it: "):
+        read(store_repo.root, "store", version="current")
