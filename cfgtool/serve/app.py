@@ -37,7 +37,8 @@ from cfgtool.serve.answers import (
     unservable,
     url_version,
 )
-from cfgtool.serve.consumers import INSTANCE, kind_of
+from cfgtool.serve.cohorts import INSTANCE
+from cfgtool.serve.consumers import kind_of
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.service import Service, local_name
 from cfgtool.serve.store_state import StoreState, View
@@ -60,6 +61,7 @@ PUBLIC_IMMUTABLE = b"public, max-age=31536000, immutable"
 STALE_IF_ERROR = 86400  # seconds a cache may serve a `current` answer while the server fails
 NO_STORE = b"no-store"
 NO_NODE = (b"cfgtool-node", b"none")  # the header of every answer about a key without a node
+VARY_INSTANCE = (b"vary", b"Cfgtool-Instance")  # on `current` answers while a staged rollout is live
 MAX_WAIT = 55.0
 DEFAULT_WAIT = "30"
 CACHED_KEY = 128  # URL keys up to this length are remembered normalized (hostile long ones are not kept)
@@ -336,7 +338,8 @@ class Api:
                     if left <= 0:
                         break
                     events = await feed.wait(since, left)  # woken by an event that is still not past `since`
-        seq, current = max(feed.seq, since), state.view.current  # a `since` ahead of this server: never back
+        seq = max(feed.seq, since)  # a `since` ahead of this server: never back
+        current = state.view.current_for(instance_of(scope["headers"]))
         seen = Visibility.of_store(view, who, _host(scope))  # changed-key counts only to who sees every key
         return self._feeds.get_or_build(
             (store, since, seq, current, seen.counts),
@@ -350,7 +353,7 @@ class Api:
         try:
             who = await self.principal(scope["headers"])
             _, view = self.described_store(store, who, _host(scope))
-            number = view.named(name)
+            number = view.named(name, instance_of(scope["headers"]))
             if number is None:
                 raise not_found(f"store {store} has no {name} version that can be served")
             pieces = (scope.get("raw_path") or scope["path"].encode()).split(b"/", 5)  # as sent: still quoted
@@ -395,7 +398,9 @@ class Api:
         query = parse_qs(scope["query_string"].decode("latin-1")) if scope["query_string"] else {}
         if number is None:
             now = time.time()
-            seen = visible(view.published, now, state.cache_time, store, key)
+            live = view.cohorts  # a staged rollout: the instance's own timeline (docs/serving.md)
+            published = view.published if live is None else live.published(instance_of(scope["headers"]))
+            seen = visible(published, now, state.cache_time, store, key)
             if seen.version is None:
                 raise not_found(f"store {store} has no version that can be served")
             number = seen.version
@@ -407,6 +412,8 @@ class Api:
                 (b"cache-control", b"%s, must-revalidate, max-age=%d, stale-if-error=%d"
                  % (b"public" if view.public else b"private", seen.max_age, STALE_IF_ERROR)),
             ]  # fmt: skip
+            if live is not None:  # the answer differs per instance: a cache keeps one per Cfgtool-Instance
+                headers.append(VARY_INSTANCE)
         else:
             headers, version = [(b"cache-control", PUBLIC_IMMUTABLE if view.public else IMMUTABLE)], None
         loaded = view.pinned.get(number) or await self.version(state, number)
@@ -507,6 +514,15 @@ def _host(scope: Scope) -> str | None:
     names: see `server.ForwardedFor`), for ACL `host`."""
     client = scope.get("client")
     return str(client[0]) if client else None
+
+
+def instance_of(headers: Sequence[tuple[bytes, bytes]]) -> bytes | None:
+    """The request's `Cfgtool-Instance` (the last one, as the consumers and the access log take it)."""
+    found = None
+    for name, value in headers:
+        if name == b"cfgtool-instance":
+            found = value
+    return found
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

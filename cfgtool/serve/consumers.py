@@ -35,6 +35,7 @@ from functools import lru_cache
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
+from cfgtool.serve.cohorts import INSTANCE
 from cfgtool.snapshot.model import canonical_json
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 MAX_INSTANCES = 100_000
 MAX_PER_PRINCIPAL = 10_000  # without tokens every instance has the same principal (None): the same bound
 FORGET_AFTER = 24 * 3600.0
-INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.client.http.INSTANCE), on bytes
 USER_AGENT = re.compile(rb"cfgtool/[!-~]{1,40} \((client|watch|agent|cli)\)")
 MESSAGE_LIMIT = 500  # characters of a reported check's message kept
 CHECK_KEYS = 100  # keys a report may name

@@ -1,9 +1,10 @@
 """The change feed of one store (docs/serving.md; Kafka's sequence-numbered config change notifications).
 
-`seq` counts the events the server knows: publish tags, rollback and restored markers. It only grows, because tags
-are never moved or deleted. A long poll registers its waiter *before* it checks `seq` (Apollo's lesson). So an event
-that lands between the check and the wait still wakes it. All methods run on the event loop's thread; the loader
-hands events over with `loop.call_soon_threadsafe(feed.extend, ...)`.
+`seq` counts the events the server knows: publish tags, rollback and restored markers, and the step tags of
+staged rollouts. It only grows, because tags are never moved or deleted. A long poll registers its waiter *before*
+it checks `seq` (Apollo's lesson). So an event that lands between the check and the wait still wakes it. All
+methods run on the event loop's thread; the loader hands events over with
+`loop.call_soon_threadsafe(feed.extend, ...)`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any, Literal
 
 @dataclass(frozen=True)
 class Event:
-    """One event: a version published, rolled back or restored (its rollback cancelled), and when. Also how many keys
-    changed for readers, and when every key sees it."""
+    """One event: a version published, rolled back, restored (its rollback cancelled) or a step of its staged
+    rollout taken, and when. Also how many keys changed for readers, and when every key sees it."""
 
-    kind: Literal["publish", "rollback", "restore"]
+    kind: Literal["publish", "rollback", "restore", "rollout"]
     version: int
     date: float
     changed_keys: int

@@ -115,6 +115,21 @@ SCHEMAS: dict[str, Schema] = {
                 "description": "rolled-back versions whose values this one re-released on purpose",
             },
             "servable": {"type": "boolean", "description": "false for a version whose compile has errors"},
+            "rollout": {
+                "description": "null for a version that went out at once, else its staged rollout's state",
+                "oneOf": [
+                    {"type": "null"},
+                    _obj(
+                        ["state", "percent"],
+                        {
+                            "state": {
+                                "enum": ["waiting", "rolling", "paused", "baking", "done", "rolled_back", "superseded"]
+                            },
+                            "percent": {"type": "integer", "minimum": 0, "maximum": 100},
+                        },
+                    ),
+                ],
+            },
             "restored": {
                 "description": "a rollback of this version that was cancelled (`cfgtool rollback --cancel N`)",
                 "oneOf": [
@@ -203,7 +218,7 @@ SCHEMAS: dict[str, Schema] = {
                     ["seq", "kind", "version", "date", "changed_keys", "effective_by"],
                     {
                         "seq": INT,
-                        "kind": {"enum": ["publish", "rollback", "restore"]},
+                        "kind": {"enum": ["publish", "rollback", "restore", "rollout"]},
                         "version": INT,
                         "date": {"type": "string", "format": "date-time"},
                         "changed_keys": {
@@ -350,6 +365,9 @@ HEADERS: dict[str, Schema] = {
         "`none` on every answer about a key that has no node (it reads as its nearest ancestor)", {"enum": ["none"]}
     ),
     "Retry-After": _header("seconds to wait before trying again", {"type": "string", "pattern": "^[0-9]+$"}),
+    "Vary": _header(
+        "`Cfgtool-Instance` on a `current` answer while a staged rollout is live: it depends on the instance"
+    ),
 }
 
 
@@ -368,7 +386,7 @@ def _headers(*names: str, required: tuple[str, ...] = ()) -> dict[str, Schema]:
 RESPONSES: dict[str, Schema] = {
     "NotModified": {
         "description": "the `If-None-Match` tag is still the answer's: the same headers, no body",
-        "headers": _headers("ETag", "Cache-Control", "Cfgtool-Node", required=("ETag",)),
+        "headers": _headers("ETag", "Cache-Control", "Cfgtool-Node", "Vary", required=("ETag",)),
     },
     "BadRequest": _error(
         "`bad_key`, `bad_path`, `bad_request` or `not_a_tag`: the request cannot be answered (`bad_request` also "
@@ -496,6 +514,14 @@ PARAMETERS: dict[str, Schema] = {
         example="web-7:4242",
     ),
     "If-None-Match": _param("If-None-Match", "header", "an ETag of an earlier answer: 304 when it still holds", STRING),
+    "Cfgtool-Instance": _param(
+        "Cfgtool-Instance",
+        "header",
+        "the reader's instance id. While a version rolls out, `current` is what this instance reads: the candidate "
+        "in its cohort, else the stable version. None, or not an instance id: a reader without an id",
+        STRING,
+        example="web-7:4242",
+    ),
 }
 CONDITIONAL = _ref("parameters", "If-None-Match")
 
@@ -534,10 +560,11 @@ CURRENT_HEADERS = _headers(
     "Cfgtool-Version",
     "Content-Location",
     "Cfgtool-Node",
+    "Vary",
     required=("ETag", "Cache-Control", "Cfgtool-Version"),
 )
 KEY_ANSWER: Schema = {"anyOf": [_ref("schemas", "KeyConfig"), _ref("schemas", "KeyValue")]}
-KEY_PARAMETERS = ["store", "key", "path", "secrets", "If-None-Match"]
+KEY_PARAMETERS = ["store", "key", "path", "secrets", "If-None-Match", "Cfgtool-Instance"]
 
 
 def _key_responses(headers: dict[str, Schema], redirect: bool) -> Schema:
@@ -602,7 +629,7 @@ def _paths() -> dict[str, Schema]:
     paths: dict[str, Schema] = {
         "/v1/stores": _get(
             "stores: the served stores",
-            [],
+            ["Cfgtool-Instance"],
             _responses(stores, {**ANY, "401": "Unauthorized", "403": "Forbidden", "503": "Unavailable"}),
         ),
         "/v1/{store}/versions": _get(
@@ -620,7 +647,9 @@ def _paths() -> dict[str, Schema]:
         ),
         **{f"/v1/{{store}}/versions/{{version}}/{kind}/{{key}}": _query(kind, schema) for kind, schema in queries},
         "/v1/{store}/changes": _get(
-            "changes: the change feed, a long poll", ["store"], _responses(changes, STORE, not_modified=False)
+            "changes: the change feed, a long poll",
+            ["store", "Cfgtool-Instance"],
+            _responses(changes, STORE, not_modified=False),
         ),
         **_other_paths(listed),
     }

@@ -32,8 +32,9 @@ from cfgtool.serve.answers import (
     prebuilt,
     url_version,
 )
-from cfgtool.serve.app import Api
-from cfgtool.serve.consumers import CHECK_KEYS, INSTANCE, MESSAGE_LIMIT, kind_of
+from cfgtool.serve.app import Api, instance_of
+from cfgtool.serve.cohorts import INSTANCE
+from cfgtool.serve.consumers import CHECK_KEYS, MESSAGE_LIMIT, kind_of
 from cfgtool.serve.metrics import CONTENT_TYPE
 from cfgtool.serve.openapi import openapi_answer
 from cfgtool.serve.visibility import Visibility
@@ -131,11 +132,12 @@ class _Handlers:
 
     async def stores(self, request: Request) -> Response:
         who = await self.api.principal(request.headers.raw)
+        ident = instance_of(request.headers.raw)  # each store's `current` is the instance's (a staged rollout)
         found = [
             {
                 "name": state.name,
                 "path": state.path,
-                "current": state.view.current,
+                "current": state.view.current_for(ident),
                 "seq": self.service.feeds[state.name].seq,
             }
             for state in self.api.listed_stores(who, _client(request))

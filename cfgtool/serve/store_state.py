@@ -22,6 +22,7 @@ from cfgtool.access.authorizer import Authorizer
 from cfgtool.access.enforce import authorizer_at
 from cfgtool.errors import CfgtoolError
 from cfgtool.serve.answers import Answer, Bounded, answer
+from cfgtool.serve.cohorts import Cohorts, cohorts, reader
 from cfgtool.serve.feed import Event
 from cfgtool.serve.loaded import LoadedVersion
 from cfgtool.serve.mirror import StoreRef
@@ -30,6 +31,7 @@ from cfgtool.serve.worker import Resolver, VersionLoad, Worker
 from cfgtool.versions import History, Version, history
 from cfgtool.versions.names import CURRENT
 from cfgtool.versions.readers import Step, StepKind, seen_before, steps
+from cfgtool.versions.rollout import Selection, listing, selection
 from cfgtool.versions.tags import Tag
 
 EMPTY = answer([])
@@ -41,7 +43,10 @@ class View:
     """What requests read: replaced whole by each refresh, never changed in place."""
 
     versions: Mapping[int, Version] = field(default_factory=dict)
-    published: tuple[Published, ...] = ()  # servable versions, newest first
+    published: tuple[Published, ...] = ()  # the timeline of readers without an instance id, newest first
+    servable: tuple[Published, ...] = ()  # servable versions at their tag dates, newest first
+    selection: Selection | None = None  # the staged rollouts' selection (None: before the first refresh)
+    cohorts: Cohorts | None = None  # while a rollout is live: each instance's timeline (`cohorts.py`)
     unservable: Mapping[int, str] = field(default_factory=dict)
     pinned: Mapping[int, LoadedVersion] = field(default_factory=dict)
     versions_answer: Answer = EMPTY
@@ -53,16 +58,32 @@ class View:
 
     @property
     def current(self) -> int | None:
-        """The highest servable version without a rollback marker."""
+        """The highest servable version without a rollback marker that a reader without an instance id may see."""
         good = [p.version for p in self.published if p.rolled_back_at is None]
         return max(good) if good else None
 
-    def named(self, name: str) -> int | None:
-        """The servable version `current` or `previous` (the good one below the current) names; None: none."""
-        current = self.current
+    def published_for(self, instance: bytes | None) -> tuple[Published, ...]:
+        """The timeline of the instance (its `Cfgtool-Instance`; None: none sent) for `current` reads."""
+        return self.published if self.cohorts is None else self.cohorts.published(instance)
+
+    def current_for(self, instance: bytes | None) -> int | None:
+        """`current` for the instance: the highest servable version without a rollback marker it may see."""
+        return self.current if self.cohorts is None else self.cohorts.current(instance)
+
+    def named(self, name: str, instance: bytes | None = None) -> int | None:
+        """The servable version `current` or `previous` names for the instance; None: none. `previous` is the good
+        one below the current among those the instance may see (`Selection.joined`)."""
+        current = self.current_for(instance)
         if name == CURRENT or current is None:
             return current
-        good = (p.version for p in self.published if p.rolled_back_at is None and p.version < current)
+        chosen, ident = self.selection, reader(instance)
+        good = (
+            p.version
+            for p in self.servable
+            if p.rolled_back_at is None
+            and p.version < current
+            and (chosen is None or chosen.joined(p.version, ident) is not None)
+        )
         return max(good, default=None)
 
 
@@ -84,6 +105,8 @@ class StoreState:
         self._seen: set[int] = set()
         self._markers: set[int] = set()  # versions whose rollback marker was read
         self._restored: set[int] = set()  # versions whose restored marker was read
+        self._steps: set[str] = set()  # rollout tags read
+        self._counts: dict[int, int] = {}  # each loaded version's changed keys at its publish
         self._worker = Worker()
         self._resolver = Resolver()
         self._others: Bounded[int, LoadedVersion] = Bounded(4)  # versions asked for outside the window
@@ -161,12 +184,13 @@ class StoreState:
     def refresh(self, now: float) -> list[Event]:
         """Re-read the tags, load what is new, publish a new view; the new events, oldest first."""
         hist = history(self._root, self.path or ".")
+        chosen = selection(hist, self.name)
         unservable = dict(self.view.unservable)
         events: list[Event] = []
         new = sorted(set(hist.numbers) - self._seen)
         if new:
             bases = seen_before(hist, unservable)  # what readers had before each (docs/versions.md)
-            hot = set(window(_published(hist, unservable), now, self.cache_time))
+            hot = self._window(chosen, _published(hist, unservable), now)
             counts: dict[int, int] = {}
             for entry in self._load(new, hot & set(new), [bases.get(n) for n in new]):
                 n = entry.version
@@ -177,16 +201,40 @@ class StoreState:
                 self._seen.add(n)
                 counts[n] = entry.changed
             counts.update(self._recounted(hist, unservable, bases, new))
+            self._counts.update(counts)
             for n in new:
                 date = hist.tag(n).date.timestamp()
                 events.append(Event("publish", n, date, counts[n], effective_by(date, self.cache_time)))
         events += self._marker_events(hist, unservable)
-        self._publish(hist, unservable, now)
+        steps_taken = self._rollout_events(chosen)
+        self._publish(hist, chosen, unservable, now)
         self.ready = True
-        if not events:
+        if not events and not steps_taken:
             return events
-        order = {(s.kind, s.version): i for i, s in enumerate(steps(hist))}  # as they happened, not by date
-        return sorted(events, key=lambda e: order.get((e.kind, e.version), -1))
+        # as they happened, not by date
+        order: dict[tuple[str, int], int] = {(s.kind, s.version): i for i, s in enumerate(steps(hist))}
+        placed = [((order.get((e.kind, e.version), -1), 0), e) for e in events]
+        placed += [((order.get(("publish", e.version), -1), seq), e) for seq, e in steps_taken]  # after its publish
+        return [e for _, e in sorted(placed, key=lambda pair: pair[0])]
+
+    def _rollout_events(self, chosen: Selection) -> list[tuple[int, Event]]:
+        """A `rollout` event, with its sequence number, for each rollout tag not seen yet of a version that was
+        served: a step, pause, resume or done of its staged rollout. Its changed keys are its version's publish's.
+        Readers who join its cohort move as readers did at that publish."""
+        found = []
+        for n, rollout in sorted(chosen.rollouts.items()):
+            for step in rollout.events:
+                if step.tag not in self._steps and n in self._seen:
+                    date = step.date.timestamp()
+                    count = self._counts.get(n, 0)
+                    found.append((step.seq, Event("rollout", n, date, count, effective_by(date, self.cache_time))))
+                self._steps.add(step.tag)
+        return found
+
+    def _window(self, chosen: Selection, servable: tuple[Published, ...], now: float) -> set[int]:
+        """Every version some key of some instance can see from `now` until `now + T` (`timeline.window`)."""
+        anonymous, live = cohorts(chosen, servable, now, self.cache_time)
+        return set(window(anonymous, now, self.cache_time)) | (live.window(now, self.cache_time) if live else set())
 
     def _recounted(
         self, hist: History, unservable: Mapping[int, str], bases: Mapping[int, int | None], new: list[int]
@@ -228,17 +276,18 @@ class StoreState:
         found: list[int] = self._worker.changes_between(str(self._root), self.path, str(self._cache), pairs)
         return found
 
-    def _publish(self, hist: History, unservable: dict[int, str], now: float) -> None:
-        published = _published(hist, unservable)
+    def _publish(self, hist: History, chosen: Selection, unservable: dict[int, str], now: float) -> None:
         pinned: dict[int, LoadedVersion] = {}
-        for n in window(published, now, self.cache_time):
+        for n in sorted(self._window(chosen, _published(hist, unservable), now)):
             try:
                 pinned[n] = self.view.pinned.get(n) or self.loaded(n)
             except CfgtoolError as exc:  # did not compile after all (it is then never served)
                 unservable[n] = exc.message
-        published = _published(hist, unservable)
-        listing = hist.listing(all=True)
-        body = [{**v.to_json(), "servable": v.version not in unservable} for v in listing]
+        servable = _published(hist, unservable)
+        memo = self.view.cohorts.memo if self.view.cohorts is not None else None
+        published, live = cohorts(chosen, servable, now, self.cache_time, memo)
+        versions = listing(hist, self.name, all=True)
+        body = [{**v.to_json(), "servable": v.version not in unservable} for v in versions]
         current = max((p.version for p in published if p.rolled_back_at is None), default=None)
         authorizer, problem = None, None
         if current is None:  # nothing to judge by (with or without tokens): every request but /healthz is refused
@@ -256,8 +305,11 @@ class StoreState:
                 log.warning("store %s: answers are private (not for shared caches): %s", self.name, why)
             public = why is None
         self.view = View(
-            versions={v.version: v for v in listing},
+            versions={v.version: v for v in versions},
             published=published,
+            servable=servable,
+            selection=chosen,
+            cohorts=live,
             unservable=unservable,
             pinned=pinned,
             versions_answer=answer(body),
