@@ -315,12 +315,8 @@ class Console:
 
 
 def _iso(date: Any) -> str:
-    """A date (datetime or Unix seconds) in ISO 8601, for `<time datetime>`."""
-    from datetime import UTC, datetime
-
-    if isinstance(date, int | float):
-        date = datetime.fromtimestamp(date, UTC)
-    return str(date.isoformat())
+    """A date (datetime, Unix seconds or ISO 8601 text) in ISO 8601, for `<time datetime>`."""
+    return str(_date(date).isoformat())
 
 
 def _hocon_name(name: str) -> str:
@@ -346,12 +342,19 @@ def _value_text(value: Any) -> str:
 
 
 def _when(date: Any) -> str:
-    """A date (datetime or Unix seconds) as `2026-11-28 01:02 UTC`."""
+    """A date (datetime, Unix seconds or ISO 8601 text) as `2026-11-28 01:02 UTC`."""
+    from datetime import UTC
+
+    return str(_date(date).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def _date(date: Any) -> Any:
+    """A datetime of a datetime, Unix seconds, or ISO 8601 text (as JSON answers spell dates)."""
     from datetime import UTC, datetime
 
     if isinstance(date, int | float):
-        date = datetime.fromtimestamp(date, UTC)
-    return str(date.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+        return datetime.fromtimestamp(date, UTC)
+    return datetime.fromisoformat(date) if isinstance(date, str) else date
 
 
 def _local(target: str) -> str:

@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from cfgtool.console import changes, rights
 from cfgtool.console import history as histories
+from cfgtool.console import rollouts as staged
 from cfgtool.console import search as searching
 from cfgtool.console import tree as trees
 from cfgtool.console.context import SECURITY_HEADERS, TIMELINE_SHOWN, Console, Context
@@ -50,9 +51,11 @@ if TYPE_CHECKING:
 
 LISTED = 100  # keys listed at once on a key page (imports, imported-by, tags, a tag's datasets); the rest counted
 CONSUMERS_SHOWN = 500  # instances listed (in the fair order of the JSON API's listing); the rest counted
+READS = ("candidate", "stable")  # the consumers page's filter: the candidate's cohort, or the others
 MORE_PRINCIPALS = 10  # principals named, with their counts, among the instances not listed
 LIVE_WAIT = 25.0  # seconds a live-update request waits for the change feed
 IDLE = "cfgtool-timeline-idle"  # the event a live-update request without news fires on the timeline: ask again
+COHORT_POLL = 5.0  # seconds between two looks at a rolling version's cohort while a live-update request waits
 
 
 # -- pages ------------------------------------------------------------------------------------------------------
@@ -67,36 +70,55 @@ async def stores(ctx: Context) -> Response:
 
 
 async def timeline(ctx: Context) -> Response:
-    """`/ui/{store}/`: publishes and rollbacks, newest first, with the current version and rolled-back ones marked."""
-    return ctx.render("timeline.html", **_timeline(ctx))
+    """`/ui/{store}/`: publishes and rollbacks, newest first, with the current version and rolled-back ones marked,
+    and each staged rollout's progress."""
+    return ctx.render("timeline.html", **_timeline(ctx, await _rollouts(ctx)))
 
 
 async def timeline_live(ctx: Context) -> Response:
-    """The timeline section again, once the change feed has an event after `since`. htmx swaps it in and asks again,
-    so the page follows the feed. After `LIVE_WAIT` seconds without one, `204 No Content`. htmx swaps nothing and
-    asks again on `IDLE`. A swap would take the keyboard's focus off a link of the timeline."""
+    """The timeline section again, once the change feed has an event after `since`, or the rolling version's state,
+    percent or cohort is no longer `rollout` (`Rollouts.mark`). htmx swaps it in and asks again, so the page follows
+    the feed. After `LIVE_WAIT` seconds without news, `204 No Content`. htmx swaps nothing and asks again on `IDLE`.
+    A swap would take the keyboard's focus off a link of the timeline."""
     assert ctx.state is not None
+    state = ctx.state
     try:
         since = int(ctx.request.query_params.get("since", "0"))
     except ValueError as exc:
         raise Denied(error(400, "bad_request", "since is an integer")) from exc
-    feed = ctx.console.service.feeds[ctx.state.name]
-    if feed.seq <= since and not feed.closed:
+    shown = ctx.request.query_params.get("rollout", "")
+    feed, consumers = ctx.console.service.feeds[state.name], ctx.console.service.consumers[state.name]
+
+    async def news() -> bool:
+        ctx.view = state.view  # the view after the event
+        return feed.seq > since or feed.closed or (await _rollouts(ctx)).mark(consumers) != shown
+
+    if not await news():
         with ctx.console.api.long_poll(ctx.who, ctx.request.scope):
-            await feed.wait(since, LIVE_WAIT)
-        if feed.seq <= since and not feed.closed:
+            deadline = time.monotonic() + LIVE_WAIT
+            while (left := deadline - time.monotonic()) > 0 and not await news():
+                await feed.wait(since, min(left, COHORT_POLL))
+        if not await news():
             headers = {"hx-trigger": IDLE, "cache-control": "no-store", **SECURITY_HEADERS}
             return Response(status_code=204, headers=headers)
-    ctx.view = ctx.state.view  # the view after the event
-    return ctx.render("timeline_section.html", **_timeline(ctx))
+    return ctx.render("timeline_section.html", **_timeline(ctx, await _rollouts(ctx)))
 
 
-def _timeline(ctx: Context) -> dict[str, Any]:
+async def _rollouts(ctx: Context) -> staged.Rollouts:
+    """The store's staged rollouts as of the request's view (its tags read off the event loop)."""
+    assert ctx.state is not None and ctx.view is not None
+    return await asyncio.to_thread(staged.rollouts, ctx.state, ctx.view)
+
+
+def _timeline(ctx: Context, staging: staged.Rollouts) -> dict[str, Any]:
     """Every publish, rollback and cancelled rollback, newest first, each with what it changed for readers. That is
-    the version they had before and after (`readers.steps`, as the change feed counts it)."""
+    the version they had before and after (`readers.steps`, as the change feed counts it). A version under a plan
+    comes with its rollout's status."""
     assert ctx.state is not None and ctx.view is not None
     view = ctx.view
     feed = ctx.console.service.feeds[ctx.state.name]
+    consumers = ctx.console.service.consumers[ctx.state.name]
+    statuses = staging.statuses(consumers)
     events = {(e.kind, e.version): e for e in feed.events}
     moves = {(s.kind, s.version): s for s in view.steps}
     entries: list[dict[str, Any]] = []
@@ -107,7 +129,7 @@ def _timeline(ctx: Context) -> dict[str, Any]:
             "kind": "publish", "version": v, "date": v.date, "servable": servable,
             "changed": ctx.seen.count(event.changed_keys) if event is not None else None,
             "effective_by": event.effective_by if event is not None else None,
-            "since": step.before if step is not None else None,
+            "since": step.before if step is not None else None, "rollout": statuses.get(v.version),
         })  # fmt: skip
         undone = v.rolled_back or (v.restored.rolled_back if v.restored is not None else None)
         markers: list[tuple[StepKind, RolledBack | Restored | None]] = [("rollback", undone), ("restore", v.restored)]
@@ -126,6 +148,9 @@ def _timeline(ctx: Context) -> dict[str, Any]:
         "entries": entries[:TIMELINE_SHOWN],
         "more": max(0, len(entries) - TIMELINE_SHOWN),
         "current": view.current,
+        "stable": staging.chosen.stable,
+        "candidate": staging.candidate.version if staging.candidate is not None else None,
+        "rollout": staged.mark(statuses.get(staging.candidate.version) if staging.candidate else None),
         "seq": feed.seq,
         "idle": IDLE,
     }
@@ -298,17 +323,32 @@ async def search(ctx: Context) -> Response:
 
 async def consumers(ctx: Context) -> Response:
     """`/ui/{store}/consumers`: which instances read which version, as this server heard them. It is what
-    `/v1/{store}/consumers` answers, to the same principals: those that may describe the store."""
+    `/v1/{store}/consumers` answers, to the same principals: those that may describe the store. While a version rolls
+    out, each instance is marked as in its cohort (it reads the candidate) or not (the stable version), and
+    `?reads=candidate|stable` lists only those."""
     assert ctx.state is not None
+    staging = await _rollouts(ctx)
     instances, counts = ctx.console.service.consumers[ctx.state.name].summary(time.time())
+    reads = ctx.request.query_params.get("reads", "")
+    if staging.candidate is None or reads not in READS:
+        reads = ""
+    listed = [(i, staging.reads(i)) for i in instances]
+    reading = Counter(mark for _, mark in listed)
+    if reads:
+        listed = [(i, mark) for i, mark in listed if mark == reads]
     return ctx.render(
         "consumers.html",
-        instances=[i.to_json(ctx.seen) for i in instances[:CONSUMERS_SHOWN]],  # only the rows shown are converted
-        more=max(len(instances) - CONSUMERS_SHOWN, 0),
-        more_of=Counter(i.principal for i in instances[CONSUMERS_SHOWN:]).most_common(MORE_PRINCIPALS),
+        # only the rows shown are converted
+        instances=[{**i.to_json(ctx.seen), "reads": mark} for i, mark in listed[:CONSUMERS_SHOWN]],
+        more=max(len(listed) - CONSUMERS_SHOWN, 0),
+        more_of=Counter(i.principal for i, _ in listed[CONSUMERS_SHOWN:]).most_common(MORE_PRINCIPALS),
         by_version=sorted(counts.items(), reverse=True),
-        total=len(instances),
+        total=len(listed),
         widest=max(counts.values(), default=0),
+        candidate=staging.candidate.version if staging.candidate is not None else None,
+        stable=staging.chosen.stable,
+        reads=reads,
+        reading=reading,
     )
 
 

@@ -1,0 +1,103 @@
+"""Staged rollouts on the console's pages (docs/console.md): each rolling version's progress on the timeline, and on
+the consumers page which instances read the candidate.
+
+What a page shows of a rollout is `rollout status` (`cfgtool.rollout.status`): its state, percent, step, the gates
+of its newest step tag, and why it waits. The cohort counts come from this server's consumers only (each replica
+knows its own clients). Every page of a store is for those who may describe it, as `GET /v1/{store}/rollouts` is,
+so the gates' details are shown whole.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cfgtool.rollout.gates import ServerReport
+from cfgtool.rollout.status import status
+from cfgtool.serve.consumers import Consumers, Instance
+from cfgtool.serve.store_state import StoreState, View
+from cfgtool.versions import History, history
+from cfgtool.versions.rollout import Rollout, Selection, selection
+
+THIS_SERVER = "this server"  # the one report the console sums: its own consumers
+
+
+@dataclass(frozen=True)
+class Rollouts:
+    """A store's staged rollouts as one view of it sees them: its tags (`known`) and their selection."""
+
+    known: History
+    chosen: Selection
+
+    @property
+    def candidate(self) -> Rollout | None:
+        """The version rolling out now, when it reaches some instances (not when it is superseded)."""
+        c = self.chosen.candidate
+        return c if c is not None and c.state in ("rolling", "paused", "baking") else None
+
+    def statuses(self, consumers: Consumers) -> dict[int, dict[str, Any]]:
+        """Every rollout's status by version; the candidate's with its cohort among this server's consumers."""
+        found = {n: status(self.known, self.chosen, n) for n in self.chosen.rollouts}
+        found.update(self._candidate(consumers))
+        return found
+
+    def mark(self, consumers: Consumers) -> str:
+        """What the live timeline shows of the candidate, as `mark` spells it."""
+        return mark(next(iter(self._candidate(consumers).values()), None))
+
+    def _candidate(self, consumers: Consumers) -> dict[int, dict[str, Any]]:
+        """The candidate's status with its cohort counts (none without a candidate)."""
+        c = self.candidate
+        if c is None:
+            return {}
+        return {c.version: status(self.known, self.chosen, c.version, reports=_report(consumers, c))}
+
+    def reads(self, instance: Instance) -> str | None:
+        """`candidate` when the instance is in the candidate's cohort, `stable` when it reads the stable version
+        (None: no version rolls out)."""
+        candidate = self.candidate
+        if candidate is None:
+            return None
+        return "candidate" if candidate.admits(instance.id) else "stable"
+
+
+COUNTS = ("instances", "applied", "failed")
+
+
+def mark(found: Mapping[str, Any] | None) -> str:
+    """A rolling version's status in one word: its version, state, percent and cohort counts (empty: none). The
+    live timeline asks again with it, and is shown again when it changes."""
+    if found is None:
+        return ""
+    counts = found["cohort"] or {}
+    return ".".join(str(x) for x in (found["version"], found["state"], found["percent"], *map(counts.get, COUNTS)))
+
+
+_READ: weakref.WeakKeyDictionary[StoreState, tuple[View, Rollouts]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def rollouts(state: StoreState, view: View) -> Rollouts:
+    """The store's rollouts as of `view`: its tags read again once per view, and their selection."""
+    with _LOCK:
+        found = _READ.get(state)
+        if found is not None and found[0] is view:
+            return found[1]
+    known = history(state.root, state.path or ".")
+    read = Rollouts(known, selection(known, state.name))
+    with _LOCK:
+        _READ[state] = (view, read)
+    return read
+
+
+def _report(consumers: Consumers, candidate: Rollout) -> Sequence[ServerReport]:
+    """This server's consumers report, of the candidate's cohort only (the others are not counted)."""
+    listed: list[Mapping[str, Any]] = [i.to_json() for i in consumers.instances(time.time()) if candidate.admits(i.id)]
+    return [ServerReport(THIS_SERVER, {"instances": listed})]
+
+
+__all__ = ["Rollouts", "rollouts"]
