@@ -113,7 +113,7 @@ def compile_command(
       cfgtool compile --strict --format github
       cfgtool compile --base origin/main --principal alice --format markdown
     """
-    result = compile_for(ctx, ref, variables, check=True, base=base, principal=principal)
+    result = compile_for(ctx, ref, variables, base=base, principal=principal)
     ok = result.ok(strict)
     if output is not None and ok:
         from cfgtool.snapshot.model import save

@@ -62,40 +62,20 @@ ListAll = Annotated[
 
 
 def compile_for(
-    ctx: typer.Context,
-    ref: str | None,
-    variables: Sequence[str] | None,
-    *,
-    check: bool,
-    base: str | None = None,
-    principal: str | None = None,
-    version: str | None = None,
+    ctx: typer.Context, ref: str | None, variables: Sequence[str] | None, *, base: str | None, principal: str | None
 ) -> CompileResult:
-    """Compile the store named by the global options (`--repo`, `--store`) at `ref` with `--var` values.
-
-    `check` also compiles every other value of every variable and validates schemas and policies, as `compile`
-    reports. Queries skip both, since neither changes a resolved config. A compile that takes more than a second
-    shows a progress bar on a terminal, when the command's `--format` is text.
-    """
+    """The store named by the global options (`--repo`, `--store`) at `ref` with `--var` values, compiled and checked
+    as `cfgtool compile` reports it (`cfgtool.versions.sticky.compile_checked`). A compile that takes more than a
+    second shows a progress bar on a terminal, when the command's `--format` is text."""
     from cfgtool.cli.progress import terminal_progress
-    from cfgtool.compile.compiler import compile_store  # imported by the commands that compile, not at start-up
-    from cfgtool.versions.sticky import store_reverts
+    from cfgtool.versions.sticky import compile_checked  # imported by the command that compiles, not at start-up
 
     cli: CliContext = ctx.obj
-    commit = ref_for(ctx, ref, version)
     with terminal_progress(ctx.params.get("fmt", "text") == "text") as progress:
-        return compile_store(
-            cli.repo,
-            cli.store,
-            commit,
-            parse_assignments(variables),
-            check_variables=check,
-            validate=check,
-            base=base,
-            principal=principal,
-            progress=progress,
-            reverts=store_reverts if base is not None else None,
-        )
+        return compile_checked(
+            cli.repo, cli.store, ref_for(ctx, ref, None), parse_assignments(variables), base=base,
+            principal=principal, progress=progress,
+        )  # fmt: skip
 
 
 def version_number_arg(text: str) -> int:

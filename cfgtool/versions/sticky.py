@@ -8,7 +8,7 @@ shipped), or was published with `--allow-rolled-back` over N.
 
 - `publish` refuses a candidate that still holds a watched rolled-back value (`relapses`).
 - `compile --base` lets policies see a path whose change returns from the rolled-back value to the good
-  one as unchanged (`reverts`; W_POLICY_SKIPPED_REVERT).
+  one as unchanged (`reverts`, `compile_checked`; W_POLICY_SKIPPED_REVERT).
 
 Versions are read from their compiled artifacts in the cache, compiled once and written on a miss. One SQL join of
 two artifacts finds the nodes whose stored JSON differs. So only those are decoded and walked. What a version
@@ -24,10 +24,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cfgtool._util.atomic import write_atomic_bytes
 from cfgtool._util.cacheauth import seal, unseal
@@ -41,6 +41,10 @@ from cfgtool.versions.artifact import NodeDiff, differing
 from cfgtool.versions.diff import ABSENT, changed_values, same
 from cfgtool.versions.readers import marker_after
 from cfgtool.versions.tags import History
+
+if TYPE_CHECKING:
+    from cfgtool.build.builder import Progress
+    from cfgtool.compile.compiler import CompileResult
 
 
 @dataclass(frozen=True)
@@ -330,6 +334,27 @@ def reverts(every: Sequence[Watch], base: Snapshot) -> dict[str, dict[str, tuple
             plain = tuple(MISSING if v is ABSENT else v for v in (w.bad, w.good))
             out.setdefault(w.key, {}).setdefault(w.path, (*plain, w.version))
     return out
+
+
+def compile_checked(
+    repo: Path | None,
+    store: str | Path,
+    ref: str | None,
+    variables: Mapping[str, str] | None = None,
+    *,
+    base: str | None = None,
+    principal: str | None = None,
+    progress: Progress | None = None,
+) -> CompileResult:
+    """The store at `ref` (None: the working tree) compiled and checked as `cfgtool compile` reports it: every value
+    of every variable, schemas and policies (`compile_store`). Against `base`, policies let a change return from a
+    rolled-back version's value to the good one (`store_reverts`)."""
+    from cfgtool.compile.compiler import compile_store
+
+    return compile_store(
+        repo, store, ref, variables, check_variables=True, validate=True, base=base, principal=principal,
+        progress=progress, reverts=store_reverts,
+    )  # fmt: skip
 
 
 def store_reverts(root: Path, store: str | Path, base: Snapshot) -> dict[str, dict[str, tuple[Any, Any, int]]]:

@@ -16,6 +16,7 @@ import pytest
 
 from cfgtool.snapshot.hidden import ENVELOPE, HIDDEN
 from cfgtool.versions import history
+from cfgtool.versions.sticky import compile_checked
 from tests.conftest import GitRepo
 from tests.remotes import RemoteWatch, add_origin
 
@@ -210,6 +211,17 @@ def test_a_revert_is_not_judged_by_change_aware_policies(run_cfgtool: Run, demo:
     out = ok(run_cfgtool("compile", "--base", "main", "--format", "json", cwd=repo.root), 1)
     codes = sorted((d["code"], d["key"]) for d in json.loads(out)["diagnostics"])
     assert codes == [("E_POLICY", "/data/a"), ("E_POLICY", "/data/b")]
+
+
+def test_compile_checked_lets_policies_skip_a_revert(run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]) -> None:
+    """The library decides what a checked compile runs with, so every caller, not only the command, skips it."""
+    repo, _ = demo
+    release_bad_partitions(run_cfgtool, repo)
+    repo.git("checkout", "-q", "-b", "revert")
+    change(repo, {"data/a/main.conf": conf(64)}, "revert partitions")
+    result = compile_checked(repo.root, "store", None, base="main")
+    assert [(d.code, d.key) for d in result.diagnostics] == [("W_POLICY_SKIPPED_REVERT", "/data/a")]
+    assert compile_checked(repo.root, "store", None).ok()  # no base: no change to judge
 
 
 def test_publish_names_uncommitted_store_changes(run_cfgtool: Run, demo: tuple[GitRepo, RemoteWatch]) -> None:
