@@ -14,8 +14,8 @@ from cfgtool._lazy import make_lazy as _make_lazy
 
 if _typing.TYPE_CHECKING:
     from cfgtool._version import __version__ as __version__
-    from cfgtool.client.http import HttpConfigClient as HttpConfigClient
-    from cfgtool.client.local import ConfigClient as ConfigClient
+    from cfgtool.client.client import ConfigClient as ConfigClient
+    from cfgtool.client.client import HttpConfigClient as HttpConfigClient
     from cfgtool.client.local import StoreNotFound as StoreNotFound
     from cfgtool.client.watch import Watcher as Watcher
     from cfgtool.client.watch import watch as watch
@@ -46,9 +46,9 @@ _make_lazy(
     {
         "CfgtoolError": ("cfgtool.errors", "CfgtoolError"),
         "CompileResult": ("cfgtool.compile.compiler", "CompileResult"),
-        "ConfigClient": ("cfgtool.client.local", "ConfigClient"),
+        "ConfigClient": ("cfgtool.client.client", "ConfigClient"),
         "Diagnostic": ("cfgtool.diagnostics", "Diagnostic"),
-        "HttpConfigClient": ("cfgtool.client.http", "HttpConfigClient"),
+        "HttpConfigClient": ("cfgtool.client.client", "HttpConfigClient"),
         "KeyNotFound": ("cfgtool.snapshot.model", "KeyNotFound"),
         "Snapshot": ("cfgtool.snapshot.model", "Snapshot"),
         "StoreNotFound": ("cfgtool.client.local", "StoreNotFound"),

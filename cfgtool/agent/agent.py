@@ -16,7 +16,6 @@ the next one.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 import warnings
@@ -24,21 +23,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from cfgtool.agent import layout
 from cfgtool.agent.actions import CheckFailed, Reload, check
 from cfgtool.agent.files import FileSpec, RenderError, contents, replace_at, sealed_paths
+from cfgtool.client.client import HttpConfigClient
 from cfgtool.client.feed import ChangeFeed
 from cfgtool.client.http import (
     MAX_BYTES,
     Check,
     Connection,
-    HttpConfigClient,
     OfflineWarning,
     ServerUnavailable,
-    answer_int,
-    checked_status,
+    current_key,
     report_applied,
     request_headers,
 )
@@ -48,7 +45,6 @@ from cfgtool.store.keys import ancestors
 
 log = logging.getLogger("cfgtool.agent")
 
-_MAX_AGE = re.compile(r"max-age=([0-9]{1,9})\b")
 _LATE = 0.05  # seconds after a checkpoint to ask again, so that it has surely passed
 
 
@@ -179,17 +175,11 @@ class Agent:
         """Each key's `current` answer (conditional: an unchanged one is a 304)."""
         found: dict[str, _Seen] = {}
         for key in self.keys:
-            path = f"/v1/{quote(self.options.store, safe='')}/current/keys/{quote(key.lstrip('/'))}"
-            headers = dict(self._headers)
             before = self._seen.get(key)
-            if before is not None and before.etag is not None:
-                headers["If-None-Match"] = before.etag
-            status, reply, body = self._reads.get(path, headers)
-            checked_status(status, body, path, ok=(200, 304))
-            version = answer_int(reply.get("Cfgtool-Version"), f"{path}: the Cfgtool-Version header")
-            max_age = _MAX_AGE.search(reply.get("Cache-Control") or "")
-            until = time.monotonic() + (int(max_age.group(1)) if max_age else 0)
-            found[key] = self._seen[key] = _Seen(reply.get("ETag"), version, until)
+            etag = before.etag if before is not None else None
+            now = current_key(self._reads, self.options.store, key, self._headers, etag)
+            until = time.monotonic() + now.max_age
+            found[key] = self._seen[key] = _Seen(now.etag, now.version, until)
         return found
 
     # -- applying -----------------------------------------------------------------------------------------

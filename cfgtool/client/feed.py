@@ -28,9 +28,8 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
-from urllib.parse import quote
 
-from cfgtool.client.http import MAX_BYTES, Connection, ServerUnavailable, feed_state, get_json, request_headers
+from cfgtool.client.http import MAX_BYTES, Connection, changes, request_headers, store_state
 from cfgtool.errors import CfgtoolError
 
 log = logging.getLogger("cfgtool.feed")
@@ -162,17 +161,11 @@ class ChangeFeed:
 
     def _sync(self) -> tuple[int, int | None]:
         """(seq, current version) of the store now, from `/v1/stores`."""
-        stores = get_json(self._http, "/v1/stores", self._headers)
-        listed = stores if isinstance(stores, list) else []
-        entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == self.store), None)
-        if entry is None:
-            raise ServerUnavailable(f"{self.location} serves no store {self.store!r}", hint="GET /v1/stores lists them")
-        return feed_state(entry, f"/v1/stores: store {self.store!r}")
+        return store_state(self._http, self.store, self._headers)
 
     def _poll(self, seq: int, wait: float) -> tuple[int, int | None]:
         """(seq, current version) once the feed moves past `seq` or `wait` seconds pass."""
-        path = f"/v1/{quote(self.store, safe='')}/changes?since={seq}&wait={wait:.3f}"
-        return feed_state(get_json(self._http, path, self._headers), path)
+        return changes(self._http, self.store, seq, wait, self._headers)
 
 
 __all__ = ["MAX_BACKOFF", "MIN_BACKOFF", "Change", "ChangeFeed", "backoff"]

@@ -1,35 +1,33 @@
-"""ConfigClient over HTTP (docs/http-client.md): read one pinned version of a store through `cfgtool serve`.
+"""The server's HTTP API as clients speak it (docs/http-client.md), and `ServerBackend`, a `ConfigClient`'s backend
+through `cfgtool serve`.
 
-`ConfigClient("http://host:8750", store="demo")` builds an `HttpConfigClient`. The rule (`is_server_url`): an http(s)
+This is the one module that speaks the API for every reader: the client, the change feed (`store_state`, `changes`),
+the agent (`current_key`, `report_applied`), the consumers list (`consumers`). Each answer's status passes
+`checked_status`, the one mapping of 401, 403, 404 and any other refusal to cfgtool's errors. `Connection` is the
+transport: one kept-alive connection that bounds what a server can make it do (answer size, a total deadline per
+request, redirects to the same origin only). Only the standard library speaks HTTP here: a client needs none of the
+server's dependencies.
+
+`ConfigClient("http://host:8750", store="demo")` reads through a server. The rule (`is_server_url`): an http(s)
 URL with nothing after the host and port names a cfgtool server, such as `http://host:8750` or `http://host:8750/`.
-Every other location is a git repository that the git client clones, including `https://git.example.com/configs.git`.
-A server behind a path prefix is reached with `HttpConfigClient(url, ...)` directly.
+Every other location is a git repository that the git backend clones, including
+`https://git.example.com/configs.git`. A server behind a path prefix is reached with `HttpConfigClient(url, ...)`.
 
-The client pins the store's current version at construction. That takes one conditional GET of
+`ServerBackend` pins the store's current version at construction. That takes one conditional GET of
 `/v1/{store}/versions`, which also gives the commit. From then on it reads only `versions/{N}/...`, so a pinned
 process never mixes versions. Every answer is kept in memory and in the cache (`cache_root()/http`). The cache holds
 msgpack plain data sealed with the user's cache key, written atomically. A `versions/{N}/...` answer never changes,
 so a cached one is used without asking. The versions list is asked for with `If-None-Match`, so an unchanged one
 costs a 304. The server may be unreachable at construction. Then `offline="cache"` (the default) pins the version the
 server last named as current, from the cache, and warns (`OfflineWarning`). `offline="error"` raises
-`ServerUnavailable`. Only the standard library speaks HTTP here: a client needs none of the server's dependencies.
-Secrets arrive as "[hidden]", as the server serves them.
-
-The reads are the git client's: `lookup`, `get`, `get_value`, `exists`, `explain`, `imports`, `imported_by`, `tags`,
-`datasets`, `keys`, `children`. `keys` comes from one `imported-by -r /` answer. Every node but the root has the root
-among its layers. The server applies no caller variables and opens no secrets, so `variables=` and `identity=` are
-refused. `offline=`, `token=`, `timeout=`, `max_bytes=`, `instance=` and `kind=` pass through `ConfigClient(...)` at
-run time. Typed code names them on `HttpConfigClient(...)`, whose signature has them. What a server can make the
-client do is bounded (`Connection`). It bounds answer size, a total deadline per request, and redirects to the same
-origin only. The cache is kept per server, store and principal (`cache_name`).
+`ServerUnavailable`. Secrets arrive as "[hidden]", as the server serves them. `keys` comes from one
+`imported-by -r /` answer: every node but the root has the root among its layers. The cache is kept per server,
+store and principal (`cache_name`).
 
 Every request says who asks, for the server's list of consumers (docs/serving.md). It sends `Cfgtool-Instance: <id>`
 and `User-Agent: cfgtool/<version> (<kind>)`. The id is `instance=`, by default the host name and process id. A
 process that applies versions (the agent) also reports the version it applied with `report_applied`. An application
 reports the errors it meets on the pinned version with `client.report_error(message)`, for a rollout's consumers gate.
-
-    client = ConfigClient("http://configs:8750", store="demo")
-    client.version, client.get_value("/data/tracking/PageViewEvent", "kafka.partitions")
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ import socket
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
@@ -54,7 +52,7 @@ from cfgtool._util.cacheauth import seal, unseal
 from cfgtool._util.cachedir import cache_root, checked_root, private_dir
 from cfgtool._util.codec import DAMAGED, pack, unpack
 from cfgtool._version import __version__
-from cfgtool.client.local import ConfigClient, StoreNotFound, compact_json
+from cfgtool.client.local import StoreNotFound, compact_json
 from cfgtool.errors import CfgtoolError, SourceError, UsageError
 from cfgtool.hocon import Origin
 from cfgtool.snapshot.explain import Explanation, LayerValue
@@ -62,6 +60,7 @@ from cfgtool.snapshot.layers import intrinsic_origin
 from cfgtool.snapshot.model import KeyNotFound, Lookup
 from cfgtool.store.keys import ROOT, normalize_key
 from cfgtool.versions import VersionNotFound
+from cfgtool.versions.artifact_rows import values_at
 from cfgtool.versions.names import CURRENT, PREVIOUS, version_spec
 
 Offline = Literal["cache", "error"]
@@ -438,8 +437,9 @@ class _Answer(NamedTuple):
     body: Any
 
 
-class HttpConfigClient(ConfigClient, reads=is_server_url):
-    """Reads one version of a store through a cfgtool server. It has the same reads as the git-backed client.
+class ServerBackend:
+    """A `ConfigClient`'s backend through a cfgtool server (`cfgtool.client.backend.Backend`): one version, pinned at
+    construction from `/v1/{store}/versions`, then read key by key from `versions/{N}/...`.
 
     `requests` counts the HTTP requests made. `not_modified` counts the 304 answers among them: cache revalidations
     that cost no body. `offline` is True when the client pinned from the cache because the server was down.
@@ -447,13 +447,11 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
 
     def __init__(
         self,
-        location: str | Path,
-        store: str = "store",
+        location: str,
+        store: str,
         *,
-        variables: Mapping[str, str] | None = None,
         version: int | str | None = None,
         cache_dir: str | Path | None = None,
-        identity: str | Path | None = None,
         offline: Offline = "cache",
         token: str | None = None,
         timeout: float = 10.0,
@@ -461,21 +459,11 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         instance: str | None = None,
         kind: str = "client",
     ) -> None:
-        if variables:
-            raise UsageError(
-                "a server serves each version as published, with its variables' defaults",
-                hint="read with variables from the git repository: ConfigClient(<repository path or git URL>, ...)",
-            )
-        if identity is not None:
-            raise UsageError(
-                "a server serves secrets as [hidden] and holds no key to open them",
-                hint="open secrets with a git-backed ConfigClient(<repository>, identity=...)",
-            )
         if offline not in ("cache", "error"):
             raise UsageError(f"offline={offline!r} is not one of 'cache', 'error'", hint="offline='cache' or 'error'")
-        self.location = str(location).rstrip("/")
+        self.location = location.rstrip("/")
         self.store = store
-        self.variables = {}
+        self.variables: Mapping[str, str] = {}
         self.requests = 0
         self.not_modified = 0
         self.offline = False
@@ -488,12 +476,13 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
         self.version, self.commit = self._choose(version, offline)
 
     # -- reads -------------------------------------------------------------------------------------------
-    def lookup(self, key: str, strict: bool = False, *, sealed: bool = False) -> Lookup:
+    def normalize(self, key: str) -> str:
+        return normalize_key(key, self.store)
+
+    def lookup(self, key: str, strict: bool, *, sealed: bool = False) -> Lookup:
         """The config of `key` at the pinned version and whether it has a node
         (docs/resolution.md#keys-without-a-node). `sealed`: its secrets as their sealed envelopes instead of
-        `[hidden]` (`?secrets=sealed`). It is for a reader that holds an identity and opens them itself
-        (`cfgtool agent --identity`)."""
-        key = self._key(key)
+        `[hidden]` (`?secrets=sealed`)."""
         body = self._read(f"keys{_tail(key)}" + ("?secrets=sealed" if sealed else ""))
         exists = bool(body.get("exists"))
         # a key without a node reads as its nearest ancestor, the first layer of its linearization
@@ -505,17 +494,17 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
                 f"the server's answer for {key} names no node or no config object", hint="is this a cfgtool server?"
             )
         if strict and not exists:
-            raise KeyNotFound.no_node(key, self.store, node, self._near(key))
+            raise KeyNotFound.no_node(key, self.store, node, self.near(key))
         return Lookup(key, node, exists, config)
 
-    def _near(self, key: str) -> str | None:
+    def near(self, key: str) -> str | None:
         """The server's did-you-mean for `key` (which has no node): a node it may describe with a close key."""
         near = self._read(f"keys{_tail(key)}").get("did_you_mean")
         return near if isinstance(near, str) else None
 
     def explain(self, key: str, path: str) -> Explanation:
         """The server's explanation of the value at `path` (docs/resolution.md#provenance)."""
-        tail = f"explain{_tail(self._key(key))}?path={quote(path, safe='')}"
+        tail = f"explain{_tail(key)}?path={quote(path, safe='')}"
         try:
             return _explanation(self._read(tail))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -523,58 +512,51 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
                 f"the server's {tail} answer is not an explanation", hint="is this a cfgtool server?"
             ) from exc
 
-    def imports(self, key: str, recursive: bool = False) -> list[str]:
-        """Explicit imports, highest priority first; `recursive`: L(key) without the key
-        (docs/queries.md#the-queries)."""
+    def imports(self, key: str, recursive: bool) -> list[str]:
         return self._query("imports", key, "imports", recursive)
 
-    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
-        """Nodes whose includes name `key`; `recursive`: every node with `key` among its layers."""
+    def imported_by(self, key: str, recursive: bool) -> list[str]:
         return self._query("imported-by", key, "imported_by", recursive)
 
     def tags(self, key: str) -> list[str]:
-        """The tags among the layers of `key`, highest priority first."""
         return self._query("tags", key, "tags", False)
 
     def datasets(self, tag: str) -> list[str]:
-        """The non-tag nodes that import `tag`, directly or through their layers."""
         return self._query("datasets", tag, "datasets", False)
 
-    def keys(self, prefix: str = ROOT) -> list[str]:
-        """Every node key at or under `prefix`, sorted, from one `imported-by -r /` answer. That is the root and
-        every node that has the root among its layers: every node that resolved."""
-        prefix = self._key(prefix)
+    def keys(self, prefix: str) -> list[str]:
+        """From one `imported-by -r /` answer. That is the root and every node that has the root among its layers:
+        every node that resolved."""
         every = {ROOT, *self.imported_by(ROOT, recursive=True)}
         under = prefix.rstrip("/") + "/"
         return sorted(k for k in every if k == prefix or k.startswith(under))
 
     def children(self, key: str) -> list[str]:
-        """The child nodes of `key`."""
-        key = self._key(key)
         return [k for k in self.keys(key) if k != key and k.rpartition("/")[0] in (key, "")]
 
     def report_error(self, message: str) -> None:
-        """Tell the server that this instance met an error on the pinned version (`report_error`). A rollout's
-        consumers gate counts it against that version. Raises as `report_applied`: a caller that must go on
-        catches CfgtoolError."""
+        """Tell the server that this instance met an error on the pinned version (`report_error`)."""
         post_report(self._http, self.store, self._headers, error_report(self.version, message))
 
     def config_json(self) -> Mapping[str, str]:
-        """Every node's config as compact JSON, by key (one request per key not yet cached)."""
-        return {key: compact_json(self.get(key)) for key in self.keys()}
+        """One request per key not yet cached."""
+        return {key: compact_json(self.lookup(key, True).config) for key in self.keys(ROOT)}
+
+    def config_values(self, paths: Sequence[tuple[str, ...]]) -> tuple[list[str], list[list[Any]]]:
+        """From every node's config (one request per key not yet cached); secrets arrive `[hidden]`."""
+        keys = self.keys(ROOT)
+        configs = [self.lookup(key, True).config for key in keys]
+        return keys, [values_at(configs, parts) for parts in paths]
 
     def close(self) -> None:
         """Close the connection to the server (a later read opens a new one)."""
         self._http.close()
 
-    def __repr__(self) -> str:
+    def describe(self) -> str:
         mode = ", offline" if self.offline else ""
-        return f"ConfigClient({self.location!r}, store={self.store!r}, version={self.version}{mode})"
+        return f"{self.location!r}, store={self.store!r}, version={self.version}{mode}"
 
     # -- pinning -----------------------------------------------------------------------------------------
-    def _key(self, key: str) -> str:
-        return normalize_key(key, self.store)
-
     def _choose(self, version: int | str | None, offline: Offline) -> tuple[int, str]:
         """(version, commit): `version` (N, `current` or `previous`), else the store's current one. From the cache
         when the server is down."""
@@ -619,7 +601,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
                 f"{self.location} is unreachable: reading store {self.store!r} version {number} from the"
                 " cache (the newest version it holds)",
                 OfflineWarning,
-                stacklevel=4,
+                stacklevel=6,  # the HttpConfigClient(...) call
             )
         return number, str(chosen.get("commit", ""))
 
@@ -636,7 +618,7 @@ class HttpConfigClient(ConfigClient, reads=is_server_url):
 
     # -- HTTP and the cache ------------------------------------------------------------------------------
     def _query(self, query: str, key: str, field: str, recursive: bool) -> list[str]:
-        body = self._read(f"{query}{_tail(self._key(key))}" + ("?recursive=1" if recursive else ""))
+        body = self._read(f"{query}{_tail(key)}" + ("?recursive=1" if recursive else ""))
         found = body.get(field)
         if not isinstance(found, list):
             raise ServerUnavailable(f"the server's {query} answer has no {field!r} list", hint="upgrade the server")
@@ -795,6 +777,52 @@ def feed_state(doc: object, what: str) -> tuple[int, int | None]:
     return seq, None if current is None else answer_int(current, f"{what}: current")
 
 
+def store_state(connection: Connection, store: str, headers: Mapping[str, str]) -> tuple[int, int | None]:
+    """(seq, current version) of `store` now, from `GET /v1/stores`: where a change feed starts. ServerUnavailable
+    when the server does not list the store."""
+    stores = get_json(connection, "/v1/stores", headers)
+    listed = stores if isinstance(stores, list) else []
+    entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == store), None)
+    if entry is None:
+        raise ServerUnavailable(f"{connection.location} serves no store {store!r}", hint="GET /v1/stores lists them")
+    return feed_state(entry, f"/v1/stores: store {store!r}")
+
+
+def changes(
+    connection: Connection, store: str, seq: int, wait: float, headers: Mapping[str, str]
+) -> tuple[int, int | None]:
+    """(seq, current version) of `store` once its change feed moves past `seq`, or after `wait` seconds (a long
+    poll of `GET /v1/{store}/changes`)."""
+    path = f"/v1/{quote(store, safe='')}/changes?since={seq}&wait={wait:.3f}"
+    return feed_state(get_json(connection, path, headers), path)
+
+
+_MAX_AGE = re.compile(r"max-age=([0-9]{1,9})\b")
+
+
+class KeyState(NamedTuple):
+    """What the server says of a key now: the answer's ETag, the version the key sees (a staged rollout may show it
+    an older one than the store's current), and for how many seconds that holds (`Cache-Control: max-age`)."""
+
+    etag: str | None
+    version: int
+    max_age: int
+
+
+def current_key(
+    connection: Connection, store: str, key: str, headers: Mapping[str, str], etag: str | None = None
+) -> KeyState:
+    """`GET /v1/{store}/current/keys/{key}`, conditional on `etag` (an unchanged answer is a 304). AccessDenied for
+    401 and 403; ServerUnavailable for any other status but 200 and 304, and for a version that is no number."""
+    path = f"/v1/{quote(store, safe='')}/current/keys/{quote(key.lstrip('/'))}"
+    asked = dict(headers) if etag is None else {**headers, "If-None-Match": etag}
+    status, reply, data = connection.get(path, asked)
+    checked_status(status, data, path, ok=(200, 304))
+    version = answer_int(reply.get("Cfgtool-Version"), f"{path}: the Cfgtool-Version header")
+    max_age = _MAX_AGE.search(reply.get("Cache-Control") or "")
+    return KeyState(reply.get("ETag"), version, int(max_age.group(1)) if max_age else 0)
+
+
 def _message(body: Any, default: str) -> str:
     message = body.get("message") if isinstance(body, dict) else None
     return str(message) if message else default
@@ -834,12 +862,15 @@ __all__ = [
     "AnswerTooLarge",
     "Check",
     "Connection",
-    "HttpConfigClient",
+    "KeyState",
     "OfflineWarning",
+    "ServerBackend",
     "ServerUnavailable",
     "answer_int",
+    "changes",
     "checked_status",
     "consumers",
+    "current_key",
     "default_instance",
     "feed_state",
     "get_json",
@@ -848,4 +879,5 @@ __all__ = [
     "report_applied",
     "report_error",
     "request_headers",
+    "store_state",
 ]

@@ -1,4 +1,4 @@
-"""ConfigClient (docs/client.md): read one pinned version of a store, for the whole life of the client.
+"""The git backend of `ConfigClient` (docs/client.md): one pinned version of a store in a git repository.
 
 The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves. So a rollback
 or a new publish never changes what a running process reads. Compiled versions are cached on disk as version
@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from cfgtool._util.cachedir import cache_root, checked_root, private_dir
-from cfgtool._util.plain import MISSING
 from cfgtool.errors import CfgtoolError, SourceError
 from cfgtool.snapshot.model import KeyNotFound, Lookup, Snapshot
-from cfgtool.store.keys import ROOT, normalize_key
+from cfgtool.store.keys import normalize_key
 from cfgtool.store.refmemo import RefMemo
 from cfgtool.store.urls import FETCH, fetch_env, redact, split_credentials
 from cfgtool.versions.artifact import Artifact, compact_json
@@ -59,32 +58,16 @@ class SkippedVersionWarning(UserWarning):
     """The current (or previous) version has errors: the client pinned the newest good version below it."""
 
 
-class ConfigClient:
-    """Reads one version of a store: `client.version`, `client.commit`, and the queries of
-    docs/queries.md#the-queries."""
+class GitBackend:
+    """A `ConfigClient`'s backend over a git repository (`cfgtool.client.backend.Backend`): one version, pinned and
+    checked at construction, read from its artifact or a compile. `snapshot` is the whole version."""
 
-    _artifact: Artifact | None = None  # the version artifact read from (none: compiled here, or read over HTTP)
-
-    # the other backends, each with the test of the locations it reads; they register as they are defined
-    _backends: ClassVar[list[tuple[Callable[[str | Path], bool], type[ConfigClient]]]] = []
-
-    def __init_subclass__(cls, reads: Callable[[str | Path], bool] | None = None, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if reads is not None:
-            ConfigClient._backends.append((reads, cls))
-
-    def __new__(cls, location: str | Path, *args: Any, **kwargs: Any) -> ConfigClient:
-        """The backend that reads `location`. A server URL (`http://host:8750`, no path) reads through the server:
-        `HttpConfigClient`, which also takes offline=, token=, timeout=, max_bytes=. Any other location is git.
-        Importing any of `cfgtool.client` registers every backend (the package imports them)."""
-        if cls is ConfigClient:
-            cls = next((backend for reads, backend in ConfigClient._backends if reads(location)), cls)
-        return super().__new__(cls)
+    _artifact: Artifact | None = None  # the version artifact read from (none: compiled in this process)
 
     def __init__(
         self,
         location: str | Path,
-        store: str = "store",
+        store: str,
         *,
         variables: Mapping[str, str] | None = None,
         version: int | str | None = None,
@@ -113,10 +96,13 @@ class ConfigClient:
             self.snapshot = self._fall_back(memo, exc)
 
     # -- reads -------------------------------------------------------------------------------------------
-    def lookup(self, key: str, strict: bool = False) -> Lookup:
-        """The config of `key` and whether it has a node (a key without one reads as its nearest ancestor's).
-        Its secrets are `Secret` values: `[hidden]` as text, `.reveal()` opens them given an identity."""
-        found = self.snapshot.lookup(self._key(key), strict)
+    def normalize(self, key: str) -> str:
+        return normalize_key(key, self.snapshot.name)
+
+    def lookup(self, key: str, strict: bool) -> Lookup:
+        """The config of `key`, its secrets as `Secret` values: `[hidden]` as text, `.reveal()` opens them given an
+        identity."""
+        found = self.snapshot.lookup(key, strict)
         sealed = self.snapshot.secrets.get(found.node)
         if not sealed:
             return found
@@ -147,79 +133,35 @@ class ConfigClient:
         }
         return open_envelope(envelope, self._identities, label, places).value
 
-    def exists(self, key: str) -> bool:
-        """Whether `key` has a node of its own (else it reads as its nearest ancestor)."""
-        return self.lookup(key).exists
-
-    def get(self, key: str, strict: bool | None = None, *, nearest: bool = False) -> Mapping[str, Any]:
-        """The resolved config of `key`. A key without a node raises KeyNotFound, naming a node with a close key.
-        With `nearest`, it reads as its nearest ancestor's instead (docs/resolution.md#keys-without-a-node). `strict`
-        is the older spelling, kept so existing programs run (see `_nearest`)."""
-        return self._lookup(key, _nearest(strict, nearest)).config
-
-    def get_value(
-        self, key: str, path: str, default: Any = MISSING, strict: bool | None = None, *, nearest: bool = False
-    ) -> Any:
-        """The value at `path` (a HOCON path expression) in `key`'s config. KeyNotFound when it is not set, unless
-        `default`. KeyNotFound too for a key without a node, unless `nearest` (as `get`)."""
-        from cfgtool.hocon import read_path
-
-        config = self._lookup(key, _nearest(strict, nearest)).config
-        found = read_path(config, path)
-        if not found.found:
-            if default is not MISSING:
-                return default
-            near = found.did_you_mean
-            said = f"; did you mean {near}?" if near is not None else ""
-            raise KeyNotFound(f"{key} has no value at {path} (version {self.version}){said}", hint="check the path")
-        return found.value
-
-    def _lookup(self, key: str, nearest: bool) -> Lookup:
-        """`lookup(key)`, or KeyNotFound for a key without a node unless `nearest`."""
-        found = self.lookup(key)
-        if not found.exists and not nearest:
-            raise KeyNotFound.no_node(found.key, self.store, found.node, self._near(found.key))
-        return found
-
-    def _near(self, key: str) -> str | None:
-        """A node whose key is close to `key` (which has no node), for the did-you-mean of KeyNotFound."""
+    def near(self, key: str) -> str | None:
         return self.snapshot.near_node(key)
 
     def explain(self, key: str, path: str) -> Explanation:
-        """Which file and line set the value, what it overrode, and how each layer was reached. Only the provenance
-        of the layers of `key` is computed, from their files, when first asked for."""
+        """Only the provenance of the layers of `key` is computed, from their files, when first asked for."""
         from cfgtool.snapshot.explain import explain
 
-        return explain(self.snapshot, self._key(key), path)
+        return explain(self.snapshot, key, path)
 
-    def imports(self, key: str, recursive: bool = False) -> list[str]:
-        """Explicit imports, highest priority first; `recursive`: L(key) without the key
-        (docs/queries.md#the-queries)."""
-        return self.snapshot.imports(self._key(key), recursive)
+    def imports(self, key: str, recursive: bool) -> list[str]:
+        return self.snapshot.imports(key, recursive)
 
-    def imported_by(self, key: str, recursive: bool = False) -> list[str]:
-        """Nodes whose includes name `key`; `recursive`: every node with `key` among its layers."""
-        return self.snapshot.imported_by(self._key(key), recursive)
+    def imported_by(self, key: str, recursive: bool) -> list[str]:
+        return self.snapshot.imported_by(key, recursive)
 
     def tags(self, key: str) -> list[str]:
-        """The tags among the layers of `key`, highest priority first."""
-        return self.snapshot.tags(self._key(key))
+        return self.snapshot.tags(key)
 
     def datasets(self, tag: str) -> list[str]:
-        """The non-tag nodes that import `tag`, directly or through their layers."""
-        return self.snapshot.datasets(self._key(tag))
+        return self.snapshot.datasets(tag)
 
     def children(self, key: str) -> list[str]:
-        """The child nodes of `key`."""
-        return self.snapshot.children(self._key(key))
+        return self.snapshot.children(key)
 
-    def keys(self, prefix: str = ROOT) -> list[str]:
-        """Every node key at or under `prefix`, sorted."""
-        return self.snapshot.keys(self._key(prefix))
+    def keys(self, prefix: str) -> list[str]:
+        return self.snapshot.keys(prefix)
 
     def config_json(self) -> Mapping[str, str]:
-        """Every node's resolved config as compact JSON (`compact_json`), by key. A node that did not resolve is
-        absent. Read as stored in the version artifact (encoded once, when the version was compiled)."""
+        """Read as stored in the version artifact (encoded once, when the version was compiled)."""
         if not hasattr(self, "_config_json"):
             if self._artifact is not None:
                 self._config_json: dict[str, str] = self._artifact.config_json()
@@ -229,10 +171,8 @@ class ConfigClient:
         return self._config_json
 
     def config_values(self, paths: Sequence[tuple[str, ...]]) -> tuple[list[str], list[list[Any]]]:
-        """The keys of every node that resolved, sorted. For each path (split, as `hocon.split_path` gives it), the
-        value at it in each one's config, None where it has none. Secrets read `[hidden]`. Only these values are
-        decoded when the version artifact can extract them (`Artifact.config_values`). Else every config is, in one
-        pass."""
+        """Only these values are decoded when the version artifact can extract them (`Artifact.config_values`).
+        Else every config is, in one pass."""
         if self._artifact is not None:
             found = self._artifact.config_values(paths)
             if found is not None:
@@ -250,14 +190,13 @@ class ConfigClient:
             configs = [nodes[k].config for k in keys]
         return keys, [values_at(configs, parts) for parts in paths]
 
-    def __repr__(self) -> str:
-        where = f"{redact(self.location)!r}, store={self.store!r}"
-        return f"ConfigClient({where}, version={self.version}, commit={self.commit[:7]})"
+    def close(self) -> None:
+        """Nothing to release: a git read holds no connection."""
+
+    def describe(self) -> str:
+        return f"{redact(self.location)!r}, store={self.store!r}, version={self.version}, commit={self.commit[:7]}"
 
     # -- construction ------------------------------------------------------------------------------------
-    def _key(self, key: str) -> str:
-        return normalize_key(key, self.snapshot.name if hasattr(self, "snapshot") else None)
-
     def _refs(self) -> RefMemo:
         """The local repository's ref answers. It is the location itself, or a clone of a URL in the cache, fetched
         once now."""
@@ -371,7 +310,8 @@ class ConfigClient:
             except VersionHasErrors as exc:
                 skipped.append(f"{found.tag(n).name}: {exc.message}")
                 continue
-            warnings.warn(SkippedVersionWarning(f"reading version {n}: skipped {'; '.join(skipped)}"), stacklevel=3)
+            warning = SkippedVersionWarning(f"reading version {n}: skipped {'; '.join(skipped)}")
+            warnings.warn(warning, stacklevel=5)  # the ConfigClient(...) call
             return snapshot
         raise first
 
@@ -400,7 +340,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ConfigClient",
+    "GitBackend",
     "KeyNotFound",
     "SkippedVersionWarning",
     "StoreNotFound",
@@ -408,20 +348,3 @@ __all__ = [
     "VersionNotFound",
     "compact_json",
 ]
-
-
-def _nearest(strict: bool | None, nearest: bool) -> bool:
-    """Whether a read asks for the nearest ancestor, given the older `strict` argument too.
-
-    `strict=True` is today's default, so it changes nothing. `strict=False` asked for the nearest ancestor's
-    config, as `nearest=True` does now: it keeps doing so, with a DeprecationWarning."""
-    if strict is None:
-        return nearest
-    import warnings
-
-    warnings.warn(
-        "strict= is replaced by nearest=: a key without a node raises KeyNotFound unless nearest=True",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return nearest or not strict

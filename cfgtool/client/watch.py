@@ -35,8 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from cfgtool.client.client import HttpConfigClient
 from cfgtool.client.feed import ChangeFeed, backoff
-from cfgtool.client.http import MAX_BYTES, Check, HttpConfigClient, report_applied
+from cfgtool.client.http import MAX_BYTES, Check, report_applied
 from cfgtool.errors import CfgtoolError
 
 log = logging.getLogger("cfgtool.watch")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cfgtool._util.codec import pack, unpack
-from cfgtool.client.local import ConfigClient
+from cfgtool.client.client import ConfigClient
 from cfgtool.errors import CfgtoolError
 from cfgtool.serve.store_state import StoreState, View
 from cfgtool.serve.worker import Worker

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from cfgtool._util.codec import pack, unpack
-from cfgtool.client.local import ConfigClient
+from cfgtool.client.client import ConfigClient
 from cfgtool.errors import CfgtoolError
 from cfgtool.snapshot.model import canonical_json, node_hash
 from cfgtool.store.queries import pack_relations

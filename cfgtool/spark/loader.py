@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cfgtool._util.cachedir import cache_root, checked_root
-from cfgtool.client.local import ConfigClient, compact_json
+from cfgtool.client.client import ConfigClient
+from cfgtool.client.local import compact_json
 from cfgtool.errors import CfgtoolError, UsageError
 from cfgtool.hocon import split_path
 from cfgtool.hocon.resolver import render_path

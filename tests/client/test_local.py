@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cfgtool.client.local import ConfigClient, StoreNotFound, compact_json
+from cfgtool.client.client import ConfigClient
+from cfgtool.client.local import GitBackend, StoreNotFound, compact_json
 from cfgtool.snapshot.model import KeyNotFound
 from cfgtool.versions import VersionNotFound, publish, rollback
 from cfgtool.versions.artifact import FORMAT
@@ -42,6 +43,13 @@ def test_client_pins_the_current_version(published: GitRepo, tmp_path: Path) -> 
     assert client.version == 2
     assert client.get_value(TOPIC, "kafka.partitions") == 256
     assert client.get(TOPIC)["kafka"]["topic"] == "PageViewEvent"
+
+
+def test_client_closes_as_a_client_of_a_server_does(published: GitRepo, tmp_path: Path) -> None:
+    """A program that reads either kind of location closes its client the same way; a read after still works."""
+    client = ConfigClient(published.root, cache_dir=tmp_path / "cache")
+    client.close()
+    assert client.get_value(TOPIC, "kafka.partitions") == 256
 
 
 def test_client_keeps_reading_its_version_after_a_rollback(published: GitRepo, tmp_path: Path) -> None:
@@ -114,7 +122,7 @@ def test_client_second_process_reads_the_cached_artifact(
     ConfigClient(published.root, cache_dir=tmp_path / "cache")
     assert len(artifacts(tmp_path / "cache")) == 1
     with monkeypatch.context() as patched:  # the second client compiles nothing
-        patched.setattr(ConfigClient, "_compile", lambda self: pytest.fail("compiled a cached version"))
+        patched.setattr(GitBackend, "_compile", lambda self: pytest.fail("compiled a cached version"))
         again = ConfigClient(published.root, cache_dir=tmp_path / "cache")
         assert again.get_value(TOPIC, "kafka.partitions") == 256
     artifacts(tmp_path / "cache")[0].write_bytes(b"garbage")  # an unreadable artifact is a miss, not an error

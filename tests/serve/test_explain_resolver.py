@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from cfgtool.client.local import ConfigClient
+from cfgtool.client.client import ConfigClient
 from cfgtool.serve.app import RESOLVING_PER_PRINCIPAL
 from cfgtool.serve.worker import RESOLVE_TIMEOUT, Resolver
 from tests.conftest import GitRepo

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cfgtool.client.local import ConfigClient, SkippedVersionWarning, VersionHasErrors
+from cfgtool.client.client import ConfigClient
+from cfgtool.client.local import SkippedVersionWarning, VersionHasErrors
 from tests.conftest import GitRepo
 from tests.serve.conftest import SIZE_SCHEMA, publish_change
 
@@ -30,8 +31,9 @@ def bad_current(small: GitRepo) -> GitRepo:
 
 
 def test_the_client_skips_a_current_version_with_errors_and_names_it(bad_current: GitRepo, tmp_path: Path) -> None:
-    with pytest.warns(SkippedVersionWarning, match=r"reading version 2: skipped config/v3: .*E_SCHEMA"):
+    with pytest.warns(SkippedVersionWarning, match=r"reading version 2: skipped config/v3: .*E_SCHEMA") as said:
         client = ConfigClient(bad_current.root, cache_dir=tmp_path / "cache")
+    assert [w.filename for w in said] == [__file__]  # the line that made the client
     assert client.version == 2 and client.get_value("/data/b", "size") == 3
     with pytest.warns(SkippedVersionWarning):  # the verdict is cached: the same answer again
         assert ConfigClient(bad_current.root, cache_dir=tmp_path / "cache", version="current").version == 2

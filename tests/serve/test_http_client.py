@@ -213,6 +213,22 @@ def test_http_client_offline_pins_the_newest_cached_version_and_warns(
         HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "empty")
 
 
+def test_http_client_warns_at_the_line_that_made_it_and_says_it_holds_no_snapshot(
+    small: GitRepo, start_server: StartServer, tmp_path: Path
+) -> None:
+    cache = tmp_path / "c"
+    server = start_server(small.root, *FAST)
+    client = ConfigClient(server.url, store="small", cache_dir=cache)
+    assert client.get_value("/data/a", "size") == 1
+    with pytest.raises(AttributeError, match="reads through a server: it holds no repository or snapshot"):
+        client.snapshot  # noqa: B018 (the attribute read is the test)
+    server.stop()
+    for make in (ConfigClient, HttpConfigClient):
+        with pytest.warns(OfflineWarning) as said:
+            make(server.url, store="small", cache_dir=cache)
+        assert [w.filename for w in said] == [__file__]  # the program's line, not the library's nor pytest's
+
+
 def test_http_client_unknown_store_names_the_served_ones(shared_small: SharedSmall, tmp_path: Path) -> None:
     server = shared_small.server(*FAST)
     with pytest.raises(StoreNotFound) as missing:

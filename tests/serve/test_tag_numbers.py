@@ -11,7 +11,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from cfgtool.client.local import ConfigClient
+from cfgtool.client.client import ConfigClient
 from cfgtool.versions import history
 from tests.conftest import GitRepo
 from tests.serve.conftest import StartServer, publish_change

@@ -19,7 +19,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import cfgtool.versions.artifact_rows as rows_module
-from cfgtool.client.local import ConfigClient
+from cfgtool.client.client import ConfigClient
+from cfgtool.client.local import GitBackend
 from cfgtool.compile.compiler import CompileResult, compile_store
 from cfgtool.snapshot.model import Snapshot
 from cfgtool.spark.columns import column_kind
@@ -192,13 +193,13 @@ def test_a_row_found_damaged_after_opening_is_recovered_by_a_compile(
         con.execute(sql, vouched(path, args))
     con.close()
     compiles: list[int] = []
-    original = ConfigClient._compile
+    original = GitBackend._compile
 
-    def counted(self: ConfigClient) -> CompileResult:
+    def counted(self: GitBackend) -> CompileResult:
         compiles.append(1)
         return original(self)
 
-    monkeypatch.setattr(ConfigClient, "_compile", counted)
+    monkeypatch.setattr(GitBackend, "_compile", counted)
     client = ConfigClient(embedded.root, cache_dir=tmp_path)
     assert compiles == []  # the header is intact: the artifact opens
     assert client.get(TOPIC) == expected and compiles == [1]  # the damaged row: compiled, never a wrong answer
@@ -324,7 +325,9 @@ def test_config_values_of_a_damaged_row_are_those_of_a_compile(
     con.close()
     client = ConfigClient(embedded.root, cache_dir=tmp_path)
     assert client.config_values(paths) == expected
-    assert client._artifact is not None and client._artifact.is_recovered  # answered by a compile
+    backend = client._backend
+    assert isinstance(backend, GitBackend) and backend._artifact is not None  # the git backend reads artifacts
+    assert backend._artifact.is_recovered  # answered by a compile
 
 
 def test_a_forged_row_is_not_believed(embedded: GitRepo, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cfgtool._util.cachedir import MB, STALE_TEMPORARY_S
-from cfgtool.client.local import ConfigClient
+from cfgtool.client.client import ConfigClient
 from cfgtool.versions import publish
 from cfgtool.versions.artifact import FORMAT
 from tests.conftest import GitRepo, copy_embedded
