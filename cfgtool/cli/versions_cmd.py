@@ -152,9 +152,7 @@ def publish_command(
         raise  # the error handler prints the message and exits 1
     except RolledBackContent as held:
         if fmt is OutputFormat.JSON:
-            doc = {"published": False, "version": None, "tag": None, "reason": held.message,
-                   "rolled_back_values": [w.to_json() for w in held.relapses]}  # fmt: skip
-            typer.echo(json.dumps(doc, indent=2))
+            typer.echo(json.dumps(held.to_json(), indent=2))
         if every:
             held.message = held.listing  # every value, not the first ones
         raise
@@ -344,19 +342,9 @@ def versions_command(
 def render_refused(refused: PublishRefused, fmt: OutputFormat, *, every: bool = False) -> str:
     """The problems that stopped a publish. As text, like `cfgtool compile`: the first causes, or `every` one. Else
     the publish object with all of them."""
-    result = refused.result
     if fmt is OutputFormat.JSON:
-        doc: dict[str, Any] = {
-            "published": False,
-            "version": None,
-            "tag": None,
-            "commit": result.snapshot.source.commit,
-            "reason": refused.message,
-            "errors": result.errors,
-            "warnings": result.warnings,
-            "diagnostics": [d.to_json() for d in result.diagnostics],
-        }
-        return json.dumps(doc, indent=2) + "\n"
+        return json.dumps(refused.to_json(), indent=2) + "\n"
+    result = refused.result
     limit = None if every else TEXT_CAUSES
     return render_text(result.diagnostics, result.store.source.line_reader(), summary=True, limit=limit)
 

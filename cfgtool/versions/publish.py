@@ -63,6 +63,20 @@ class PublishRefused(CfgtoolError):
     def diagnostics(self) -> tuple[Diagnostic, ...]:
         return self.result.diagnostics
 
+    def to_json(self) -> dict[str, Any]:
+        """docs/versions.md's `publish` object of a refusal, with every problem found."""
+        result = self.result
+        return {
+            "published": False,
+            "version": None,
+            "tag": None,
+            "commit": result.snapshot.source.commit,
+            "reason": self.message,
+            "errors": result.errors,
+            "warnings": result.warnings,
+            "diagnostics": [d.to_json() for d in result.diagnostics],
+        }
+
 
 class RolledBackContent(CfgtoolError):
     """The ref still holds values a rolled-back version introduced, or is that version's snapshot. Publishing it
@@ -74,6 +88,11 @@ class RolledBackContent(CfgtoolError):
         super().__init__(message, hint=hint)
         self.relapses = tuple(relapses)
         self.listing = message if listing is None else listing
+
+    def to_json(self) -> dict[str, Any]:
+        """docs/versions.md's `publish` object of this refusal, with every rolled-back value the ref holds."""
+        return {"published": False, "version": None, "tag": None, "reason": self.message,
+                "rolled_back_values": [w.to_json() for w in self.relapses]}  # fmt: skip
 
 
 class StoreDirty(CfgtoolError):

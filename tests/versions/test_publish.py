@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from cfgtool.versions import PublishRefused, RemoteError, RemoteUnavailable, publish, versions
+from cfgtool.versions import PublishRefused, RemoteError, RemoteUnavailable, publish, rollback, versions
 from cfgtool.versions.messages import parse_message
+from cfgtool.versions.publish import RolledBackContent
 from tests.remotes import RemoteWatch, bump
 
 if TYPE_CHECKING:
@@ -74,6 +75,36 @@ def test_publish_broken_commit_is_refused_and_creates_no_tag(work: GitRepo, remo
     assert {d.code for d in err.value.diagnostics} == {"E_UNRESOLVED_REF"}
     assert local_version_tags(work) == []
     assert remote.tags() == []
+
+
+def test_a_refused_publish_is_a_json_document_of_the_library(store_repo: GitRepo) -> None:
+    """Every caller (the CLI, a script) gets the same `publish` object of a refusal from the error itself."""
+    store_repo.write({"store/main.conf": "a = ${nowhere}\n"})
+    head = store_repo.commit("broken")
+    with pytest.raises(PublishRefused) as refused:
+        publish(store_repo.root)
+    doc = json.loads(json.dumps(refused.value.to_json()))
+    assert {k: doc[k] for k in ("published", "version", "tag", "commit", "errors", "warnings")} == {
+        "published": False, "version": None, "tag": None, "commit": head, "errors": 1, "warnings": 0,
+    }  # fmt: skip
+    assert doc["reason"] == refused.value.message
+    assert [d["code"] for d in doc["diagnostics"]] == ["E_UNRESOLVED_REF"]
+    store_repo.write({"store/main.conf": "a = 1\n"})
+    store_repo.commit("one")
+    publish(store_repo.root)
+    store_repo.write({"store/main.conf": "a = 2\n"})
+    store_repo.commit("two")
+    publish(store_repo.root)
+    rollback(store_repo.root, reason="two is bad")
+    store_repo.write({"store/b.txt": "unrelated\n"})
+    store_repo.commit("unrelated")
+    with pytest.raises(RolledBackContent) as held:
+        publish(store_repo.root)
+    assert json.loads(json.dumps(held.value.to_json())) == {
+        "published": False, "version": None, "tag": None, "reason": held.value.message,
+        "rolled_back_values": [{"key": "/", "path": "a", "rolled_back_value": 2, "good_value": 1, "version": 2,
+                                "reason": "two is bad", "by": "Test <test@example.com>"}],
+    }  # fmt: skip
 
 
 def test_publish_unchanged_snapshot_publishes_nothing(work: GitRepo, remote: RemoteWatch) -> None:
