@@ -9,9 +9,7 @@ so the gates' details are shown whole.
 
 from __future__ import annotations
 
-import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,21 +75,13 @@ def mark(found: Mapping[str, Any] | None) -> str:
     return ".".join(str(x) for x in (found["version"], found["state"], found["percent"], *map(counts.get, COUNTS)))
 
 
-_READ: weakref.WeakKeyDictionary[StoreState, tuple[View, Rollouts]] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
 def rollouts(state: StoreState, view: View) -> Rollouts:
-    """The store's rollouts as of `view`: its tags read again once per view, and their selection."""
-    with _LOCK:
-        found = _READ.get(state)
-        if found is not None and found[0] is view:
-            return found[1]
+    """The store's rollouts as `view` holds them: the tags it was read from and their selection (read again only
+    before the store's first refresh)."""
+    if view.tags is not None and view.selection is not None:
+        return Rollouts(view.tags, view.selection)
     known = history(state.root, state.path or ".")
-    read = Rollouts(known, selection(known, state.name))
-    with _LOCK:
-        _READ[state] = (view, read)
-    return read
+    return Rollouts(known, selection(known, state.name))
 
 
 def _report(consumers: Consumers, candidate: Rollout) -> Sequence[ServerReport]:

@@ -46,6 +46,7 @@ class View:
     published: tuple[Published, ...] = ()  # the timeline of readers without an instance id, newest first
     servable: tuple[Published, ...] = ()  # servable versions at their tag dates, newest first
     selection: Selection | None = None  # the staged rollouts' selection (None: before the first refresh)
+    tags: History | None = None  # the tags the view was read from (a rollout's status reads them)
     cohorts: Cohorts | None = None  # while a rollout is live: each instance's timeline (`cohorts.py`)
     unservable: Mapping[int, str] = field(default_factory=dict)
     pinned: Mapping[int, LoadedVersion] = field(default_factory=dict)
@@ -309,6 +310,7 @@ class StoreState:
             published=published,
             servable=servable,
             selection=chosen,
+            tags=hist,
             cohorts=live,
             unservable=unservable,
             pinned=pinned,
