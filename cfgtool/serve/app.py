@@ -133,7 +133,7 @@ class Api:
                 if page is not None:  # the console's page under /ui
                     return await page(found, Request(scope))(scope, receive, Exchange(scope, send))
                 return await respond(scope, send, found, [(b"cache-control", NO_STORE)])
-            await self._route(scope, receive, send)
+            await self._route(scope, receive, send, instance)
         except Exception as exc:  # a bug: never a traceback to the client, one line in the log
             found = internal(exc, scope)
             if SENT not in scope:
@@ -160,16 +160,17 @@ class Api:
         agent = dict(scope["headers"]).get(b"user-agent")  # the last, as for the instance
         consumers.note(ident.decode("ascii"), PRINCIPAL.get(), kind_of(agent), _host(scope), number, time.time())
 
-    def _route(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+    def _route(self, scope: Scope, receive: Receive, send: Send, instance: bytes | None) -> Awaitable[None]:
         """The handler of a request. Key reads, the change feed and the version names get the fast path's own.
-        Everything else gets Starlette's, noting what it sends for the access log."""
+        Everything else gets Starlette's, noting what it sends for the access log. `instance` is the request's
+        `Cfgtool-Instance`."""
         if scope["method"] in ("GET", "HEAD"):
             parts = scope["path"].split("/", 6)  # '', v1, store, current|versions, keys|N, key... | keys, key...
             if len(parts) == 4 and parts[1] == "v1" and parts[3] == "changes":
                 return self._changes(scope, send, parts[2])
             if len(parts) >= 5 and parts[1] == "v1":
                 if parts[3] == "current" and parts[4] == "keys":
-                    return self._key(scope, send, parts[2], None, "/".join(parts[5:]))
+                    return self._key(scope, send, parts[2], None, "/".join(parts[5:]), instance)
                 if parts[3] == "versions" and len(parts) >= 6 and parts[4] in VERSION_NAMES:
                     return self._named(scope, send, parts[2], parts[4])
                 if parts[3] == "versions" and len(parts) >= 6 and parts[5] == "keys":
@@ -370,12 +371,14 @@ class Api:
         await respond(scope, send, found, headers, version)
 
     # -- the hot path -------------------------------------------------------------------------------------
-    async def _key(self, scope: Scope, send: Send, store: str, number: str | None, text: str) -> None:
+    async def _key(
+        self, scope: Scope, send: Send, store: str, number: str | None, text: str, instance: bytes | None = None
+    ) -> None:
         route = "current" if number is None else "version"
         headers: Headers = []
         version = None
         try:
-            found, headers, version = await self._key_answer(scope, store, number, text)
+            found, headers, version = await self._key_answer(scope, store, number, text, instance)
         except Denied as exc:
             found, headers = exc.answer, exc.headers
         if found.status == 200:
@@ -388,9 +391,10 @@ class Api:
         await respond(scope, send, found, headers, version)
 
     async def _key_answer(
-        self, scope: Scope, store: str, asked: str | None, text: str
+        self, scope: Scope, store: str, asked: str | None, text: str, instance: bytes | None
     ) -> tuple[Answer, Headers, bytes | None]:
-        """The answer to a key read, its headers, and the version a `current` read names (`Cfgtool-Version`)."""
+        """The answer to a key read, its headers, and the version a `current` read names (`Cfgtool-Version`) for
+        `instance` (its `Cfgtool-Instance`)."""
         who = None if self.service.tokens is None else await self.principal(scope["headers"])
         number = None if asked is None else url_version(asked)
         state, view = self.store(store, who)
@@ -399,7 +403,7 @@ class Api:
         if number is None:
             now = time.time()
             live = view.cohorts  # a staged rollout: the instance's own timeline (docs/serving.md)
-            published = view.published if live is None else live.published(instance_of(scope["headers"]))
+            published = view.published if live is None else live.published(instance)
             seen = visible(published, now, state.cache_time, store, key)
             if seen.version is None:
                 raise not_found(f"store {store} has no version that can be served")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cfgtool.serve.timeline import Published, window
@@ -27,6 +26,7 @@ from cfgtool.versions.rollout import BUCKETS, Rollout, Selection, bucket
 INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.client.http.INSTANCE), on bytes
 MEMO = 65_536  # cohort ids whose class is remembered; past it the memo starts again (hostile ids cannot grow it)
 Class = tuple[int, ...]  # per live rollout, the index of the first stage that admits the instance (len: none)
+Timeline = tuple[Published, ...]
 
 
 def reader(instance: bytes | None) -> str | None:
@@ -53,47 +53,55 @@ class Live:
 
 @dataclass
 class Memo:
-    """The classes of cohort ids seen so far, valid while the live rollouts and their stages stay the same."""
+    """The classes (indexes into `Cohorts.timelines`) of the cohort ids seen so far. Valid while the live rollouts
+    and their stages stay the same, so it is kept from one refresh to the next."""
 
     signature: tuple[Live, ...]
-    classes: dict[bytes, Class] = field(default_factory=dict)
+    classes: dict[bytes, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
 class Cohorts:
     """The timelines of one refresh while rollouts are live, one per class, and each class's current version."""
 
-    store: str
-    memo: Memo
-    anonymous: Class  # the class of a reader without an instance id
-    timelines: Mapping[Class, tuple[Published, ...]]
-    currents: Mapping[Class, int | None]
+    __slots__ = ("_index", "anonymous", "currents", "memo", "store", "timelines")
 
-    def of(self, instance: bytes | None) -> Class:
+    def __init__(self, store: str, memo: Memo, classes: list[Class], anonymous: Class, timelines: list[Timeline]):
+        self.store = store
+        self.memo = memo
+        self._index = {c: i for i, c in enumerate(classes)}
+        self.anonymous = self._index[anonymous]  # the class of a reader without an instance id
+        self.timelines = tuple(timelines)
+        self.currents = tuple(max((p.version for p in t if p.rolled_back_at is None), default=None) for t in timelines)
+
+    def of(self, instance: bytes | None) -> int:
         """The class of the `Cfgtool-Instance` header's value. None, or an id whose cohort part is not an instance
         id, is a reader without an id."""
         if instance is None:
             return self.anonymous
         cohort = instance.partition(b":")[0]
         found = self.memo.classes.get(cohort)
-        if found is None:
-            found = self._classify(cohort)
-        return found
+        return self._classify(cohort) if found is None else found
 
-    def _classify(self, cohort: bytes) -> Class:
+    def _classify(self, cohort: bytes) -> int:
         text = reader(cohort)
         if text is None:
             return self.anonymous
-        found = tuple(live.first(bucket(self.store, live.version, live.salt, text)) for live in self.memo.signature)
+        found = self._index[
+            tuple(live.first(bucket(self.store, live.version, live.salt, text)) for live in self.memo.signature)
+        ]
         classes = self.memo.classes
         if len(classes) >= MEMO:
             classes.clear()
         classes[cohort] = found
         return found
 
-    def published(self, instance: bytes | None) -> tuple[Published, ...]:
-        """The timeline the instance reads `current` by."""
-        return self.timelines[self.of(instance)]
+    def published(self, instance: bytes | None) -> Timeline:
+        """The timeline the instance reads `current` by (the hot path: `of`, written out)."""
+        if instance is None:
+            return self.timelines[self.anonymous]
+        cohort = instance.partition(b":")[0]
+        found = self.memo.classes.get(cohort)
+        return self.timelines[self._classify(cohort) if found is None else found]
 
     def current(self, instance: bytes | None) -> int | None:
         """The newest good version the instance may see (the name `current`, the change feed's `current`)."""
@@ -101,7 +109,7 @@ class Cohorts:
 
     def window(self, now: float, cache_time: int) -> set[int]:
         """Every version some key of some instance can see from `now` until `now + T` (`timeline.window`)."""
-        return {n for published in self.timelines.values() for n in window(published, now, cache_time)}
+        return {n for published in self.timelines for n in window(published, now, cache_time)}
 
 
 def cohorts(
@@ -134,13 +142,13 @@ def cohorts(
             fixed.append(Live(p.version, rollout.salt, _bounds(rollout)))
     live = tuple(x for x in fixed if isinstance(x, Live))
     anonymous = tuple(next((i for i, (b, _) in enumerate(x.stages) if b >= BUCKETS), len(x.stages)) for x in live)
-    classes = itertools.product(*(range(len(x.stages) + 1) for x in live))
-    timelines = {c: _timeline(fixed, live, c, servable) for c in classes}
+    classes = list(itertools.product(*(range(len(x.stages) + 1) for x in live)))
+    lines = [_timeline(fixed, live, c, servable) for c in classes]
     if not live:
-        return timelines[()], None
-    currents = {c: max((p.version for p in t if p.rolled_back_at is None), default=None) for c, t in timelines.items()}
+        return lines[0], None
     kept = memo if memo is not None and memo.signature == live else Memo(live)
-    return timelines[anonymous], Cohorts(chosen.store, kept, anonymous, timelines, currents)
+    found = Cohorts(chosen.store, kept, classes, anonymous, lines)
+    return found.timelines[found.anonymous], found
 
 
 def _everyone(rollout: Rollout, settled: float) -> float | None:
