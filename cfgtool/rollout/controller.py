@@ -62,8 +62,11 @@ class Decision:
     tag: str | None = None
 
     def line(self) -> str:
-        """One log line: `version 7 at 5%: hold: consumers: 0 of 1 reports needed: ...`."""
+        """One log line: `version 7 at 5%: step: config/rollout/v7/1`. A hold says only why (`version 7 at 5%:
+        holds: gates inconclusive: ...`, `... next step (25%) at <time> if the gates pass`)."""
         where = f"version {self.version} at {self.percent}%: " if self.version is not None else ""
+        if self.action == "hold":
+            return f"{where}{self.detail}"
         return f"{where}{self.action}: {self.detail}" if self.detail else f"{where}{self.action}"
 
     def to_json(self) -> dict[str, Any]:
@@ -181,7 +184,7 @@ def start(options: Options, *, once: bool = False) -> Decision:
 def _log_to_stderr() -> None:
     """The controller's log: one line per change of decision on stderr."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("cfgtool rollout: %(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(logging.Formatter("cfgtool rollout: %(levelname)s %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False

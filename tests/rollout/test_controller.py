@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -88,7 +89,8 @@ class Fleet:
         return sorted(found, key=lambda m: int(str(m["seq"])))
 
     def rolled_back(self, n: int) -> bool:
-        return bool(_git(self.bare, "tag", "-l", f"config/rolledback/v{n}"))
+        """Whether the remote has version N's rollback marker (a push writes a loose ref: cheap to poll)."""
+        return (self.bare / f"refs/tags/config/rolledback/v{n}").is_file()
 
     def end(self, n: int) -> None:
         """Roll version N back unless its rollout ended, so that the next test's version does not wait for it."""
@@ -175,9 +177,8 @@ def test_a_bad_version_is_rolled_back_soon_after_the_first_failing_check(fleet: 
         marked = wait_for(lambda: fleet.rolled_back(n), 30, "the rollback marker", controller)
         assert marked - failed <= INTERVAL + 2, marked - failed
         reason = _git(fleet.bare, "for-each-ref", "--format=%(contents)", f"refs/tags/config/rolledback/v{n}")
-        assert f"auto: consumers: 1 of 1 instances failed --check on version {n}: {inside[0]}" in reason or (
-            f"auto: consumers: 2 of 2 instances failed --check on version {n}: {', '.join(sorted(inside))}" in reason
-        ), reason
+        said = re.search(rf"auto: consumers: [12] of [12] instances failed --check on version {n}: ([-\w, ]+)", reason)
+        assert said is not None and set(said.group(1).split(", ")) <= set(inside), reason  # the cohort's only
         assert fleet.steps(n) == []  # it never grew
     finally:
         fleet.end(n)
@@ -192,7 +193,7 @@ def test_once_holds_then_a_prometheus_error_rate_rolls_it_back(fleet: Fleet, pro
     n, _ = fleet.publish(4, {"steps": [50, 100], "step_time": 600, "bake": 600, "min_reports": 0, "gates": [gate]})
     held = fleet.run_once()
     assert held.returncode == 0, held.stderr
-    assert f"version {n} at 50%: hold: next step (100%) at " in held.stderr, held.stderr
+    assert f"version {n} at 50%: next step (100%) at " in held.stderr, held.stderr
     assert not fleet.rolled_back(n) and fleet.steps(n) == []
     prometheus.metrics.set(sample, 3)
     prometheus.wait_for(f"sum({sample})", 3)
@@ -237,7 +238,7 @@ def test_without_a_server_it_holds_and_never_promotes(fleet: Fleet, tmp_path: Pa
                    "http://127.0.0.1:9", "--remote", "origin", "--once"]  # fmt: skip
         held = subprocess.run(command, capture_output=True, text=True, env=child_env(), timeout=120)
         assert held.returncode == 0, held.stderr
-        assert f"version {n} at 50%: hold: holds: gates inconclusive: consumers: " in held.stderr, held.stderr
+        assert f"version {n} at 50%: holds: gates inconclusive: consumers: " in held.stderr, held.stderr
         assert "but a server cannot be read (http://127.0.0.1:9: " in held.stderr
         assert fleet.steps(n) == [] and not fleet.rolled_back(n)
     finally:
