@@ -170,8 +170,7 @@ def test_a_bad_version_is_rolled_back_soon_after_the_first_failing_check(fleet: 
     n, salt = fleet.publish(666, plan)
     inside, outside = _ids(n, salt, 5, True, 2), _ids(n, salt, 5, False, 3)
     controller = fleet.controller()
-    for instance in inside + outside:
-        fleet.agent(instance, "--check", BAD_CHECK)
+    agents = {i: fleet.agent(i, "--check", BAD_CHECK) for i in inside + outside}
     try:
         failed = wait_for(lambda: _checked(fleet.server.url, n), 60, "a failing check", controller)
         marked = wait_for(lambda: fleet.rolled_back(n), 30, "the rollback marker", controller)
@@ -180,6 +179,8 @@ def test_a_bad_version_is_rolled_back_soon_after_the_first_failing_check(fleet: 
         said = re.search(rf"auto: consumers: [12] of [12] instances failed --check on version {n}: ([-\w, ]+)", reason)
         assert said is not None and set(said.group(1).split(", ")) <= set(inside), reason  # the cohort's only
         assert fleet.steps(n) == []  # it never grew
+        for instance in outside:  # outside the first step's cohort, nothing of it was ever read or tried
+            assert f"version {n}" not in agents[instance].log(), agents[instance].log()
     finally:
         fleet.end(n)
 
