@@ -302,8 +302,7 @@ def _rollback(
         )  # fmt: skip
     except NotCurrent as refused:
         if fmt is OutputFormat.JSON:
-            doc = {"rolled_back": [], "reason": refused.message, "still_held": [w.to_json() for w in refused.held]}
-            typer.echo(json.dumps(doc, indent=2))
+            typer.echo(json.dumps(refused.to_json(), indent=2))
         raise
 
 

@@ -56,6 +56,10 @@ class NotCurrent(UsageError):
         super().__init__(message, hint=hint)
         self.held = tuple(held)
 
+    def to_json(self) -> dict[str, Any]:
+        """docs/cli.md's `rollback` object of this refusal, with every value the current version still holds."""
+        return {"rolled_back": [], "reason": self.message, "still_held": [w.to_json() for w in self.held]}
+
 
 @dataclass(frozen=True)
 class RollbackResult:

@@ -4,6 +4,7 @@ store, a bare remote, and a second clone as another operator. Remote tags are ne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from cfgtool.versions import (
     versions,
 )
 from cfgtool.versions.messages import parse_message
+from cfgtool.versions.rollback import NotCurrent
 from tests.remotes import RemoteWatch, add_origin
 
 if TYPE_CHECKING:
@@ -98,6 +100,21 @@ def test_rollback_a_named_version_that_is_not_current(three: GitRepo) -> None:
     result = rollback(three.root, 2, not_current=True, reason="wrong cluster")
     assert (result.rolled_back, result.current) == ((2,), 3)
     assert statuses(three) == [(3, "current"), (2, "rolled_back"), (1, "good")]
+
+
+def test_rollback_of_a_version_not_current_is_refused_with_its_json_document(store_repo: GitRepo) -> None:
+    """Every caller gets the `rollback` object of the refusal from the error: the values the current version still
+    holds."""
+    for files in ({"store/main.conf": "x = 1\n"}, {"store/main.conf": "x = 2\n"}, {"store/b/main.conf": "y = 1\n"}):
+        store_repo.write(files)
+        store_repo.commit()
+        publish(store_repo.root)
+    with pytest.raises(NotCurrent) as refused:
+        rollback(store_repo.root, 2, reason="wrong cluster")
+    doc = json.loads(json.dumps(refused.value.to_json()))
+    assert doc["rolled_back"] == [] and doc["reason"] == refused.value.message
+    held = [(h["key"], h["path"], h["rolled_back_value"], h["good_value"], h["version"]) for h in doc["still_held"]]
+    assert held == [("/", "x", 2, 1, 2)]
 
 
 def test_rollback_to_marks_every_good_version_above(three: GitRepo, remote: RemoteWatch) -> None:
