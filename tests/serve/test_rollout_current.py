@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 
@@ -191,3 +192,16 @@ def test_an_instance_joining_at_a_step_switches_at_its_own_checkpoint_after_it(
             time.sleep(0.2)
         assert after >= checkpoint  # not before its own checkpoint
         assert _reads(http, early).headers["cfgtool-version"] == "2"  # who joined before stays
+
+
+def test_a_server_over_a_url_fetches_the_step_tags(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    _candidate(small)
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(small.root), str(bare)], check=True)
+    server = start_server(f"file://{bare}", "--fetch-interval", "0.2", "--cache-time", "0")
+    joining = sorted(_cohort(25) - _cohort(5))
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        assert set(_versions(http, joining).values()) == {1}
+        _step(small, 1, 25)
+        small.git("push", "-q", str(bare), "refs/tags/config/rollout/v2/1")
+        _wait_for(lambda: set(_versions(http, joining).values()) == {2}, "the fetched step")
