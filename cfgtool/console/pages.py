@@ -118,7 +118,6 @@ def _timeline(ctx: Context, staging: staged.Rollouts) -> dict[str, Any]:
     view = ctx.view
     feed = ctx.console.service.feeds[ctx.state.name]
     consumers = ctx.console.service.consumers[ctx.state.name]
-    statuses = staging.statuses(consumers)
     events = {(e.kind, e.version): e for e in feed.events}
     moves = {(s.kind, s.version): s for s in view.steps}
     entries: list[dict[str, Any]] = []
@@ -129,7 +128,7 @@ def _timeline(ctx: Context, staging: staged.Rollouts) -> dict[str, Any]:
             "kind": "publish", "version": v, "date": v.date, "servable": servable,
             "changed": ctx.seen.count(event.changed_keys) if event is not None else None,
             "effective_by": event.effective_by if event is not None else None,
-            "since": step.before if step is not None else None, "rollout": statuses.get(v.version),
+            "since": step.before if step is not None else None,
         })  # fmt: skip
         undone = v.rolled_back or (v.restored.rolled_back if v.restored is not None else None)
         markers: list[tuple[StepKind, RolledBack | Restored | None]] = [("rollback", undone), ("restore", v.restored)]
@@ -144,8 +143,12 @@ def _timeline(ctx: Context, staging: staged.Rollouts) -> dict[str, Any]:
             })  # fmt: skip
     order = {"publish": 0, "rollback": 1, "restore": 2}
     entries.sort(key=lambda e: (e["date"], order[e["kind"]], e["version"].version), reverse=True)
+    shown = entries[:TIMELINE_SHOWN]
+    statuses = staging.statuses(consumers, [e["version"].version for e in shown if e["kind"] == "publish"])
+    for e in shown:
+        e["rollout"] = statuses.get(e["version"].version) if e["kind"] == "publish" else None
     return {
-        "entries": entries[:TIMELINE_SHOWN],
+        "entries": shown,
         "more": max(0, len(entries) - TIMELINE_SHOWN),
         "current": view.current,
         "stable": staging.chosen.stable,

@@ -10,7 +10,7 @@ so the gates' details are shown whole.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +37,10 @@ class Rollouts:
         c = self.chosen.candidate
         return c if c is not None and c.state in ("rolling", "paused", "baking") else None
 
-    def statuses(self, consumers: Consumers) -> dict[int, dict[str, Any]]:
-        """Every rollout's status by version; the candidate's with its cohort among this server's consumers."""
-        found = {n: status(self.known, self.chosen, n) for n in self.chosen.rollouts}
+    def statuses(self, consumers: Consumers, versions: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """The status of each of `versions` that has a rollout; the candidate's with its cohort among this server's
+        consumers (and always, for the live timeline's `mark`)."""
+        found = {n: status(self.known, self.chosen, n) for n in versions if n in self.chosen.rollouts}
         found.update(self._candidate(consumers))
         return found
 
