@@ -10,6 +10,7 @@ so the gates' details are shown whole.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from cfgtool.versions import History, history
 from cfgtool.versions.rollout import Rollout, Selection, selection
 
 THIS_SERVER = "this server"  # the one report the console sums: its own consumers
+FRESH = 2.0  # seconds a candidate's cohort counts are shown again before they are counted again
 
 
 @dataclass(frozen=True)
@@ -49,11 +51,17 @@ class Rollouts:
         return mark(next(iter(self._candidate(consumers).values()), None))
 
     def _candidate(self, consumers: Consumers) -> dict[int, dict[str, Any]]:
-        """The candidate's status with its cohort counts (none without a candidate)."""
+        """The candidate's status with its cohort counts (none without a candidate), counted again at most every
+        `FRESH` seconds: every open timeline asks, and counting hashes every instance."""
         c = self.candidate
         if c is None:
             return {}
-        return {c.version: status(self.known, self.chosen, c.version, reports=_report(consumers, c))}
+        now = time.monotonic()
+        kept = _COUNTED.get(consumers)
+        if kept is None or kept[1] != c or now - kept[0] >= FRESH:
+            counted = status(self.known, self.chosen, c.version, reports=_report(consumers, c))
+            kept = _COUNTED[consumers] = (now, c, counted)
+        return {c.version: kept[2]}
 
     def reads(self, instance: Instance) -> str | None:
         """`candidate` when the instance is in the candidate's cohort, `stable` when it reads the stable version
@@ -65,6 +73,7 @@ class Rollouts:
 
 
 COUNTS = ("instances", "applied", "failed")
+_COUNTED: weakref.WeakKeyDictionary[Consumers, tuple[float, Rollout, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
 def mark(found: Mapping[str, Any] | None) -> str:
