@@ -61,7 +61,8 @@ class ConfigClient:
 
     def __new__(cls, location: str | Path, *args: Any, **kwargs: Any) -> ConfigClient:
         """A server URL (`is_server_url`) makes an `HttpConfigClient`, which also takes offline=, token=,
-        timeout=, max_bytes=, instance= and kind=. Any other location is git."""
+        timeout=, max_bytes= and kind=. Any other location is git. Both take instance=: the reader's id, whose
+        `current` a staged rollout decides (docs/rollout.md)."""
         if cls is ConfigClient and is_server_url(location):
             cls = HttpConfigClient
         return super().__new__(cls)
@@ -75,11 +76,12 @@ class ConfigClient:
         version: int | str | None = None,
         cache_dir: str | Path | None = None,
         identity: str | Path | None = None,
+        instance: str | None = None,
         **options: Any,
     ) -> None:
         self._backend: Backend = open_backend(
             location, store, server=self._server, variables=variables, version=version, cache_dir=cache_dir,
-            identity=identity, **options,
+            identity=identity, instance=instance, **options,
         )  # fmt: skip
         self.location = self._backend.location
         self.store = store

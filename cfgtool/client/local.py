@@ -1,11 +1,12 @@
 """The git backend of `ConfigClient` (docs/client.md): one pinned version of a store in a git repository.
 
 The version is fixed at construction (the latest non-rolled-back one, or `version=N`) and never moves. So a rollback
-or a new publish never changes what a running process reads. Compiled versions are cached on disk as version
-artifacts, read key by key. An artifact (`cfgtool.versions.artifact`) is SQLite, by (commit, store, variables,
-cfgtool version), written atomically. So a second process on the same version starts without compiling or loading the
-whole snapshot. It starts no git either, while the repository's refs stay as they were (`RefMemo`). A git URL is
-cloned into the cache directory and fetched once per client.
+or a new publish never changes what a running process reads. While a version rolls out under a plan, `current` is
+what the client's `instance` reads, computed from the tags as the server computes it (`cfgtool.versions.current`).
+Compiled versions are cached on disk as version artifacts, read key by key. An artifact (`cfgtool.versions.artifact`)
+is SQLite, by (commit, store, variables, cfgtool version), written atomically. So a second process on the same version
+starts without compiling or loading the whole snapshot. It starts no git either, while the repository's refs stay as
+they were (`RefMemo`). A git URL is cloned into the cache directory and fetched once per client.
 """
 
 from __future__ import annotations
@@ -60,7 +61,11 @@ class SkippedVersionWarning(UserWarning):
 
 class GitBackend:
     """A `ConfigClient`'s backend over a git repository (`cfgtool.client.backend.Backend`): one version, pinned and
-    checked at construction, read from its artifact or a compile. `snapshot` is the whole version."""
+    checked at construction, read from its artifact or a compile. `snapshot` is the whole version.
+
+    `instance` is the reader's instance id for a staged rollout (docs/rollout.md): with it, `current` (and the
+    default pin) is the version that instance reads, the candidate when it is in the cohort; without it, the stable
+    version, as for a server's reader that sends no id."""
 
     _artifact: Artifact | None = None  # the version artifact read from (none: compiled in this process)
 
@@ -73,8 +78,10 @@ class GitBackend:
         version: int | str | None = None,
         cache_dir: str | Path | None = None,
         identity: str | Path | None = None,
+        instance: str | None = None,
     ) -> None:
         self.location = str(location)
+        self.instance = instance
         # secrets (docs/access.md#secrets) read as Secret values; with an identity they open lazily, in this process
         # only
         self._identities: list[Any] | None = None
@@ -245,7 +252,12 @@ class GitBackend:
         name = version_spec(version) if version is not None else CURRENT
         if isinstance(name, int):
             return name, version_commit(memo, self.store, name)
-        current = memo.answer(f"{name} {self.store}", lambda: self._named(name))
+        question = f"{name} {self.store}"
+        if self.instance is not None:  # one answer per cohort: every instance in it reads the same version
+            from cfgtool.versions.rollout import cohort_id
+
+            question += f" {cohort_id(self.instance)}"
+        current = memo.answer(question, lambda: self._named(name))
         if current is None:
             raise StoreNotFound(
                 f"{redact(self.location)} has no published version of store {self.store!r}",
@@ -259,9 +271,9 @@ class GitBackend:
         from cfgtool.versions.current import named, reading
 
         found = history(self.repo, self.store)
-        if reading(found) is None and name == CURRENT:
+        if reading(found, self.instance) is None and name == CURRENT:
             return None
-        chosen = named(found, name)
+        chosen = named(found, name, self.instance)
         return [chosen.version, chosen.commit]
 
     def _snapshot(self, memo: RefMemo) -> Snapshot:

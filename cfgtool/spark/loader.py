@@ -2,10 +2,11 @@
 
 The first loader of an application resolves the current version on the driver, through `ConfigClient`. It records it
 in the Spark conf (`spark.cfgtool.<store>.commit`, `.version`). Every later loader reads that pin. So one application
-never mixes versions, even when a version is published mid-run. A loader reads everything it needs from the
-repository when it is built: the snapshot, through the client's cache, and the schema types. After that, neither the
-driver nor any executor touches git or the repository. Configs reach executors as DataFrames built through Arrow with
-an explicit schema, or as a broadcast `SnapshotView`.
+never mixes versions, even when a version is published mid-run. During a staged rollout the application is one
+instance, its id `spark.sparkContext.applicationId`: `current` is the version that id reads (docs/rollout.md). A
+loader reads everything it needs from the repository when it is built: the snapshot, through the client's cache, and
+the schema types. After that, neither the driver nor any executor touches git or the repository. Configs reach
+executors as DataFrames built through Arrow with an explicit schema, or as a broadcast `SnapshotView`.
 """
 
 from __future__ import annotations
@@ -100,13 +101,14 @@ class ConfigLoader:
         self._identity = identity
         # the client's, and `stored`'s
         self.cache = checked_root(Path(cache_dir)) if cache_dir is not None else cache_root()
+        app = spark.sparkContext.applicationId  # the instance whose `current` a staged rollout decides
         if isinstance(version, str):  # N, or the number `current` / `previous` stands for now (then pinned as N)
             named = version_spec(version)
             version = (
                 named
                 if isinstance(named, int)
                 else ConfigClient(
-                    location, store, variables=self.variables, version=named, cache_dir=self.cache
+                    location, store, variables=self.variables, version=named, cache_dir=self.cache, instance=app
                 ).version
             )
         commit_key, version_key = pin_keys(store)
@@ -123,8 +125,9 @@ class ConfigLoader:
             else:
                 pinned_commit = None  # first loader, or an explicit repin
             self.client = ConfigClient(
-                location, store, variables=self.variables, version=version, cache_dir=self.cache, identity=identity
-            )
+                location, store, variables=self.variables, version=version, cache_dir=self.cache, identity=identity,
+                instance=app,
+            )  # fmt: skip
             if pinned_commit is not None and pinned_commit != self.client.commit:
                 raise PinConflict(
                     f"version {version} of store {store!r} is commit {self.client.commit[:12]} in {location}, "

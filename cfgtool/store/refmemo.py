@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-FORMAT = 2  # 2: sealed with the user's cache key (cacheauth)
+FORMAT = 3  # 2: sealed with the user's cache key (cacheauth); 3: `current` as a staged rollout has it
 SETTLED_NS = 1_000_000_000
 _MEMO_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 _ABBREVIATED = re.compile(r"[0-9a-fA-F]{4,39}")

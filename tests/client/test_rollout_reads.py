@@ -4,13 +4,15 @@ candidate inside the cohort and the stable version outside, and follows the step
 from __future__ import annotations
 
 import queue
+import time
 from pathlib import Path
 
 import pytest
 
 import cfgtool
-from cfgtool import HttpConfigClient
+from cfgtool import ConfigClient, HttpConfigClient
 from cfgtool.rollout.manual import abort, promote
+from cfgtool.store.refmemo import SETTLED_NS
 from cfgtool.versions import history
 from cfgtool.versions.rollout import admitted
 from tests.conftest import GitRepo
@@ -32,6 +34,38 @@ def cohort(repo: GitRepo, percent: int) -> set[str]:
     """The hosts in version 2's cohort at `percent`, by the published formula and the salt its tag records."""
     salt = history(repo.root, "store").tag(2).metadata["rollout"]["salt"]
     return {h for h in HOSTS if admitted("small", 2, salt, h, percent)}
+
+
+def read(repo: GitRepo, cache: Path, instance: str | None, version: str | None = None) -> tuple[int, object]:
+    """(version, /data/a's size) of a fresh git-backed client."""
+    client = ConfigClient(repo.root, "store", instance=instance, version=version, cache_dir=cache)
+    return client.version, client.get_value("/data/a", "size")
+
+
+def test_the_git_client_reads_what_its_instance_reads(rolling: GitRepo, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    early = cohort(rolling, 5)
+    inside, outside = sorted(early)[0], sorted(set(HOSTS) - cohort(rolling, 25))[0]
+    time.sleep(SETTLED_NS / 1e9 + 0.1)  # the refs settled: the first pin is remembered (`RefMemo`) ...
+    assert read(rolling, cache, None) == (1, 1)
+    assert read(rolling, cache, f"{inside}:4242") == (2, 3)  # ... for readers without an id only
+    assert read(rolling, cache, outside) == (1, 1) and read(rolling, cache, f"{inside}:7") == (2, 3)
+    assert read(rolling, cache, inside, "current") == (2, 3) and read(rolling, cache, inside, "previous")[0] == 1
+    assert ConfigClient(rolling.root, "store", instance=outside, version=2, cache_dir=cache).version == 2
+    promote(rolling.root, "store", 2, reason="canary fine")  # 25%
+    later = sorted(cohort(rolling, 25) - early)[0]
+    assert read(rolling, cache, later) == (2, 3) and read(rolling, cache, outside) == (1, 1)
+    assert read(rolling, cache, None) == (1, 1)  # a reader without an id: only at 100%
+    promote(rolling.root, "store", 2)  # 100%: baking
+    assert read(rolling, cache, None) == (2, 3) and read(rolling, cache, outside) == (2, 3)
+
+
+def test_an_abort_sends_the_git_clients_of_the_cohort_back(rolling: GitRepo, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    inside = sorted(cohort(rolling, 5))[0]
+    assert read(rolling, cache, inside) == (2, 3)
+    abort(rolling.root, "store", 2, reason="errors")
+    assert read(rolling, cache, inside) == (1, 1)
 
 
 def test_a_watch_outside_the_cohort_switches_at_the_step_that_takes_it_in(
