@@ -580,7 +580,7 @@ class ServerBackend:
         versions = [v for v in answer.body if isinstance(v, dict)] if isinstance(answer.body, list) else []
         current = next((v for v in versions if v.get("status") == "current"), None)
         if wanted is None or wanted == CURRENT:
-            chosen = current
+            chosen = self._rolled_out(versions) or current
             if chosen is None:
                 raise StoreNotFound(f"store {self.store!r} has no current version", hint="publish one first")
         elif wanted == PREVIOUS:
@@ -604,6 +604,24 @@ class ServerBackend:
                 stacklevel=6,  # the HttpConfigClient(...) call
             )
         return number, str(chosen.get("commit", ""))
+
+    def _rolled_out(self, versions: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """While a version rolls out, the one the server gives this instance as `current` (the list marks the stable
+        version, which readers without an id get; docs/rollout.md). None without a rollout, or offline."""
+        rolling = ("rolling", "paused", "baking")
+        if self.offline or not any(isinstance(v.get("rollout"), dict) and v["rollout"].get("state") in rolling
+                                   for v in versions):  # fmt: skip
+            return None
+        try:
+            _, number = feed_state(self._store_entry(), f"/v1/stores: store {self.store!r}")
+        except CfgtoolError:
+            return None  # the list's current, as a reader without an id
+        return next((v for v in versions if v.get("version") == number), None)
+
+    def _store_entry(self) -> Any:
+        stores = self._get("/v1/stores", revalidate=True).body
+        listed = stores if isinstance(stores, list) else []
+        return next((s for s in listed if isinstance(s, dict) and s.get("name") == self.store), None)
 
     def _no_store(self, said: str | None) -> StoreNotFound:
         return StoreNotFound(f"{self.location} serves no store {self.store!r}", hint=self._stores_hint())

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from cfgtool import ConfigClient
 from cfgtool.serve.timeline import offset
 from cfgtool.versions.messages import format_message
 from cfgtool.versions.rollout import admitted
@@ -107,7 +109,7 @@ def test_a_step_wakes_the_feed_and_grows_the_cohort(small: GitRepo, start_server
     with httpx.Client(base_url=server.url, timeout=30) as http:
         assert set(_versions(http, joining).values()) == {1}
         seq = http.get("/v1/small/changes", params={"since": 0, "wait": 0}).json()["seq"]
-        woken: list[dict[str, object]] = []
+        woken: list[dict[str, Any]] = []
         poll = threading.Thread(
             target=lambda: woken.append(
                 http.get(
@@ -119,7 +121,7 @@ def test_a_step_wakes_the_feed_and_grows_the_cohort(small: GitRepo, start_server
         time.sleep(0.5)  # the poll waits
         _step(small, 1, 25)
         poll.join(30)
-        assert woken and [(e["kind"], e["version"]) for e in woken[0]["events"]] == [("rollout", 2)]  # type: ignore[union-attr]
+        assert woken and [(e["kind"], e["version"]) for e in woken[0]["events"]] == [("rollout", 2)]
         assert woken[0]["current"] == 2 and woken[0]["seq"] == seq + 1
         assert set(_versions(http, joining).values()) == {2}
         assert set(_versions(http, sorted(set(IDS) - _cohort(25))).values()) == {1}
@@ -205,3 +207,15 @@ def test_a_server_over_a_url_fetches_the_step_tags(small: GitRepo, start_server:
         _step(small, 1, 25)
         small.git("push", "-q", str(bare), "refs/tags/config/rollout/v2/1")
         _wait_for(lambda: set(_versions(http, joining).values()) == {2}, "the fetched step")
+
+
+def test_an_http_client_pins_what_its_instance_reads(small: GitRepo, start_server: StartServer, tmp_path: Path) -> None:
+    _candidate(small)
+    inside = _cohort(5)
+    member, other = sorted(inside)[0], sorted(set(IDS) - inside)[0]
+    server = start_server(small.root, "--cache-time", "0")
+    pinned = {
+        who: ConfigClient(server.url, store="small", instance=who, cache_dir=tmp_path / "cache").version
+        for who in (member, other)
+    }
+    assert pinned == {member: 2, other: 1}  # the versions list marks 1 current: what readers without an id get
