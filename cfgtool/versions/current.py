@@ -24,6 +24,7 @@ from cfgtool.versions.tags import History, Version, history
 
 def reading(known: History, instance: str | None = None) -> int | None:
     """The version the reader with id `instance` reads as `current` (None: no version is good)."""
+    known.tags  # noqa: B018 -- every version's metadata in one decode: the selection reads them one by one
     return selection(known).version_for(instance)
 
 
