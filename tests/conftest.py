@@ -31,10 +31,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "long: a test of a minute or more on a loaded 2-core machine, started first")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The `long` tests first (a stable sort, the rest in their order): with several workers a long test started
-    last ends the run long after the others have finished."""
+    last ends the run long after the others have finished. Under `--dist loadgroup`, each test of an
+    `xdist_group` is named for its group (`_grouped`)."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    if getattr(config.option, "loadgroup", False):  # set on each xdist worker
+        for item in items:
+            _grouped(item)
+
+
+def _grouped(item: pytest.Item) -> None:
+    """Give `item` the `@group` suffix of its `xdist_group` marks, by which `--dist loadgroup` sends a group's
+    tests to one worker. pytest-xdist 3.8 writes that suffix where pytest 9.2 no longer reads a node id from
+    (it keeps a structured id): there every group's tests went to every worker, each starting its own Spark
+    session, browser and conformance runs."""
+    names = sorted(
+        {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    )
+    suffix = "@" + "_".join(names)
+    if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+        item._id = type(item._id).parse(item.nodeid + suffix)
 
 
 _CONFIG = {"user": {"name": "Test", "email": "test@example.com"}, "commit": {"gpgsign": "false"}}
