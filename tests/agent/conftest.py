@@ -3,7 +3,8 @@ loopback ports, over real repositories, writing real files.
 
 `start_agent(url, *args)` runs `cfgtool agent --server URL --store small --dir DIR *args` (DIR: the test's
 `out` directory) with its own cache directory and stops it (SIGTERM) when the test ends; `run_agent` runs it
-to completion (`--once`). `files(dir)` reads the files of the version `..data` points at, resolved once.
+to completion (`--once`), as a fork of the worker's fork server (`cli_command`). `files(dir)` reads the files
+of the version `..data` points at, resolved once.
 `hostile(upstream, answer)` starts a loopback HTTP server in front of a real one that answers as a spoofed or
 compromised server would: `answer(path)` gives the answer to send, or None to pass the request on.
 """
@@ -23,10 +24,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import Process, cfgtool_command, child_env, wait_for
-from tests.serve.conftest import published, small, start_server
+from tests.processes import Process, cfgtool_command, child_env, cli_command, wait_for
+from tests.serve.conftest import published, shared_published, shared_small, small, start_server
 
-__all__ = ["published", "small", "start_server", "wait_for"]  # the server tests' fixtures, and a helper, used here
+# the server tests' fixtures, and a helper, used here
+__all__ = ["published", "shared_published", "shared_small", "small", "start_server", "wait_for"]
 
 STORE = "small"
 
@@ -71,8 +73,8 @@ def run_agent(tmp_path: Path, out: Path) -> RunAgent:
         url: str, *args: str, cache: Path | None = None, store: str = STORE, directory: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         where = str(directory or out)
-        command = [*cfgtool_command(), "agent", "--server", url, "--store", store, "--dir", where, *args]
         env = child_env(cache or tmp_path / "agent-cache")
+        command = [*cli_command(env), "agent", "--server", url, "--store", store, "--dir", where, *args]
         return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
     return run

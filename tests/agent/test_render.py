@@ -16,7 +16,7 @@ import httpx
 from tests.agent.conftest import Answer, Hostile, RunAgent, forward
 from tests.conftest import CHECKOUT, GitRepo
 from tests.processes import cfgtool_command, child_env
-from tests.serve.conftest import StartServer, publish_change
+from tests.serve.conftest import SharedSmall, StartServer, publish_change
 
 DEMO_IDENTITY = CHECKOUT / "examples" / "demo-age-identity.txt"
 DB = "/data/databases/identity"
@@ -31,9 +31,9 @@ def _mode(path: Path) -> int:
 
 
 def test_secrets_are_hidden_without_an_identity_and_open_into_private_files_with_it(
-    published: GitRepo, start_server: StartServer, run_agent: RunAgent, tmp_path: Path
+    shared_published: SharedSmall, run_agent: RunAgent, tmp_path: Path
 ) -> None:
-    server = start_server(published.root, "--cache-time", "0")
+    server = shared_published.server("--cache-time", "0")
     template = tmp_path / "db.conf.j2"
     template.write_text(TEMPLATE, encoding="utf-8")
     args = ("--once", "--file", "db.json=" + DB, "--template", f"db.conf={template}:{TABLE}")
@@ -58,9 +58,9 @@ def test_secrets_are_hidden_without_an_identity_and_open_into_private_files_with
 
 
 def test_templates_run_sandboxed_and_their_errors_name_the_line(
-    small: GitRepo, start_server: StartServer, run_agent: RunAgent, tmp_path: Path, out: Path
+    shared_small: SharedSmall, run_agent: RunAgent, tmp_path: Path, out: Path
 ) -> None:
-    server = start_server(small.root, "--cache-time", "0")
+    server = shared_small.server("--cache-time", "0")
     good = tmp_path / "good.j2"
     good.write_text("{% for k, v in retention.items() %}{{ k }}={{ v }}\n{% endfor %}size={{ size }}\n")
     done = run_agent(server.url, "--once", "--template", f"a.txt={good}:/data/a")
@@ -104,12 +104,12 @@ def test_a_failing_checks_output_is_neither_logged_nor_reported_when_the_files_h
 
 
 def test_a_hostile_server_cannot_route_another_nodes_secret_into_a_file(
-    published: GitRepo, start_server: StartServer, run_agent: RunAgent, hostile: Hostile, tmp_path: Path
+    shared_published: SharedSmall, run_agent: RunAgent, hostile: Hostile, tmp_path: Path
 ) -> None:
     """A spoofed or compromised server answers PageViewEvent with the database's config, its sealed password
     included, and claims that PageViewEvent imports the database: the agent opens a secret only where the
     key it asked for (or an ancestor, or a node of --secrets-from) was sealed, so nothing is opened or written."""
-    server = start_server(published.root, "--cache-time", "0")
+    server = shared_published.server("--cache-time", "0")
     done = run_agent(server.url, "--once", "--file", f"db.json={DB}", "--identity", str(DEMO_IDENTITY), store="demo")
     assert done.returncode == 0, done.stderr
     password = json.loads((tmp_path / "out" / "db.json").read_text())["database"]["credentials"]["password"]

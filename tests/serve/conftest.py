@@ -6,7 +6,7 @@
 on stderr, waits until `/healthz` answers 200 (or, with `ready=False`, until it answers at all) and stops
 it (SIGTERM) when the test ends. `shared_small` is one `small` repository per module, with one server per set of
 arguments (`shared_small.server(*args)`), for the tests that only read. `published` is a copy of the embedded
-store with version 1 published.
+store with version 1 published; `shared_published` is one per module, shared as `shared_small` is.
 `misbehaving(answer)` starts a loopback HTTP server in this process that writes its answers by hand.
 """
 
@@ -114,7 +114,8 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
 
 
 class SharedSmall:
-    """The `small` repository of a module, and `server(*args)`: its one server with those arguments."""
+    """The `small` repository of a module (or another, as `shared_published`'s), and `server(*args)`: its one
+    server with those arguments."""
 
     def __init__(self, repo: GitRepo, start: StartServer) -> None:
         self.repo = repo
@@ -134,6 +135,16 @@ def shared_small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedSma
     logged or measured uses `small` and `start_server`, its own."""
     directory = tmp_path_factory.mktemp("shared-small")
     repo = copy_template("small", _publish_small, directory / "small")
+    with _servers(directory) as start:
+        yield SharedSmall(repo, start)
+
+
+@pytest.fixture(scope="module")
+def shared_published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedSmall]:
+    """`published`, and its servers, shared by the tests of a module that only read from them (as
+    `shared_small`)."""
+    directory = tmp_path_factory.mktemp("shared-published")
+    repo = copy_template("published", _publish_embedded, directory / "repo")
     with _servers(directory) as start:
         yield SharedSmall(repo, start)
 
