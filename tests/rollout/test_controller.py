@@ -252,3 +252,28 @@ def test_the_interval_must_be_a_duration(fleet: Fleet) -> None:
     found = subprocess.run(command, capture_output=True, text=True, env=child_env(), timeout=120)
     assert found.returncode == 2 and "--interval: 'soon' is not a duration" in found.stderr, found.stderr
     assert "Traceback" not in found.stderr
+
+
+def test_a_rollback_cut_off_by_a_kill_is_finished_by_the_next_round(fleet: Fleet) -> None:
+    gates = [{"command": {"run": "false"}}]  # exit 1: the gate fails at every round
+    n, _ = fleet.publish(7, {"steps": [50, 100], "step_time": 600, "bake": 600, "min_reports": 0, "gates": gates})
+    hook, pushing = fleet.bare / "hooks" / "pre-receive", fleet.directory / "pushing"
+    hook.write_text(f"#!/bin/sh\ntouch {pushing}\nsleep 60\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    try:
+        command = [*cfgtool_command(), "--repo", str(fleet.ctl), "rollback", str(n), "-m", "auto: command: earlier",
+                   "--remote", "origin", "--not-current"]  # fmt: skip
+        cut = subprocess.Popen(command, env=child_env(), start_new_session=True, stderr=subprocess.DEVNULL)
+        wait_for(pushing.exists, 60, "the rollback's push")
+        os.killpg(cut.pid, signal.SIGKILL)  # the controller, git and the remote's side of the push, mid-push
+        cut.wait(30)
+    finally:
+        hook.unlink()
+    try:
+        assert not fleet.rolled_back(n)
+        finished = fleet.run_once()
+        assert finished.returncode == 0 and fleet.rolled_back(n), finished.stderr
+        reason = _git(fleet.bare, "for-each-ref", "--format=%(contents)", f"refs/tags/config/rolledback/v{n}")
+        assert "roll back config/v" in reason and "auto: command: earlier" in reason  # that rollback, finished
+    finally:
+        fleet.end(n)
