@@ -242,7 +242,7 @@ def _instant(url: str, query: str, timeout: float) -> float:
         connection.close()
     try:
         body = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise _NoValue(f"Prometheus answered HTTP {status} without JSON") from None
     if not isinstance(body, dict) or body.get("status") != "success":
         said = body.get("error") if isinstance(body, dict) else None
@@ -254,8 +254,17 @@ def _instant(url: str, query: str, timeout: float) -> float:
     if kind == "vector" and isinstance(result, list):
         if not result:
             raise _NoValue("no data")
-        return math.fsum(_sample(s.get("value", [None, None])[1] if isinstance(s, dict) else None) for s in result)
+        samples = [_sample(_pair(s.get("value") if isinstance(s, dict) else None)) for s in result]
+        try:
+            return math.fsum(samples)
+        except (ValueError, OverflowError):  # +Inf and -Inf (NaN), or a sum past the largest float (+Inf)
+            return sum(samples)
     raise _NoValue(f"the answer is a {kind}, not a scalar or an instant vector")
+
+
+def _pair(value: Any) -> Any:
+    """The sample of a vector entry's `[time, "sample"]` pair (None when it is not one)."""
+    return value[1] if isinstance(value, list) and len(value) == 2 else None
 
 
 def _sample(text: Any) -> float:

@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from tests.processes import Process, child_env
-from tests.serve.conftest import small, start_server
+from tests.serve.conftest import misbehaving, small, start_server
 
-__all__ = ["small", "start_server"]  # the server tests' fixtures, used here
+__all__ = ["misbehaving", "small", "start_server"]  # the server tests' fixtures, used here
 
 PROMETHEUS = shutil.which("prometheus") or next((p for p in ("/usr/bin/prometheus",) if Path(p).exists()), None)
 needs_prometheus = pytest.mark.skipif(

@@ -3,12 +3,16 @@ Prometheus scraping metrics this test controls, and real commands (docs/rollout.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cfgtool import HttpConfigClient
 from cfgtool.client.http import Check, report_applied, report_error
@@ -160,6 +164,34 @@ def test_prometheus_gate_is_inconclusive_without_a_number(prometheus: Prometheus
     dead = prometheus_gate(closed_url(), "up", 1)
     assert dead.result == "inconclusive" and "Prometheus cannot be reached" in dead.detail
     assert prometheus_gate(prometheus.url, "up[1m]", 1).result == "inconclusive"
+
+
+def vector(*samples: object) -> bytes:
+    """An instant vector's answer with these `value` fields."""
+    result = [{"metric": {}, "value": s} for s in samples]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "result"),
+    [
+        (b"[" * 200_000 + b"]" * 200_000, "inconclusive"),  # JSON nested past the parser's recursion
+        (vector(5), "inconclusive"),  # a value that is not a [time, "sample"] pair
+        (vector([]), "inconclusive"),
+        (vector([1, "0.1"], [1]), "inconclusive"),
+        (vector([1, "+Inf"], [1, "-Inf"]), "inconclusive"),  # NaN
+        (vector([1, "1e308"], [1, "1e308"]), "fail"),  # +Inf
+    ],
+    ids=["deep", "number", "empty pair", "short pair", "inf minus inf", "overflow"],
+)
+def test_prometheus_gate_judges_a_hostile_answer_without_a_crash(misbehaving: Any, body: bytes, result: str) -> None:
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        handler.wfile.write(head.encode() + body)
+
+    server = misbehaving(answer)
+    assert prometheus_gate(server.url, "up", 0.5).result == result
 
 
 # -- command --------------------------------------------------------------------------------------------------------
