@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import os
+from functools import cached_property
 from hashlib import sha256
 from pathlib import Path
 
@@ -30,8 +31,11 @@ from cfgtool._util.cachedir import loose, warn_once
 KEY_FILE_VARIABLE = "CFGTOOL_CACHE_KEY_FILE"
 KEY_BYTES = 32
 TAG_BYTES = 32
+_ONE_CALL = 2**16  # the largest entry tagged in one call, its bytes copied behind the purpose
 
-_keys: dict[str, bytes | None] = {}
+# what decides `key_path`: the key is looked up under these values, so a read costs no path arithmetic
+_WHERE = (KEY_FILE_VARIABLE, "XDG_CONFIG_HOME", "HOME")
+_keys: dict[tuple[str | None, ...], bytes | None] = {}
 
 
 def key_path() -> Path:
@@ -45,12 +49,13 @@ def key_path() -> Path:
 
 def cache_key() -> bytes | None:
     """This user's cache key, created on first use. None when it is refused or cannot be had. Authenticated entries
-    are then misses, and none is written. Read once per process."""
-    path = key_path()
-    name = str(path)
-    if name not in _keys:
-        _keys[name] = _load(path)
-    return _keys[name]
+    are then misses, and none is written. Read once per process (per value of the variables `key_path` reads)."""
+    where = tuple(map(os.environ.get, _WHERE))
+    try:
+        return _keys[where]
+    except KeyError:
+        key = _keys[where] = _load(key_path())
+        return key
 
 
 def _load(path: Path) -> bytes | None:
@@ -94,7 +99,12 @@ def _create(path: Path) -> None:
 
 
 def _tag(key: bytes, purpose: str, data: bytes) -> bytes:
-    mac = hmac.new(key, purpose.encode("utf-8", "surrogateescape") + b"\0", sha256)
+    """HMAC-SHA256 of the purpose, a NUL and the data. A small entry's in one call (`hmac.digest`): for it, setting
+    up the incremental form costs more than the hashing. A large one's without copying its bytes."""
+    head = purpose.encode("utf-8", "surrogateescape") + b"\0"
+    if len(data) <= _ONE_CALL:
+        return hmac.digest(key, head + data, "sha256")
+    mac = hmac.new(key, head, sha256)
     mac.update(data)
     return mac.digest()
 
@@ -112,14 +122,38 @@ def derived_key(purpose: str) -> bytes | None:
 def seal(purpose: str, data: bytes) -> bytes | None:
     """`data` with its tag in front, for the cache entry that `purpose` names. None when there is no key; write
     nothing then."""
-    key = cache_key()
-    return None if key is None else _tag(key, purpose, data) + data
+    return _sealed(cache_key(), purpose, data)
 
 
 def unseal(purpose: str, entry: bytes) -> bytes | None:
     """The data of a sealed cache `entry` for `purpose`. None (a miss) when its tag does not verify. The entry is
     then damaged, truncated, forged, written for another purpose or slot, or under another key."""
-    key = cache_key()
+    return _opened(cache_key(), purpose, entry)
+
+
+class Sealer:
+    """`seal` and `unseal` under the cache key as it is at this object's first use, for a reader of many entries
+    (an HTTP client reading its cache). Finding the key (`cache_key`: the variables that locate it) then costs
+    nothing per entry. Every entry is still checked."""
+
+    @cached_property
+    def key(self) -> bytes | None:
+        return cache_key()
+
+    def seal(self, purpose: str, data: bytes) -> bytes | None:
+        """As `seal`."""
+        return _sealed(self.key, purpose, data)
+
+    def unseal(self, purpose: str, entry: bytes) -> bytes | None:
+        """As `unseal`."""
+        return _opened(self.key, purpose, entry)
+
+
+def _sealed(key: bytes | None, purpose: str, data: bytes) -> bytes | None:
+    return None if key is None else _tag(key, purpose, data) + data
+
+
+def _opened(key: bytes | None, purpose: str, entry: bytes) -> bytes | None:
     if key is None or len(entry) < TAG_BYTES:
         return None
     data = entry[TAG_BYTES:]

@@ -48,7 +48,7 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import quote, urljoin, urlsplit
 
 from cfgtool._util.atomic import write_atomic_bytes
-from cfgtool._util.cacheauth import seal, unseal
+from cfgtool._util.cacheauth import Sealer
 from cfgtool._util.cachedir import cache_root, checked_root, private_dir
 from cfgtool._util.codec import DAMAGED, pack, unpack
 from cfgtool._version import __version__
@@ -473,6 +473,9 @@ class ServerBackend:
         self._memory: dict[str, Any] = {}
         root = checked_root(Path(cache_dir)) if cache_dir is not None else cache_root()
         self._dir = root / "http" / cache_name(self.location, store, token)
+        self._dir_name = str(self._dir)  # entries' paths are joined as text: pathlib costs more than a cached read
+        self._sealer = Sealer()
+        self._purpose_head = f"http {self._dir.name} "
         self.version, self.commit = self._choose(version, offline)
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -679,18 +682,19 @@ class ServerBackend:
         self._store(path, reply_headers.get("ETag"), data)
         return _Answer(body)
 
-    def _file(self, path: str) -> Path:
-        return self._dir / f"{hashlib.sha256(path.encode()).hexdigest()[:40]}.msgpack"
+    def _file(self, path: str) -> str:
+        return f"{self._dir_name}/{hashlib.sha256(path.encode()).hexdigest()[:40]}.msgpack"
 
     def _purpose(self, path: str) -> str:
         """What a cache entry is sealed for: this server, store and principal (the directory), and `path`."""
-        return f"http {self._dir.name} {path}"
+        return self._purpose_head + path
 
     def _entry(self, path: str) -> dict[str, Any] | None:
         """The cache entry of `path`; a missing, damaged, forged or foreign one is None (a miss). An answer is
         used without asking the server, so only a sealed one is believed (`cacheauth`)."""
         try:
-            data = unseal(self._purpose(path), self._file(path).read_bytes())
+            with open(self._file(path), "rb") as file:
+                data = self._sealer.unseal(self._purpose(path), file.read())
             entry = unpack(data) if data is not None else None
         except (OSError, *DAMAGED):
             return None
@@ -704,10 +708,11 @@ class ServerBackend:
     def _store(self, path: str, etag: str | None, data: bytes) -> None:
         """Keep an answer in the cache (atomically; a cache that cannot be written costs time only)."""
         try:
-            sealed = seal(self._purpose(path), pack({"format": _FORMAT, "path": path, "etag": etag, "body": data}))
+            entry = pack({"format": _FORMAT, "path": path, "etag": etag, "body": data})
+            sealed = self._sealer.seal(self._purpose(path), entry)
             if sealed is not None:
                 private_dir(self._dir)
-                write_atomic_bytes(self._file(path), sealed)
+                write_atomic_bytes(Path(self._file(path)), sealed)
         except (OSError, ValueError, TypeError):
             pass
 

@@ -3,14 +3,17 @@ them or others may write them (a key: read them); then the caches stay correct, 
 
 from __future__ import annotations
 
+import hmac
 import os
 import subprocess
 from collections.abc import Callable
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
 
 from cfgtool import ConfigClient
+from cfgtool._util.cacheauth import TAG_BYTES, Sealer, cache_key, seal, unseal
 from tests.conftest import GitRepo
 from tests.serve.conftest import publish_change
 
@@ -97,3 +100,21 @@ def test_a_short_cache_key_is_refused(run_cfgtool: Run, published: GitRepo, tmp_
     key.chmod(0o600)
     env = {"CFGTOOL_CACHE_KEY_FILE": str(key), "CFGTOOL_CACHE_DIR": str(tmp_path / "c")}
     assert "does not hold 32 bytes" in get(run_cfgtool, published, env).stderr
+
+
+@pytest.mark.parametrize("size", [100, 2**16, 2**16 + 1, 2**20], ids=["small", "one-call", "just-over", "large"])
+def test_an_entry_is_tagged_alike_at_every_size_and_any_change_is_a_miss(size: int) -> None:
+    """A small entry is tagged in one call, a large one incrementally: both are the one HMAC of docs/security.md.
+    A `Sealer` seals and opens as `seal` and `unseal` do."""
+    data = os.urandom(size)
+    key = cache_key()
+    assert key is not None
+    sealed, sealer = seal("test slot", data), Sealer()
+    assert sealed is not None and sealed[:TAG_BYTES] == hmac.new(key, b"test slot\0" + data, sha256).digest()
+    assert sealer.seal("test slot", data) == sealed
+    assert unseal("test slot", sealed) == data and sealer.unseal("test slot", sealed) == data
+    changed = sealed[:-1] + bytes([sealed[-1] ^ 1])
+    for opened in (unseal, sealer.unseal):
+        assert opened("test slot", changed) is None
+        assert opened("another slot", sealed) is None
+        assert opened("test slot", sealed[: TAG_BYTES - 1]) is None

@@ -190,6 +190,23 @@ def test_http_client_forged_cache_entries_are_misses(shared_small: SharedSmall, 
         assert again.requests == 2  # the list, and the forged answer asked for again
 
 
+def test_http_client_reads_its_cache_under_the_key_it_started_with(
+    shared_small: SharedSmall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client finds the user's cache key once, as it finds its cache directory once, so a read from its cache does
+    not look up where the key lives. Each entry is still checked under that key: a client started under another key
+    believes none of them."""
+    server = shared_small.server(*FAST)
+    HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c").get("/data/a")
+    client = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    monkeypatch.setenv("CFGTOOL_CACHE_KEY_FILE", str(tmp_path / "another.key"))
+    assert client.get_value("/data/a", "size") == 1
+    assert client.requests == 1  # the version list only: the answer came from the cache
+    other = HttpConfigClient(server.url, store="small", cache_dir=tmp_path / "c")
+    assert other.get_value("/data/a", "size") == 1
+    assert (other.requests, other.not_modified) == (2, 0)  # neither the list nor the answer believed
+
+
 def test_http_client_offline_pins_the_newest_cached_version_and_warns(
     small: GitRepo, start_server: StartServer, tmp_path: Path
 ) -> None:
