@@ -20,6 +20,7 @@ ROOT = "/"
 MAX_KEY = 1024  # characters of a normalized key, its leading `/` included (the server answers 414 beyond)
 SEGMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]*")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?=/)")
+_CANONICAL_RE = re.compile(f"(?:/{SEGMENT_RE.pattern})+")  # a key `normalize_key` returns as it is, but `/`
 
 
 class BadKeyError(UsageError):
@@ -50,6 +51,8 @@ def normalize_key(text: str, store_name: str | None = None) -> str:
     Raises BadKeyError (with a hint) for other schemes, empty segments and invalid segment names. Raises
     KeyTooLongError past `MAX_KEY` characters.
     """
+    if len(text) <= MAX_KEY and _CANONICAL_RE.fullmatch(text):
+        return text  # already canonical, as most keys a program reads are: one match instead of a check per segment
     key = text
     scheme = _SCHEME_RE.match(key)
     if scheme:
