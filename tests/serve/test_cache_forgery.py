@@ -21,7 +21,7 @@ from cfgtool import ConfigClient, HttpConfigClient
 from cfgtool.versions import rollback
 from cfgtool.versions.artifact_rows import RowSeal
 from tests.conftest import GitRepo
-from tests.serve.conftest import SIZE_SCHEMA, StartServer, publish_change
+from tests.serve.conftest import SIZE_SCHEMA, SharedSmall, publish_change
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -61,10 +61,12 @@ ATTACKS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
-@pytest.fixture
-def scene(small: GitRepo) -> GitRepo:
-    """v2 adds a schema (size at most 10) and sets /data/b size = 3; v3, tagged by hand, sets it to 5000 (it does
+@pytest.fixture(scope="module")
+def scene(shared_small: SharedSmall) -> SharedSmall:
+    """`shared_small` changed once for the module's tests, which only read it (each through a cache of its own):
+    v2 adds a schema (size at most 10) and sets /data/b size = 3; v3, tagged by hand, sets it to 5000 (it does
     not validate); v4 sets 4 and is rolled back; the branch still holds 4, with an unrelated change."""
+    small = shared_small.repo
     files = {"store/_CONFIG_STORE": "name: small\nschemas: ../schemas\n", "schemas/size.yaml": SIZE_SCHEMA}
     publish_change(small, {**files, "store/data/b/main.conf": "size = 3\n"}, "a schema")
     small.write({"store/data/b/main.conf": "size = 5000\n"})
@@ -75,7 +77,7 @@ def scene(small: GitRepo) -> GitRepo:
     small.write({"store/data/a/main.conf": "size = 2\n"})
     small.commit("unrelated")
     time.sleep(0.3)  # the working tree settled: the stat cache keeps its files
-    return small
+    return shared_small
 
 
 def answers(repo: GitRepo, cache: Path, url: str, run: Run) -> list[Any]:
@@ -124,12 +126,9 @@ def attack(cache: Path, damage: Callable[[bytes], bytes]) -> int:
     return touched
 
 
-def test_every_cache_directory_is_known(
-    scene: GitRepo, start_server: StartServer, run_cfgtool: Run, tmp_path: Path
-) -> None:
-    server = start_server(scene.root)
+def test_every_cache_directory_is_known(scene: SharedSmall, run_cfgtool: Run, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    answers(scene, cache, server.url, run_cfgtool)
+    answers(scene.repo, cache, scene.server().url, run_cfgtool)
     found = sorted(p.name for p in cache.iterdir())
     unknown = [name for name in found if not any(name.startswith(prefix) for prefix in KNOWN)]
     assert not unknown, f"{unknown}: say how their entries are checked, here and in docs/security.md"
@@ -138,12 +137,12 @@ def test_every_cache_directory_is_known(
 
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_a_damaged_or_forged_cache_changes_no_answer(
-    scene: GitRepo, start_server: StartServer, run_cfgtool: Run, tmp_path: Path, name: str
+    scene: SharedSmall, run_cfgtool: Run, tmp_path: Path, name: str
 ) -> None:
-    server = start_server(scene.root)
+    url = scene.server().url
     cache = tmp_path / "cache"
-    expected = answers(scene, cache, server.url, run_cfgtool)
+    expected = answers(scene.repo, cache, url, run_cfgtool)
     assert expected[0][:2] == (0, "3\n") and expected[1][0] == 1 and expected[4][0] == 1
     assert expected[5] == (2, 3) and expected[6] == (2, 3, 1)
     assert attack(cache, ATTACKS[name]) >= 20
-    assert answers(scene, cache, server.url, run_cfgtool) == expected
+    assert answers(scene.repo, cache, url, run_cfgtool) == expected
