@@ -64,16 +64,16 @@ def decode_all(lines: list[str]) -> list[Any]:
         return []
     try:
         decoded: list[Any] = json.loads("[" + ",".join(lines) + "]")
-    except ValueError:
+    except (ValueError, RecursionError):
         return [loads(line) for line in lines]
     return decoded if len(decoded) == len(lines) else [loads(line) for line in lines]
 
 
 def loads(line: str) -> Any:
-    """JSON, or None when the text is not valid JSON."""
+    """JSON, or None when the text is not valid JSON or nests deeper than the parser recurses."""
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

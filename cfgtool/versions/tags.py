@@ -718,6 +718,10 @@ def _make_tag(
     )
 
 
+LAST_YEAR = 9000  # a later tag date is unreadable: adding a step time or a bake to it would pass datetime's end
+_UNREADABLE = datetime.fromtimestamp(0, UTC)
+
+
 def _split_creator(creator: str, zones: dict[str, timezone]) -> tuple[tuple[str, str], datetime]:
     """`Name <email> 1700000000 +0200` as ((name, email), an aware datetime)."""
     ident, _, when = creator.rpartition("> ")
@@ -734,8 +738,8 @@ def _split_creator(creator: str, zones: dict[str, timezone]) -> tuple[tuple[str,
     try:
         date = datetime.fromtimestamp(int(stamp), tz)
     except (ValueError, OverflowError, OSError):
-        date = datetime.fromtimestamp(0, UTC)
-    return (name.strip(), email), date
+        date = _UNREADABLE
+    return (name.strip(), email), date if date.year < LAST_YEAR else _UNREADABLE
 
 
 def _new_version(**fields: Any) -> Version:

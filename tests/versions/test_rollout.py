@@ -207,3 +207,34 @@ def test_versions_shows_the_rollout_and_current_is_the_stable_version(tags: Tags
     ]
     table = run_cfgtool("versions", cwd=tags.repo.root).stdout
     assert "good (rollout: rolling at 25%)" in table
+
+
+def hand_made(tags: Tags, name: str, message: str, date: str = "2026-01-20T10:00:00+00:00") -> None:
+    """A tag pushed by hand with any message (read from a file: no argument is that long) and tagger date."""
+    path = tags.repo.root.parent / "message.txt"
+    path.write_text(message)
+    git_at(tags.repo, date, "tag", "-a", name, tags.commit, "-F", str(path))
+
+
+@pytest.mark.parametrize(
+    ("name", "message", "date"),
+    [
+        ("config/rollout/v2/2", "step\n\ncfgtool-metadata: " + "[" * 100_000, "2026-01-20T10:00:00+00:00"),
+        ("config/v3", "v3\n\ncfgtool-metadata: " + '{"a":' * 100_000, "2026-01-20T10:00:00+00:00"),
+        ("config/rollout/v2/2", format_message("step", {"action": "step", "percent": 100}), "@253402300700 +0000"),
+    ],
+    ids=["deep step metadata", "deep version metadata", "a step dated in the year 9999"],
+)
+def test_hostile_tags_are_read_without_a_crash(tags: Tags, run_cfgtool, name: str, message: str, date: str) -> None:  # type: ignore[no-untyped-def]
+    tags.version(1)
+    tags.version(2, PLAN)
+    tags.step(2, 1, "step", 25)
+    hand_made(tags, name, message, date)
+    for args in (("versions",), ("rollout", "status"), ("rollout", "status", "--format", "json")):
+        done = run_cfgtool(*args, cwd=tags.repo.root)
+        assert done.returncode == 0, done.stderr
+    chosen = tags.selection()
+    if name == "config/v3":  # a version tag whose metadata cannot be read has no plan: it went out to everyone
+        assert (chosen.stable, chosen.rollouts[2].state) == (3, "superseded")
+    else:  # a step tag that cannot be read changes nothing; one with an unreadable date steps at once
+        assert (chosen.stable, chosen.candidate.version) == (1, 2)
