@@ -115,6 +115,7 @@ def _full(repo: GitRepo, ref: str | None, variables: Mapping[str, str]) -> Compi
     return compile_source(open_source(repo.root, "store", ref), variables, check_variables=False, validate=False)
 
 
+@pytest.mark.long
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stores)
 def test_query_key_answers_as_the_full_compile(case: tuple[Any, ...]) -> None:

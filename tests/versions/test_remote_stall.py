@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from cfgtool.store.urls import STALL_S
 from tests.conftest import copy_embedded
 from tests.processes import child_env
@@ -84,6 +86,7 @@ class Publisher:
         return left
 
 
+@pytest.mark.long  # waits out the 30 s bound: started first, it overlaps the rest of the run
 def test_a_publish_whose_remote_stops_answering_fails_within_the_bound_and_publishes_once_when_run_again(
     tmp_path: Path,
 ) -> None:
