@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -183,7 +184,7 @@ def _gate(value: object, path: tuple[str | int, ...]) -> Gate:
         timeout = duration(fields.get("timeout", DEFAULT_COMMAND_TIMEOUT), (*where, "timeout"))
         if timeout <= 0:
             raise PlanError((*where, "timeout"), "must be more than 0 seconds, e.g. 60s")
-        return CommandGate(_text(fields["run"], (*where, "run")), timeout)
+        return CommandGate(_command(fields["run"], (*where, "run")), timeout)
     raise PlanError(where, f"unknown gate kind {kind!r}: use one of {', '.join(kinds)}")
 
 
@@ -222,6 +223,17 @@ def _text(value: object, path: tuple[str | int, ...]) -> str:
     if not isinstance(value, str) or not value.strip():
         raise PlanError(path, "must be a non-empty string")
     return value
+
+
+def _command(value: object, path: tuple[str | int, ...]) -> str:
+    """A command line the gate can split as a shell splits words (no shell runs it): checked here, so that a quote
+    left open is an error at compile rather than a gate that can never judge."""
+    text = _text(value, path)
+    try:
+        shlex.split(text)
+    except ValueError as exc:
+        raise PlanError(path, f"{text!r} cannot be split as a shell splits words: {str(exc).lower()}") from None
+    return text
 
 
 def _url(value: object, path: tuple[str | int, ...]) -> str:

@@ -75,6 +75,7 @@ def _with(**changes: Any) -> dict[str, Any]:
         _with(gates=[{"prometheus": {"url": "http://p", "query": "q", "max": float("inf")}}]),
         _with(gates=[{"command": {"run": "", "timeout": 1}}]),
         _with(gates=[{"command": {"run": "x", "timeout": 0}}]),
+        _with(gates=[{"command": {"run": "./health.sh 'eu west", "timeout": 1}}]),
         _with(extra=1),
     ],
 )

@@ -230,6 +230,17 @@ def test_parse_settings_bad_rollout_durations_and_counts() -> None:
     ]
 
 
+def test_parse_settings_refuses_a_gate_command_with_a_quote_left_open() -> None:
+    assert errors('rollout:\n  steps: [100]\n  gates:\n    - command: {run: "./health.sh \'eu west"}\n') == [
+        (
+            4,
+            22,
+            "setting 'rollout.gates[0].command.run': \"./health.sh 'eu west\" cannot be split as a shell splits"
+            " words: no closing quotation",
+        )
+    ]
+
+
 def test_parse_settings_bad_rollout_gates_name_the_gate_and_the_fix() -> None:
     text = """\
 rollout:
