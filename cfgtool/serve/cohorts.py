@@ -25,6 +25,7 @@ from cfgtool.versions.rollout import BUCKETS, Rollout, Selection, bucket
 
 INSTANCE = re.compile(rb"[A-Za-z0-9][!-.0-~]{0,199}")  # the client's rule (cfgtool.client.http.INSTANCE), on bytes
 MEMO = 65_536  # cohort ids whose class is remembered; past it the memo starts again (hostile ids cannot grow it)
+MAX_CLASSES = 4096  # timelines one refresh builds (`_bounded`)
 Class = tuple[int, ...]  # per live rollout, the index of the first stage that admits the instance (len: none)
 Timeline = tuple[Published, ...]
 
@@ -140,6 +141,7 @@ def cohorts(
             fixed.append(Published(p.version, date, p.rolled_back_at))
         else:
             fixed.append(Live(p.version, rollout.salt, _bounds(rollout)))
+    fixed = _bounded(fixed, {p.version: p.rolled_back_at for p in servable})
     live = tuple(x for x in fixed if isinstance(x, Live))
     anonymous = tuple(next((i for i, (b, _) in enumerate(x.stages) if b >= BUCKETS), len(x.stages)) for x in live)
     classes = list(itertools.product(*(range(len(x.stages) + 1) for x in live)))
@@ -149,6 +151,37 @@ def cohorts(
     kept = memo if memo is not None and memo.signature == live else Memo(live)
     found = Cohorts(chosen.store, kept, classes, anonymous, lines)
     return found.timelines[found.anonymous], found
+
+
+def _classes(fixed: list[Published | Live]) -> int:
+    return math.prod(len(x.stages) + 1 for x in fixed if isinstance(x, Live))
+
+
+def _bounded(fixed: list[Published | Live], marker: dict[int, float | None]) -> list[Published | Live]:
+    """`fixed` with at most MAX_CLASSES classes. Step tags can make more: three versions stepped through 100 steps
+    each within T are a million. Past the bound, who reads a version stays exact and only Keystone's spread
+    shortens: a live rollout that reached 100% counts for everyone from its first step, then adjacent stages merge
+    into the earlier one, the closest in date first (an instance sees the version from an earlier date, never a
+    later one). Rollouts still below 100% with one stage each beyond that drop out, the oldest first: their
+    cohorts read the good version below until everyone reads the newer one."""
+    out = list(fixed)
+    if _classes(out) <= MAX_CLASSES:
+        return out
+    out = [
+        Published(x.version, x.stages[0][1], marker[x.version]) if isinstance(x, Live) and x.stages[-1][0] >= BUCKETS
+        else x
+        for x in out
+    ]  # fmt: skip
+    while _classes(out) > MAX_CLASSES:
+        live = [(i, x) for i, x in enumerate(out) if isinstance(x, Live)]
+        i, x = max(live, key=lambda found: len(found[1].stages))
+        if len(x.stages) == 1:
+            del out[max(i for i, _ in live)]  # `fixed` is newest first: the oldest live rollout is the last
+            continue
+        j = min(range(len(x.stages) - 1), key=lambda k: x.stages[k + 1][1] - x.stages[k][1])
+        merged = (x.stages[j + 1][0], x.stages[j][1])
+        out[i] = Live(x.version, x.salt, (*x.stages[:j], merged, *x.stages[j + 2 :]))
+    return out
 
 
 def _everyone(rollout: Rollout, settled: float) -> float | None:

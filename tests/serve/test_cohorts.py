@@ -3,9 +3,10 @@ are live (instances see them differently), and the class memo kept across refres
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
-from cfgtool.serve.cohorts import cohorts
+from cfgtool.serve.cohorts import MAX_CLASSES, cohorts
 from cfgtool.serve.timeline import Published, last_checkpoint, visible
 from cfgtool.versions.rollout import Rollout, Selection, admitted
 
@@ -96,3 +97,25 @@ def test_the_class_memo_is_kept_while_the_stages_stay_and_dropped_at_a_step() ->
     stepped = _rollout(2, [(5, NOW - 600), (25, NOW)])
     grown = cohorts(_selection(1, [stepped], 2), servable, NOW + 5, T, first.memo)[1]
     assert grown is not None and grown.memo is not first.memo
+
+
+def test_step_tags_cannot_make_a_refresh_build_millions_of_timelines() -> None:
+    """Three versions stepped through 60 steps each within T were 61**3 classes, a timeline each: seconds and
+    hundreds of MB per refresh, a million past 100 steps. Bounded, each instance still reads what its cohort
+    admits, and no version becomes visible to an instance later than its step said."""
+    steps = tuple(range(1, 61))
+    stages = tuple((p, _at(NOW - 50 + p / 2)) for p in steps)
+    rollouts = [
+        Rollout("s", n, SALT, PLAN, (*steps, 100), (), state, _at(NOW - 50), stages)  # type: ignore[arg-type]
+        for n, state in ((2, "superseded"), (4, "superseded"), (6, "rolling"))
+    ]
+    servable = _servable(*((n, NOW - 60 + n, None) for n in range(1, 7)))
+    started = time.process_time()
+    _, live = cohorts(_selection(5, rollouts, 6), servable, NOW, T)
+    assert time.process_time() - started < 1 and live is not None and len(live.timelines) <= MAX_CLASSES
+    for ident in IDS:
+        dates = {p.version: p.date for p in live.published(ident.encode())}
+        for rollout in rollouts:
+            joined = rollout.joined(ident)
+            assert (rollout.version in dates) == (joined is not None)
+            assert joined is None or dates[rollout.version] <= joined.timestamp()
