@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 from urllib.parse import quote
 
-from cfgtool.client.http import Connection, consumers
+from cfgtool.client.http import INSTANCE, Connection, consumers
 from cfgtool.errors import CfgtoolError
 from cfgtool.store.rollout_plan import DEFAULT_COMMAND_TIMEOUT, ConsumersGate, Gate, PrometheusGate
 
@@ -176,13 +176,14 @@ def cohort(reports: Sequence[ServerReport], version: int, admitted: Callable[[st
 
 
 def _merged(reports: Sequence[ServerReport], version: int, admitted: Callable[[str], bool]) -> dict[str, _Seen]:
-    """The cohort's instances over every readable report, each id once."""
+    """The cohort's instances over every readable report, each id once. An id no server accepts from a client (a
+    compromised server's) is not counted: ids end up in a rollback's reason."""
     seen: dict[str, _Seen] = {}
     for report in reports:
         listed = report.listing.get("instances") if report.listing is not None else None
         for item in listed if isinstance(listed, list) else ():
             ident = item.get("id") if isinstance(item, dict) else None
-            if not isinstance(ident, str) or not admitted(ident):
+            if not isinstance(ident, str) or not INSTANCE.fullmatch(ident) or not admitted(ident):
                 continue
             entry = seen.setdefault(ident, _Seen())
             contact = str(item.get("last_contact") or "")

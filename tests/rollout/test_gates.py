@@ -132,6 +132,24 @@ def test_consumers_gate_fails_on_errors_an_application_reported(
     )
 
 
+def test_consumers_gate_names_only_instance_ids_a_server_could_have_heard(misbehaving: Any) -> None:
+    """A compromised server's answer names instances no client can be: long ids, or ids with control characters.
+    The failure detail becomes a rollback's reason, kept in a tag for good: it names only ids a server accepts."""
+    failed = {"version": 1, "last_check": {"version": 1, "ok": False, "at": "2026-01-01T00:00:00+00:00"}}
+    odd = ["web-" + "x" * 100_000, "web-\x1b[2J", "web-\n2", ""]
+    listing = {"instances": [{**failed, "id": i} for i in [*odd, "web-1:1"]], "by_version": {}}
+    body = json.dumps(listing).encode()
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        handler.wfile.write(head.encode() + body)
+
+    server = misbehaving(answer)
+    found = consumers_gate(read_reports([server.url], "small"), 1, lambda _: True, 1, 0)
+    assert found == GateResult("consumers", "fail", "1 of 1 instances failed --check on version 1: web-1:1")
+
+
 # -- prometheus -----------------------------------------------------------------------------------------------------
 
 
