@@ -105,6 +105,7 @@ def status_command(
     from cfgtool.rollout.status import default_version, status
 
     cli: CliContext = ctx.obj
+    _check_servers(servers or [])
     _, known, chosen = read_tags(cli.repo, cli.store, remote)
     n = version if version is not None else default_version(chosen)
     reports = None
@@ -257,6 +258,7 @@ def run_command(
     from cfgtool.store.rollout_plan import PlanError, duration
 
     cli: CliContext = ctx.obj
+    _check_servers(servers)
     try:
         seconds = duration(interval)
     except PlanError as exc:
@@ -267,6 +269,17 @@ def run_command(
     decision = start(options, once=once)
     if once and decision.action == "error":
         raise SourceError(decision.line(), hint="the next round tries again; check the remote and the servers")
+
+
+def _check_servers(servers: list[str]) -> None:
+    """Refuse a `--server` that is not an http(s) URL now (exit 2), rather than hold every round on it."""
+    from cfgtool.client.http import check_http_url
+
+    for server in servers:
+        try:
+            check_http_url(server)
+        except UsageError as exc:
+            raise UsageError(f"--server {exc.message}", hint=exc.hint) from None
 
 
 def _token(token_file: Path | None) -> str | None:

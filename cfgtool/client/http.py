@@ -45,7 +45,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import SplitResult, quote, urljoin, urlsplit
 
 from cfgtool._util.atomic import write_atomic_bytes
 from cfgtool._util.cacheauth import Sealer
@@ -93,6 +93,15 @@ def is_server_url(location: str | Path) -> bool:
     )
 
 
+def check_http_url(location: str) -> SplitResult:
+    """The parts of `location`, an http(s) URL with a host (a path prefix allowed); UsageError naming it when it is
+    not one, so a command can refuse a bad `--server` before it starts rather than at each request."""
+    parts = urlsplit(location)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{location}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
+    return parts
+
+
 MAX_BYTES = 64 * 2**20  # the largest answer a client accepts by default
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _MAX_REDIRECTS = 5
@@ -126,14 +135,12 @@ class Connection:
     """
 
     def __init__(self, location: str, timeout: float, max_bytes: int = MAX_BYTES) -> None:
-        parts = urlsplit(location)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"{location}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
+        parts = check_http_url(location)
         self.location = location
         self._prefix = parts.path.rstrip("/")
         self._origin = _origin(location)
         self._kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        self._address = (parts.hostname, parts.port)
+        self._address = (parts.hostname or "", parts.port)  # a host: check_http_url refused a URL without one
         self._timeout = timeout
         self._max_bytes = max_bytes
         self._conn: http.client.HTTPConnection | None = None
@@ -891,6 +898,7 @@ __all__ = [
     "ServerUnavailable",
     "answer_int",
     "changes",
+    "check_http_url",
     "checked_status",
     "consumers",
     "current_key",

@@ -183,3 +183,14 @@ def test_a_lost_race_is_retried_only_while_it_means_the_same_step(
     lose_the_race(watch.bare, tmp_path, 2, 25)  # a step that changes nothing: a pause still means the same
     code, doc, _ = cli(run_cfgtool, repo, "pause", "2", "-m", "hold it", "--remote", "origin")
     assert code == 0 and (doc["tag"], doc["percent"]) == ("config/rollout/v2/3", 25)
+
+
+def test_a_server_that_is_not_an_http_url_is_refused_before_any_round(
+    rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run
+) -> None:
+    repo, _ = rolling
+    for args in (("run", "--once"), ("status",)):
+        proc = run_cfgtool("rollout", *args, "--server", "configs:8750", cwd=repo.root)
+        assert proc.returncode == 2, proc.stderr
+        assert "--server configs:8750: not an http(s) URL" in proc.stderr and "http://host:8750" in proc.stderr
+        assert "holds" not in proc.stderr and proc.stdout == ""
