@@ -3,8 +3,8 @@ loopback ports, over real repositories, writing real files.
 
 `start_agent(url, *args)` runs `cfgtool agent --server URL --store small --dir DIR *args` (DIR: the test's
 `out` directory) with its own cache directory and stops it (SIGTERM) when the test ends; `run_agent` runs it
-to completion (`--once`), as a fork of the worker's fork server (`cli_command`). `files(dir)` reads the files
-of the version `..data` points at, resolved once.
+to completion (`--once`). Both are forks of the worker's fork server (`Process.cfgtool`, `cli_command`).
+`files(dir)` reads the files of the version `..data` points at, resolved once.
 `hostile(upstream, answer)` starts a loopback HTTP server in front of a real one that answers as a spoofed or
 compromised server would: `answer(path)` gives the answer to send, or None to pass the request on.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import Process, cfgtool_command, child_env, cli_command, wait_for
+from tests.processes import Process, child_env, cli_command, wait_for
 from tests.serve.conftest import published, shared_published, shared_small, small, start_server
 
 # the server tests' fixtures, and a helper, used here
@@ -56,9 +56,9 @@ def start_agent(tmp_path: Path, out: Path) -> Iterator[StartAgent]:
 
     def start(url: str, *args: str, cache: Path | None = None, directory: Path | None = None) -> AgentProcess:
         where = directory or out
-        command = [*cfgtool_command(), "agent", "--server", url, "--store", STORE, "--dir", str(where), *args]
+        command = ["agent", "--server", url, "--store", STORE, "--dir", str(where), *args]
         environ = child_env(cache or tmp_path / "agent-cache")
-        agent = AgentProcess.spawn(command, tmp_path / f"agent-{len(started)}.log", environ)
+        agent = AgentProcess.cfgtool(command, tmp_path / f"agent-{len(started)}.log", environ)
         started.append(agent)
         return agent
 
