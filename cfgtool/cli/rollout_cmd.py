@@ -83,7 +83,12 @@ def status_command(
             "--token-file", metavar="FILE", help="A file holding the bearer token for the servers.", show_default=False
         ),
     ] = None,
-    remote: Remote = None,
+    remote: Annotated[
+        str | None,
+        typer.Option(
+            "--remote", metavar="NAME", help="Fetch this git remote's tags first (it writes none).", show_default=False
+        ),
+    ] = None,
     fmt: Fmt = OutputFormat.TEXT,
 ) -> None:
     """Show a version's staged rollout: state, step, cohort, gates and why it waits.
@@ -128,8 +133,9 @@ def promote_command(
     Writes the next step tag, with who and why. Needs publish on the store
     with --principal. A paused rollout stays paused.
 
-    Exit status: 0 promoted, 1 refused (done, rolled back, waiting, or the
-    principal may not publish), 2 usage or environment error.
+    Exit status: 0 promoted, 1 refused (done, rolled back, waiting,
+    superseded, or the principal may not publish), 2 usage or environment
+    error.
 
     Examples:
       cfgtool rollout promote 7 -m "the canary looks fine" --remote origin
@@ -251,8 +257,9 @@ def run_command(
     tags. Needs push rights on the remote.
 
     Examples:
-      cfgtool rollout run --server http://configs:8750 --remote origin
-      cfgtool rollout run --server http://configs:8750 --remote origin --interval 30s --once
+      cfgtool rollout run --server http://configs-a:8750 --server http://configs-b:8750 --remote origin
+      cfgtool rollout run --server http://configs:8750 --remote origin --interval 30s
+      cfgtool rollout run --server http://configs:8750 --remote origin --once
     """
     from cfgtool.rollout.controller import Options, start
     from cfgtool.store.rollout_plan import PlanError, duration

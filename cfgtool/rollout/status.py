@@ -144,12 +144,14 @@ def _why(
     plan = plan_of(rollout)
     if state == "baking":
         until = rollout.since + timedelta(seconds=plan.bake)
-        return f"bakes until {_when(until)}" if now < until else "baked: done at the next round if the gates pass"
+        if now < until:
+            return f"bakes until {_when(until)}"
+        return "baked: done at the controller's next round if the gates pass"
     due = rollout.since + timedelta(seconds=plan.step_time)
     upcoming = rollout.steps[rollout.step + 1] if rollout.step + 1 < len(rollout.steps) else 100
     if now < due:
         return f"next step ({upcoming}%) at {_when(due)} if the gates pass"
-    return f"next step ({upcoming}%) at the next round if the gates pass"
+    return f"next step ({upcoming}%) at the controller's next round if the gates pass"
 
 
 def _when(date: datetime | None) -> str | None:

@@ -52,7 +52,7 @@ def test_the_status_of_a_rolling_version_has_every_field(steps: Steps) -> None:
     assert found["why"] == f"next step (100%) at {(since + timedelta(minutes=10)).isoformat()} if the gates pass"
     assert [(e["seq"], e["action"], e["percent"]) for e in found["events"]] == [(1, "step", 25)]
     late = steps.status(2, now=since + timedelta(days=1))
-    assert late["why"] == "next step (100%) at the next round if the gates pass"
+    assert late["why"] == "next step (100%) at the controller's next round if the gates pass"
 
 
 def test_fresh_inconclusive_gates_hold_and_say_why(steps: Steps) -> None:
