@@ -352,8 +352,8 @@ HEADERS: dict[str, Schema] = {
     "ETag": _header('`"sha256:<hex>"` of the body, which is canonical JSON', {"type": "string", "pattern": '^"'}),
     "Cache-Control": _header(
         "`private, max-age=31536000, immutable` for a version's answer; `private, must-revalidate, max-age=S, "
-        "stale-if-error=86400` for a `current` answer (`public` for both with `--public-cache`); `no-store` for "
-        "errors, feeds and consumers"
+        "stale-if-error=86400` for a `current` answer (`public` for both with `--public-cache`); `no-cache` for "
+        "the stores list; `no-store` for errors, feeds and consumers"
     ),
     "Cfgtool-Version": _header(
         "the version a `current` answer, or a redirect, stands for", {"type": "string", "pattern": "^[0-9]+$"}
@@ -366,7 +366,8 @@ HEADERS: dict[str, Schema] = {
     ),
     "Retry-After": _header("seconds to wait before trying again", {"type": "string", "pattern": "^[0-9]+$"}),
     "Vary": _header(
-        "`Cfgtool-Instance` on a `current` answer while a staged rollout is live: it depends on the instance"
+        "`Cfgtool-Instance` on a `current` answer while a staged rollout is live, and on the stores list (each "
+        "store's `current`): it depends on the instance"
     ),
 }
 
@@ -613,7 +614,7 @@ def _paths() -> dict[str, Schema]:
     stores = _ok(
         "every store: its name, path, current version and feed position",
         {"type": "array", "items": _ref("schemas", "Store")},
-        listed,
+        _headers("ETag", "Cache-Control", "Vary", required=("ETag", "Cache-Control", "Vary")),
     )
     versions = _ok(
         "`cfgtool versions --all --format json`, each with `servable`",

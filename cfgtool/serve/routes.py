@@ -67,6 +67,9 @@ def immutable(view: View) -> str:
     return f"{'public' if view.public else 'private'}, max-age=31536000, immutable"
 
 
+STORES_HEADERS = {"cache-control": "no-cache", "vary": "Cfgtool-Instance"}  # `current` is each instance's
+
+
 def _response(found: Answer, headers: dict[str, str] | None = None, request: Request | None = None) -> Response:
     out = dict(headers or {})
     if found.status == 200:
@@ -142,7 +145,7 @@ class _Handlers:
             }
             for state in self.api.listed_stores(who, _client(request))
         ]
-        return _response(answer(found), request=request)
+        return _response(answer(found), STORES_HEADERS, request)
 
     async def versions(self, request: Request) -> Response:
         who, _, view = await self._described(request)

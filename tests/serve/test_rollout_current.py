@@ -89,8 +89,12 @@ def test_the_cohort_reads_the_candidate_everyone_else_the_stable_version(
         for ident, expected in ((member, 2), (other, 1), (None, 1)):
             headers = {"Cfgtool-Instance": ident} if ident else {}
             feed = http.get("/v1/small/changes", params={"since": 0, "wait": 0}, headers=headers).json()
-            stores = http.get("/v1/stores", headers=headers).json()
+            listing = http.get("/v1/stores", headers=headers)
+            stores = listing.json()
+            # each instance's own `current`: no cache may store it heuristically, nor give it to another instance
+            assert (listing.headers["cache-control"], listing.headers["vary"]) == ("no-cache", "Cfgtool-Instance")
             named = http.get("/v1/small/versions/current/keys/data/a", headers=headers, follow_redirects=False)
+            assert named.headers["cache-control"] == "no-store"
             assert (feed["current"], stores[0]["current"], named.headers["cfgtool-version"]) == (
                 expected,
                 expected,
