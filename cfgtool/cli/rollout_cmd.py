@@ -312,7 +312,8 @@ def _echo(done: Recorded, fmt: OutputFormat) -> None:
 
 def render_status(found: dict[str, Any]) -> str:
     """`rollout status` for people."""
-    steps = " -> ".join(f"[{p}%]" if i == found["step"] else f"{p}%" for i, p in enumerate(found["steps"]))
+    at = found["step"] if found["state"] != "waiting" else None  # a waiting version has taken no step yet
+    steps = " -> ".join(f"[{p}%]" if i == at else f"{p}%" for i, p in enumerate(found["steps"]))
     lines = [
         f"version {found['version']} of store {found['store']}: {found['state'].replace('_', ' ')} at"
         f" {found['percent']}%"
@@ -325,6 +326,8 @@ def render_status(found: dict[str, Any]) -> str:
     lines += [f"  gate    {g['gate']}: {g['result']} ({g['detail']})" for g in found["gates"]]
     if found["why"]:
         lines.append(f"  why     {found['why']}")
+    if found["state"] == "rolled_back":
+        lines.append("  next    revert the change (git revert) and publish that: publish refuses its values until then")
     for e in found["events"]:
         why = f": {e['reason']}" if e["reason"] else ""
         lines.append(f"  {e['date']}  {e['action']} {e['percent']}% by {e['by']}{why}")

@@ -113,6 +113,8 @@ def test_abort_is_a_rollback_that_sticks(rolling: tuple[GitRepo, RemoteWatch], r
     assert meta(repo, "config/rolledback/v2")["reason"] == "abort: latency up"
     _, status, _ = cli(run_cfgtool, repo, "status", "2")
     assert status["state"] == "rolled_back" and status["why"].endswith(": abort: latency up")
+    text = run_cfgtool("rollout", "status", "2", cwd=repo.root).stdout
+    assert "\n  next    revert the change (git revert) and publish that" in text  # what to do now
     code, _, err = cli(run_cfgtool, repo, "promote", "2")
     assert code == 1 and "cannot promote: version 2 is rolled back" in err
     code, _, err = cli(run_cfgtool, repo, "abort", "2", "-m", "again")
@@ -194,3 +196,13 @@ def test_a_server_that_is_not_an_http_url_is_refused_before_any_round(
         assert proc.returncode == 2, proc.stderr
         assert "--server configs:8750: not an http(s) URL" in proc.stderr and "http://host:8750" in proc.stderr
         assert "holds" not in proc.stderr and proc.stdout == ""
+
+
+def test_a_waiting_version_shows_no_step_taken(rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run) -> None:
+    repo, _ = rolling
+    repo.write({"store/main.conf": "owner = platform\nretention.days = 21\n"})
+    repo.commit("longer still")
+    assert run_cfgtool("publish", "-m", "v3", cwd=repo.root).returncode == 0
+    text = run_cfgtool("rollout", "status", "3", cwd=repo.root).stdout
+    assert "version 3 of store small: waiting at 0%" in text
+    assert "  steps   5% -> 25% -> 100%, since -\n" in text and "  why     waits for version 2 to finish" in text
