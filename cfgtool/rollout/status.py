@@ -70,8 +70,16 @@ def status(
 def statuses(
     known: History, chosen: Selection, *, reports: Sequence[ServerReport] | None = None, now: datetime | None = None
 ) -> list[dict[str, Any]]:
-    """The status of every version with a rollout, newest first (`GET /v1/{store}/rollouts`)."""
-    return [status(known, chosen, n, reports=reports, now=now) for n in sorted(chosen.rollouts, reverse=True)]
+    """The status of every version with a rollout, newest first (`GET /v1/{store}/rollouts`). The cohort is counted
+    for the version `rollout status` shows by default only (`default_version`): counting hashes every instance, and
+    a store's rollouts only grow in number, so counting each would cost a request more with every one."""
+    if not chosen.rollouts:
+        return []
+    counted = default_version(chosen)
+    return [
+        status(known, chosen, n, reports=reports if n == counted else None, now=now)
+        for n in sorted(chosen.rollouts, reverse=True)
+    ]
 
 
 def rollout_of(known: History, chosen: Selection, n: int) -> Rollout:

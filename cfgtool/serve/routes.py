@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -199,7 +199,7 @@ class _Handlers:
         """Every version with a staged rollout, in `rollout status`'s form; the cohort among this server's clients
         (`describe` on the store). Only counts come from the consumers, never their reports' text."""
         _, state, _ = await self._described(request)
-        heard = json.loads(self.service.consumers[state.name].listing(time.time()))
+        heard = self.service.consumers[state.name].listing(time.time())
         found = await asyncio.to_thread(rollout_statuses, state.root, state.path or ".", state.name, heard)
         return _response(answer(found), {"cache-control": "no-store"})
 
@@ -275,11 +275,11 @@ class _Handlers:
         return response
 
 
-def rollout_statuses(root: Path, store: str, name: str, heard: Mapping[str, Any]) -> list[dict[str, Any]]:
+def rollout_statuses(root: Path, store: str, name: str, heard: bytes) -> list[dict[str, Any]]:
     """The status of every rollout of store `name` (at `store` in `root`), read from its tags now. Its cohort is
-    counted among `heard`, this server's consumers listing."""
+    counted among `heard`, this server's consumers listing (decoded here, off the event loop)."""
     known = history(root, store)
-    return statuses(known, selection(known, name), reports=[ServerReport("this server", heard)])
+    return statuses(known, selection(known, name), reports=[ServerReport("this server", json.loads(heard))])
 
 
 def query_answer(loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from cfgtool.errors import SourceError
 from cfgtool.rollout.gates import GateResult, ServerReport
-from cfgtool.rollout.status import NoRollout, default_version, status
+from cfgtool.rollout.status import NoRollout, default_version, status, statuses
 from cfgtool.versions.rollout import admitted
 from cfgtool.versions.tags import StoreTags, read_history
 from tests.conftest import GitRepo
@@ -120,3 +121,22 @@ def test_a_version_without_a_rollout_says_why(steps: Steps) -> None:
         steps.status(9)
     old = steps.status(1)  # the first version rolls out once another one can be fallen back to
     assert old["state"] == "superseded" and old["why"].startswith("superseded by version 3, published without")
+
+
+def test_a_listing_counts_only_the_cohort_rollout_status_shows(steps: Steps) -> None:
+    """`GET /v1/{store}/rollouts` lists every rollout the store ever had. Counting each one's cohort hashed every
+    instance the server heard from once per rollout: a request cost more with each rollout, seconds per request
+    with 100,000 instances and ten rolled back versions, for anyone who may describe the store."""
+    steps.version(1)
+    for n in range(2, 12):
+        steps.version(n, PLAN)
+        steps.rollback(n)
+    steps.version(12, PLAN)
+    heard = {"instances": [{"id": f"host-{i}:1", "version": 12} for i in range(100_000)]}
+    known = read_history(steps.repo.root, StoreTags("store", None))
+    started = time.process_time()
+    found = statuses(known, steps.selection(), reports=[ServerReport("this server", heard)])
+    assert time.process_time() - started < 3
+    assert [s["version"] for s in found] == list(range(12, 1, -1))
+    assert found[0]["cohort"]["applied"] == found[0]["cohort"]["instances"] > 1000  # the candidate's, at 5%
+    assert [s["cohort"] for s in found[1:]] == [None] * 10
