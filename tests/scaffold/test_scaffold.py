@@ -230,3 +230,15 @@ def test_the_published_hook_manifest_is_valid_and_matches_the_scaffolded_hook(tm
     assert published.pop("language") == "python"  # installed by pre-commit from this repository
     assert local.pop("language") == "system"  # the cfgtool that requirements.txt installs
     assert published == local
+
+
+def test_the_scaffold_offers_a_rollout_plan_that_compiles_once_uncommented(run_cfgtool: Run, tmp_path: Path) -> None:
+    assert run_cfgtool("init", "configs").returncode == 0
+    rules = tmp_path / "configs/store/_CONFIG_STORE"
+    text = rules.read_text(encoding="utf-8")
+    start = text.index("# rollout:\n")
+    plan = "\n".join(line.removeprefix("# ") for line in text[start:].splitlines())
+    assert yaml.safe_load(plan)["rollout"]["steps"] == [5, 25, 100]
+    rules.write_text(text[:start] + plan + "\n", encoding="utf-8")
+    compiled = run_cfgtool("compile", "--strict", cwd=rules.parent.parent)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
