@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +25,7 @@ from cfgtool.rollout.gates import GateResult, Step, consumers_gate, evaluate, re
 from cfgtool.rollout.status import status
 from cfgtool.store import git
 from cfgtool.store.rollout_plan import ConsumersGate, RolloutPlan
-from cfgtool.versions.refs import identity
+from cfgtool.versions.refs import checked_remote, identity
 from cfgtool.versions.rollback import RollbackRefused, rollback, unfinished
 from cfgtool.versions.rollout import Rollout
 from cfgtool.versions.rollout_tags import current, record
@@ -169,7 +169,10 @@ def run(options: Options, stop: threading.Event, *, once: bool = False) -> Decis
 
 def start(options: Options, *, once: bool = False) -> Decision:
     """Run the controller, logging to stderr, until SIGTERM or SIGINT (or one round with `once`). A signal ends it
-    after the round under way: a step or a rollback is never cut halfway by the controller itself."""
+    after the round under way: a step or a rollback is never cut halfway by the controller itself. UsageError, before
+    any round, for a remote that is neither a remote of the repository nor a URL (`checked_remote`)."""
+    if options.remote is not None:
+        options = replace(options, remote=checked_remote(git.locate(options.repo).root, options.remote))
     _log_to_stderr()
     stop = threading.Event()
 

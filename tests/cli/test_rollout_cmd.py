@@ -206,3 +206,16 @@ def test_a_waiting_version_shows_no_step_taken(rolling: tuple[GitRepo, RemoteWat
     text = run_cfgtool("rollout", "status", "3", cwd=repo.root).stdout
     assert "version 3 of store small: waiting at 0%" in text
     assert "  steps   5% -> 25% -> 100%, since -\n" in text and "  why     waits for version 2 to finish" in text
+
+
+def test_a_remote_that_is_no_remote_is_refused_before_any_round(
+    rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run
+) -> None:
+    """`run` without `--once` is a daemon: a remote that looks like an option (or names nothing) must stop it at
+    once, as for every other command, not make it log a refused fetch every round for ever."""
+    repo, _ = rolling
+    for remote in ("--upload-pack=touch pwned", "ext::sh -c touch% pwned", "nosuch"):
+        proc = run_cfgtool("rollout", "run", "--server", "http://127.0.0.1:9", "--remote", remote, cwd=repo.root)
+        assert proc.returncode == 2, proc.stderr
+        assert f"--remote {remote!r} is neither a remote of this repository nor a URL" in proc.stderr
+        assert not (repo.root / "pwned").exists()
