@@ -369,7 +369,7 @@ def render_published(result: PublishResult) -> str:
     if result.attempts > 1:
         lines.append(f"  note       another publisher took a version number meanwhile ({result.attempts} attempts)")
     if result.rollout is not None and result.version is not None:
-        lines.append(rollout_line(result.version, result.rollout, done=result.published))
+        lines.append(rollout_line(result.version, result.rollout, done=result.published, at_once=result.at_once))
     if result.waits_for is not None:
         lines.append(
             f"version {result.version} waits until version {result.waits_for} is done or rolled back"
@@ -381,8 +381,8 @@ def render_published(result: PublishResult) -> str:
 SKIPPED = {"all-at-once": "--all-at-once", "restore": "a restore: going back is never slowed down"}
 
 
-def rollout_line(n: int, record: Mapping[str, Any], *, done: bool) -> str:
-    """How version `n` goes out, from its tag's `rollout` record."""
+def rollout_line(n: int, record: Mapping[str, Any], *, done: bool, at_once: bool = False) -> str:
+    """How version `n` goes out, from its tag's `rollout` record (`at_once`: its plan had nothing to fall back to)."""
     from cfgtool.store.rollout_plan import RolloutPlan
 
     skipped = record.get("skipped")
@@ -392,6 +392,10 @@ def rollout_line(n: int, record: Mapping[str, Any], *, done: bool) -> str:
     shown = f": {plan.describe()}" if plan is not None else ""
     if not done:
         return f"version {n} would roll out by its plan{shown}"
+    if at_once:
+        return (
+            f"version {n} goes to every reader at once, plan or not: there is no good version before it to fall back to"
+        )
     return f"version {n} rolls out by its plan{shown}; `cfgtool rollout status {n}` follows it"
 
 

@@ -126,6 +126,7 @@ class PublishResult:
     attempts: int = 0  # tags created before one stuck (more than 1: concurrent publishers were met)
     rollout: Mapping[str, Any] | None = None  # the tag's `rollout` record: {plan, salt} or {skipped}; None: no plan
     waits_for: int | None = None  # published while this version rolls out: it starts once that one ends
+    at_once: bool = False  # published with a plan, yet out to everyone at once: no earlier version to fall back to
     diagnostics: tuple[Diagnostic, ...] = field(default=(), repr=False)  # warnings
 
     def to_json(self) -> dict[str, Any]:
@@ -149,6 +150,7 @@ class PublishResult:
             "attempts": self.attempts,
             "rollout": None if self.rollout is None else dict(self.rollout),
             "waits_for": self.waits_for,
+            "at_once": self.at_once,
             "warnings": sum(1 for d in self.diagnostics if d.severity == "warning"),
         }
 
@@ -262,9 +264,11 @@ def publish(
         extra |= {"rollout": rollout} if rollout is not None else {}
         oid = make_tag(root, name, commit, format_message(text, {**meta, **extra, "version": n}), tagger)
         if (remote is None or _pushed(root, remote, name, oid)) and _written(root, name, oid, remote):
-            waits = _waits_for(root, known.scheme, n) if rollout is not None and "plan" in rollout else None
+            waits, at_once = (
+                _start(root, known.scheme, n) if rollout is not None and "plan" in rollout else (None, False)
+            )
             done = {"published": True, "version": n, "tag": name, "attempts": attempt, "rollout": rollout}
-            return _with(base, allowed=allowed, waits_for=waits, **done)
+            return _with(base, allowed=allowed, waits_for=waits, at_once=at_once, **done)
         _back_off(attempt)  # another publisher took N (here or on the remote): recompute
     raise PublishRaceLost(
         f"gave up after {MAX_ATTEMPTS} attempts: other publishers kept taking the next version number",
@@ -287,13 +291,16 @@ def rollout_record(
     return {"plan": plan.to_json(), "salt": secrets.token_hex(8)}
 
 
-def _waits_for(root: Path, scheme: TagScheme, n: int) -> int | None:
-    """The version rolling out that version N, just published with a plan, waits for (None: N starts now)."""
+def _start(root: Path, scheme: TagScheme, n: int) -> tuple[int | None, bool]:
+    """How version N, just published with a plan, starts: the version rolling out that it waits for (None: N starts
+    now), and whether it went to everyone at once instead (no good version before it to fall back to)."""
     chosen = selection(read_history(root, scheme))
     rollout = chosen.rollouts.get(n)
-    if rollout is None or rollout.state != "waiting" or chosen.candidate is None:
-        return None
-    return chosen.candidate.version
+    if rollout is None:
+        return None, chosen.stable == n
+    if rollout.state != "waiting" or chosen.candidate is None:
+        return None, False
+    return chosen.candidate.version, False
 
 
 def _unchanged(root: Path, known: History, base: PublishResult) -> PublishResult | None:

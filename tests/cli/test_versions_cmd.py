@@ -100,6 +100,22 @@ def test_publish_says_how_a_version_rolls_out_and_records_it(run_cfgtool: Run, w
     assert proc.stdout.splitlines()[-1] == "version 5 skips the rollout plan (--all-at-once)"
 
 
+def test_a_first_version_with_a_plan_is_said_to_go_to_everyone_at_once(run_cfgtool: Run, work: GitRepo) -> None:
+    path = work.root / "store" / "_CONFIG_STORE"
+    path.write_text(path.read_text(encoding="utf-8") + "rollout: {steps: [5, 100]}\n", "utf-8")
+    work.commit("a rollout plan from the start")
+    proc = run_cfgtool("publish", cwd=work.root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "version 1 goes to every reader at once, plan or not: there is no good version before it to fall back to"
+    )
+    assert run_cfgtool("rollout", "status", "1", cwd=work.root).returncode == 1  # indeed no rollout to follow
+    bump(work, "2")
+    code, doc = run_json(run_cfgtool, work, "publish")
+    assert (code, doc["version"], doc["at_once"], doc["waits_for"]) == (0, 2, False, None)
+    assert "plan" in doc["rollout"]
+
+
 def test_publish_while_another_version_rolls_out_says_it_waits(run_cfgtool: Run, work: GitRepo) -> None:
     run_cfgtool("publish", cwd=work.root)
     path = work.root / "store" / "_CONFIG_STORE"
