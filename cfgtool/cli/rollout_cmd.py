@@ -312,11 +312,11 @@ def _echo(done: Recorded, fmt: OutputFormat) -> None:
 
 def render_status(found: dict[str, Any]) -> str:
     """`rollout status` for people."""
-    at = found["step"] if found["state"] != "waiting" else None  # a waiting version has taken no step yet
-    steps = " -> ".join(f"[{p}%]" if i == at else f"{p}%" for i, p in enumerate(found["steps"]))
+    taken = found["step"] if found["state"] != "waiting" else None  # a waiting version has taken no step yet
+    steps = " -> ".join(f"[{p}%]" if i == taken else f"{p}%" for i, p in enumerate(found["steps"]))
+    at = f" at {found['percent']}%" if found["state"] != "waiting" else ""
     lines = [
-        f"version {found['version']} of store {found['store']}: {found['state'].replace('_', ' ')} at"
-        f" {found['percent']}%"
+        f"version {found['version']} of store {found['store']}: {found['state'].replace('_', ' ')}{at}"
         f" (stable version: {found['stable']})",
         f"  steps   {steps}, since {found['since'] or '-'}",
     ]

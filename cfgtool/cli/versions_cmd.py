@@ -444,7 +444,10 @@ def render_versions(shown: Sequence[Version], total: int, width: int | None = No
         if v.restored is not None:
             status += " (restored)"
         if v.rollout is not None and v.rollout.get("state") not in ("done", "rolled_back"):
-            status += f" (rollout: {v.rollout.get('state')} at {v.rollout.get('percent')}%)"
+            state = v.rollout.get("state")  # a waiting version has taken no step: no percent to show
+            status += (
+                f" (rollout: {state})" if state == "waiting" else f" (rollout: {state} at {v.rollout.get('percent')}%)"
+            )
         if v.allow_rolled_back:  # published with --allow-rolled-back
             status += " (re-released " + ", ".join(f"v{n}" for n in v.allow_rolled_back) + ")"
         rows.append((str(v.version), _date(v), v.commit[:7], status))

@@ -204,7 +204,9 @@ def test_a_waiting_version_shows_no_step_taken(rolling: tuple[GitRepo, RemoteWat
     repo.commit("longer still")
     assert run_cfgtool("publish", "-m", "v3", cwd=repo.root).returncode == 0
     text = run_cfgtool("rollout", "status", "3", cwd=repo.root).stdout
-    assert "version 3 of store small: waiting at 0%" in text
+    assert "version 3 of store small: waiting (stable version: 1)" in text
+    listed = run_cfgtool("versions", cwd=repo.root).stdout
+    assert "good (rollout: waiting)" in listed and "good (rollout: rolling at 5%)" in listed
     assert "  steps   5% -> 25% -> 100%, since -\n" in text and "  why     waits for version 2 to finish" in text
 
 
