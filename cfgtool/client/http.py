@@ -96,9 +96,14 @@ def is_server_url(location: str | Path) -> bool:
 def check_http_url(location: str) -> SplitResult:
     """The parts of `location`, an http(s) URL with a host (a path prefix allowed); UsageError naming it when it is
     not one, so a command can refuse a bad `--server` before it starts rather than at each request."""
-    parts = urlsplit(location)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"{location}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
+    try:
+        parts = urlsplit(location)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != -1  # a bad port raises
+    except ValueError:
+        ok = False
+    if not ok or not location.isprintable() or " " in location:
+        shown = location if location.isprintable() else repr(location)
+        raise UsageError(f"{shown}: not an http(s) URL", hint="pass a server URL such as http://host:8750")
     return parts
 
 
@@ -209,7 +214,7 @@ class Connection:
             except ServerUnavailable:  # too large or too late: the rest of the answer is not read
                 self._drop()
                 raise
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http.client.HTTPException, UnicodeError) as exc:  # UnicodeError: a host IDNA refuses
                 self._drop()
                 if time.monotonic() >= deadline or isinstance(exc, TimeoutError):
                     raise self._late() from exc

@@ -241,7 +241,8 @@ def _url(value: object, path: tuple[str | int, ...]) -> str:
     text = _text(value, path)
     try:
         parts = urlsplit(text)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and not any(c.isspace() for c in text)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and text.isprintable() and " " not in text
+        ok = ok and parts.port != -1  # reading the port raises ValueError for one that is not from 0 to 65535
     except ValueError:
         ok = False
     if not ok:

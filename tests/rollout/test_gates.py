@@ -184,6 +184,14 @@ def test_prometheus_gate_is_inconclusive_without_a_number(prometheus: Prometheus
     assert prometheus_gate(prometheus.url, "up[1m]", 1).result == "inconclusive"
 
 
+@pytest.mark.parametrize("url", ["http://p:99999", "http://p:abc", "http://p\x00q:1", f"http://{'b' * 300}.com"])
+def test_prometheus_gate_is_inconclusive_on_a_url_it_cannot_ask(url: str) -> None:
+    """A plan's URL that connecting cannot use (a tag's plan is data, and a hostname past DNS's label length passes
+    every parser): inconclusive, never a crash of the controller."""
+    found = prometheus_gate(url, "up", 0.5, timeout=2)
+    assert found.result == "inconclusive" and "up: " in found.detail
+
+
 def vector(*samples: object) -> bytes:
     """An instant vector's answer with these `value` fields."""
     result = [{"metric": {}, "value": s} for s in samples]
