@@ -28,6 +28,7 @@ State = Literal["waiting", "rolling", "paused", "baking", "done", "rolled_back",
 Action = Literal["step", "pause", "resume", "done"]
 ACTIONS: tuple[Action, ...] = ("step", "pause", "resume", "done")
 BUCKETS = 10_000  # a percent is 100 buckets
+MAX_SALT = 64  # characters: publish writes 16 hex digits, and every reader hashes the salt once per instance it places
 
 
 def cohort_id(instance: str) -> str:
@@ -201,13 +202,14 @@ def selection(known: History, store: str | None = None) -> Selection:
 
 def _planned(tag: Tag) -> tuple[str, Mapping[str, Any], tuple[int, ...]] | None:
     """(salt, plan, steps) when the version's tag says it rolls out by a plan. A plan the tag does not spell right
-    (a tag made by hand) counts as none: the version goes out as it would without one."""
+    (a tag made by hand), or a salt over MAX_SALT characters, counts as none: the version goes out as it would
+    without one."""
     found = tag.metadata.get("rollout")
     if not isinstance(found, Mapping):
         return None
     salt, plan = found.get("salt"), found.get("plan")
     steps = plan_steps(plan)
-    if not isinstance(salt, str) or not salt or steps is None or not isinstance(plan, Mapping):
+    if not isinstance(salt, str) or not 0 < len(salt) <= MAX_SALT or steps is None or not isinstance(plan, Mapping):
         return None
     return salt, plan, steps
 

@@ -163,6 +163,19 @@ def test_a_plan_the_tag_does_not_spell_right_counts_as_none(tags: Tags, plan: ob
     assert chosen.stable == 2 and chosen.rollouts == {}
 
 
+def test_a_salt_longer_than_a_salt_counts_as_no_plan(tags: Tags) -> None:
+    """Every reader hashes the salt for each instance it places: the server on each new id, the controller and the
+    console for each instance heard from. A megabyte salt in a tag made by hand made each of those hashes a
+    thousand times dearer."""
+    tags.version(1)
+    meta = {"kind": "version", "version": 2, "store": "store", "rollout": {"plan": PLAN, "salt": "ab" * 500_000}}
+    hand_made(tags, "config/v2", format_message("v2", meta))
+    chosen = tags.selection()
+    assert chosen.stable == 2 and chosen.rollouts == {}
+    tags.version(3, PLAN, salt="f" * 64)  # the longest salt read
+    assert tags.selection().candidate.version == 3
+
+
 def test_the_first_version_reaches_everyone_having_nothing_to_fall_back_to(tags: Tags) -> None:
     tags.version(1, PLAN)
     chosen = tags.selection()
