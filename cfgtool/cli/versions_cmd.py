@@ -369,11 +369,12 @@ def render_published(result: PublishResult) -> str:
     if result.attempts > 1:
         lines.append(f"  note       another publisher took a version number meanwhile ({result.attempts} attempts)")
     if result.rollout is not None and result.version is not None:
-        lines.append(rollout_line(result.version, result.rollout, done=result.published, at_once=result.at_once))
+        done, at_once = result.published, result.at_once
+        lines.append(rollout_line(result.version, result.rollout, result.store, done=done, at_once=at_once))
     if result.waits_for is not None:
         lines.append(
             f"version {result.version} waits until version {result.waits_for} is done or rolled back"
-            f" (it rolls out now: `cfgtool rollout status {result.waits_for}` follows it)"
+            f" (it rolls out now: {status_command_for(result.waits_for, result.store)} follows it)"
         )
     return "\n".join(lines) + "\n"
 
@@ -381,7 +382,7 @@ def render_published(result: PublishResult) -> str:
 SKIPPED = {"all-at-once": "--all-at-once", "restore": "a restore: going back is never slowed down"}
 
 
-def rollout_line(n: int, record: Mapping[str, Any], *, done: bool, at_once: bool = False) -> str:
+def rollout_line(n: int, record: Mapping[str, Any], store: str, *, done: bool, at_once: bool = False) -> str:
     """How version `n` goes out, from its tag's `rollout` record (`at_once`: its plan had nothing to fall back to)."""
     from cfgtool.store.rollout_plan import RolloutPlan
 
@@ -396,7 +397,15 @@ def rollout_line(n: int, record: Mapping[str, Any], *, done: bool, at_once: bool
         return (
             f"version {n} goes to every reader at once, plan or not: there is no good version before it to fall back to"
         )
-    return f"version {n} rolls out by its plan{shown}; `cfgtool rollout status {n}` follows it"
+    return f"version {n} rolls out by its plan{shown}; {status_command_for(n, store)} follows it"
+
+
+def status_command_for(n: int, store: str) -> str:
+    """The `cfgtool rollout status N` to copy, with `--store DIR` for a store other than the default `store/`."""
+    import shlex
+
+    where = "" if store.strip("/") in ("", "store") else f" --store {shlex.quote(store)}"
+    return f"`cfgtool rollout status {n}{where}`"
 
 
 def render_rollback(result: RollbackResult) -> str:

@@ -116,6 +116,24 @@ def test_a_first_version_with_a_plan_is_said_to_go_to_everyone_at_once(run_cfgto
     assert "plan" in doc["rollout"]
 
 
+def test_publish_names_the_store_in_the_status_command_it_suggests(run_cfgtool: Run, work: GitRepo) -> None:
+    work.write({"second/_CONFIG_STORE": "name: second\nrollout: {steps: [10, 100]}\n", "second/x/main.conf": "a = 1\n"})
+    work.commit("a second store, with a plan")
+    for value in ("2", "3"):
+        assert run_cfgtool("publish", "--store", "second", cwd=work.root).returncode == 0
+        work.write({"second/x/main.conf": f"a = {value}\n"})
+        work.commit(f"a = {value}")
+    proc = run_cfgtool("publish", "--store", "second", cwd=work.root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == [
+        "version 3 rolls out by its plan: 10% -> 100% (step time 10m, bake 10m); `cfgtool rollout status 3 --store"
+        " second` follows it",
+        "version 3 waits until version 2 is done or rolled back (it rolls out now: `cfgtool rollout status 2 --store"
+        " second` follows it)",
+    ]
+    assert run_cfgtool("rollout", "status", "2", "--store", "second", cwd=work.root).returncode == 0
+
+
 def test_publish_while_another_version_rolls_out_says_it_waits(run_cfgtool: Run, work: GitRepo) -> None:
     run_cfgtool("publish", cwd=work.root)
     path = work.root / "store" / "_CONFIG_STORE"
