@@ -40,8 +40,12 @@ def _starts_processes(path: Path, root: Path = CHECKOUT) -> list[str]:
     return [f"{path.relative_to(root)}:{f}" for f in found]
 
 
-# Modules that run other programs by design, never git: the agent runs the commands its user gave it.
-USER_COMMANDS = {"cfgtool/agent/actions.py": "runs the --check and --reload commands of `cfgtool agent`"}
+# Modules that run other programs by design, never git: the agent runs the commands its user gave it, and a
+# rollout's command gate the command of the store's reviewed plan.
+USER_COMMANDS = {
+    "cfgtool/agent/actions.py": "runs the --check and --reload commands of `cfgtool agent`",
+    "cfgtool/rollout/gates.py": "runs the `command` gate of a rollout plan",
+}
 
 
 def test_no_module_but_the_git_layer_starts_a_process() -> None:
