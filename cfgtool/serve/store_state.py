@@ -85,7 +85,7 @@ class View:
             and p.version < current
             and (chosen is None or chosen.joined(p.version, ident) is not None)
         )
-        return max(good, default=None)
+        return next(good, None)  # `servable` is newest first: the first that fits, without asking of the others
 
 
 class StoreState:
