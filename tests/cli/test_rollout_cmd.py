@@ -192,10 +192,11 @@ def test_a_server_that_is_not_an_http_url_is_refused_before_any_round(
 ) -> None:
     repo, _ = rolling
     for args in (("run", "--once"), ("status",)):
-        proc = run_cfgtool("rollout", *args, "--server", "configs:8750", cwd=repo.root)
-        assert proc.returncode == 2, proc.stderr
-        assert "--server configs:8750: not an http(s) URL" in proc.stderr and "http://host:8750" in proc.stderr
-        assert "holds" not in proc.stderr and proc.stdout == ""
+        for server in ("configs:8750", "http://configs:87500", "http://configs:port"):  # a port is 0 to 65535
+            proc = run_cfgtool("rollout", *args, "--server", server, cwd=repo.root)
+            assert proc.returncode == 2, proc.stderr
+            assert f"--server {server}: not an http(s) URL" in proc.stderr and "http://host:8750" in proc.stderr
+            assert "holds" not in proc.stderr and proc.stdout == ""
 
 
 def test_a_waiting_version_shows_no_step_taken(rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run) -> None:
