@@ -247,4 +247,10 @@ def _url(value: object, path: tuple[str | int, ...]) -> str:
         ok = False
     if not ok:
         raise PlanError(path, f"{text!r} is not an http:// or https:// URL, e.g. http://prometheus:9090")
+    if parts.username is not None or parts.password is not None:
+        raise PlanError(
+            path,
+            "holds credentials (user@ or user:password@), which every reader of the repository and its tags sees,"
+            " and which the gate never sends: give the controller a Prometheus it reaches without them",
+        )
     return text

@@ -74,6 +74,7 @@ def _with(**changes: Any) -> dict[str, Any]:
         _with(gates=[{"prometheus": {"url": "file:///etc/passwd", "query": "q", "max": 1}}]),
         _with(gates=[{"prometheus": {"url": "http://p", "query": "q", "max": float("inf")}}]),
         _with(gates=[{"prometheus": {"url": "http://p:99999", "query": "q", "max": 1}}]),  # no such port
+        _with(gates=[{"prometheus": {"url": "https://user:secret@p", "query": "q", "max": 1}}]),  # credentials
         _with(gates=[{"prometheus": {"url": "http://p:abc", "query": "q", "max": 1}}]),  # a port that is not a number
         _with(gates=[{"prometheus": {"url": "http://p\x00q:1", "query": "q", "max": 1}}]),  # a control character
         _with(gates=[{"command": {"run": "", "timeout": 1}}]),
