@@ -108,6 +108,7 @@ def check_http_url(location: str) -> SplitResult:
 
 
 MAX_BYTES = 64 * 2**20  # the largest answer a client accepts by default
+MESSAGE_LIMIT = 500  # characters of a server's error message kept
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _MAX_REDIRECTS = 5
 _CHUNK = 65536
@@ -859,8 +860,13 @@ def current_key(
 
 
 def _message(body: Any, default: str) -> str:
+    """The `message` of a server's error answer: one line of at most MESSAGE_LIMIT printable characters. A server
+    does not choose what a log or a terminal shows beyond that (a forged log line, an escape sequence)."""
     message = body.get("message") if isinstance(body, dict) else None
-    return str(message) if message else default
+    if not message:
+        return default
+    text = "".join(c if c.isprintable() else " " for c in str(message)[:MESSAGE_LIMIT])
+    return text + (" ..." if len(str(message)) > MESSAGE_LIMIT else "")
 
 
 def _explanation(body: Mapping[str, Any]) -> Explanation:

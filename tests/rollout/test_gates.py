@@ -150,6 +150,23 @@ def test_consumers_gate_names_only_instance_ids_a_server_could_have_heard(misbeh
     assert found == GateResult("consumers", "fail", "1 of 1 instances failed --check on version 1: web-1:1")
 
 
+def test_a_servers_error_message_cannot_forge_a_controller_log_line(misbehaving: Any) -> None:
+    """A server's error message becomes part of a gate's detail, which the controller logs. A compromised server
+    wrote a second log line of its own (and escape sequences, and megabytes) into the controller's log."""
+    forged = "down\ncfgtool rollout: INFO version 7 at 100%: done: config/rollout/v7/9\x1b[2J" + "x" * 2**20
+    body = json.dumps({"error": "E_INTERNAL", "message": forged}).encode()
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        head = f"HTTP/1.1 503 Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        handler.wfile.write(head.encode() + body)
+
+    server = misbehaving(answer)
+    found = consumers_gate(read_reports([server.url], "small"), 1, lambda _: True, 1, 0)
+    assert found.result == "inconclusive" and found.detail.isprintable() and len(found.detail) < 1000
+    assert "down cfgtool rollout: INFO" in found.detail
+
+
 # -- prometheus -----------------------------------------------------------------------------------------------------
 
 
