@@ -118,7 +118,7 @@ def status_command(
         reports = read_reports(servers, chosen.store, token=_token(token_file))
         for report in reports:
             if report.error is not None:
-                typer.echo(f"warning: {report.server}: {report.error} (not counted)", err=True)
+                typer.echo(f"warning: {report.problem} (not counted)", err=True)
     found = status(known, chosen, n, reports=reports)
     typer.echo(json.dumps(found, indent=2) if fmt is OutputFormat.JSON else render_status(found))
 

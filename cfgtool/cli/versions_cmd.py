@@ -391,21 +391,19 @@ def rollout_line(n: int, record: Mapping[str, Any], store: str, *, done: bool, a
         return f"version {n} {'skips' if done else 'would skip'} the rollout plan ({SKIPPED.get(skipped, skipped)})"
     plan = RolloutPlan.from_json(record.get("plan"))
     shown = f": {plan.describe()}" if plan is not None else ""
+    if at_once:
+        why = "there is no good version before it to fall back to"
+        return f"version {n} {'goes' if done else 'would go'} to every reader at once, plan or not: {why}"
     if not done:
         return f"version {n} would roll out by its plan{shown}"
-    if at_once:
-        return (
-            f"version {n} goes to every reader at once, plan or not: there is no good version before it to fall back to"
-        )
     return f"version {n} rolls out by its plan{shown}; {status_command_for(n, store)} follows it"
 
 
 def status_command_for(n: int, store: str) -> str:
     """The `cfgtool rollout status N` to copy, with `--store DIR` for a store other than the default `store/`."""
-    import shlex
+    from cfgtool.rollout.status import cli_command
 
-    where = "" if store.strip("/") in ("", "store") else f" --store {shlex.quote(store)}"
-    return f"`cfgtool rollout status {n}{where}`"
+    return f"`{cli_command(f'rollout status {n}', store)}`"
 
 
 def render_rollback(result: RollbackResult) -> str:

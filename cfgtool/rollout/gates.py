@@ -59,6 +59,12 @@ class ServerReport:
     listing: Mapping[str, Any] | None
     error: str | None = None
 
+    @property
+    def problem(self) -> str:
+        """Why the report could not be read, naming the server once (most client errors already name it)."""
+        said = self.error or "no report"
+        return said if self.server.rstrip("/") in said else f"{self.server}: {said}"
+
 
 @dataclass(frozen=True)
 class Step:
@@ -149,12 +155,16 @@ def consumers_gate(
         return GateResult("consumers", "fail", f"{summary}: {shown}")
     missing = [r for r in reports if r.listing is None]
     if missing:
-        said = "; ".join(f"{r.server}: {r.error}" for r in missing)
+        said = "; ".join(r.problem for r in missing)
         return GateResult("consumers", "inconclusive", f"{summary}, but a server cannot be read ({said})")
     if not reports:
         return GateResult("consumers", "inconclusive", "no server to read consumers reports from")
     if len(on) < min_reports:
-        return GateResult("consumers", "inconclusive", f"{len(on)} of {min_reports} reports needed: {summary}")
+        return GateResult(
+            "consumers",
+            "inconclusive",
+            f"{len(on)} reports from the cohort; {min_reports} needed (min_reports): {summary}",
+        )
     return GateResult("consumers", "pass", summary)
 
 

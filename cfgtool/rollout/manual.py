@@ -14,7 +14,7 @@ from typing import Any
 
 from cfgtool.access.enforce import require
 from cfgtool.errors import CfgtoolError, UsageError
-from cfgtool.rollout.status import rollout_of
+from cfgtool.rollout.status import cli_command, rollout_of
 from cfgtool.store import git
 from cfgtool.store.urls import redact
 from cfgtool.versions.messages import check_text
@@ -91,7 +91,7 @@ def abort(
     _allowed(root, store, known, n, principal, "rollback")
     rollout = rollout_of(known, chosen, n)
     if rollout.state not in (*MOVING, "waiting"):
-        raise _ended(rollout, "abort")
+        raise _ended(rollout, "abort", store)
     return rollback(
         root, n, reason=f"abort: {reason}", remote=remote, store=store, principal=principal, not_current=True
     )
@@ -126,7 +126,7 @@ def _act(
         if decided is None:
             _allowed(root, store, known, n, principal, "publish")
         rollout = rollout_of(known, chosen, n)
-        action, percent = _next(rollout, command)
+        action, percent = _next(rollout, command, store)
         if decided is not None and decided != (action, percent):
             break  # it moved meanwhile: what was asked for no longer means the same step
         decided = action, percent
@@ -139,39 +139,44 @@ def _act(
             return Recorded(n, action, percent, tag, who, reason, state, redact(remote) if remote else None)
     raise RolloutRefused(
         f"the rollout of version {n} moved while this command ran (a controller or another person took a step)",
-        hint=f"`cfgtool rollout status {n}` shows where it is now; run the command again if it still applies",
+        hint=f"`{cli_command(f'rollout status {n}', store)}` shows where it is now; run the command again if it still"
+        " applies",
     )
 
 
-def _next(rollout: Rollout, command: str) -> tuple[Action, int]:
-    """The action and percent of the step tag `command` writes now; RolloutRefused when it does not apply."""
+def _next(rollout: Rollout, asked: str, store: str | Path) -> tuple[Action, int]:
+    """The action and percent of the step tag command `asked` writes now; RolloutRefused when it does not apply."""
     n, state, percent = rollout.version, rollout.state, rollout.percent
     if state not in MOVING:
-        raise _ended(rollout, command)
-    if command == "pause":
+        raise _ended(rollout, asked, store)
+    if asked == "pause":
         if state == "paused":
-            raise RolloutRefused(f"version {n} is already paused", hint=f"cfgtool rollout resume {n}")
+            raise RolloutRefused(f"version {n} is already paused", hint=cli_command(f"rollout resume {n}", store))
         return "pause", percent
-    if command == "resume":
+    if asked == "resume":
         if state != "paused":
-            raise RolloutRefused(f"version {n} is not paused: it is {state}", hint=f"cfgtool rollout pause {n} -m WHY")
+            hint = cli_command(f"rollout pause {n} -m WHY", store)
+            raise RolloutRefused(f"version {n} is not paused: it is {state}", hint=hint)
         return "resume", percent
     if percent >= 100:
         return "done", 100
     return "step", next(p for p in rollout.steps if p > percent)
 
 
-def _ended(rollout: Rollout, command: str) -> RolloutRefused:
-    """Why `command` does not apply to a rollout that is not under way."""
+def _ended(rollout: Rollout, asked: str, store: str | Path) -> RolloutRefused:
+    """Why command `asked` does not apply to a rollout that is not under way (its hint names a second store)."""
     n, state = rollout.version, rollout.state
     said = {
-        "done": (f"version {n} finished its rollout", f"to withdraw it, cfgtool rollback {n} -m WHY"),
+        "done": (f"version {n} finished its rollout", f"to withdraw it, {cli_command(f'rollback {n} -m WHY', store)}"),
         "rolled_back": (f"version {n} is rolled back", "a rollback sticks: publish a fixed version"),
-        "waiting": (f"version {n} waits for the version before it", "cfgtool rollout status shows that one"),
+        "waiting": (
+            f"version {n} waits for the version before it",
+            f"{cli_command('rollout status', store)} shows that one",
+        ),
         "superseded": (f"version {n} was superseded by a version published without a plan", None),
     }
     message, hint = said.get(state, (f"version {n} is {state}", None))
-    return RolloutRefused(f"cannot {command}: {message}", hint=hint)
+    return RolloutRefused(f"cannot {asked}: {message}", hint=hint)
 
 
 __all__ = ["Recorded", "RolloutRefused", "abort", "pause", "promote", "read_tags", "resume"]

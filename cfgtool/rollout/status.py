@@ -9,8 +9,10 @@ sentence what the rollout waits for.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from cfgtool.errors import CfgtoolError
@@ -116,6 +118,12 @@ def default_version(chosen: Selection) -> int:
     )
 
 
+def cli_command(text: str, store: str | Path) -> str:
+    """`cfgtool TEXT` to copy, with `--store DIR` for a store other than the default `store/`."""
+    where = "" if str(store).strip("/") in ("", "store") else f" --store {shlex.quote(str(store))}"
+    return f"cfgtool {text}{where}"
+
+
 def plan_of(rollout: Rollout) -> RolloutPlan:
     """The plan recorded in the version's tag; its defaults where a field does not read."""
     return RolloutPlan.from_json(rollout.plan) or RolloutPlan(rollout.steps, DEFAULT_STEP_TIME, DEFAULT_BAKE)
@@ -166,4 +174,4 @@ def _when(date: datetime | None) -> str | None:
     return date.isoformat(timespec="seconds") if date is not None else None
 
 
-__all__ = ["NoRollout", "default_version", "plan_of", "rollout_of", "status", "statuses"]
+__all__ = ["NoRollout", "cli_command", "default_version", "plan_of", "rollout_of", "status", "statuses"]

@@ -258,7 +258,9 @@ def publish(
         if dry_run:
             where = f" and push it to {redact(remote)}" if remote else ""
             reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
-            return _with(base, version=n, tag=name, reason=reason, attempts=0, allowed=allowed, rollout=rollout)
+            at_once = rollout is not None and "plan" in rollout and known.current is None  # nothing to fall back to
+            said = {"reason": reason, "attempts": 0, "allowed": allowed, "rollout": rollout, "at_once": at_once}
+            return _with(base, version=n, tag=name, **said)
         text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
         extra: dict[str, Any] = {"allow_rolled_back": list(allowed)} if allowed else {}
         extra |= {"rollout": rollout} if rollout is not None else {}

@@ -4,6 +4,7 @@ versions `cfgtool publish` made under a rollout plan, with a bare remote whose t
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -222,3 +223,38 @@ def test_a_remote_that_is_no_remote_is_refused_before_any_round(
         assert proc.returncode == 2, proc.stderr
         assert f"--remote {remote!r} is neither a remote of this repository nor a URL" in proc.stderr
         assert not (repo.root / "pwned").exists()
+
+
+def test_refusals_name_a_second_store_in_the_commands_they_suggest(run_cfgtool: Run, work: GitRepo) -> None:
+    """Each command a refusal suggests is one to copy as is: for a store other than `store/`, it carries --store."""
+    work.write({"second/_CONFIG_STORE": "name: second\nrollout: {steps: [50, 100]}\n", "second/x/main.conf": "a = 1\n"})
+    work.commit("a second store, with a plan")
+    assert run_cfgtool("publish", "--store", "second", cwd=work.root).returncode == 0
+    work.write({"second/x/main.conf": "a = 2\n"})
+    work.commit("a = 2")
+    assert run_cfgtool("publish", "--store", "second", cwd=work.root).returncode == 0
+
+    def refused(*args: str) -> str:
+        proc = run_cfgtool("rollout", *args, "--store", "second", cwd=work.root)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        return proc.stderr
+
+    assert "cfgtool rollout pause 2 -m WHY --store second" in refused("resume", "2")
+    assert run_cfgtool("rollout", "pause", "2", "-m", "x", "--store", "second", cwd=work.root).returncode == 0
+    assert "cfgtool rollout resume 2 --store second" in refused("pause", "2", "-m", "again")
+    for _ in ("100%", "done"):
+        assert run_cfgtool("rollout", "promote", "2", "--store", "second", cwd=work.root).returncode == 0
+    assert "cfgtool rollback 2 -m WHY --store second" in refused("promote", "2")
+    assert "--store" not in run_cfgtool("rollout", "resume", "2", cwd=work.root).stderr  # the default store: as before
+
+
+def test_a_server_that_is_down_is_named_once(rolling: tuple[GitRepo, RemoteWatch], run_cfgtool: Run) -> None:
+    repo, _ = rolling
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    proc = run_cfgtool("rollout", "status", "--server", dead, cwd=repo.root)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: cannot reach {dead}: " in proc.stderr and proc.stderr.count(dead) == 1
+    ran = run_cfgtool("rollout", "run", "--once", "--server", dead, cwd=repo.root)
+    assert "a server cannot be read (cannot reach" in ran.stderr and ran.stderr.count(dead) == 1, ran.stderr

@@ -104,6 +104,12 @@ def test_a_first_version_with_a_plan_is_said_to_go_to_everyone_at_once(run_cfgto
     path = work.root / "store" / "_CONFIG_STORE"
     path.write_text(path.read_text(encoding="utf-8") + "rollout: {steps: [5, 100]}\n", "utf-8")
     work.commit("a rollout plan from the start")
+    dry = run_cfgtool("publish", "--dry-run", cwd=work.root)  # says what the real publish then does
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines()[-1] == (
+        "version 1 would go to every reader at once, plan or not: there is no good version before it to fall back to"
+    )
+    assert json.loads(run_cfgtool("publish", "--dry-run", "--format", "json", cwd=work.root).stdout)["at_once"]
     proc = run_cfgtool("publish", cwd=work.root)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == (

@@ -86,7 +86,8 @@ def test_consumers_gate_sums_the_reports_of_two_servers(
     assert passed == GateResult("consumers", "pass", "2 of 5 instances failed --check on version 1")
     # nobody is on version 2 yet: too few reports, the step holds
     none = consumers_gate(reports, 2, admitted, min_reports=1, max_failed=0)
-    assert none.result == "inconclusive" and none.detail.startswith("0 of 1 reports needed")
+    assert none.result == "inconclusive"
+    assert none.detail.startswith("0 reports from the cohort; 1 needed (min_reports): 0 of 0 instances")
     # the same through evaluate, as a plan names the gate
     step = Step("small", 1, 25, admitted, min_reports=2, reports=reports)
     assert evaluate(gates({"consumers": {"max_failed": 1}}), step) == [failed]
@@ -106,7 +107,7 @@ def test_consumers_gate_never_passes_without_every_server(
     good = consumers_gate(reports, 1, cohort("api-1"), min_reports=1, max_failed=0)
     assert good.result == "inconclusive"
     assert good.detail.startswith("0 of 1 instances failed --check on version 1, but a server cannot be read")
-    assert dead in good.detail
+    assert good.detail.count(dead) == 1  # the client's error names the server already: said once
     # failures seen on the servers that answered are failures all the same: at most 10 ids are named
     bad = consumers_gate(reports, 1, cohort(*(f"web-{n:02}" for n in range(12))), min_reports=1, max_failed=0)
     assert bad.result == "fail"
