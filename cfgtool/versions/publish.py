@@ -256,11 +256,7 @@ def publish(
         name = known.scheme.version_tag(n)
         rollout = rollout_record(result.store.settings.rollout, known, commit, all_at_once=all_at_once)
         if dry_run:
-            where = f" and push it to {redact(remote)}" if remote else ""
-            reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
-            at_once = rollout is not None and "plan" in rollout and known.current is None  # nothing to fall back to
-            said = {"reason": reason, "attempts": 0, "allowed": allowed, "rollout": rollout, "at_once": at_once}
-            return _with(base, version=n, tag=name, **said)
+            return _dry_run(base, known, name, commit, remote, version=n, allowed=allowed, rollout=rollout)
         text = message or f"config version {n}: {snap.store or '.'}/ at {commit[:12]}"
         extra: dict[str, Any] = {"allow_rolled_back": list(allowed)} if allowed else {}
         extra |= {"rollout": rollout} if rollout is not None else {}
@@ -291,6 +287,18 @@ def rollout_record(
     if all_at_once:
         return {"skipped": "all-at-once"}
     return {"plan": plan.to_json(), "salt": secrets.token_hex(8)}
+
+
+def _dry_run(
+    base: PublishResult, known: History, name: str, commit: str, remote: str | None, **done: Any
+) -> PublishResult:
+    """What a dry run says it would publish. With a plan and no good version before it (a store's first), the
+    version would go to everyone at once, as `_start` then finds: nothing to fall back to."""
+    where = f" and push it to {redact(remote)}" if remote else ""
+    reason = f"dry run: would create {name} on commit {commit[:7]}{where}; every check passed"
+    rollout = done.get("rollout")
+    at_once = rollout is not None and "plan" in rollout and known.current is None
+    return _with(base, tag=name, reason=reason, attempts=0, at_once=at_once, **done)
 
 
 def _start(root: Path, scheme: TagScheme, n: int) -> tuple[int | None, bool]:
