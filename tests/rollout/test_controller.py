@@ -240,7 +240,7 @@ def test_without_a_server_it_holds_and_never_promotes(fleet: Fleet, tmp_path: Pa
         held = subprocess.run(command, capture_output=True, text=True, env=child_env(), timeout=120)
         assert held.returncode == 0, held.stderr
         assert f"version {n} at 50%: holds: gates inconclusive: consumers: " in held.stderr, held.stderr
-        assert "but a server cannot be read (http://127.0.0.1:9: " in held.stderr
+        assert "but a server cannot be read (cannot reach http://127.0.0.1:9: " in held.stderr
         assert fleet.steps(n) == [] and not fleet.rolled_back(n)
     finally:
         fleet.end(n)
