@@ -29,6 +29,7 @@ from cfgtool.serve.options import Options
 from cfgtool.serve.protocol import limited
 from cfgtool.serve.routes import starlette_app
 from cfgtool.serve.service import Service
+from cfgtool.serve.worker import start_processes
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -142,8 +143,9 @@ def run(options: Options, parts: Sequence[Part] = ()) -> None:
     """Serve until SIGTERM or SIGINT (the CLI checks the options first); `parts` add routes (the console)."""
     logging.basicConfig(format="cfgtool: %(levelname)s: %(message)s", level=logging.WARNING)
     with _open_log(options.access_log) as stream:
+        max_connections = _raise_file_limit(options.max_connections)  # before the worker processes: they inherit it
+        start_processes()  # starts while the repository is checked and the socket bound: readiness waits less
         service = Service(options)
-        max_connections = _raise_file_limit(options.max_connections)
         sock = _listen(options.host, options.port)
         api = Api(service, starlette_app, parts)
         api.access = AccessLog(stream)

@@ -28,6 +28,8 @@ import hashlib
 import json
 import logging
 import multiprocessing
+import multiprocessing.context
+import multiprocessing.forkserver
 import os
 import sys
 import threading
@@ -207,6 +209,23 @@ def changed(before: Mapping[str, str], after: Mapping[str, str]) -> int:
     return sum(1 for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+def _context() -> multiprocessing.context.ForkServerContext:
+    """Where the worker and resolver processes come from: forks of a fork server that has imported this module, so
+    each starts with cfgtool imported."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
+
+
+def start_processes() -> None:
+    """Start the fork server of the worker processes now, before the server's own start-up, not at its first load.
+    Its start is a fresh interpreter importing cfgtool, a few tenths of a second. Started here it overlaps the
+    server's start-up instead of delaying readiness. When it cannot start, the first load says so (`Worker.run`)."""
+    _context()
+    with contextlib.suppress(OSError):
+        multiprocessing.forkserver.ensure_running()
+
+
 class Worker:
     """Runs `load`, `changes_between` and the console's diffs in a fresh process per call. When no process can be
     started, they run in the calling thread."""
@@ -226,9 +245,7 @@ class Worker:
         """`func(*args)` in a fresh worker process (a module-level function; arguments and result picklable)."""
         if self._processes:
             try:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload([__name__])  # forked with cfgtool imported: no start-up cost
-                with ProcessPoolExecutor(1, mp_context=context, max_tasks_per_child=1) as pool:
+                with ProcessPoolExecutor(1, mp_context=_context(), max_tasks_per_child=1) as pool:
                     return pool.submit(func, *args).result()
             except (OSError, BrokenProcessPool) as exc:
                 log.warning("cannot run a worker process (%s): versions are read in the server", exc)
@@ -347,9 +364,7 @@ class Resolver:
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload([__name__])
-                self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_background)
+                self._pool = ProcessPoolExecutor(1, mp_context=_context(), initializer=_background)
                 self._other = None
                 if self._current is not None:  # a new process: the current version first
                     self._send_load(self._pool, self._current, True)
