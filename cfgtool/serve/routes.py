@@ -7,7 +7,6 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from starlette.applications import Starlette
@@ -40,8 +39,8 @@ from cfgtool.serve.openapi import openapi_answer
 from cfgtool.serve.visibility import Visibility
 from cfgtool.serve.worker import ResolverUnavailable
 from cfgtool.store.keys import normalize_key
-from cfgtool.versions import history
-from cfgtool.versions.rollout import selection
+from cfgtool.versions import History
+from cfgtool.versions.rollout import Selection
 
 if TYPE_CHECKING:
     from cfgtool.serve.loaded import LoadedVersion
@@ -199,8 +198,11 @@ class _Handlers:
         """Every version with a staged rollout, in `rollout status`'s form; the cohort among this server's clients
         (`describe` on the store). Only counts come from the consumers, never their reports' text."""
         _, state, _ = await self._described(request)
+        view = state.view  # the tags every other answer of this view was chosen from
+        if view.tags is None or view.selection is None:
+            return _response(answer([]), {"cache-control": "no-store"})
         heard = self.service.consumers[state.name].listing(time.time())
-        found = await asyncio.to_thread(rollout_statuses, state.root, state.path or ".", state.name, heard)
+        found = await asyncio.to_thread(rollout_statuses, view.tags, view.selection, heard)
         return _response(answer(found), {"cache-control": "no-store"})
 
     async def report(self, request: Request) -> Response:
@@ -275,11 +277,10 @@ class _Handlers:
         return response
 
 
-def rollout_statuses(root: Path, store: str, name: str, heard: bytes) -> list[dict[str, Any]]:
-    """The status of every rollout of store `name` (at `store` in `root`), read from its tags now. Its cohort is
-    counted among `heard`, this server's consumers listing (decoded here, off the event loop)."""
-    known = history(root, store)
-    return statuses(known, selection(known, name), reports=[ServerReport("this server", json.loads(heard))])
+def rollout_statuses(known: History, chosen: Selection, heard: bytes) -> list[dict[str, Any]]:
+    """The status of every rollout in the view's tags (`known`, `chosen`). Its cohort is counted among `heard`, this
+    server's consumers listing (decoded here, off the event loop)."""
+    return statuses(known, chosen, reports=[ServerReport("this server", json.loads(heard))])
 
 
 def query_answer(loaded: LoadedVersion, kind: str, key: str, recursive: bool) -> Answer:

@@ -58,7 +58,7 @@ def test_rollouts_lists_each_rollout_with_its_cohort_among_this_servers_clients(
     }  # fmt: skip
     assert found["why"].startswith("next step (25%) at ") and found["events"] == []
 
-    promote(small.root, "store", 3, reason="looks fine")  # read from the tags at each request
+    promote(small.root, "store", 3, reason="looks fine")  # seen after the next refresh
 
     def grown() -> bool:
         return bool(rollouts(server, alice).json()[0]["percent"] == 25)
